@@ -1,0 +1,72 @@
+//! The tool's error texts (SPEC §1.7), verbatim.
+
+use std::fmt;
+
+use super::js::format_number;
+use super::number::ChapterNumber;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NovelError {
+    Disabled,
+    EmptyBook,
+    EmptyChapter,
+    BookEmptyAfterSanitize,
+    BadOffset,
+    BadLimit,
+    BookNotFound { root: String, book: String },
+    ChapterNotFound { book: String, needle: String },
+    Ambiguous { number: ChapterNumber, files: Vec<String> },
+    Encoding { path: String, utf16_suspected: bool },
+    OffsetOutOfRange { offset: u64, file: String, total_lines: u64 },
+    /// Reading the source failed (permissions, vanished file, too large…).
+    Io { path: String, reason: String },
+}
+
+impl fmt::Display for NovelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NovelError::Disabled => f.write_str("工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。"),
+            NovelError::EmptyBook => f.write_str("参数 \"book\" 不能为空字符串"),
+            NovelError::EmptyChapter => f.write_str("参数 \"chapter\" 不能为空字符串"),
+            NovelError::BookEmptyAfterSanitize => f.write_str("参数 book 不能为空（清洗后无有效字符）"),
+            NovelError::BadOffset => f.write_str("参数 \"offset\" 必须是 1 到 9007199254740991 之间的整数"),
+            NovelError::BadLimit => f.write_str("参数 \"limit\" 必须是 1 到 400 之间的整数"),
+            NovelError::BookNotFound { root, book } => write!(
+                f,
+                "书库中未找到作品目录：{root}/novels/{book}（检查书名是否精确匹配——可用 novel_books 查看全部作品名；或确认 novels/ 下已创建该书目录）"
+            ),
+            NovelError::ChapterNotFound { book, needle } => write!(
+                f,
+                "在作品 \"{book}\" 中找不到章节 \"{needle}\"（可用 novel_chapters 查看章节列表）"
+            ),
+            NovelError::Ambiguous { number, files } => write!(
+                f,
+                "第 {} 章有 {} 个文件，无法确定要哪一份：{}。请把 chapter 参数写成其中一个文件名（可省略扩展名）来指定；或用 novel_continuity_check 查看同章号清单后改名。",
+                format_number(*number),
+                files.len(),
+                files.join("、")
+            ),
+            NovelError::Encoding { path, utf16_suspected } => {
+                let hint = if *utf16_suspected {
+                    "；该文件的高位字节分布像 UTF-16，可能是缺 BOM 的 UTF-16LE/BE——请另存为 UTF-8（UTF-16 请带 BOM）"
+                } else {
+                    "，也不像带 BOM 或缺 BOM 的 UTF-16"
+                };
+                write!(f, "cannot detect text encoding of \"{path}\": 不是有效的 UTF-8/GBK{hint}，请将文件另存为 UTF-8 编码")
+            }
+            NovelError::OffsetOutOfRange { offset, file, total_lines } => {
+                write!(f, "offset {offset} 超出范围（\"{file}\" 共 {total_lines} 行）")
+            }
+            NovelError::Io { path, reason } => write!(f, "无法读取 \"{path}\"：{reason}"),
+        }
+    }
+}
+
+impl std::error::Error for NovelError {}
+
+impl NovelError {
+    /// The line an `ERROR` file holds and the CLI prints.
+    pub fn error_line(&self) -> String {
+        format!("错误：{self}\n")
+    }
+}

@@ -1,0 +1,162 @@
+//! Finding a chapter from the tool's `chapter` argument (SPEC §1.3).
+//!
+//! The index answers the exact-name and number steps from hash maps, so a
+//! lookup in a book of 10,000 chapters costs the same as in a book of 10;
+//! only the last-resort substring step walks the list.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::js;
+use super::number::{self, ChapterNumber};
+use super::scan::Chapter;
+
+/// The outcome of `find_chapter`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// Index into the chapter list.
+    Found(usize),
+    /// Several files share the number the argument names (files in list order).
+    Ambiguous { number: ChapterNumber, indices: Vec<usize> },
+    NotFound,
+}
+
+/// A book's sorted chapter list with the maps that make lookups cheap.
+#[derive(Debug, Clone, Default)]
+pub struct BookIndex {
+    pub chapters: Vec<Chapter>,
+    by_lower_file: HashMap<String, usize>,
+    by_lower_stem: HashMap<String, usize>,
+    by_number: HashMap<u64, Vec<usize>>,
+}
+
+static CHAPTER_EXTENSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\.(md|markdown|txt)$").expect("static pattern"));
+
+fn number_key(n: ChapterNumber) -> u64 {
+    // +0.0 and -0.0 are the same number; nothing else aliases.
+    (n + 0.0).to_bits()
+}
+
+impl BookIndex {
+    pub fn new(chapters: Vec<Chapter>) -> Self {
+        let mut index = BookIndex { chapters, ..Default::default() };
+        for (i, c) in index.chapters.iter().enumerate() {
+            index.by_lower_file.entry(c.lower_file.clone()).or_insert(i);
+            index.by_lower_stem.entry(c.lower_stem.clone()).or_insert(i);
+            if let Some(n) = c.number {
+                index.by_number.entry(number_key(n)).or_default().push(i);
+            }
+        }
+        index
+    }
+
+    /// Index of the chapter whose file name is byte for byte `name`.
+    pub fn exact(&self, name: &[u8]) -> Option<usize> {
+        use std::os::unix::ffi::OsStrExt;
+        let lossy = String::from_utf8_lossy(name);
+        let i = *self.by_lower_file.get(&js::to_lower(&lossy))?;
+        if self.chapters[i].os_name.as_bytes() == name {
+            return Some(i);
+        }
+        self.chapters.iter().position(|c| c.os_name.as_bytes() == name)
+    }
+
+    /// Groups of files sharing a chapter number, in list order.
+    pub fn duplicate_groups(&self) -> Vec<(ChapterNumber, Vec<usize>)> {
+        let mut groups: Vec<(ChapterNumber, Vec<usize>)> = self
+            .by_number
+            .values()
+            .filter(|v| v.len() > 1)
+            .map(|v| (self.chapters[v[0]].number.unwrap_or(0.0), v.clone()))
+            .collect();
+        groups.sort_by_key(|(_, v)| v[0]);
+        groups
+    }
+
+    /// `findChapter`: file name, then number, then (unless the argument is
+    /// all digits) the first title or file name containing it.
+    pub fn find(&self, arg: &str) -> Lookup {
+        let needle = js::trim(arg);
+        let lower = js::to_lower(needle);
+        if let Some(&i) = self.by_lower_file.get(&lower) {
+            return Lookup::Found(i);
+        }
+        let lower_stem = CHAPTER_EXTENSION.replace(&lower, "");
+        if let Some(&i) = self.by_lower_stem.get(lower_stem.as_ref()) {
+            return Lookup::Found(i);
+        }
+        if let Some(n) = number::parse_chapter_number(needle) {
+            match self.by_number.get(&number_key(n)).map(Vec::as_slice) {
+                Some([i]) => return Lookup::Found(*i),
+                Some(indices) if indices.len() > 1 => {
+                    return Lookup::Ambiguous { number: n, indices: indices.to_vec() };
+                }
+                _ => {}
+            }
+        }
+        let normalized = number::normalize_width(needle);
+        if !normalized.is_empty() && normalized.bytes().all(|b| b.is_ascii_digit()) {
+            return Lookup::NotFound;
+        }
+        self.chapters
+            .iter()
+            .position(|c| c.lower_title.contains(&lower) || c.lower_file.contains(&lower))
+            .map_or(Lookup::NotFound, Lookup::Found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::scan::chapter_order;
+
+    fn book(names: &[&str]) -> BookIndex {
+        let mut chapters: Vec<Chapter> = names.iter().map(|n| Chapter::new((*n).into())).collect();
+        chapters.sort_by(chapter_order);
+        BookIndex::new(chapters)
+    }
+
+    fn found(index: &BookIndex, arg: &str) -> Option<String> {
+        match index.find(arg) {
+            Lookup::Found(i) => Some(index.chapters[i].file.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn pure_digits_never_fall_through_to_substrings() {
+        let b = book(&["第11章 长街.md", "第12章.md"]);
+        assert_eq!(found(&b, "1"), None);
+        assert_eq!(found(&b, "１"), None);
+        assert_eq!(found(&b, "11").as_deref(), Some("第11章 长街.md"));
+    }
+
+    #[test]
+    fn file_name_beats_number() {
+        let b = book(&["第51章 两份.md", "第51章 两份.txt"]);
+        assert_eq!(found(&b, "第51章 两份.txt").as_deref(), Some("第51章 两份.txt"));
+        assert_eq!(found(&b, "第51章 两份").as_deref(), Some("第51章 两份.md"));
+        assert_eq!(found(&b, " 第51章 两份.MD ").as_deref(), Some("第51章 两份.md"));
+        assert!(matches!(b.find("51"), Lookup::Ambiguous { number, ref indices } if number == 51.0 && indices == &[0, 1]));
+    }
+
+    #[test]
+    fn substring_of_title_or_file_name() {
+        let b = book(&["第1章 启程.md", "第2章 归来.md", "Part-70-English.TXT"]);
+        assert_eq!(found(&b, "归来").as_deref(), Some("第2章 归来.md"));
+        assert_eq!(found(&b, "ENGLISH").as_deref(), Some("Part-70-English.TXT"));
+        assert_eq!(found(&b, "第一章").as_deref(), Some("第1章 启程.md"));
+        assert_eq!(found(&b, "不存在"), None);
+    }
+
+    #[test]
+    fn exact_is_byte_for_byte() {
+        let b = book(&["Ab.md", "ab.md"]);
+        assert_eq!(b.exact("ab.md".as_bytes()).map(|i| b.chapters[i].file.as_str()), Some("ab.md"));
+        assert_eq!(b.exact("Ab.md".as_bytes()).map(|i| b.chapters[i].file.as_str()), Some("Ab.md"));
+        assert_eq!(b.exact("AB.md".as_bytes()), None);
+    }
+}

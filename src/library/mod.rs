@@ -1,0 +1,248 @@
+//! The `novel_read` semantics as plain functions over a library directory.
+//! No FUSE here: the CLI and the filesystem both call into this module.
+
+pub mod decode;
+pub mod error;
+pub mod js;
+pub mod lookup;
+pub mod number;
+pub mod page;
+pub mod render;
+pub mod scan;
+pub mod state;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+pub use error::NovelError;
+pub use lookup::{BookIndex, Lookup};
+pub use page::{ChapterText, Page, READ_LIMIT};
+pub use render::PageSource;
+pub use scan::Chapter;
+
+/// Chapters above this size are refused rather than read into memory.
+pub const DEFAULT_MAX_CHAPTER_BYTES: u64 = 256 << 20;
+
+/// A library root: the directory holding `novels/`.
+#[derive(Debug, Clone)]
+pub struct Library {
+    root: PathBuf,
+    root_display: String,
+    pub max_chapter_bytes: u64,
+}
+
+/// The arguments of one `novel_read` call, as strings where the tool
+/// validates them itself.
+#[derive(Debug, Clone, Default)]
+pub struct ReadArgs<'a> {
+    pub book: &'a str,
+    pub chapter: &'a str,
+    pub offset: Option<&'a str>,
+    pub limit: Option<&'a str>,
+}
+
+/// A page and the names it is rendered with.
+#[derive(Debug, Clone)]
+pub struct PageOutput {
+    pub book: String,
+    pub file: String,
+    pub path: String,
+    pub page: Page,
+}
+
+impl PageOutput {
+    pub fn source(&self) -> PageSource<'_> {
+        PageSource { book: &self.book, file: &self.file, path: &self.path }
+    }
+    pub fn text(&self) -> String {
+        render::render_text(&self.source(), &self.page)
+    }
+    pub fn json(&self) -> String {
+        render::render_json(&self.source(), &self.page)
+    }
+}
+
+/// `sanitizeSegment`: strip characters Windows forbids, leading and trailing
+/// dots and whitespace, and defuse reserved device names.
+pub fn sanitize_segment(s: &str) -> Result<String, NovelError> {
+    let kept: String = s.chars().filter(|c| !r#"\/:*?"<>|"#.contains(*c)).collect();
+    let trimmed = kept.trim_matches(|c: char| c == '.' || js::is_js_whitespace(c));
+    if trimmed.is_empty() {
+        return Err(NovelError::BookEmptyAfterSanitize);
+    }
+    let upper = trimmed.to_ascii_uppercase();
+    let reserved = matches!(upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || ((upper.starts_with("COM") || upper.starts_with("LPT"))
+            && upper.len() == 4
+            && matches!(upper.as_bytes()[3], b'1'..=b'9'));
+    Ok(if reserved { format!("_{trimmed}") } else { trimmed.to_string() })
+}
+
+/// `optionalInt`: an integer argument in `[min, max]`, else `error`.
+pub fn parse_int_arg(value: Option<&str>, default: u64, max: u64, error: NovelError) -> Result<u64, NovelError> {
+    let Some(raw) = value else { return Ok(default) };
+    match raw.trim().parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(error),
+    }
+}
+
+impl Library {
+    /// Opens a library; the root is made absolute and canonical because
+    /// every page prints it.
+    pub fn open(root: &Path) -> std::io::Result<Library> {
+        let root = std::fs::canonicalize(root)?;
+        let root_display = root.to_string_lossy().into_owned();
+        Ok(Library { root, root_display, max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn novels_dir(&self) -> PathBuf {
+        self.root.join("novels")
+    }
+
+    pub fn book_dir(&self, book: &OsStr) -> PathBuf {
+        self.novels_dir().join(book)
+    }
+
+    /// `ROOT/novels/{book}/{file}` as pages print it.
+    pub fn display_path(&self, book: &str, file: &str) -> String {
+        format!("{}/novels/{book}/{file}", self.root_display)
+    }
+
+    /// Whether `novels/{book}` is a real directory (a symlink is not followed).
+    pub fn is_book(&self, book: &OsStr) -> bool {
+        !book.is_empty()
+            && book.as_bytes() != b"."
+            && book.as_bytes() != b".."
+            && !book.as_bytes().contains(&b'/')
+            && std::fs::symlink_metadata(self.book_dir(book)).is_ok_and(|m| m.is_dir())
+    }
+
+    /// Scans a book given the sanitized name.
+    pub fn scan_book(&self, book: &str) -> Result<BookIndex, NovelError> {
+        let not_found = || NovelError::BookNotFound { root: self.root_display.clone(), book: book.to_string() };
+        if !self.is_book(OsStr::new(book)) {
+            return Err(not_found());
+        }
+        let chapters = scan::scan_chapters(&self.book_dir(OsStr::new(book))).map_err(|_| not_found())?;
+        Ok(BookIndex::new(chapters))
+    }
+
+    /// Reads and decodes a chapter file. The file is opened without
+    /// following symlinks, so a chapter swapped for a link after the scan
+    /// still cannot leak anything outside the library.
+    pub fn load_chapter(&self, book: &OsStr, chapter: &Chapter) -> Result<ChapterText, NovelError> {
+        let bytes = self.read_chapter_bytes(book, &chapter.os_name)?;
+        let path = self.display_path(&book.to_string_lossy(), &chapter.file);
+        let text = decode::decode_text(&bytes)
+            .map_err(|e| NovelError::Encoding { path, utf16_suspected: e.utf16_suspected })?;
+        Ok(ChapterText::new(text))
+    }
+
+    pub fn read_chapter_bytes(&self, book: &OsStr, file: &OsStr) -> Result<Vec<u8>, NovelError> {
+        let full = self.book_dir(book).join(file);
+        let io_err = |e: std::io::Error| NovelError::Io {
+            path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()),
+            reason: e.to_string(),
+        };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&full)
+            .map_err(io_err)?;
+        let meta = f.metadata().map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(io_err(std::io::Error::other("不是普通文件")));
+        }
+        if meta.len() > self.max_chapter_bytes {
+            return Err(io_err(std::io::Error::other(format!(
+                "文件大小 {} 字节超过上限 {} 字节（--max-chapter-bytes）",
+                meta.len(),
+                self.max_chapter_bytes
+            ))));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        f.take(self.max_chapter_bytes + 1).read_to_end(&mut bytes).map_err(io_err)?;
+        if bytes.len() as u64 > self.max_chapter_bytes {
+            return Err(io_err(std::io::Error::other("文件在读取时超过大小上限")));
+        }
+        Ok(bytes)
+    }
+
+    /// One `novel_read` call, checks in the tool's order.
+    pub fn read(&self, args: &ReadArgs, state_file: Option<&Path>) -> Result<PageOutput, NovelError> {
+        if !state::tool_enabled(state_file) {
+            return Err(NovelError::Disabled);
+        }
+        if js::trim(args.book).is_empty() {
+            return Err(NovelError::EmptyBook);
+        }
+        if js::trim(args.chapter).is_empty() {
+            return Err(NovelError::EmptyChapter);
+        }
+        let offset = parse_int_arg(args.offset, 1, page::MAX_OFFSET, NovelError::BadOffset)?;
+        let limit = parse_int_arg(args.limit, READ_LIMIT as u64, READ_LIMIT as u64, NovelError::BadLimit)? as u32;
+        let book = sanitize_segment(args.book)?;
+        let index = self.scan_book(&book)?;
+        let i = match index.find(args.chapter) {
+            Lookup::Found(i) => i,
+            Lookup::Ambiguous { number, indices } => {
+                let files = indices.iter().map(|&i| index.chapters[i].file.clone()).collect();
+                return Err(NovelError::Ambiguous { number, files });
+            }
+            Lookup::NotFound => {
+                return Err(NovelError::ChapterNotFound {
+                    book: book.clone(),
+                    needle: js::trim(args.chapter).to_string(),
+                });
+            }
+        };
+        let chapter = &index.chapters[i];
+        let text = self.load_chapter(OsStr::new(&book), chapter)?;
+        if !text.offset_in_range(offset) {
+            return Err(NovelError::OffsetOutOfRange {
+                offset,
+                file: chapter.file.clone(),
+                total_lines: text.total_lines(),
+            });
+        }
+        Ok(PageOutput {
+            path: self.display_path(&book, &chapter.file),
+            file: chapter.file.clone(),
+            book,
+            page: text.page(offset, limit),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize() {
+        assert_eq!(sanitize_segment(" ..星河:旧梦?.. ").unwrap(), "星河旧梦");
+        assert_eq!(sanitize_segment("con").unwrap(), "_con");
+        assert_eq!(sanitize_segment("LPT9").unwrap(), "_LPT9");
+        assert_eq!(sanitize_segment("COM10").unwrap(), "COM10");
+        assert_eq!(sanitize_segment("a/b").unwrap(), "ab");
+        assert_eq!(sanitize_segment("../..").unwrap_err(), NovelError::BookEmptyAfterSanitize);
+        assert_eq!(sanitize_segment("\u{3000}").unwrap_err(), NovelError::BookEmptyAfterSanitize);
+    }
+
+    #[test]
+    fn int_args() {
+        assert_eq!(parse_int_arg(None, 1, 9, NovelError::BadOffset), Ok(1));
+        assert_eq!(parse_int_arg(Some("9"), 1, 9, NovelError::BadOffset), Ok(9));
+        for bad in ["0", "10", "-1", "1.5", "abc", "", "99999999999999999999999"] {
+            assert_eq!(parse_int_arg(Some(bad), 1, 9, NovelError::BadLimit), Err(NovelError::BadLimit), "{bad}");
+        }
+    }
+}
