@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use novelfs::library::{self, Library, Lookup, NovelError, ReadArgs};
+use novelfs::fs::mount;
+use novelfs::library::{self, Library, NovelError, ReadArgs};
 
 #[derive(Parser, Debug)]
 #[command(name = "novelfs", version, about = "Chinese novel chapters as a read-only filesystem of novel_read pages")]
@@ -18,6 +19,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Mount ROOT (the directory holding novels/) read-only at MOUNTPOINT.
+    Mount(MountCmd),
+    /// Unmount a novelfs mount (also clears a stale one left by a killed daemon).
+    #[command(alias = "umount")]
+    Unmount(UnmountCmd),
     /// Print one page exactly as the filesystem's offset-N file holds it.
     Read(ReadCmd),
     /// List a book's chapters with numbers, titles, sizes and shared numbers.
@@ -54,6 +60,45 @@ struct ReadCmd {
 }
 
 #[derive(Args, Debug)]
+struct MountCmd {
+    /// The library root (the directory holding novels/).
+    root: PathBuf,
+    mountpoint: PathBuf,
+    /// Stay attached and log to stderr (RUST_LOG=debug for more).
+    #[arg(short, long)]
+    foreground: bool,
+    /// Mount options: ro, allow_other, allow_root, auto_unmount, default_permissions, fsname=, ttl=.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+    /// Seconds the kernel may cache names and attributes (0 = always ask).
+    #[arg(long)]
+    ttl: Option<String>,
+    /// The assistant's state file (see `read --help`).
+    #[arg(long)]
+    state_file: Option<PathBuf>,
+    /// Memory for decoded chapters and rendered pages (e.g. 16M, 256MiB).
+    #[arg(long, default_value = "256MiB")]
+    cache_size: String,
+    /// Chapters larger than this are shown as an ERROR instead of being read.
+    #[arg(long, default_value = "256MiB")]
+    max_chapter_bytes: String,
+    /// Worker threads serving requests.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args, Debug)]
+struct UnmountCmd {
+    mountpoint: PathBuf,
+    /// Detach even if files are open (the kernel finishes when they close).
+    #[arg(short = 'z', long)]
+    lazy: bool,
+}
+
+#[derive(Args, Debug)]
 struct ChaptersCmd {
     #[command(flatten)]
     library: LibraryArgs,
@@ -63,8 +108,18 @@ struct ChaptersCmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(mount::normalize_argv(std::env::args_os().collect()));
     let result = match cli.command {
+        Command::Mount(cmd) => return mount_command(cmd),
+        Command::Unmount(cmd) => {
+            return match mount::unmount(&cmd.mountpoint, cmd.lazy) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(msg) => {
+                    eprintln!("novelfs: {msg}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Command::Read(cmd) => read(cmd),
         Command::Chapters(cmd) => chapters(cmd),
     };
@@ -171,5 +226,30 @@ fn js_blank(s: &str) -> bool {
     library::js::trim(s).is_empty()
 }
 
-#[allow(dead_code)]
-fn unused(_: Lookup) {}
+fn mount_command(cmd: MountCmd) -> ExitCode {
+    // A daemon's stderr is the caller's terminal until the mount is ready:
+    // keep it quiet there unless asked.
+    let level = if cmd.foreground { "info" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
+    let parse = || -> Result<mount::MountRequest, String> {
+        Ok(mount::MountRequest {
+            root: mount::absolute(&cmd.root),
+            mountpoint: cmd.mountpoint.clone(),
+            foreground: cmd.foreground,
+            options: cmd.options.clone(),
+            ttl: cmd.ttl.as_deref().map(mount::parse_ttl).transpose()?,
+            state_file: cmd.state_file.clone(),
+            cache_size: Some(mount::parse_size(&cmd.cache_size)?),
+            max_chapter_bytes: Some(mount::parse_size(&cmd.max_chapter_bytes)?),
+            threads: cmd.threads,
+            force: cmd.force,
+        })
+    };
+    match parse() {
+        Ok(req) => ExitCode::from(mount::run(req) as u8),
+        Err(msg) => {
+            eprintln!("novelfs: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}

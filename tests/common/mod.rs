@@ -66,3 +66,85 @@ pub fn cases(root: &Path) -> Vec<Case> {
 pub fn pretty_json(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap() + "\n"
 }
+
+/// A real mount of `novelfs mount -f` in a child process, unmounted on drop
+/// even when the test fails.
+pub struct Mount {
+    pub dir: tempfile::TempDir,
+    pub child: Option<std::process::Child>,
+}
+
+impl Mount {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Mounts `root` with extra CLI arguments; panics with the daemon's
+    /// stderr if it does not become ready.
+    pub fn new(root: &Path, extra: &[&str]) -> Mount {
+        let dir = tempfile::Builder::new().prefix("novelfs-mnt").tempdir().unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
+            .arg("mount")
+            .arg(root)
+            .arg(dir.path())
+            .arg("-f")
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn novelfs mount");
+        let mut m = Mount { dir, child: Some(child) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !is_mounted(m.path()) {
+            if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
+                let mut err = String::new();
+                use std::io::Read;
+                m.child.as_mut().unwrap().stderr.take().unwrap().read_to_string(&mut err).ok();
+                m.child = None;
+                panic!("novelfs mount exited early ({status}): {err}");
+            }
+            assert!(std::time::Instant::now() < deadline, "mount not ready in 20 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        m
+    }
+
+    /// Sends SIGTERM and waits for the daemon; returns its exit status.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        self.terminate();
+        if is_mounted(self.path()) {
+            let c = std::ffi::CString::new(self.path().as_os_str().as_encoded_bytes()).unwrap();
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
+/// Whether `path` is listed in /proc/self/mountinfo.
+pub fn is_mounted(path: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = path.to_str().unwrap().replace(' ', "\\040");
+    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+}
+
+/// The errno of an io::Error, for assertions.
+pub fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(-1)
+}

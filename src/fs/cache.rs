@@ -1,0 +1,113 @@
+//! A byte-bounded LRU map for decoded chapters and rendered pages.
+//!
+//! Entries are validated by the caller against a stamp of the source (see
+//! `Stamp`), so the cache never decides freshness itself; it only bounds
+//! memory. Eviction scans for the oldest entry: the number of entries is
+//! small (chapters and pages in use), and a scan keeps the code obvious.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::os::unix::fs::MetadataExt;
+
+/// What identifies a version of a source file or directory: a rewrite of
+/// the same size with the old mtime restored still changes ctime, and a
+/// rename over it changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl Stamp {
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+pub struct Lru<K, V> {
+    entries: HashMap<K, (V, usize, u64)>,
+    budget: usize,
+    used: usize,
+    clock: u64,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
+    pub fn new(budget: usize) -> Self {
+        Lru { entries: HashMap::new(), budget, used: 0, clock: 0 }
+    }
+
+    pub fn get(&mut self, key: &K) -> Option<V> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.entries.get_mut(key).map(|(v, _, used)| {
+            *used = clock;
+            v.clone()
+        })
+    }
+
+    /// Inserts `value` weighing `bytes`; an entry larger than the whole
+    /// budget is not kept (the caller still has it).
+    pub fn insert(&mut self, key: K, value: V, bytes: usize) {
+        self.remove(&key);
+        if bytes > self.budget {
+            return;
+        }
+        while self.used + bytes > self.budget {
+            let Some(oldest) = self.entries.iter().min_by_key(|(_, (_, _, used))| *used).map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.remove(&oldest);
+        }
+        self.clock += 1;
+        self.used += bytes;
+        self.entries.insert(key, (value, bytes, self.clock));
+    }
+
+    pub fn remove(&mut self, key: &K) {
+        if let Some((_, bytes, _)) = self.entries.remove(key) {
+            self.used -= bytes;
+        }
+    }
+
+    pub fn used_bytes(&self) -> usize {
+        self.used
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_least_recently_used_within_budget() {
+        let mut lru = Lru::new(10);
+        lru.insert("a", 1, 4);
+        lru.insert("b", 2, 4);
+        assert_eq!(lru.get(&"a"), Some(1));
+        lru.insert("c", 3, 4);
+        assert_eq!(lru.get(&"b"), None, "b was least recently used");
+        assert_eq!(lru.get(&"a"), Some(1));
+        assert_eq!(lru.used_bytes(), 8);
+        lru.insert("huge", 9, 11);
+        assert_eq!(lru.get(&"huge"), None);
+        assert_eq!(lru.len(), 2);
+    }
+}

@@ -1,0 +1,579 @@
+//! The filesystem's logic, free of FUSE types: which names exist, what
+//! they are, what bytes they hold. `fuse.rs` only translates requests.
+//!
+//! Nothing here is trusted across requests: every operation re-validates
+//! its node against the source (through stamp-checked caches), so a change
+//! on disk shows at the next lookup or open.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::hash::{Hash, Hasher};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::library::{self, BookIndex, ChapterText, Library, Lookup, NovelError, PageOutput};
+
+use super::cache::{Lru, Stamp};
+use super::names::{ERROR_FILE, Format, PageName};
+
+pub type Errno = i32;
+pub type Result<T> = std::result::Result<T, Errno>;
+
+pub const ROOT_INO: u64 = 1;
+
+/// Settings of one mount.
+#[derive(Debug, Clone)]
+pub struct FsConfig {
+    /// How long the kernel may cache entries and attributes.
+    pub ttl: Duration,
+    /// The assistant's switch file; `None` = the default location.
+    pub state_file: Option<PathBuf>,
+    /// Bytes of decoded chapters plus rendered pages kept in memory.
+    pub cache_bytes: usize,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig { ttl: Duration::from_secs(1), state_file: None, cache_bytes: 256 << 20 }
+    }
+}
+
+/// Every kind of name the tree can hold. A node is its own inode key, so
+/// the same path always gets the same inode, and an alias whose target
+/// changed is a different symlink.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    Root,
+    RootError,
+    Book { book: OsString },
+    BookAlias { name: OsString, target: OsString },
+    Chapter { book: OsString, file: OsString },
+    ChapterAlias { book: OsString, name: OsString, target: OsString },
+    Ambiguous { book: OsString, name: OsString },
+    AmbiguousError { book: OsString, name: OsString },
+    ChapterError { book: OsString, file: OsString },
+    Page { book: OsString, file: OsString, page: PageName },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Directory,
+    File,
+    Symlink,
+}
+
+/// What `stat` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+    pub mtime: SystemTime,
+}
+
+impl Attr {
+    pub fn perm(&self) -> u16 {
+        match self.kind {
+            Kind::Directory => 0o555,
+            Kind::File => 0o444,
+            Kind::Symlink => 0o777,
+        }
+    }
+    pub fn blocks(&self) -> u64 {
+        self.size.div_ceil(512)
+    }
+}
+
+/// A directory entry (without `.` and `..`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: Kind,
+    pub name: OsString,
+}
+
+/// An open file: the bytes it will keep reading, whatever happens on disk.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub fh: u64,
+    /// The bytes equal what the previous open of this inode saw, so the
+    /// kernel may keep its page cache.
+    pub keep_cache: bool,
+}
+
+type Loaded = std::result::Result<Arc<LoadedChapter>, NovelError>;
+
+/// A decoded chapter with its reading chain computed once.
+#[derive(Debug)]
+pub struct LoadedChapter {
+    pub text: ChapterText,
+    pub chain: Vec<u64>,
+}
+
+type ChapterKey = (OsString, OsString);
+type PageKey = (OsString, OsString, PageName);
+
+pub struct NovelFs {
+    library: Library,
+    config: FsConfig,
+    inodes: Mutex<Inodes>,
+    books: Mutex<HashMap<OsString, (Stamp, Arc<BookIndex>)>>,
+    chapters: Mutex<Lru<ChapterKey, (Stamp, Loaded)>>,
+    pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
+    handles: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    next_fh: AtomicU64,
+    last_open: Mutex<HashMap<u64, u64>>,
+    switch: Mutex<Option<(Option<Stamp>, bool)>>,
+}
+
+#[derive(Default)]
+struct Inodes {
+    by_node: HashMap<Node, u64>,
+    nodes: Vec<Node>,
+}
+
+/// A poisoned lock only means another request panicked (and was answered
+/// with EIO); the data behind these locks stays consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
+    let secs = meta.mtime();
+    let nanos = meta.mtime_nsec().clamp(0, 999_999_999) as u32;
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nanos)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos as u64)
+    }
+}
+
+fn lstat(path: &std::path::Path) -> Result<std::fs::Metadata> {
+    std::fs::symlink_metadata(path).map_err(|_| libc::ENOENT)
+}
+
+fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
+    Arc::new(e.error_line().into_bytes())
+}
+
+impl NovelFs {
+    pub fn new(library: Library, config: FsConfig) -> Self {
+        let half = config.cache_bytes / 2;
+        let mut inodes = Inodes::default();
+        inodes.by_node.insert(Node::Root, ROOT_INO);
+        inodes.nodes.push(Node::Root);
+        NovelFs {
+            library,
+            inodes: Mutex::new(inodes),
+            books: Mutex::new(HashMap::new()),
+            chapters: Mutex::new(Lru::new(half)),
+            pages: Mutex::new(Lru::new(config.cache_bytes - half)),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            last_open: Mutex::new(HashMap::new()),
+            switch: Mutex::new(None),
+            config,
+        }
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.config.ttl
+    }
+
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
+    fn intern(&self, node: Node) -> u64 {
+        let mut inodes = lock(&self.inodes);
+        if let Some(&ino) = inodes.by_node.get(&node) {
+            return ino;
+        }
+        inodes.nodes.push(node.clone());
+        let ino = inodes.nodes.len() as u64;
+        inodes.by_node.insert(node, ino);
+        ino
+    }
+
+    pub fn node(&self, ino: u64) -> Result<Node> {
+        let inodes = lock(&self.inodes);
+        ino.checked_sub(1)
+            .and_then(|i| inodes.nodes.get(i as usize))
+            .cloned()
+            .ok_or(libc::ENOENT)
+    }
+
+    /// Whether `novel_read` is switched on; the state file is re-read only
+    /// when its stamp changes.
+    pub fn enabled(&self) -> bool {
+        let path = match &self.config.state_file {
+            Some(p) => Some(p.clone()),
+            None => library::state::default_state_file(),
+        };
+        let stamp = path.as_deref().and_then(|p| std::fs::metadata(p).ok()).map(|m| Stamp::of(&m));
+        let mut cached = lock(&self.switch);
+        if let Some((s, on)) = *cached
+            && s == stamp
+        {
+            return on;
+        }
+        let on = library::state::tool_enabled(path.as_deref());
+        *cached = Some((stamp, on));
+        on
+    }
+
+    fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
+        if !self.library.is_book(book) {
+            return Err(libc::ENOENT);
+        }
+        let meta = lstat(&self.library.book_dir(book))?;
+        let stamp = Stamp::of(&meta);
+        if let Some((s, index)) = lock(&self.books).get(book)
+            && *s == stamp
+        {
+            return Ok(index.clone());
+        }
+        let chapters = library::scan::scan_chapters(&self.library.book_dir(book)).map_err(|_| libc::ENOENT)?;
+        let index = Arc::new(BookIndex::new(chapters));
+        lock(&self.books).insert(book.to_os_string(), (stamp, index.clone()));
+        Ok(index)
+    }
+
+    /// The chapter `file` of `book` as it is now: its source stamp and its
+    /// decoded text, or the error that stops it from being read.
+    fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
+        let index = self.book_index(book)?;
+        let i = index.exact(file.as_bytes()).ok_or(libc::ENOENT)?;
+        let meta = lstat(&self.library.book_dir(book).join(file))?;
+        if !meta.is_file() {
+            return Err(libc::ENOENT);
+        }
+        let stamp = Stamp::of(&meta);
+        let mtime = mtime_of(&meta);
+        let key = (book.to_os_string(), file.to_os_string());
+        if let Some((s, loaded)) = lock(&self.chapters).get(&key)
+            && s == stamp
+        {
+            return Ok((stamp, loaded, mtime));
+        }
+        let loaded: Loaded = self.library.load_chapter(book, &index.chapters[i]).map(|text| {
+            let chain = text.chain();
+            Arc::new(LoadedChapter { text, chain })
+        });
+        let weight = match &loaded {
+            Ok(c) => c.text.text().len() * 2 + c.chain.len() * 8 + 256,
+            Err(_) => 256,
+        };
+        lock(&self.chapters).insert(key, (stamp, loaded.clone()), weight);
+        Ok((stamp, loaded, mtime))
+    }
+
+    fn page_bytes(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(Arc<Vec<u8>>, SystemTime)> {
+        let (stamp, loaded, mtime) = self.chapter(book, file)?;
+        let chapter = loaded.map_err(|_| libc::EIO)?;
+        if !chapter.text.offset_in_range(page.offset) {
+            return Err(libc::ENOENT);
+        }
+        let key = (book.to_os_string(), file.to_os_string(), page);
+        if let Some((s, bytes)) = lock(&self.pages).get(&key)
+            && s == stamp
+        {
+            return Ok((bytes, mtime));
+        }
+        let book_name = book.to_string_lossy().into_owned();
+        let file_name = file.to_string_lossy().into_owned();
+        let out = PageOutput {
+            path: self.library.display_path(&book_name, &file_name),
+            book: book_name,
+            file: file_name,
+            page: chapter.text.page(page.offset, page.limit_or_default()),
+        };
+        let rendered = match page.format {
+            Format::Text => out.text(),
+            Format::Json => out.json(),
+        };
+        let bytes = Arc::new(rendered.into_bytes());
+        lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
+        Ok((bytes, mtime))
+    }
+
+    fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
+        let index = self.book_index(book)?;
+        if index.exact(name.as_bytes()).is_some() {
+            return Err(libc::ENOENT);
+        }
+        match index.find(&name.to_string_lossy()) {
+            Lookup::Ambiguous { number, indices } => Ok(NovelError::Ambiguous {
+                number,
+                files: indices.iter().map(|&i| index.chapters[i].file.clone()).collect(),
+            }),
+            _ => Err(libc::ENOENT),
+        }
+    }
+
+    fn alias_target(&self, book: &OsStr, name: &OsStr) -> Result<OsString> {
+        let index = self.book_index(book)?;
+        if index.exact(name.as_bytes()).is_some() {
+            return Err(libc::ENOENT);
+        }
+        match index.find(&name.to_string_lossy()) {
+            Lookup::Found(i) => Ok(index.chapters[i].os_name.clone()),
+            _ => Err(libc::ENOENT),
+        }
+    }
+
+    fn book_alias_target(&self, name: &OsStr) -> Result<OsString> {
+        let text = std::str::from_utf8(name.as_bytes()).map_err(|_| libc::ENOENT)?;
+        let target = library::sanitize_segment(text).map_err(|_| libc::ENOENT)?;
+        if target.as_bytes() == name.as_bytes() || !self.library.is_book(OsStr::new(&target)) {
+            return Err(libc::ENOENT);
+        }
+        Ok(OsString::from(target))
+    }
+
+    fn dir_mtime(&self, path: &std::path::Path) -> SystemTime {
+        lstat(path).map(|m| mtime_of(&m)).unwrap_or(UNIX_EPOCH)
+    }
+
+    /// The node's current attributes; ENOENT when it no longer exists.
+    fn attr_of(&self, ino: u64, node: &Node) -> Result<Attr> {
+        let dir = |mtime| Attr { ino, kind: Kind::Directory, size: 0, mtime };
+        let file = |size: usize, mtime| Attr { ino, kind: Kind::File, size: size as u64, mtime };
+        let link = |target: &OsStr, mtime| Attr { ino, kind: Kind::Symlink, size: target.len() as u64, mtime };
+        Ok(match node {
+            Node::Root => dir(self.dir_mtime(&self.library.novels_dir())),
+            Node::RootError => file(self.root_error()?.len(), self.dir_mtime(&self.library.novels_dir())),
+            Node::Book { book } => {
+                if !self.library.is_book(book) {
+                    return Err(libc::ENOENT);
+                }
+                dir(self.dir_mtime(&self.library.book_dir(book)))
+            }
+            Node::BookAlias { name, target } => {
+                if self.book_alias_target(name)? != *target {
+                    return Err(libc::ENOENT);
+                }
+                link(target, self.dir_mtime(&self.library.book_dir(target)))
+            }
+            Node::Chapter { book, file } => dir(self.chapter(book, file)?.2),
+            Node::ChapterAlias { book, name, target } => {
+                if self.alias_target(book, name)? != *target {
+                    return Err(libc::ENOENT);
+                }
+                link(target, self.dir_mtime(&self.library.book_dir(book).join(target)))
+            }
+            Node::Ambiguous { book, name } | Node::AmbiguousError { book, name } => {
+                let error = self.ambiguity(book, name)?;
+                let mtime = self.dir_mtime(&self.library.book_dir(book));
+                if matches!(node, Node::Ambiguous { .. }) { dir(mtime) } else { file(error.error_line().len(), mtime) }
+            }
+            Node::ChapterError { book, file: f } => {
+                let (_, loaded, mtime) = self.chapter(book, f)?;
+                match loaded {
+                    Err(e) => file(e.error_line().len(), mtime),
+                    Ok(_) => return Err(libc::ENOENT),
+                }
+            }
+            Node::Page { book, file: f, page } => {
+                let (bytes, mtime) = self.page_bytes(book, f, *page)?;
+                file(bytes.len(), mtime)
+            }
+        })
+    }
+
+    fn root_error(&self) -> Result<String> {
+        if self.enabled() { Err(libc::ENOENT) } else { Ok(NovelError::Disabled.error_line()) }
+    }
+
+    /// Switched off, only the root and its `ERROR` remain reachable.
+    fn check_switch(&self, node: &Node) -> Result<()> {
+        if matches!(node, Node::Root | Node::RootError) || self.enabled() { Ok(()) } else { Err(libc::EACCES) }
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        self.attr_of(ino, &node)
+    }
+
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
+        let parent = self.node(parent)?;
+        if !self.enabled() {
+            return match parent {
+                Node::Root if name == ERROR_FILE => self.found(Node::RootError),
+                _ => Err(libc::EACCES),
+            };
+        }
+        let node = match parent {
+            Node::Root => {
+                if self.library.is_book(name) {
+                    Node::Book { book: name.to_os_string() }
+                } else {
+                    Node::BookAlias { target: self.book_alias_target(name)?, name: name.to_os_string() }
+                }
+            }
+            Node::Book { book } => {
+                let index = self.book_index(&book)?;
+                if let Some(i) = index.exact(name.as_bytes()) {
+                    Node::Chapter { file: index.chapters[i].os_name.clone(), book }
+                } else {
+                    match index.find(&name.to_string_lossy()) {
+                        Lookup::Found(i) => Node::ChapterAlias {
+                            target: index.chapters[i].os_name.clone(),
+                            name: name.to_os_string(),
+                            book,
+                        },
+                        Lookup::Ambiguous { .. } => Node::Ambiguous { book, name: name.to_os_string() },
+                        Lookup::NotFound => return Err(libc::ENOENT),
+                    }
+                }
+            }
+            Node::Chapter { book, file } => {
+                if name == ERROR_FILE {
+                    Node::ChapterError { book, file }
+                } else {
+                    let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
+                    Node::Page { book, file, page }
+                }
+            }
+            Node::Ambiguous { book, name: alias } if name == ERROR_FILE => Node::AmbiguousError { book, name: alias },
+            Node::Ambiguous { .. } => return Err(libc::ENOENT),
+            Node::RootError
+            | Node::AmbiguousError { .. }
+            | Node::ChapterError { .. }
+            | Node::Page { .. }
+            | Node::BookAlias { .. }
+            | Node::ChapterAlias { .. } => return Err(libc::ENOTDIR),
+        };
+        self.found(node)
+    }
+
+    fn found(&self, node: Node) -> Result<Attr> {
+        // Validate before interning, so a name that does not exist leaves no inode behind.
+        let attr = self.attr_of(0, &node)?;
+        Ok(Attr { ino: self.intern(node), ..attr })
+    }
+
+    pub fn readlink(&self, ino: u64) -> Result<OsString> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        match &node {
+            Node::BookAlias { target, .. } | Node::ChapterAlias { target, .. } => {
+                self.attr_of(ino, &node)?;
+                Ok(target.clone())
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        let entry = |node: Node, kind: Kind, name: OsString| DirEntry { ino: self.intern(node), kind, name };
+        match node {
+            Node::Root if !self.enabled() => Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]),
+            Node::Root => {
+                let mut books: Vec<OsString> = std::fs::read_dir(self.library.novels_dir())
+                    .map_err(|_| libc::EIO)?
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.file_name())
+                    .collect();
+                books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
+                Ok(books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect())
+            }
+            Node::Book { book } => {
+                let index = self.book_index(&book)?;
+                Ok(index
+                    .chapters
+                    .iter()
+                    .map(|c| {
+                        let node = Node::Chapter { book: book.clone(), file: c.os_name.clone() };
+                        entry(node, Kind::Directory, c.os_name.clone())
+                    })
+                    .collect())
+            }
+            Node::Chapter { book, file } => match self.chapter(&book, &file)?.1 {
+                Err(_) => Ok(vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())]),
+                Ok(chapter) => Ok(chapter
+                    .chain
+                    .iter()
+                    .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
+                    .map(|page| {
+                        let name = OsString::from(page.to_name());
+                        entry(Node::Page { book: book.clone(), file: file.clone(), page }, Kind::File, name)
+                    })
+                    .collect()),
+            },
+            Node::Ambiguous { book, name } => {
+                self.ambiguity(&book, &name)?;
+                Ok(vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())])
+            }
+            _ => Err(libc::ENOTDIR),
+        }
+    }
+
+    /// Attributes for a listing (readdirplus); entries that vanished
+    /// between listing and stat are skipped.
+    pub fn readdir_plus(&self, ino: u64) -> Result<Vec<(DirEntry, Attr)>> {
+        Ok(self
+            .readdir(ino)?
+            .into_iter()
+            .filter_map(|e| {
+                let node = self.node(e.ino).ok()?;
+                let attr = self.attr_of(e.ino, &node).ok()?;
+                Some((e, attr))
+            })
+            .collect())
+    }
+
+    fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
+        match node {
+            Node::RootError => Ok(Arc::new(self.root_error()?.into_bytes())),
+            Node::AmbiguousError { book, name } => Ok(error_bytes(&self.ambiguity(book, name)?)),
+            Node::ChapterError { book, file } => match self.chapter(book, file)?.1 {
+                Err(e) => Ok(error_bytes(&e)),
+                Ok(_) => Err(libc::ENOENT),
+            },
+            Node::Page { book, file, page } => Ok(self.page_bytes(book, file, *page)?.0),
+            _ => Err(libc::EISDIR),
+        }
+    }
+
+    /// Opens a file for reading: its bytes are fixed now, for this handle.
+    pub fn open(&self, ino: u64, write: bool) -> Result<Opened> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        if write {
+            return Err(libc::EROFS);
+        }
+        let bytes = self.content(&node)?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        bytes.hash(&mut hasher);
+        let digest = hasher.finish();
+        let keep_cache = lock(&self.last_open).insert(ino, digest) == Some(digest);
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, bytes);
+        Ok(Opened { fh, keep_cache })
+    }
+
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let bytes = lock(&self.handles).get(&fh).cloned().ok_or(libc::EBADF)?;
+        let start = (offset.min(bytes.len() as u64)) as usize;
+        let end = start.saturating_add(size as usize).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
+    }
+
+    pub fn release(&self, fh: u64) {
+        lock(&self.handles).remove(&fh);
+    }
+
+    /// Bytes held by the caches (for benchmarks and tests).
+    pub fn cache_bytes(&self) -> usize {
+        lock(&self.chapters).used_bytes() + lock(&self.pages).used_bytes()
+    }
+}
