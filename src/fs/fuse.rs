@@ -112,6 +112,10 @@ impl Filesystem for FuseAdapter {
         }
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.fs.forget(ino.0, nlookup);
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match guarded(|| format!("getattr {}", ino.0), || self.fs.getattr(ino.0)) {
             Ok(a) => reply.attr(&self.ttl(), &self.attr(&a)),

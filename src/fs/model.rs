@@ -45,6 +45,11 @@ impl Default for FsConfig {
 /// Every kind of name the tree can hold. A node is its own inode key, so
 /// the same path always gets the same inode, and an alias whose target
 /// changed is a different symlink.
+///
+/// A page carries the stamp of the source it was rendered from: an edit
+/// makes the same name a new inode, so a handle opened before keeps its
+/// inode — and the kernel's page cache of it — with the bytes it opened,
+/// while the next lookup finds the new version.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Node {
     Root,
@@ -56,7 +61,7 @@ pub enum Node {
     Ambiguous { book: OsString, name: OsString },
     AmbiguousError { book: OsString, name: OsString },
     ChapterError { book: OsString, file: OsString },
-    Page { book: OsString, file: OsString, page: PageName },
+    Page { book: OsString, file: OsString, page: PageName, version: Stamp },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,10 +135,22 @@ pub struct NovelFs {
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
 }
 
+/// The inode table. Numbers are never reused; an entry goes when the
+/// kernel forgets its last lookup.
 #[derive(Default)]
 struct Inodes {
     by_node: HashMap<Node, u64>,
-    nodes: Vec<Node>,
+    entries: HashMap<u64, InodeEntry>,
+    next: u64,
+}
+
+struct InodeEntry {
+    node: Node,
+    /// Lookups the kernel holds (entries returned by lookup and readdirplus).
+    lookups: u64,
+    /// The attributes last reported, for a page version that is gone from
+    /// disk but still open.
+    last_attr: Option<Attr>,
 }
 
 /// A poisoned lock only means another request panicked (and was answered
@@ -163,9 +180,9 @@ fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
 impl NovelFs {
     pub fn new(library: Library, config: FsConfig) -> Self {
         let half = config.cache_bytes / 2;
-        let mut inodes = Inodes::default();
+        let mut inodes = Inodes { next: ROOT_INO + 1, ..Default::default() };
         inodes.by_node.insert(Node::Root, ROOT_INO);
-        inodes.nodes.push(Node::Root);
+        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, lookups: 1, last_attr: None });
         NovelFs {
             library,
             inodes: Mutex::new(inodes),
@@ -188,23 +205,53 @@ impl NovelFs {
         &self.library
     }
 
-    fn intern(&self, node: Node) -> u64 {
+    /// The inode of `node`, created if new; `counted` when the kernel
+    /// will hold a lookup reference for it (lookup, readdirplus).
+    fn intern(&self, node: Node, counted: bool, attr: Option<Attr>) -> u64 {
         let mut inodes = lock(&self.inodes);
-        if let Some(&ino) = inodes.by_node.get(&node) {
-            return ino;
+        let ino = match inodes.by_node.get(&node) {
+            Some(&ino) => ino,
+            None => {
+                let ino = inodes.next;
+                inodes.next += 1;
+                inodes.by_node.insert(node.clone(), ino);
+                inodes.entries.insert(ino, InodeEntry { node, lookups: 0, last_attr: None });
+                ino
+            }
+        };
+        let entry = inodes.entries.get_mut(&ino).expect("interned");
+        entry.lookups += u64::from(counted);
+        if attr.is_some() {
+            entry.last_attr = attr.map(|a| Attr { ino, ..a });
         }
-        inodes.nodes.push(node.clone());
-        let ino = inodes.nodes.len() as u64;
-        inodes.by_node.insert(node, ino);
         ino
     }
 
     pub fn node(&self, ino: u64) -> Result<Node> {
-        let inodes = lock(&self.inodes);
-        ino.checked_sub(1)
-            .and_then(|i| inodes.nodes.get(i as usize))
-            .cloned()
-            .ok_or(libc::ENOENT)
+        lock(&self.inodes).entries.get(&ino).map(|e| e.node.clone()).ok_or(libc::ENOENT)
+    }
+
+    fn last_attr(&self, ino: u64) -> Option<Attr> {
+        lock(&self.inodes).entries.get(&ino).and_then(|e| e.last_attr)
+    }
+
+    /// The kernel dropped `n` lookups of `ino`.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if ino == ROOT_INO {
+            return;
+        }
+        let mut inodes = lock(&self.inodes);
+        let Some(entry) = inodes.entries.get_mut(&ino) else { return };
+        entry.lookups = entry.lookups.saturating_sub(n);
+        if entry.lookups == 0 {
+            let node = inodes.entries.remove(&ino).expect("present").node;
+            inodes.by_node.remove(&node);
+        }
+    }
+
+    /// Inodes currently known (for tests of `forget`).
+    pub fn inode_count(&self) -> usize {
+        lock(&self.inodes).entries.len()
     }
 
     /// Whether `novel_read` is switched on; the state file is re-read only
@@ -272,7 +319,8 @@ impl NovelFs {
         Ok((stamp, loaded, mtime))
     }
 
-    fn page_bytes(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(Arc<Vec<u8>>, SystemTime)> {
+    /// The page as the source is now, with the stamp of that source.
+    fn page_bytes(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(Arc<Vec<u8>>, SystemTime, Stamp)> {
         let (stamp, loaded, mtime) = self.chapter(book, file)?;
         let chapter = loaded.map_err(|_| libc::EIO)?;
         if !chapter.text.offset_in_range(page.offset) {
@@ -282,7 +330,7 @@ impl NovelFs {
         if let Some((s, bytes)) = lock(&self.pages).get(&key)
             && s == stamp
         {
-            return Ok((bytes, mtime));
+            return Ok((bytes, mtime, stamp));
         }
         let book_name = book.to_string_lossy().into_owned();
         let file_name = file.to_string_lossy().into_owned();
@@ -298,7 +346,7 @@ impl NovelFs {
         };
         let bytes = Arc::new(rendered.into_bytes());
         lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
-        Ok((bytes, mtime))
+        Ok((bytes, mtime, stamp))
     }
 
     fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
@@ -378,9 +426,13 @@ impl NovelFs {
                     Ok(_) => return Err(libc::ENOENT),
                 }
             }
-            Node::Page { book, file: f, page } => {
-                let (bytes, mtime) = self.page_bytes(book, f, *page)?;
-                file(bytes.len(), mtime)
+            Node::Page { book, file: f, page, version } => {
+                let current = self.page_bytes(book, f, *page);
+                match current {
+                    Ok((bytes, mtime, stamp)) if stamp == *version => file(bytes.len(), mtime),
+                    // An older version: still open somewhere, so keep its attributes.
+                    _ => return self.last_attr(ino).filter(|_| ino != 0).ok_or(libc::ENOENT),
+                }
             }
         })
     }
@@ -437,7 +489,8 @@ impl NovelFs {
                     Node::ChapterError { book, file }
                 } else {
                     let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
-                    Node::Page { book, file, page }
+                    let (_, _, version) = self.page_bytes(&book, &file, page)?;
+                    Node::Page { book, file, page, version }
                 }
             }
             Node::Ambiguous { book, name: alias } if name == ERROR_FILE => Node::AmbiguousError { book, name: alias },
@@ -455,7 +508,7 @@ impl NovelFs {
     fn found(&self, node: Node) -> Result<Attr> {
         // Validate before interning, so a name that does not exist leaves no inode behind.
         let attr = self.attr_of(0, &node)?;
-        Ok(Attr { ino: self.intern(node), ..attr })
+        Ok(Attr { ino: self.intern(node, true, Some(attr)), ..attr })
     }
 
     pub fn readlink(&self, ino: u64) -> Result<OsString> {
@@ -473,7 +526,7 @@ impl NovelFs {
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let entry = |node: Node, kind: Kind, name: OsString| DirEntry { ino: self.intern(node), kind, name };
+        let entry = |node: Node, kind: Kind, name: OsString| DirEntry { ino: self.intern(node, false, None), kind, name };
         match node {
             Node::Root if !self.enabled() => Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]),
             Node::Root => {
@@ -497,15 +550,15 @@ impl NovelFs {
                     })
                     .collect())
             }
-            Node::Chapter { book, file } => match self.chapter(&book, &file)?.1 {
-                Err(_) => Ok(vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())]),
-                Ok(chapter) => Ok(chapter
+            Node::Chapter { book, file } => match self.chapter(&book, &file)? {
+                (_, Err(_), _) => Ok(vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())]),
+                (version, Ok(chapter), _) => Ok(chapter
                     .chain
                     .iter()
                     .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
                     .map(|page| {
                         let name = OsString::from(page.to_name());
-                        entry(Node::Page { book: book.clone(), file: file.clone(), page }, Kind::File, name)
+                        entry(Node::Page { book: book.clone(), file: file.clone(), page, version }, Kind::File, name)
                     })
                     .collect()),
             },
@@ -518,7 +571,8 @@ impl NovelFs {
     }
 
     /// Attributes for a listing (readdirplus); entries that vanished
-    /// between listing and stat are skipped.
+    /// between listing and stat are skipped. Each entry returned counts as
+    /// a lookup the kernel will later forget.
     pub fn readdir_plus(&self, ino: u64) -> Result<Vec<(DirEntry, Attr)>> {
         Ok(self
             .readdir(ino)?
@@ -526,6 +580,7 @@ impl NovelFs {
             .filter_map(|e| {
                 let node = self.node(e.ino).ok()?;
                 let attr = self.attr_of(e.ino, &node).ok()?;
+                self.intern(node, true, Some(attr));
                 Some((e, attr))
             })
             .collect())
@@ -539,7 +594,12 @@ impl NovelFs {
                 Err(e) => Ok(error_bytes(&e)),
                 Ok(_) => Err(libc::ENOENT),
             },
-            Node::Page { book, file, page } => Ok(self.page_bytes(book, file, *page)?.0),
+            Node::Page { book, file, page, version } => match self.page_bytes(book, file, *page)? {
+                (bytes, _, stamp) if stamp == *version => Ok(bytes),
+                // The name now holds a newer version: ESTALE makes the
+                // kernel look the path up again and open that instead.
+                _ => Err(libc::ESTALE),
+            },
             _ => Err(libc::EISDIR),
         }
     }
@@ -552,10 +612,14 @@ impl NovelFs {
             return Err(libc::EROFS);
         }
         let bytes = self.content(&node)?;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        bytes.hash(&mut hasher);
-        let digest = hasher.finish();
-        let keep_cache = lock(&self.last_open).insert(ino, digest) == Some(digest);
+        // A page inode's bytes never change (a new version is a new inode);
+        // other files keep the cache only while their bytes are the same.
+        let keep_cache = matches!(node, Node::Page { .. }) || {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut hasher);
+            let digest = hasher.finish();
+            lock(&self.last_open).insert(ino, digest) == Some(digest)
+        };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         lock(&self.handles).insert(fh, bytes);
         Ok(Opened { fh, keep_cache })

@@ -1,0 +1,418 @@
+//! Filesystem behaviour through a real mount: sizes, partial reads, mmap,
+//! freshness, read-only, containment, signals, the fstab form, mount errors.
+
+mod common;
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Mount, errno, is_mounted};
+
+const BOOK: &str = "书";
+
+/// A small library: ROOT/novels/书/… ; returns (guard, root).
+fn small_library(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("lib");
+    let book = root.join("novels").join(BOOK);
+    std::fs::create_dir_all(&book).unwrap();
+    for (name, body) in files {
+        std::fs::write(book.join(name), body).unwrap();
+    }
+    (dir, root)
+}
+
+fn strict(root: &Path) -> Mount {
+    Mount::new(root, &["--ttl", "0", "--state-file", "/nonexistent/state.json"])
+}
+
+fn lines(n: usize, tag: &str) -> String {
+    (1..=n).map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。")).collect::<Vec<_>>().join("\n")
+}
+
+fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            walk_files(&e.path(), out);
+        } else if t.is_file() {
+            out.push(e.path());
+        }
+    }
+}
+
+#[test]
+fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
+    let (_g, root) = common::reference_library();
+    let m = strict(&root);
+    let mut files = Vec::new();
+    walk_files(m.path(), &mut files);
+    assert!(files.len() > 60, "walked {} files", files.len());
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let meta = std::fs::metadata(f).unwrap();
+        assert_eq!(meta.len(), bytes.len() as u64, "{}", f.display());
+        assert_eq!(meta.blocks(), (bytes.len() as u64).div_ceil(512), "{}", f.display());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o444);
+        // seek + small reads
+        let mut h = std::fs::File::open(f).unwrap();
+        let mid = bytes.len() / 3;
+        h.seek(SeekFrom::Start(mid as u64)).unwrap();
+        let mut buf = vec![0; 777];
+        let n = h.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &bytes[mid..(mid + 777).min(bytes.len())]);
+        h.seek(SeekFrom::Start(bytes.len() as u64 + 10)).unwrap();
+        assert_eq!(h.read(&mut buf).unwrap(), 0, "reading past the end gives EOF");
+    }
+    let dir_mode = std::fs::metadata(m.path().join("星河旧梦")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(dir_mode, 0o555);
+    println!("walked {} files through the mount", files.len());
+}
+
+#[test]
+fn mmap_returns_the_same_bytes() {
+    let (_g, root) = common::reference_library();
+    let m = strict(&root);
+    let p = m.path().join("星河旧梦/31/offset-1.txt");
+    let want = std::fs::read(&p).unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: mapping a read-only file privately; unmapped below.
+    let got = unsafe {
+        let ptr = libc::mmap(std::ptr::null_mut(), want.len(), libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0);
+        assert_ne!(ptr, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        let v = std::slice::from_raw_parts(ptr as *const u8, want.len()).to_vec();
+        libc::munmap(ptr, want.len());
+        v
+    };
+    assert_eq!(got, want);
+}
+
+#[test]
+fn source_mtime_shows_on_chapter_dirs_and_pages() {
+    let (_g, root) = small_library(&[("第1章 起.md", "一\n二")]);
+    let src = root.join("novels").join(BOOK).join("第1章 起.md");
+    let when = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    std::fs::File::options().write(true).open(&src).unwrap().set_modified(when).unwrap();
+    let m = strict(&root);
+    for p in ["书/第1章 起.md", "书/第1章 起.md/offset-1.txt", "书/1/offset-1.json"] {
+        let meta = std::fs::metadata(m.path().join(p)).unwrap();
+        assert_eq!(meta.mtime(), 1_600_000_000, "{p}");
+    }
+}
+
+#[test]
+fn an_edit_shows_at_the_next_open_and_an_open_handle_keeps_its_page() {
+    let (_g, root) = small_library(&[("第1章 起.md", &lines(3, "旧"))]);
+    let src = root.join("novels").join(BOOK).join("第1章 起.md");
+    let m = strict(&root);
+    let page = m.path().join("书/1/offset-1.txt");
+    let before = std::fs::read_to_string(&page).unwrap();
+    assert!(before.contains("1: 旧第1行"));
+    let mut old_handle = std::fs::File::open(&page).unwrap();
+    let mut first = vec![0u8; 10];
+    old_handle.read_exact(&mut first).unwrap();
+
+    std::fs::write(&src, lines(500, "新")).unwrap();
+    let after = std::fs::read_to_string(&page).unwrap();
+    assert!(after.contains("1: 新第1行") && after.contains("用 offset=401 继续阅读"), "{after}");
+    assert_eq!(std::fs::metadata(&page).unwrap().len(), after.len() as u64);
+    let listing: Vec<_> = std::fs::read_dir(m.path().join("书/第1章 起.md")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(listing.len(), 4, "the chain grew to two pages: {listing:?}");
+
+    let mut rest = Vec::new();
+    old_handle.read_to_end(&mut rest).unwrap();
+    first.extend(rest);
+    assert_eq!(String::from_utf8(first).unwrap(), before, "the old handle keeps the bytes it opened");
+}
+
+#[test]
+fn chapters_appear_and_disappear() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let book = root.join("novels").join(BOOK);
+    let m = strict(&root);
+    let ls = |p: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(p).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ls(&m.path().join(BOOK)), ["第1章 起.md"]);
+    std::fs::write(book.join("第2章 承.md"), "b").unwrap();
+    assert_eq!(ls(&m.path().join(BOOK)), ["第1章 起.md", "第2章 承.md"]);
+    assert!(std::fs::read_to_string(m.path().join("书/2/offset-1.txt")).unwrap().contains("1: b"));
+    std::fs::remove_file(book.join("第1章 起.md")).unwrap();
+    assert_eq!(ls(&m.path().join(BOOK)), ["第2章 承.md"]);
+    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::ENOENT);
+}
+
+#[test]
+fn cache_never_serves_a_stale_page() {
+    let (_g, root) = small_library(&[("第1章 起.md", "甲乙丙"), ("第2章 承.md", "b")]);
+    let book = root.join("novels").join(BOOK);
+    let src = book.join("第1章 起.md");
+    let m = strict(&root);
+    let page = m.path().join("书/1/offset-1.txt");
+    let read = || std::fs::read_to_string(&page).unwrap();
+    assert!(read().contains("1: 甲乙丙"));
+
+    // Same size, old mtime restored: ctime still changes.
+    let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
+    std::fs::write(&src, "丁戊己").unwrap();
+    std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
+    assert!(read().contains("1: 丁戊己"), "same-size rewrite with old mtime");
+
+    // Rename over: a new inode.
+    std::fs::write(book.join("tmp"), "庚辛").unwrap();
+    std::fs::rename(book.join("tmp"), &src).unwrap();
+    assert!(read().contains("1: 庚辛"), "rename over");
+
+    // Delete and re-create.
+    std::fs::remove_file(&src).unwrap();
+    assert!(std::fs::read(&page).is_err());
+    std::fs::write(&src, "壬癸").unwrap();
+    assert!(read().contains("1: 壬癸"), "delete and re-create");
+
+    // A new file sharing the number turns the alias into an ambiguous directory.
+    assert!(std::fs::symlink_metadata(m.path().join("书/1")).unwrap().file_type().is_symlink());
+    std::fs::write(book.join("第01章 另稿.md"), "x").unwrap();
+    let alias = m.path().join("书/1");
+    assert!(std::fs::symlink_metadata(&alias).unwrap().is_dir(), "now ambiguous");
+    let err = std::fs::read_to_string(alias.join("ERROR")).unwrap();
+    assert!(err.starts_with("错误：第 1 章有 2 个文件"), "{err}");
+    assert_eq!(errno(&std::fs::read(alias.join("offset-1.txt")).unwrap_err()), libc::ENOENT);
+
+    // The book directory renamed.
+    std::fs::rename(&book, root.join("novels/新书")).unwrap();
+    assert_eq!(errno(&std::fs::read(&page).unwrap_err()), libc::ENOENT);
+    let moved = std::fs::read_to_string(m.path().join("新书/2/offset-1.txt")).unwrap();
+    assert!(moved.contains("/novels/新书/第2章 承.md</path>"), "{moved}");
+}
+
+#[test]
+fn undecodable_and_vanished_sources_never_break_the_mount() {
+    let (_g, root) = small_library(&[("第1章 坏.txt", ""), ("第2章 好.md", "好")]);
+    std::fs::write(root.join("novels/书/第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(50)).unwrap();
+    let m = strict(&root);
+    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EIO);
+    let listing: Vec<_> = std::fs::read_dir(m.path().join("书/1")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(listing, ["ERROR"]);
+    assert!(std::fs::read_to_string(m.path().join("书/1/ERROR")).unwrap().contains("cannot detect text encoding"));
+    // Fix the file: the ERROR goes, the pages come.
+    std::fs::write(root.join("novels/书/第1章 坏.txt"), "修好了").unwrap();
+    assert_eq!(errno(&std::fs::read(m.path().join("书/1/ERROR")).unwrap_err()), libc::ENOENT);
+    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: 修好了"));
+    // The whole book vanishes, then ROOT/novels itself.
+    std::fs::remove_dir_all(root.join("novels/书")).unwrap();
+    assert_eq!(errno(&std::fs::read_dir(m.path().join(BOOK)).unwrap_err()), libc::ENOENT);
+    std::fs::remove_dir_all(root.join("novels")).unwrap();
+    let listing = std::fs::read_dir(m.path()).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>());
+    assert_eq!(errno(&listing.unwrap_err()), libc::EIO, "a vanished novels/ is an I/O error, not a hang");
+    std::fs::create_dir_all(root.join("novels/书")).unwrap();
+    std::fs::write(root.join("novels/书/第3章.md"), "回来了").unwrap();
+    assert!(std::fs::read_to_string(m.path().join("书/3/offset-1.txt")).unwrap().contains("回来了"));
+}
+
+#[test]
+fn every_write_is_refused_with_erofs() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let m = strict(&root);
+    let page = m.path().join("书/1/offset-1.txt");
+    let dir = m.path().join(BOOK);
+    let ro = |r: std::io::Result<()>, what: &str| {
+        let e = r.expect_err(what);
+        assert_eq!(errno(&e), libc::EROFS, "{what}: {e}");
+    };
+    ro(std::fs::OpenOptions::new().write(true).open(&page).map(drop), "open for write");
+    ro(std::fs::OpenOptions::new().append(true).open(&page).map(drop), "open for append");
+    ro(std::fs::File::create(dir.join("new.md")).map(drop), "creat");
+    // ("d" would be a chapter alias: it is a substring of "第1章 起.md".)
+    ro(std::fs::create_dir(dir.join("新目录")), "mkdir");
+    ro(std::fs::remove_file(&page), "unlink");
+    ro(std::fs::remove_dir(dir.join("第1章 起.md")), "rmdir");
+    ro(std::fs::rename(&page, dir.join("x")), "rename");
+    ro(std::os::unix::fs::symlink("a", dir.join("l")), "symlink");
+    ro(std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644)), "chmod");
+    let c = std::ffi::CString::new(page.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: valid C strings and buffer.
+    unsafe {
+        assert_eq!(libc::truncate(c.as_ptr(), 0), -1);
+        assert_eq!(*libc::__errno_location(), libc::EROFS, "truncate");
+        let name = c"user.x";
+        assert_eq!(libc::setxattr(c.as_ptr(), name.as_ptr(), b"v".as_ptr().cast(), 1, 0), -1);
+        assert_eq!(*libc::__errno_location(), libc::EROFS, "setxattr");
+    }
+    assert!(std::fs::read_to_string(&page).unwrap().contains("1: a"), "still readable");
+}
+
+#[test]
+fn nothing_outside_the_library_is_reachable() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let novels = root.join("novels");
+    std::os::unix::fs::symlink("/etc", novels.join("etc")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", novels.join(BOOK).join("第2章 passwd.md")).unwrap();
+    std::os::unix::fs::symlink("/etc", novels.join(BOOK).join("第3章 etc.md")).unwrap();
+    let m = strict(&root);
+    let mut top: Vec<_> = std::fs::read_dir(m.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    top.sort();
+    assert_eq!(top, [BOOK]);
+    for p in ["etc", "etc/passwd", "书/2", "书/第2章 passwd.md", "书/第2章 passwd.md/offset-1.txt", "书/3/offset-1.txt", "..", "书/../../etc/passwd"] {
+        let r = std::fs::read(m.path().join(p));
+        assert!(r.as_ref().map_or(true, |b| !String::from_utf8_lossy(b).contains("root:")), "{p} leaked");
+    }
+    assert_eq!(errno(&std::fs::metadata(m.path().join("etc")).unwrap_err()), libc::ENOENT);
+    let mut listing: Vec<_> = std::fs::read_dir(m.path().join(BOOK)).unwrap().map(|e| e.unwrap().file_name()).collect();
+    listing.sort();
+    assert_eq!(listing, ["第1章 起.md"]);
+}
+
+#[test]
+fn book_names_resolve_through_sanitize_segment() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let m = strict(&root);
+    let alias = m.path().join("书.");
+    assert_eq!(std::fs::read_link(&alias).unwrap(), Path::new(BOOK));
+    let page = std::fs::read_to_string(alias.join("1/offset-1.txt")).unwrap();
+    assert!(page.contains(&format!("/novels/{BOOK}/第1章 起.md</path>")));
+    assert_eq!(errno(&std::fs::metadata(m.path().join("不存在")).unwrap_err()), libc::ENOENT);
+}
+
+#[test]
+fn switched_off_state_follows_the_state_file() {
+    let (g, root) = small_library(&[("第1章 起.md", "a")]);
+    let state = g.path().join("state.json");
+    let m = Mount::new(&root, &["--ttl", "0", "--state-file", state.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).is_ok());
+    std::fs::write(&state, r#"{"tools":{"novel_read":false}}"#).unwrap();
+    let names: Vec<_> = std::fs::read_dir(m.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["ERROR"]);
+    assert!(std::fs::read_to_string(m.path().join("ERROR")).unwrap().contains("当前已在「写作助手功能」UI 中关闭"));
+    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EACCES);
+    std::fs::write(&state, r#"{"tools":{"novel_read":true}}"#).unwrap();
+    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).is_ok());
+}
+
+#[test]
+fn ordinary_tools_work_on_the_mount() {
+    let (_g, root) = common::reference_library();
+    let m = strict(&root);
+    let run = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ls = run(Command::new("ls").arg("-l").arg(m.path().join("星河旧梦/31/")));
+    assert!(ls.contains("offset-401.txt"), "{ls}");
+    let grep = run(Command::new("grep").arg("-rl").arg("超长行").arg(m.path().join("星河旧梦")));
+    assert!(grep.contains("第30章 超长行.md/offset-1.txt"), "{grep}");
+    let tail = run(Command::new("tail").arg("-n2").arg(m.path().join("星河旧梦/31/offset-401.txt")));
+    assert!(tail.starts_with("(本章共 520 行 / ") && tail.ends_with(" 字)\n</content>\n"), "{tail:?}");
+    let copy = tempfile::tempdir().unwrap();
+    run(Command::new("cp").arg("-r").arg(m.path().join("短篇集")).arg(copy.path()));
+    let copied = std::fs::read(copy.path().join("短篇集/01-短篇1.md/offset-1.txt")).unwrap();
+    assert_eq!(copied, std::fs::read(m.path().join("短篇集/1/offset-1.txt")).unwrap());
+    let py = run(Command::new("python3").arg("-c").arg("import sys; print(len(open(sys.argv[1], encoding='utf-8').read()))").arg(m.path().join("星河旧梦/1/offset-1.txt")));
+    assert!(py.trim().parse::<usize>().unwrap() > 100);
+}
+
+#[test]
+fn sigterm_unmounts_cleanly_even_with_reads_in_flight() {
+    let (_g, root) = common::reference_library();
+    let mut m = strict(&root);
+    let path = m.path().to_path_buf();
+    let open = std::fs::File::open(path.join("星河旧梦/31/offset-1.txt")).unwrap();
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let p = path.clone();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let _ = std::fs::read(p.join("星河旧梦/31/offset-1.json"));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    drop(open);
+    let status = m.terminate().expect("daemon was running");
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert!(status.success(), "exit status {status}");
+    assert!(!is_mounted(&path), "mount left behind");
+}
+
+/// `novelfs ROOT MOUNTPOINT -o …` is how mount.fuse3 runs a `fuse.novelfs` fstab line.
+#[test]
+fn fstab_invocation_form_daemonizes_and_unmounts() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let mnt = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg(&root)
+        .arg(mnt.path())
+        .args(["-o", "ro,allow_other,ttl=0,noatime,nodev,nosuid,_netdev"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(is_mounted(mnt.path()), "ready when the command returns");
+    let page = std::fs::read_to_string(mnt.path().join("书/1/offset-1.txt"));
+    let un = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("unmount").arg(mnt.path()).output().unwrap();
+    assert!(page.unwrap().contains("1: a"));
+    assert!(un.status.success(), "{}", String::from_utf8_lossy(&un.stderr));
+    for _ in 0..100 {
+        if !is_mounted(mnt.path()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!is_mounted(mnt.path()));
+}
+
+#[test]
+fn mount_refuses_with_a_reason() {
+    let (g, root) = small_library(&[("第1章 起.md", "a")]);
+    let novelfs = |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_novelfs")).args(args).output().unwrap();
+    let check = |out: std::process::Output, needle: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(needle), "want {needle:?}, got {err:?}");
+    };
+    let missing = g.path().join("missing");
+    check(novelfs(&["mount".as_ref(), root.as_os_str(), missing.as_os_str()]), "does not exist");
+    let file = g.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    check(novelfs(&["mount".as_ref(), root.as_os_str(), file.as_os_str()]), "not a directory");
+    let mnt = g.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    check(novelfs(&["mount".as_ref(), g.path().as_os_str(), mnt.as_os_str()]), "no novels/ directory");
+    check(novelfs(&["mount".as_ref(), root.as_os_str(), mnt.as_os_str(), "-o".as_ref(), "rw".as_ref()]), "read-only");
+    let m = strict(&root);
+    check(novelfs(&["mount".as_ref(), root.as_os_str(), m.path().as_os_str()]), "already a mount point");
+}
+
+#[test]
+fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let mut m = strict(&root);
+    let child = m.child.as_mut().unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    m.child = None;
+    let e = std::fs::metadata(m.path()).unwrap_err();
+    assert_eq!(errno(&e), libc::ENOTCONN);
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("mount").arg(&root).arg(m.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("stale") && err.contains("novelfs unmount"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args(["mount", "--force", "--ttl", "0"])
+        .arg(&root)
+        .arg(m.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: a"));
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("unmount").arg(m.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
