@@ -290,15 +290,22 @@ impl NovelFs {
         Ok(index)
     }
 
-    /// The chapter `file` of `book` as it is now: its source stamp and its
-    /// decoded text, or the error that stops it from being read.
-    fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
+    /// The source file of chapter `file`, without reading it: a listing of
+    /// 10,000 chapter directories must not decode 10,000 files.
+    fn chapter_source(&self, book: &OsStr, file: &OsStr) -> Result<(Arc<BookIndex>, usize, std::fs::Metadata)> {
         let index = self.book_index(book)?;
         let i = index.exact(file.as_bytes()).ok_or(libc::ENOENT)?;
         let meta = lstat(&self.library.book_dir(book).join(file))?;
         if !meta.is_file() {
             return Err(libc::ENOENT);
         }
+        Ok((index, i, meta))
+    }
+
+    /// The chapter `file` of `book` as it is now: its source stamp and its
+    /// decoded text, or the error that stops it from being read.
+    fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
+        let (index, i, meta) = self.chapter_source(book, file)?;
         let stamp = Stamp::of(&meta);
         let mtime = mtime_of(&meta);
         let key = (book.to_os_string(), file.to_os_string());
@@ -407,7 +414,7 @@ impl NovelFs {
                 }
                 link(target, self.dir_mtime(&self.library.book_dir(target)))
             }
-            Node::Chapter { book, file } => dir(self.chapter(book, file)?.2),
+            Node::Chapter { book, file } => dir(mtime_of(&self.chapter_source(book, file)?.2)),
             Node::ChapterAlias { book, name, target } => {
                 if self.alias_target(book, name)? != *target {
                     return Err(libc::ENOENT);
@@ -639,5 +646,123 @@ impl NovelFs {
     /// Bytes held by the caches (for benchmarks and tests).
     pub fn cache_bytes(&self) -> usize {
         lock(&self.chapters).used_bytes() + lock(&self.pages).used_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        book_dir: PathBuf,
+        fs: NovelFs,
+    }
+
+    fn fixture(files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let book_dir = dir.path().join("novels/书");
+        std::fs::create_dir_all(&book_dir).unwrap();
+        for (name, body) in files {
+            std::fs::write(book_dir.join(name), body).unwrap();
+        }
+        let config = FsConfig { state_file: Some(dir.path().join("no-state.json")), ..FsConfig::default() };
+        let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        Fixture { _dir: dir, book_dir, fs }
+    }
+
+    fn walk(fs: &NovelFs, path: &str) -> Result<Attr> {
+        let mut attr = fs.getattr(ROOT_INO)?;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            let node = fs.node(attr.ino)?;
+            attr = fs.lookup(attr.ino, OsStr::new(part))?;
+            // Follow aliases the way the kernel would.
+            if attr.kind == Kind::Symlink {
+                let target = fs.readlink(attr.ino)?;
+                let parent = fs.intern(node, false, None);
+                attr = fs.lookup(parent, &target)?;
+            }
+        }
+        Ok(attr)
+    }
+
+    fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
+        let opened = fs.open(ino, false).unwrap();
+        let bytes = fs.read(opened.fh, 0, u32::MAX).unwrap();
+        fs.release(opened.fh);
+        bytes
+    }
+
+    #[test]
+    fn tree_shape_without_a_mount() {
+        let f = fixture(&[("第1章 起.md", "一\n二"), ("第2章 承.md", "x"), ("第02章 另.md", "y")]);
+        let book = walk(&f.fs, "书").unwrap();
+        assert_eq!(book.kind, Kind::Directory);
+        let names: Vec<_> = f.fs.readdir(book.ino).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["第1章 起.md", "第02章 另.md", "第2章 承.md"]);
+        let alias = f.fs.lookup(book.ino, OsStr::new("1")).unwrap();
+        assert_eq!(alias.kind, Kind::Symlink);
+        assert_eq!(f.fs.readlink(alias.ino).unwrap(), "第1章 起.md");
+        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let bytes = read_all(&f.fs, page.ino);
+        assert_eq!(bytes.len() as u64, page.size);
+        assert!(String::from_utf8(bytes).unwrap().contains("1: 一\n2: 二\n"));
+        let ambiguous = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
+        assert_eq!(ambiguous.kind, Kind::Directory);
+        let listed: Vec<_> = f.fs.readdir(ambiguous.ino).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(listed, ["ERROR"]);
+        assert_eq!(f.fs.lookup(ambiguous.ino, OsStr::new("offset-1.txt")), Err(libc::ENOENT));
+        assert_eq!(walk(&f.fs, "书/1/offset-3.txt"), Err(libc::ENOENT));
+        assert_eq!(walk(&f.fs, "书/1/offset-01.txt"), Err(libc::ENOENT));
+        assert_eq!(walk(&f.fs, "书/99"), Err(libc::ENOENT));
+    }
+
+    #[test]
+    fn a_new_version_is_a_new_inode_and_old_handles_keep_their_bytes() {
+        let f = fixture(&[("第1章 起.md", "旧")]);
+        let old = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let handle = f.fs.open(old.ino, false).unwrap();
+        assert!(handle.keep_cache, "a page version never changes");
+        std::fs::write(f.book_dir.join("第1章 起.md"), "新的内容").unwrap();
+        let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert_ne!(new.ino, old.ino);
+        assert_eq!(f.fs.open(old.ino, false).unwrap_err(), libc::ESTALE, "the kernel re-walks and finds the new inode");
+        assert_eq!(f.fs.getattr(old.ino).unwrap().size, old.size, "an open old version keeps its size");
+        let kept = String::from_utf8(f.fs.read(handle.fh, 0, u32::MAX).unwrap()).unwrap();
+        assert!(kept.contains("1: 旧\n"));
+        assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 新的内容\n"));
+    }
+
+    #[test]
+    fn forgotten_inodes_are_freed() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        let before = f.fs.inode_count();
+        let page = walk(&f.fs, "书/第1章 起.md/offset-1.json").unwrap();
+        let grown = f.fs.inode_count();
+        assert!(grown > before);
+        f.fs.forget(page.ino, 1);
+        assert_eq!(f.fs.inode_count(), grown - 1);
+        assert_eq!(f.fs.getattr(page.ino), Err(libc::ENOENT));
+    }
+
+    #[test]
+    fn undecodable_chapter_shows_only_error() {
+        let f = fixture(&[("第1章 坏.txt", "")]);
+        std::fs::write(f.book_dir.join("第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(10)).unwrap();
+        let dir = walk(&f.fs, "书/1").unwrap();
+        let names: Vec<_> = f.fs.readdir(dir.ino).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["ERROR"]);
+        assert_eq!(f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")), Err(libc::EIO));
+        let error = f.fs.lookup(dir.ino, OsStr::new("ERROR")).unwrap();
+        let text = String::from_utf8(read_all(&f.fs, error.ino)).unwrap();
+        assert!(text.starts_with("错误：cannot detect text encoding of \""), "{text}");
+        assert_eq!(text.len() as u64, error.size);
+    }
+
+    #[test]
+    fn writes_are_refused() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert_eq!(f.fs.open(page.ino, true).unwrap_err(), libc::EROFS);
     }
 }
