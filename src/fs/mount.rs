@@ -306,7 +306,7 @@ pub fn run(req: MountRequest) -> i32 {
     let ttl = req.ttl.or(options.ttl).unwrap_or(1.0);
     let config = FsConfig {
         ttl: Duration::from_secs_f64(ttl),
-        state_file: req.state_file.clone(),
+        state_file: req.state_file.as_deref().map(absolute),
         cache_bytes: req.cache_size.unwrap_or(256 << 20) as usize,
     };
 
@@ -330,6 +330,9 @@ pub fn run(req: MountRequest) -> i32 {
                 drop(read_end);
                 // SAFETY: in the child, detaching from the terminal's session.
                 unsafe { libc::setsid() };
+                // Do not keep the caller's working directory busy (every
+                // path the daemon uses is absolute by now).
+                let _ = std::env::set_current_dir("/");
                 ready_pipe = Some(write_end);
             }
             _ => {
