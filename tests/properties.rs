@@ -143,13 +143,17 @@ fn chapter_text() -> impl Strategy<Value = String> {
         // Long and medium lines: pages end on the 20000-unit budget.
         2 => vec((line_spec((1, 2, 6, 1, 1)), any::<bool>()), 0..120),
     ];
-    (lines, any::<bool>()).prop_map(|(lines, trailing)| {
+    // The end: nothing, a line break, or a lone CR (which is not a break).
+    (lines, 0u8..5).prop_map(|(lines, end)| {
         let mut text = String::new();
         for (i, (spec, crlf)) in lines.iter().enumerate() {
             spec.build(&mut text);
-            if i + 1 < lines.len() || trailing {
+            if i + 1 < lines.len() || end >= 3 {
                 text.push_str(if *crlf { "\r\n" } else { "\n" });
             }
+        }
+        if end == 2 {
+            text.push('\r');
         }
         text
     })
@@ -470,6 +474,33 @@ fn nul_rich_string() -> impl Strategy<Value = String> {
     (proptest::option::of(Just('\u{feff}')), vec(c, 0..60)).prop_map(|(bom, cs)| bom.into_iter().chain(cs).collect())
 }
 
+/// Valid UTF-8 of `20k` bytes with `k - 1`, `k` or `k + 1` NULs: right at
+/// rule 2's "more than 5%".
+fn nul_boundary_string() -> impl Strategy<Value = String> {
+    (1usize..=6, 0usize..3, vec(proptest::char::range('a', 'z'), 120), vec(any::<Index>(), 7)).prop_map(
+        |(k, d, letters, at)| {
+            let len = 20 * k;
+            let mut cs: Vec<char> = letters[..len].to_vec();
+            let nuls = (k + d).saturating_sub(1);
+            let mut placed = 0;
+            for ix in at.iter().cycle().take(len * 8) {
+                if placed == nuls {
+                    break;
+                }
+                let i = ix.index(len);
+                if cs[i] != '\0' {
+                    cs[i] = '\0';
+                    placed += 1;
+                } else if let Some(j) = cs.iter().position(|&c| c != '\0') {
+                    cs[j] = '\0';
+                    placed += 1;
+                }
+            }
+            cs.into_iter().collect()
+        },
+    )
+}
+
 fn byte_soup() -> impl Strategy<Value = Vec<u8>> {
     let prefix = select(vec![&b""[..], b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF", b"\x00", b"\xFF"]);
     let body = prop_oneof![
@@ -495,7 +526,7 @@ proptest! {
     /// `FF FE` / `FE FF` never start valid UTF-8; rule 2 (more than 5% NUL)
     /// reads UTF-16; otherwise rule 3 returns the text unchanged.
     #[test]
-    fn decoding_valid_utf8(s in prop_oneof![any::<String>(), nul_rich_string()]) {
+    fn decoding_valid_utf8(s in prop_oneof![any::<String>(), nul_rich_string(), nul_boundary_string()]) {
         let bytes = s.as_bytes();
         let got = decode_text(bytes);
         let want = if let Some(rest) = s.strip_prefix('\u{feff}') {
@@ -637,6 +668,18 @@ proptest! {
         let title: String = title.into_iter().collect();
         let name = format!("第{}{marker} {title}.txt", cjk_numeral(n));
         prop_assert_eq!(parse_chapter_number(&name), Some(n as f64), "{:?}", name);
+    }
+
+    /// 万 is not understood: a 万 in the numeral means no number at all.
+    #[test]
+    fn chapter_numbers_cjk_wan(n in 1u32..=9999, at in any::<Index>(),
+                               title in vec(proptest::char::range('\u{4E00}', '\u{9FA5}'), 0..6)) {
+        let mut numeral: Vec<char> = cjk_numeral(n).chars().collect();
+        numeral.insert(at.index(numeral.len() + 1), '万');
+        let numeral: String = numeral.into_iter().collect();
+        let title: String = title.into_iter().collect();
+        let name = format!("第{numeral}章 {title}.md");
+        prop_assert_eq!(parse_chapter_number(&name), None, "{:?}", name);
     }
 
     /// Rule 3 with a long digit run: the value is the JavaScript double.
@@ -791,12 +834,22 @@ fn fixed_cases_of_the_models() {
     assert_eq!(whatwg_utf16(&[0x41, 0x00, 0x07], true), "A\u{FFFD}");
     assert_eq!(nul_heavy(b"a\0bcdefghijklmnopqrs"), None, "exactly 5% is not more than 5%");
     assert_eq!(nul_heavy(b"a\0bcdefghijklmnopqr"), Some(true));
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut counts = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        use proptest::strategy::ValueTree;
+        let s = nul_boundary_string().new_tree(&mut runner).unwrap().current();
+        let nuls = s.bytes().filter(|&b| b == 0).count();
+        assert_eq!(s.len() % 20, 0);
+        counts.insert(nuls as i64 - (s.len() / 20) as i64);
+    }
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [-1, 0, 1], "NUL counts around 5%");
 }
 
 /// The generators really produce what the properties are meant to cover: a
 /// fixed-seed sample must contain pages ending on the budget, on the limit and
 /// at the end, cuts through a surrogate pair, lines of exactly 3000 and 3001
-/// units, lone CRs, CRLFs, empty texts, trailing newlines and long chapters.
+/// units, lone CRs (also last), CRLFs, empty texts, trailing newlines and long chapters.
 #[test]
 fn generators_reach_the_edge_cases() {
     use proptest::strategy::ValueTree;
@@ -812,6 +865,7 @@ fn generators_reach_the_edge_cases() {
         see("no trailing newline", !text.is_empty() && !text.ends_with('\n'));
         see("CRLF", text.contains("\r\n"));
         see("lone CR kept in a line", all.iter().any(|l| l.contains('\r')));
+        see("lone CR at the end", text.ends_with('\r'));
         see("over 1200 lines", all.len() > 1200);
         see("line of 3000 units", all.iter().any(|l| u16len(l) == CUT));
         see("line of 3001 units", all.iter().any(|l| u16len(l) == CUT + 1));
@@ -834,5 +888,5 @@ fn generators_reach_the_edge_cases() {
     for (what, n) in &seen {
         assert!(*n > 0, "the generator never produced: {what} ({seen:?})");
     }
-    assert_eq!(seen.len(), 12);
+    assert_eq!(seen.len(), 13);
 }
