@@ -326,11 +326,17 @@ impl NovelFs {
         if !chapter.text.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
+        Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
+    }
+
+    /// The page of the chapter version `stamp` (whose text is `chapter`);
+    /// `page.offset` must be in range.
+    fn render_page(&self, book: &OsStr, file: &OsStr, page: PageName, stamp: Stamp, chapter: &LoadedChapter) -> Arc<Vec<u8>> {
         let key = (book.to_os_string(), file.to_os_string(), page);
         if let Some((s, bytes)) = lock(&self.pages).get(&key)
             && s == stamp
         {
-            return Ok((bytes, mtime, stamp));
+            return bytes;
         }
         let book_name = book.to_string_lossy().into_owned();
         let file_name = file.to_string_lossy().into_owned();
@@ -346,7 +352,7 @@ impl NovelFs {
         };
         let bytes = Arc::new(rendered.into_bytes());
         lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
-        Ok((bytes, mtime, stamp))
+        bytes
     }
 
     fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
@@ -524,11 +530,33 @@ impl NovelFs {
     }
 
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>> {
+        Ok(self.list(ino, false)?.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// The entries of a directory. With `plus` (readdirplus) each comes
+    /// with its attributes and already counts as a lookup: interning and
+    /// counting in one step leaves no window for a concurrent `forget` to
+    /// drop the inode in between. The pages of a chapter get their
+    /// attributes from the same version of the chapter as their names, so a
+    /// listing taken while the chapter changes is still whole.
+    fn list(&self, ino: u64, plus: bool) -> Result<Vec<(DirEntry, Option<Attr>)>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let entry = |node: Node, kind: Kind, name: OsString| DirEntry { ino: self.intern(node, false, None), kind, name };
-        match node {
-            Node::Root if !self.enabled() => Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]),
+        // `attr`: the entry's attributes when already known; otherwise, with
+        // `plus`, they are computed now and an entry that vanished is skipped.
+        let entry = |node: Node, kind: Kind, name: OsString, attr: Option<Attr>| -> Option<(DirEntry, Option<Attr>)> {
+            if !plus {
+                return Some((DirEntry { ino: self.intern(node, false, None), kind, name }, None));
+            }
+            let attr = match attr {
+                Some(a) => a,
+                None => self.attr_of(0, &node).ok()?,
+            };
+            let ino = self.intern(node, true, Some(attr));
+            Some((DirEntry { ino, kind, name }, Some(Attr { ino, ..attr })))
+        };
+        let entries: Vec<_> = match node {
+            Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into(), None)],
             Node::Root => {
                 let mut books: Vec<OsString> = std::fs::read_dir(self.library.novels_dir())
                     .map_err(|_| libc::EIO)?
@@ -537,53 +565,50 @@ impl NovelFs {
                     .map(|e| e.file_name())
                     .collect();
                 books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
-                Ok(books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect())
+                books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b, None)).collect()
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
-                Ok(index
+                index
                     .chapters
                     .iter()
                     .map(|c| {
                         let node = Node::Chapter { book: book.clone(), file: c.os_name.clone() };
-                        entry(node, Kind::Directory, c.os_name.clone())
+                        entry(node, Kind::Directory, c.os_name.clone(), None)
                     })
-                    .collect())
+                    .collect()
             }
             Node::Chapter { book, file } => match self.chapter(&book, &file)? {
-                (_, Err(_), _) => Ok(vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())]),
-                (version, Ok(chapter), _) => Ok(chapter
+                (_, Err(_), _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into(), None)],
+                (version, Ok(chapter), mtime) => chapter
                     .chain
                     .iter()
                     .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
                     .map(|page| {
                         let name = OsString::from(page.to_name());
-                        entry(Node::Page { book: book.clone(), file: file.clone(), page, version }, Kind::File, name)
+                        let attr = plus.then(|| {
+                            let size = self.render_page(&book, &file, page, version, &chapter).len() as u64;
+                            Attr { ino: 0, kind: Kind::File, size, mtime }
+                        });
+                        let node = Node::Page { book: book.clone(), file: file.clone(), page, version };
+                        entry(node, Kind::File, name, attr)
                     })
-                    .collect()),
+                    .collect(),
             },
             Node::Ambiguous { book, name } => {
                 self.ambiguity(&book, &name)?;
-                Ok(vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())])
+                vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into(), None)]
             }
-            _ => Err(libc::ENOTDIR),
-        }
+            _ => return Err(libc::ENOTDIR),
+        };
+        Ok(entries.into_iter().flatten().collect())
     }
 
     /// Attributes for a listing (readdirplus); entries that vanished
     /// between listing and stat are skipped. Each entry returned counts as
     /// a lookup the kernel will later forget.
     pub fn readdir_plus(&self, ino: u64) -> Result<Vec<(DirEntry, Attr)>> {
-        Ok(self
-            .readdir(ino)?
-            .into_iter()
-            .filter_map(|e| {
-                let node = self.node(e.ino).ok()?;
-                let attr = self.attr_of(e.ino, &node).ok()?;
-                self.intern(node, true, Some(attr));
-                Some((e, attr))
-            })
-            .collect())
+        Ok(self.list(ino, true)?.into_iter().filter_map(|(e, attr)| Some((e, attr?))).collect())
     }
 
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
