@@ -292,6 +292,12 @@ impl NovelFs {
 
     /// The chapter `file` of `book` as it is now: its source stamp and its
     /// decoded text, or the error that stops it from being read.
+    ///
+    /// The stamp of a text that is read is taken from the file descriptor
+    /// it is read through, never from an earlier `lstat` of the name: the
+    /// name may be renamed over, deleted or re-created in between, and the
+    /// text must be cached under the stamp of the file it came from. A
+    /// name that no longer holds a file is ENOENT, never a cached error.
     fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
         let index = self.book_index(book)?;
         let i = index.exact(file.as_bytes()).ok_or(libc::ENOENT)?;
@@ -299,18 +305,30 @@ impl NovelFs {
         if !meta.is_file() {
             return Err(libc::ENOENT);
         }
-        let stamp = Stamp::of(&meta);
-        let mtime = mtime_of(&meta);
         let key = (book.to_os_string(), file.to_os_string());
         if let Some((s, loaded)) = lock(&self.chapters).get(&key)
-            && s == stamp
+            && s == Stamp::of(&meta)
         {
-            return Ok((stamp, loaded, mtime));
+            return Ok((s, loaded, mtime_of(&meta)));
         }
-        let loaded: Loaded = self.library.load_chapter(book, &index.chapters[i]).map(|text| {
-            let chain = text.chain();
-            Arc::new(LoadedChapter { text, chain })
-        });
+        let chapter = &index.chapters[i];
+        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(book, file) {
+            Ok(None) => return Err(libc::ENOENT),
+            Ok(Some((f, meta))) => {
+                let loaded = self
+                    .library
+                    .read_opened_chapter(book, file, f, &meta)
+                    .and_then(|bytes| self.library.decode_chapter(book, chapter, &bytes))
+                    .map(|text| {
+                        let chain = text.chain();
+                        Arc::new(LoadedChapter { text, chain })
+                    });
+                (Stamp::of(&meta), mtime_of(&meta), loaded)
+            }
+            // Opening failed for another reason: an error to show, under
+            // the stamp of the name.
+            Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
+        };
         let weight = match &loaded {
             Ok(c) => c.text.text().len() * 2 + c.chain.len() * 8 + 256,
             Err(_) => 256,
