@@ -366,6 +366,7 @@ pub fn errno_name(code: i32) -> String {
         libc::EISDIR => "EISDIR".into(),
         libc::ELOOP => "ELOOP".into(),
         libc::EINVAL => "EINVAL".into(),
+        libc::ECONNABORTED => "ECONNABORTED".into(),
         n => format!("errno{n}"),
     }
 }
