@@ -93,12 +93,15 @@ impl Attr {
     }
 }
 
-/// A directory entry (without `.` and `..`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    pub ino: u64,
+/// A directory entry (without `.` and `..`) as listed, before the kernel
+/// is given an inode for it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    node: Node,
     pub kind: Kind,
     pub name: OsString,
+    /// Known when listed (a chapter's pages, from the version listed).
+    attr: Option<Attr>,
 }
 
 /// An open file: the bytes it will keep reading, whatever happens on disk.
@@ -130,6 +133,8 @@ pub struct NovelFs {
     chapters: Mutex<Lru<ChapterKey, (Stamp, Loaded)>>,
     pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
     handles: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    /// The listing each open directory handle reads.
+    dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
     last_open: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
@@ -190,6 +195,7 @@ impl NovelFs {
             chapters: Mutex::new(Lru::new(half)),
             pages: Mutex::new(Lru::new(config.cache_bytes - half)),
             handles: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             last_open: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
@@ -547,34 +553,61 @@ impl NovelFs {
         }
     }
 
-    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>> {
-        Ok(self.list(ino, false)?.into_iter().map(|(e, _)| e).collect())
+    /// Opens a directory for listing; its handle keeps a listing.
+    pub fn opendir(&self, ino: u64) -> Result<u64> {
+        if self.getattr(ino)?.kind != Kind::Directory {
+            return Err(libc::ENOTDIR);
+        }
+        Ok(self.next_fh.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The entries of a directory. With `plus` (readdirplus) each comes
-    /// with its attributes and already counts as a lookup: interning and
-    /// counting in one step leaves no window for a concurrent `forget` to
-    /// drop the inode in between. The pages of a chapter get their
-    /// attributes from the same version of the chapter as their names, so a
-    /// listing taken while the chapter changes is still whole.
-    fn list(&self, ino: u64, plus: bool) -> Result<Vec<(DirEntry, Option<Attr>)>> {
+    pub fn releasedir(&self, fh: u64) {
+        lock(&self.dirs).remove(&fh);
+    }
+
+    /// The listing an open directory handle reads: taken when the handle
+    /// reads from offset 0 (its first read, or after a rewind) and kept for
+    /// the reads that continue it. Listing a directory costs one pass
+    /// however many requests the kernel splits it into, and the pieces
+    /// agree with each other even if the directory changes meanwhile.
+    pub fn listing(&self, fh: u64, ino: u64, offset: u64) -> Result<Arc<Vec<Listed>>> {
+        if offset > 0
+            && let Some(l) = lock(&self.dirs).get(&fh)
+        {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(self.list(ino)?);
+        lock(&self.dirs).insert(fh, l.clone());
+        Ok(l)
+    }
+
+    /// The inode of a listed entry, for readdir (the kernel keeps no
+    /// reference to it, so no lookup is counted).
+    pub fn listed_ino(&self, e: &Listed) -> u64 {
+        self.intern(e.node.clone(), false, None)
+    }
+
+    /// The attributes of a listed entry, for readdirplus: the entry now
+    /// counts as a lookup (undo with `forget` if it is not sent). `None`
+    /// when it vanished since the listing was taken.
+    pub fn listed_plus(&self, e: &Listed) -> Option<Attr> {
+        let attr = match e.attr {
+            Some(a) => a,
+            None => self.attr_of(0, &e.node).ok()?,
+        };
+        let ino = self.intern(e.node.clone(), true, Some(attr));
+        Some(Attr { ino, ..attr })
+    }
+
+    /// The entries of a directory. The pages of a chapter carry their
+    /// attributes, taken from the same version of the chapter as their
+    /// names, so a listing taken while the chapter changes is whole.
+    fn list(&self, ino: u64) -> Result<Vec<Listed>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        // `attr`: the entry's attributes when already known; otherwise, with
-        // `plus`, they are computed now and an entry that vanished is skipped.
-        let entry = |node: Node, kind: Kind, name: OsString, attr: Option<Attr>| -> Option<(DirEntry, Option<Attr>)> {
-            if !plus {
-                return Some((DirEntry { ino: self.intern(node, false, None), kind, name }, None));
-            }
-            let attr = match attr {
-                Some(a) => a,
-                None => self.attr_of(0, &node).ok()?,
-            };
-            let ino = self.intern(node, true, Some(attr));
-            Some((DirEntry { ino, kind, name }, Some(Attr { ino, ..attr })))
-        };
-        let entries: Vec<_> = match node {
-            Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into(), None)],
+        let entry = |node: Node, kind: Kind, name: OsString| Listed { node, kind, name, attr: None };
+        Ok(match node {
+            Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())],
             Node::Root => {
                 let mut books: Vec<OsString> = std::fs::read_dir(self.library.novels_dir())
                     .map_err(|_| libc::EIO)?
@@ -583,50 +616,39 @@ impl NovelFs {
                     .map(|e| e.file_name())
                     .collect();
                 books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
-                books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b, None)).collect()
+                books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect()
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
                 index
                     .chapters
                     .iter()
-                    .map(|c| {
-                        let node = Node::Chapter { book: book.clone(), file: c.os_name.clone() };
-                        entry(node, Kind::Directory, c.os_name.clone(), None)
-                    })
+                    .map(|c| entry(Node::Chapter { book: book.clone(), file: c.os_name.clone() }, Kind::Directory, c.os_name.clone()))
                     .collect()
             }
             Node::Chapter { book, file } => match self.chapter(&book, &file)? {
-                (_, Err(_), _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into(), None)],
+                (_, Err(_), _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())],
                 (version, Ok(chapter), mtime) => chapter
                     .chain
                     .iter()
                     .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
                     .map(|page| {
-                        let name = OsString::from(page.to_name());
-                        let attr = plus.then(|| {
-                            let size = self.render_page(&book, &file, page, version, &chapter).len() as u64;
-                            Attr { ino: 0, kind: Kind::File, size, mtime }
-                        });
-                        let node = Node::Page { book: book.clone(), file: file.clone(), page, version };
-                        entry(node, Kind::File, name, attr)
+                        let size = self.render_page(&book, &file, page, version, &chapter).len() as u64;
+                        Listed {
+                            name: OsString::from(page.to_name()),
+                            node: Node::Page { book: book.clone(), file: file.clone(), page, version },
+                            kind: Kind::File,
+                            attr: Some(Attr { ino: 0, kind: Kind::File, size, mtime }),
+                        }
                     })
                     .collect(),
             },
             Node::Ambiguous { book, name } => {
                 self.ambiguity(&book, &name)?;
-                vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into(), None)]
+                vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())]
             }
             _ => return Err(libc::ENOTDIR),
-        };
-        Ok(entries.into_iter().flatten().collect())
-    }
-
-    /// Attributes for a listing (readdirplus); entries that vanished
-    /// between listing and stat are skipped. Each entry returned counts as
-    /// a lookup the kernel will later forget.
-    pub fn readdir_plus(&self, ino: u64) -> Result<Vec<(DirEntry, Attr)>> {
-        Ok(self.list(ino, true)?.into_iter().filter_map(|(e, attr)| Some((e, attr?))).collect())
+        })
     }
 
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
