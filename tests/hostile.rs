@@ -294,3 +294,84 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
     assert!(status.success());
     assert!(!is_mounted(&root));
 }
+
+// Containment (issue item 5). tests/mount_fs.rs already checks a book that
+// is a symlink to /etc, a chapter symlinked to /etc/passwd and to /etc, and
+// `..` paths; these add what it does not.
+
+#[test]
+fn symlinks_and_dot_dot_names_reach_nothing_outside() {
+    let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
+    let novels = root.join("novels");
+    let book = novels.join(BOOK);
+    let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, book.join(name)).unwrap();
+    link("/etc", "etc"); // a directory link with no chapter extension
+    link("/etc/", "第4章 etc.txt");
+    link("../../../../../../../etc/passwd", "第5章 up.md"); // relative, climbing out
+    link("/etc/passwd", "passwd.markdown");
+    std::fs::write(book.join("..第6章..md"), "点点").unwrap(); // dots in a real chapter name
+    std::os::unix::fs::symlink("/etc", novels.join("..etc")).unwrap(); // book-level, a name with dots
+    std::os::unix::fs::symlink(&book, novels.join("书的链接")).unwrap(); // a link to a real book
+    let mut m = strict(&root, &[]);
+    let mnt = m.path().to_path_buf();
+
+    let mut top: Vec<_> = names(&mnt).unwrap();
+    top.sort();
+    assert_eq!(top, [BOOK], "symlinked books are not listed");
+    let mut listed: Vec<_> = names(&mnt.join(BOOK)).unwrap();
+    listed.sort();
+    assert_eq!(listed, ["..第6章..md", "第1章 起.md"], "only regular files are chapters");
+    let page = std::fs::read_to_string(mnt.join("书/6/offset-1.txt")).unwrap();
+    assert!(page.contains("/novels/书/..第6章..md</path>") && page.contains("1: 点点"), "{page}");
+
+    for p in [
+        "书/etc", "书/etc/passwd", "书/4", "书/第4章 etc.txt/offset-1.txt", "书/5", "书/第5章 up.md/offset-1.txt",
+        "书/passwd", "书/passwd.markdown/offset-1.txt", "..etc", "..etc/passwd", "etc.", "书的链接", "书的链接/1",
+        "书/..第6章..md/../../..etc/passwd",
+    ] {
+        let r = std::fs::read(mnt.join(p));
+        assert!(r.as_ref().map_or(true, |b| !String::from_utf8_lossy(b).contains("root:")), "{p} leaked");
+        assert!(!matches!(std::fs::metadata(mnt.join(p)), Ok(md) if md.is_file()), "{p} is a file");
+    }
+    assert_eq!(errno(&std::fs::metadata(mnt.join("书/5")).unwrap_err()), libc::ENOENT);
+    assert_eq!(errno(&std::fs::metadata(mnt.join("书的链接")).unwrap_err()), libc::ENOENT);
+
+    // A chapter swapped for a symlink after it was read: gone, not followed.
+    std::fs::remove_file(book.join("第1章 起.md")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", book.join("第1章 起.md")).unwrap();
+    let r = std::fs::read(mnt.join("书/第1章 起.md/offset-1.txt"));
+    assert_eq!(errno(&r.unwrap_err()), libc::ENOENT);
+    assert!(m.alive());
+}
+
+fn mount_line(mnt: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = mnt.to_str().unwrap().replace(' ', "\\040");
+    info.lines().find(|l| l.split(' ').nth(4) == Some(want.as_str())).expect("mounted").to_string()
+}
+
+/// `ls` of the mount as user nobody.
+fn ls_as_nobody(mnt: &Path) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    std::process::Command::new("ls").arg(mnt.join(BOOK)).uid(65534).gid(65534).output().unwrap()
+}
+
+#[test]
+fn allow_other_is_off_unless_asked_for() {
+    let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
+    {
+        let m = strict(&root, &[]);
+        let line = mount_line(m.path());
+        assert!(!line.contains("allow_other"), "{line}");
+        assert!(line.contains(" ro,") || line.contains(" ro "), "{line}");
+        let out = ls_as_nobody(m.path());
+        assert!(!out.status.success(), "another user listed the mount without allow_other");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"), "{out:?}");
+    }
+    let m = strict(&root, &["-o", "allow_other"]);
+    let line = mount_line(m.path());
+    assert!(line.contains("allow_other"), "{line}");
+    let out = ls_as_nobody(m.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "第1章 起.md\n");
+}
