@@ -176,30 +176,47 @@ impl Filesystem for FuseAdapter {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
-        match guarded(|| format!("opendir {}", ino.0), || self.fs.getattr(ino.0)) {
-            Ok(a) if a.kind == Kind::Directory => reply.opened(FileHandle(0), FopenFlags::empty()),
-            Ok(_) => reply.error(Errno::ENOTDIR),
+        match guarded(|| format!("opendir {}", ino.0), || self.fs.opendir(ino.0)) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let entries = match guarded(|| format!("readdir {}", ino.0), || self.fs.readdir(ino.0)) {
-            Ok(e) => e,
-            Err(e) => return reply.error(e),
-        };
-        let dots = [(ino.0, FileType::Directory, OsStr::new(".")), (ino.0, FileType::Directory, OsStr::new(".."))];
-        let all = dots.into_iter().chain(entries.iter().map(|e| (e.ino, kind(e.kind), e.name.as_os_str())));
-        for (i, (ino, kind, name)) in all.enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
-                break;
-            }
-        }
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        self.fs.releasedir(fh.0);
         reply.ok();
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let entries = match guarded(|| format!("readdirplus {}", ino.0), || self.fs.readdir_plus(ino.0)) {
+    // Both listings read the handle's snapshot from `offset` on and give
+    // each entry an inode only when it is sent.
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let entries = match guarded(|| format!("readdir {}", ino.0), || self.fs.listing(fh.0, ino.0, offset)) {
+            Ok(e) => e,
+            Err(e) => return reply.error(e),
+        };
+        let r = guarded(
+            || format!("readdir {}", ino.0),
+            || {
+                let dots = [(ino.0, FileType::Directory, OsStr::new(".")), (ino.0, FileType::Directory, OsStr::new(".."))];
+                let rest = entries.iter().map(|e| (0, kind(e.kind), e.name.as_os_str()));
+                for (i, (dot_ino, kind, name)) in dots.into_iter().chain(rest).enumerate().skip(offset as usize) {
+                    let ino = if i < 2 { dot_ino } else { self.fs.listed_ino(&entries[i - 2]) };
+                    if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
+                        break;
+                    }
+                }
+                Ok(reply)
+            },
+        );
+        match r {
+            Ok(reply) => reply.ok(),
+            Err(_) => log::error!("readdir {} failed mid-listing", ino.0),
+        }
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let entries = match guarded(|| format!("readdirplus {}", ino.0), || self.fs.listing(fh.0, ino.0, offset)) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
@@ -208,14 +225,33 @@ impl Filesystem for FuseAdapter {
             Err(e) => return reply.error(e),
         };
         let ttl = self.ttl();
-        let dots = [(OsStr::new("."), dir_attr), (OsStr::new(".."), dir_attr)];
-        let all = dots.into_iter().chain(entries.iter().map(|(e, a)| (e.name.as_os_str(), self.attr(a))));
-        for (i, (name, attr)) in all.enumerate().skip(offset as usize) {
-            if reply.add(attr.ino, (i + 1) as u64, name, &ttl, &attr, Generation(0)) {
-                break;
-            }
+        let r = guarded(
+            || format!("readdirplus {}", ino.0),
+            || {
+                for i in (offset as usize)..entries.len() + 2 {
+                    let (name, attr) = if i < 2 {
+                        ([".", ".."][i].as_ref(), dir_attr)
+                    } else {
+                        let e = &entries[i - 2];
+                        // Vanished since the listing: skipped (offsets stay those of the listing).
+                        let Some(a) = self.fs.listed_plus(e) else { continue };
+                        (e.name.as_os_str(), self.attr(&a))
+                    };
+                    if reply.add(attr.ino, (i + 1) as u64, name, &ttl, &attr, Generation(0)) {
+                        // Not sent: the kernel will not forget what it never got.
+                        if i >= 2 {
+                            self.fs.forget(attr.ino.0, 1);
+                        }
+                        break;
+                    }
+                }
+                Ok(reply)
+            },
+        );
+        match r {
+            Ok(reply) => reply.ok(),
+            Err(_) => log::error!("readdirplus {} failed mid-listing", ino.0),
         }
-        reply.ok();
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -93,12 +93,15 @@ impl Attr {
     }
 }
 
-/// A directory entry (without `.` and `..`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    pub ino: u64,
+/// A directory entry (without `.` and `..`) as listed, before the kernel
+/// is given an inode for it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    node: Node,
     pub kind: Kind,
     pub name: OsString,
+    /// Known when listed (a chapter's pages, from the version listed).
+    attr: Option<Attr>,
 }
 
 /// An open file: the bytes it will keep reading, whatever happens on disk.
@@ -130,6 +133,8 @@ pub struct NovelFs {
     chapters: Mutex<Lru<ChapterKey, (Stamp, Loaded)>>,
     pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
     handles: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    /// The listing each open directory handle reads.
+    dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
     last_open: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
@@ -190,6 +195,7 @@ impl NovelFs {
             chapters: Mutex::new(Lru::new(half)),
             pages: Mutex::new(Lru::new(config.cache_bytes - half)),
             handles: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             last_open: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
@@ -304,20 +310,38 @@ impl NovelFs {
 
     /// The chapter `file` of `book` as it is now: its source stamp and its
     /// decoded text, or the error that stops it from being read.
+    ///
+    /// The stamp of a text that is read is taken from the file descriptor
+    /// it is read through, never from an earlier `lstat` of the name: the
+    /// name may be renamed over, deleted or re-created in between, and the
+    /// text must be cached under the stamp of the file it came from. A
+    /// name that no longer holds a file is ENOENT, never a cached error.
     fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
         let (index, i, meta) = self.chapter_source(book, file)?;
-        let stamp = Stamp::of(&meta);
-        let mtime = mtime_of(&meta);
         let key = (book.to_os_string(), file.to_os_string());
         if let Some((s, loaded)) = lock(&self.chapters).get(&key)
-            && s == stamp
+            && s == Stamp::of(&meta)
         {
-            return Ok((stamp, loaded, mtime));
+            return Ok((s, loaded, mtime_of(&meta)));
         }
-        let loaded: Loaded = self.library.load_chapter(book, &index.chapters[i]).map(|text| {
-            let chain = text.chain();
-            Arc::new(LoadedChapter { text, chain })
-        });
+        let chapter = &index.chapters[i];
+        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(book, file) {
+            Ok(None) => return Err(libc::ENOENT),
+            Ok(Some((f, meta))) => {
+                let loaded = self
+                    .library
+                    .read_opened_chapter(book, file, f, &meta)
+                    .and_then(|bytes| self.library.decode_chapter(book, chapter, &bytes))
+                    .map(|text| {
+                        let chain = text.chain();
+                        Arc::new(LoadedChapter { text, chain })
+                    });
+                (Stamp::of(&meta), mtime_of(&meta), loaded)
+            }
+            // Opening failed for another reason: an error to show, under
+            // the stamp of the name.
+            Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
+        };
         let weight = match &loaded {
             Ok(c) => c.text.text().len() * 2 + c.chain.len() * 8 + 256,
             Err(_) => 256,
@@ -333,11 +357,17 @@ impl NovelFs {
         if !chapter.text.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
+        Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
+    }
+
+    /// The page of the chapter version `stamp` (whose text is `chapter`);
+    /// `page.offset` must be in range.
+    fn render_page(&self, book: &OsStr, file: &OsStr, page: PageName, stamp: Stamp, chapter: &LoadedChapter) -> Arc<Vec<u8>> {
         let key = (book.to_os_string(), file.to_os_string(), page);
         if let Some((s, bytes)) = lock(&self.pages).get(&key)
             && s == stamp
         {
-            return Ok((bytes, mtime, stamp));
+            return bytes;
         }
         let book_name = book.to_string_lossy().into_owned();
         let file_name = file.to_string_lossy().into_owned();
@@ -353,7 +383,7 @@ impl NovelFs {
         };
         let bytes = Arc::new(rendered.into_bytes());
         lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
-        Ok((bytes, mtime, stamp))
+        bytes
     }
 
     fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
@@ -530,12 +560,61 @@ impl NovelFs {
         }
     }
 
-    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>> {
+    /// Opens a directory for listing; its handle keeps a listing.
+    pub fn opendir(&self, ino: u64) -> Result<u64> {
+        if self.getattr(ino)?.kind != Kind::Directory {
+            return Err(libc::ENOTDIR);
+        }
+        Ok(self.next_fh.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub fn releasedir(&self, fh: u64) {
+        lock(&self.dirs).remove(&fh);
+    }
+
+    /// The listing an open directory handle reads: taken when the handle
+    /// reads from offset 0 (its first read, or after a rewind) and kept for
+    /// the reads that continue it. Listing a directory costs one pass
+    /// however many requests the kernel splits it into, and the pieces
+    /// agree with each other even if the directory changes meanwhile.
+    pub fn listing(&self, fh: u64, ino: u64, offset: u64) -> Result<Arc<Vec<Listed>>> {
+        if offset > 0
+            && let Some(l) = lock(&self.dirs).get(&fh)
+        {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(self.list(ino)?);
+        lock(&self.dirs).insert(fh, l.clone());
+        Ok(l)
+    }
+
+    /// The inode of a listed entry, for readdir (the kernel keeps no
+    /// reference to it, so no lookup is counted).
+    pub fn listed_ino(&self, e: &Listed) -> u64 {
+        self.intern(e.node.clone(), false, None)
+    }
+
+    /// The attributes of a listed entry, for readdirplus: the entry now
+    /// counts as a lookup (undo with `forget` if it is not sent). `None`
+    /// when it vanished since the listing was taken.
+    pub fn listed_plus(&self, e: &Listed) -> Option<Attr> {
+        let attr = match e.attr {
+            Some(a) => a,
+            None => self.attr_of(0, &e.node).ok()?,
+        };
+        let ino = self.intern(e.node.clone(), true, Some(attr));
+        Some(Attr { ino, ..attr })
+    }
+
+    /// The entries of a directory. The pages of a chapter carry their
+    /// attributes, taken from the same version of the chapter as their
+    /// names, so a listing taken while the chapter changes is whole.
+    fn list(&self, ino: u64) -> Result<Vec<Listed>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let entry = |node: Node, kind: Kind, name: OsString| DirEntry { ino: self.intern(node, false, None), kind, name };
-        match node {
-            Node::Root if !self.enabled() => Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]),
+        let entry = |node: Node, kind: Kind, name: OsString| Listed { node, kind, name, attr: None };
+        Ok(match node {
+            Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())],
             Node::Root => {
                 let mut books: Vec<OsString> = std::fs::read_dir(self.library.novels_dir())
                     .map_err(|_| libc::EIO)?
@@ -544,53 +623,39 @@ impl NovelFs {
                     .map(|e| e.file_name())
                     .collect();
                 books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
-                Ok(books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect())
+                books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect()
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
-                Ok(index
+                index
                     .chapters
                     .iter()
-                    .map(|c| {
-                        let node = Node::Chapter { book: book.clone(), file: c.os_name.clone() };
-                        entry(node, Kind::Directory, c.os_name.clone())
-                    })
-                    .collect())
+                    .map(|c| entry(Node::Chapter { book: book.clone(), file: c.os_name.clone() }, Kind::Directory, c.os_name.clone()))
+                    .collect()
             }
             Node::Chapter { book, file } => match self.chapter(&book, &file)? {
-                (_, Err(_), _) => Ok(vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())]),
-                (version, Ok(chapter), _) => Ok(chapter
+                (_, Err(_), _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())],
+                (version, Ok(chapter), mtime) => chapter
                     .chain
                     .iter()
                     .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
                     .map(|page| {
-                        let name = OsString::from(page.to_name());
-                        entry(Node::Page { book: book.clone(), file: file.clone(), page, version }, Kind::File, name)
+                        let size = self.render_page(&book, &file, page, version, &chapter).len() as u64;
+                        Listed {
+                            name: OsString::from(page.to_name()),
+                            node: Node::Page { book: book.clone(), file: file.clone(), page, version },
+                            kind: Kind::File,
+                            attr: Some(Attr { ino: 0, kind: Kind::File, size, mtime }),
+                        }
                     })
-                    .collect()),
+                    .collect(),
             },
             Node::Ambiguous { book, name } => {
                 self.ambiguity(&book, &name)?;
-                Ok(vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())])
+                vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())]
             }
-            _ => Err(libc::ENOTDIR),
-        }
-    }
-
-    /// Attributes for a listing (readdirplus); entries that vanished
-    /// between listing and stat are skipped. Each entry returned counts as
-    /// a lookup the kernel will later forget.
-    pub fn readdir_plus(&self, ino: u64) -> Result<Vec<(DirEntry, Attr)>> {
-        Ok(self
-            .readdir(ino)?
-            .into_iter()
-            .filter_map(|e| {
-                let node = self.node(e.ino).ok()?;
-                let attr = self.attr_of(e.ino, &node).ok()?;
-                self.intern(node, true, Some(attr));
-                Some((e, attr))
-            })
-            .collect())
+            _ => return Err(libc::ENOTDIR),
+        })
     }
 
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {

@@ -140,27 +140,55 @@ impl Library {
     /// still cannot leak anything outside the library.
     pub fn load_chapter(&self, book: &OsStr, chapter: &Chapter) -> Result<ChapterText, NovelError> {
         let bytes = self.read_chapter_bytes(book, &chapter.os_name)?;
+        self.decode_chapter(book, chapter, &bytes)
+    }
+
+    /// Decodes the bytes of `chapter`.
+    pub fn decode_chapter(&self, book: &OsStr, chapter: &Chapter, bytes: &[u8]) -> Result<ChapterText, NovelError> {
         let path = self.display_path(&book.to_string_lossy(), &chapter.file);
-        let text = decode::decode_text(&bytes)
+        let text = decode::decode_text(bytes)
             .map_err(|e| NovelError::Encoding { path, utf16_suspected: e.utf16_suspected })?;
         Ok(ChapterText::new(text))
     }
 
+    fn io_error(&self, book: &OsStr, file: &OsStr, e: std::io::Error) -> NovelError {
+        NovelError::Io { path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()), reason: e.to_string() }
+    }
+
     pub fn read_chapter_bytes(&self, book: &OsStr, file: &OsStr) -> Result<Vec<u8>, NovelError> {
-        let full = self.book_dir(book).join(file);
-        let io_err = |e: std::io::Error| NovelError::Io {
-            path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()),
-            reason: e.to_string(),
+        let Some((f, meta)) = self.open_chapter_file(book, file)? else {
+            return Err(self.io_error(book, file, std::io::ErrorKind::NotFound.into()));
         };
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&full)
-            .map_err(io_err)?;
-        let meta = f.metadata().map_err(io_err)?;
+        self.read_opened_chapter(book, file, f, &meta)
+    }
+
+    /// Opens a chapter file for reading, without following symlinks, with
+    /// the metadata of the file actually opened. `Ok(None)` when the name
+    /// no longer holds a regular file (deleted or renamed since the scan,
+    /// or replaced by a symlink or a directory).
+    pub fn open_chapter_file(&self, book: &OsStr, file: &OsStr) -> Result<Option<(std::fs::File, std::fs::Metadata)>, NovelError> {
+        let full = self.book_dir(book).join(file);
+        let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&full) {
+            Ok(f) => f,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => return Ok(None),
+            Err(e) => return Err(self.io_error(book, file, e)),
+        };
+        let meta = f.metadata().map_err(|e| self.io_error(book, file, e))?;
         if !meta.is_file() {
-            return Err(io_err(std::io::Error::other("不是普通文件")));
+            return Ok(None);
         }
+        Ok(Some((f, meta)))
+    }
+
+    /// Reads an opened chapter file whole, refusing one above the size limit.
+    pub fn read_opened_chapter(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        f: std::fs::File,
+        meta: &std::fs::Metadata,
+    ) -> Result<Vec<u8>, NovelError> {
+        let io_err = |e: std::io::Error| self.io_error(book, file, e);
         if meta.len() > self.max_chapter_bytes {
             return Err(io_err(std::io::Error::other(format!(
                 "文件大小 {} 字节超过上限 {} 字节（--max-chapter-bytes）",
