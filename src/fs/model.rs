@@ -763,7 +763,7 @@ mod tests {
         let f = fixture(&[("第1章 起.md", "一\n二"), ("第2章 承.md", "x"), ("第02章 另.md", "y")]);
         let book = walk(&f.fs, "书").unwrap();
         assert_eq!(book.kind, Kind::Directory);
-        let names: Vec<_> = f.fs.readdir(book.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = f.fs.list(book.ino).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["第1章 起.md", "第02章 另.md", "第2章 承.md"]);
         let alias = f.fs.lookup(book.ino, OsStr::new("1")).unwrap();
         assert_eq!(alias.kind, Kind::Symlink);
@@ -774,7 +774,7 @@ mod tests {
         assert!(String::from_utf8(bytes).unwrap().contains("1: 一\n2: 二\n"));
         let ambiguous = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
         assert_eq!(ambiguous.kind, Kind::Directory);
-        let listed: Vec<_> = f.fs.readdir(ambiguous.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let listed: Vec<_> = f.fs.list(ambiguous.ino).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(listed, ["ERROR"]);
         assert_eq!(f.fs.lookup(ambiguous.ino, OsStr::new("offset-1.txt")), Err(libc::ENOENT));
         assert_eq!(walk(&f.fs, "书/1/offset-3.txt"), Err(libc::ENOENT));
@@ -815,7 +815,7 @@ mod tests {
         let f = fixture(&[("第1章 坏.txt", "")]);
         std::fs::write(f.book_dir.join("第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(10)).unwrap();
         let dir = walk(&f.fs, "书/1").unwrap();
-        let names: Vec<_> = f.fs.readdir(dir.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = f.fs.list(dir.ino).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["ERROR"]);
         assert_eq!(f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")), Err(libc::EIO));
         let error = f.fs.lookup(dir.ino, OsStr::new("ERROR")).unwrap();
