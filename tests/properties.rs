@@ -341,6 +341,10 @@ fn check_page(ct: &ChapterText, all: &[String], offset: u64, limit: u32, src: (&
 
     let json = render_json(&source, &page);
     assert_eq!(json, expected_json(book, file, path, &want));
+    // Sizes known without rendering (what stat and listings use).
+    let stats = ct.line_stats(&layout);
+    assert_eq!(novelfs::library::render::text_len(&source, total, &layout, stats), text.len(), "text_len");
+    assert_eq!(novelfs::library::render::json_len(&source, total, &layout, stats), json.len(), "json_len");
     let v: serde_json::Value = serde_json::from_str(&json).expect("render_json parses");
     let obj = v.as_object().expect("an object");
     assert_eq!(obj.keys().map(String::as_str).collect::<Vec<_>>(), JSON_KEYS);

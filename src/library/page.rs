@@ -19,8 +19,56 @@ pub struct ChapterText {
     text: String,
     /// Byte range of each line in `text`.
     spans: Vec<(usize, usize)>,
-    /// UTF-16 length of each line after the 3000-unit cut and its suffix.
-    shown_units: Vec<usize>,
+    /// Sizes of each line as shown (after the 3000-unit cut and its suffix).
+    stats: Vec<LineStats>,
+}
+
+/// The sizes of one shown line: enough to lay out pages and to know their
+/// byte sizes in both renderings without rendering them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineStats {
+    /// UTF-16 code units (the tool's character count).
+    pub units: u32,
+    /// UTF-8 bytes.
+    pub bytes: u32,
+    /// UTF-8 bytes once escaped as a JSON string body (without quotes).
+    pub json_bytes: u32,
+}
+
+/// Extra bytes JSON escaping adds for `c` (as serde_json and
+/// `JSON.stringify` escape: quote, backslash and control characters).
+fn json_escape_extra(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\u{08}' | '\u{0C}' | '\n' | '\r' | '\t' => 1,
+        '\0'..='\u{1F}' => 5,
+        _ => 0,
+    }
+}
+
+impl LineStats {
+    fn of(line: &str) -> LineStats {
+        let mut units = 0usize;
+        let mut json_extra = 0usize;
+        let mut cut = None;
+        for (i, c) in line.char_indices() {
+            let w = c.len_utf16();
+            if cut.is_none() && units + w > LINE_CUT {
+                cut = Some((i, units, json_extra));
+            }
+            units += w;
+            json_extra += json_escape_extra(c);
+        }
+        let (units, bytes, json_bytes) = match cut {
+            None => (units, line.len(), line.len() + json_extra),
+            Some((at, kept_units, kept_extra)) => {
+                // A surrogate pair split by the cut leaves U+FFFD (3 bytes).
+                let replacement = if kept_units < LINE_CUT { '\u{FFFD}'.len_utf8() } else { 0 };
+                let bytes = at + replacement + LINE_CUT_SUFFIX.len();
+                (LINE_CUT + utf16_len(LINE_CUT_SUFFIX), bytes, bytes + kept_extra)
+            }
+        };
+        LineStats { units: units as u32, bytes: bytes as u32, json_bytes: json_bytes as u32 }
+    }
 }
 
 impl ChapterText {
@@ -35,14 +83,8 @@ impl ChapterText {
             }
         }
         spans.push((start, text.len()));
-        let shown_units = spans
-            .iter()
-            .map(|&(s, e)| {
-                let units = utf16_len(&text[s..e]);
-                if units > LINE_CUT { LINE_CUT + utf16_len(LINE_CUT_SUFFIX) } else { units }
-            })
-            .collect();
-        ChapterText { text, spans, shown_units }
+        let stats = spans.iter().map(|&(s, e)| LineStats::of(&text[s..e])).collect();
+        ChapterText { text, spans, stats }
     }
 
     pub fn text(&self) -> &str {
@@ -71,8 +113,8 @@ impl ChapterText {
         let mut taken = 0usize;
         let mut chars = 0usize;
         let mut hit_char_cap = false;
-        for units in self.shown_units.iter().skip(first).take(limit as usize) {
-            let add = units + usize::from(taken > 0);
+        for line in self.stats.iter().skip(first).take(limit as usize) {
+            let add = line.units as usize + usize::from(taken > 0);
             if chars + add > READ_MAX_CHARS && taken > 0 {
                 hit_char_cap = true;
                 break;
@@ -82,6 +124,19 @@ impl ChapterText {
         }
         let truncated = hit_char_cap || (first + taken) < self.total_lines() as usize;
         PageLayout { offset, taken, chars, truncated }
+    }
+
+    /// The shown sizes of the lines a layout takes.
+    pub fn line_stats(&self, layout: &PageLayout) -> &[LineStats] {
+        let first = (layout.offset - 1) as usize;
+        &self.stats[first..first + layout.taken]
+    }
+
+    /// Bytes held, for cache accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.spans.capacity() * std::mem::size_of::<(usize, usize)>()
+            + self.stats.capacity() * std::mem::size_of::<LineStats>()
     }
 
     /// The page itself.

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::page::Page;
+use super::page::{LineStats, Page, PageLayout};
 
 /// Where a page came from: the names the renderings print.
 #[derive(Debug, Clone, Copy)]
@@ -28,17 +28,69 @@ pub fn render_text(source: &PageSource, page: &Page) -> String {
         out.push('\n');
     }
     out.push('\n');
-    let last = page.last_line();
-    if page.truncated {
-        out.push_str(&format!(
-            "(输出截断。本章共 {} 行，已显示 {}-{} 行 / {} 字。用 offset={} 继续阅读。)",
-            page.total_lines, page.offset, last, page.chars, last + 1
-        ));
-    } else {
-        out.push_str(&format!("(本章共 {} 行 / {} 字)", page.total_lines, page.chars));
-    }
+    out.push_str(&footer(page.total_lines, page.offset, page.last_line(), page.chars, page.truncated));
     out.push_str("\n</content>\n");
     out
+}
+
+fn footer(total_lines: u64, offset: u64, last: u64, chars: usize, truncated: bool) -> String {
+    if truncated {
+        format!("(输出截断。本章共 {total_lines} 行，已显示 {offset}-{last} 行 / {chars} 字。用 offset={} 继续阅读。)", last + 1)
+    } else {
+        format!("(本章共 {total_lines} 行 / {chars} 字)")
+    }
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+fn json_string_len(s: &str) -> usize {
+    serde_json::to_string(s).map_or(0, |j| j.len())
+}
+
+/// The byte length `render_text` gives for the page `layout` of a chapter
+/// whose taken lines have `lines` sizes — without rendering it, so that
+/// `stat` and listings never build pages nobody reads.
+pub fn text_len(source: &PageSource, total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
+    let head = "<path>".len() + source.path.len() + "</path>\n<type>novel-chapter</type>\n<content>\n".len();
+    let body: usize = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| digits(layout.offset + i as u64) + ": ".len() + l.bytes as usize + 1)
+        .sum();
+    let last = layout.offset + layout.taken.max(1) as u64 - 1;
+    let foot = footer(total_lines, layout.offset, last, layout.chars, layout.truncated).len();
+    head + body + 1 + foot + "\n</content>\n".len()
+}
+
+/// The byte length `render_json` gives, computed like `text_len`.
+pub fn json_len(source: &PageSource, total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
+    let file = json_string_len(source.file);
+    let fields = [
+        "  \"book\": ".len() + json_string_len(source.book),
+        "  \"chapter\": ".len() + file,
+        "  \"file\": ".len() + file,
+        "  \"path\": ".len() + json_string_len(source.path),
+        "  \"offset\": ".len() + digits(layout.offset),
+        "  \"totalLines\": ".len() + digits(total_lines),
+        "  \"chars\": ".len() + digits(layout.chars as u64),
+        "  \"truncated\": ".len() + if layout.truncated { 4 } else { 5 },
+    ];
+    let head: usize = "{\n".len() + fields.iter().map(|f| f + ",\n".len()).sum::<usize>() + "  \"lines\": [\n".len();
+    let items: usize = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            "    {\n      \"number\": ".len()
+                + digits(layout.offset + i as u64)
+                + ",\n      \"text\": \"".len()
+                + l.json_bytes as usize
+                + "\"\n    }".len()
+        })
+        .sum();
+    let separators = ",\n".len() * lines.len().saturating_sub(1) + "\n".len();
+    head + items + separators + "  ]\n}\n".len()
 }
 
 #[derive(Serialize)]
@@ -83,6 +135,32 @@ pub fn render_json(source: &PageSource, page: &Page) -> String {
 mod tests {
     use super::*;
     use crate::library::page::ChapterText;
+
+    #[test]
+    fn sizes_match_renderings() {
+        let texts = [
+            String::new(),
+            "a".into(),
+            "a\n\nb\r\nc\"d\\e\tf\u{1}g\u{7f}h".into(),
+            format!("{}🌙🌙\n{}", "x".repeat(2999), "🌙".repeat(3000)),
+            format!("\"{}\u{2}", "\\".repeat(3100)),
+            (1..=950).map(|i| format!("{i}. 第{i}行")).collect::<Vec<_>>().join("\n"),
+            vec!["字".repeat(2999); 9].join("\n"),
+        ];
+        let src = PageSource { book: "书\"名", file: "第1章\t.md", path: "/r/novels/书\"名/第1章\t.md" };
+        for text in texts {
+            let t = ChapterText::new(text.clone());
+            for offset in [1, 2, 7, 401, 900].into_iter().filter(|&o| t.offset_in_range(o)) {
+                for limit in [1, 3, 400] {
+                    let page = t.page(offset, limit);
+                    let layout = t.layout(offset, limit);
+                    let lines = t.line_stats(&layout);
+                    assert_eq!(text_len(&src, t.total_lines(), &layout, lines), render_text(&src, &page).len(), "{offset} {limit}");
+                    assert_eq!(json_len(&src, t.total_lines(), &layout, lines), render_json(&src, &page).len(), "{offset} {limit}");
+                }
+            }
+        }
+    }
 
     const SRC: PageSource = PageSource { book: "书", file: "第1章.md", path: "/r/novels/书/第1章.md" };
 
