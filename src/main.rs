@@ -82,8 +82,9 @@ struct MountCmd {
     /// Chapters larger than this are shown as an ERROR instead of being read.
     #[arg(long, default_value = "256MiB")]
     max_chapter_bytes: String,
-    /// Worker threads serving requests.
-    #[arg(long, default_value_t = 4)]
+    /// Worker threads serving requests (more threads mostly add context
+    /// switches on a small machine; two keep one slow chapter from blocking).
+    #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]

@@ -2,10 +2,9 @@
 //!
 //! Entries are validated by the caller against a stamp of the source (see
 //! `Stamp`), so the cache never decides freshness itself; it only bounds
-//! memory. Eviction scans for the oldest entry: the number of entries is
-//! small (chapters and pages in use), and a scan keeps the code obvious.
+//! memory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::os::unix::fs::MetadataExt;
 
@@ -35,6 +34,8 @@ impl Stamp {
 
 pub struct Lru<K, V> {
     entries: HashMap<K, (V, usize, u64)>,
+    /// Last-use tick → key, oldest first: eviction and touch are O(log n).
+    order: BTreeMap<u64, K>,
     budget: usize,
     used: usize,
     clock: u64,
@@ -42,16 +43,16 @@ pub struct Lru<K, V> {
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     pub fn new(budget: usize) -> Self {
-        Lru { entries: HashMap::new(), budget, used: 0, clock: 0 }
+        Lru { entries: HashMap::new(), order: BTreeMap::new(), budget, used: 0, clock: 0 }
     }
 
     pub fn get(&mut self, key: &K) -> Option<V> {
+        let (value, _, tick) = self.entries.get_mut(key)?;
         self.clock += 1;
-        let clock = self.clock;
-        self.entries.get_mut(key).map(|(v, _, used)| {
-            *used = clock;
-            v.clone()
-        })
+        self.order.remove(tick);
+        *tick = self.clock;
+        self.order.insert(self.clock, key.clone());
+        Some(value.clone())
     }
 
     /// Inserts `value` weighing `bytes`; an entry larger than the whole
@@ -62,20 +63,21 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
             return;
         }
         while self.used + bytes > self.budget {
-            let Some(oldest) = self.entries.iter().min_by_key(|(_, (_, _, used))| *used).map(|(k, _)| k.clone())
-            else {
-                break;
-            };
-            self.remove(&oldest);
+            let Some((_, oldest)) = self.order.pop_first() else { break };
+            if let Some((_, b, _)) = self.entries.remove(&oldest) {
+                self.used -= b;
+            }
         }
         self.clock += 1;
         self.used += bytes;
+        self.order.insert(self.clock, key.clone());
         self.entries.insert(key, (value, bytes, self.clock));
     }
 
     pub fn remove(&mut self, key: &K) {
-        if let Some((_, bytes, _)) = self.entries.remove(key) {
+        if let Some((_, bytes, tick)) = self.entries.remove(key) {
             self.used -= bytes;
+            self.order.remove(&tick);
         }
     }
 

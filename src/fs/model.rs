@@ -343,7 +343,7 @@ impl NovelFs {
             Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
         };
         let weight = match &loaded {
-            Ok(c) => c.text.text().len() * 2 + c.chain.len() * 8 + 256,
+            Ok(c) => c.text.heap_bytes() + c.chain.capacity() * 8 + 256,
             Err(_) => 256,
         };
         lock(&self.chapters).insert(key, (stamp, loaded.clone()), weight);
@@ -358,6 +358,32 @@ impl NovelFs {
             return Err(libc::ENOENT);
         }
         Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
+    }
+
+    /// The byte size of a page as the source is now, with the stamp of that
+    /// source — computed from line sizes, never by rendering the page.
+    fn page_size(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(u64, SystemTime, Stamp)> {
+        let (stamp, loaded, mtime) = self.chapter(book, file)?;
+        let chapter = loaded.map_err(|_| libc::EIO)?;
+        if !chapter.text.offset_in_range(page.offset) {
+            return Err(libc::ENOENT);
+        }
+        Ok((self.size_of_page(book, file, page, &chapter), mtime, stamp))
+    }
+
+    /// `page.offset` must be in range.
+    fn size_of_page(&self, book: &OsStr, file: &OsStr, page: PageName, chapter: &LoadedChapter) -> u64 {
+        let book_name = book.to_string_lossy();
+        let file_name = file.to_string_lossy();
+        let path = self.library.display_path(&book_name, &file_name);
+        let source = library::PageSource { book: &book_name, file: &file_name, path: &path };
+        let text = &chapter.text;
+        let layout = text.layout(page.offset, page.limit_or_default());
+        let lines = text.line_stats(&layout);
+        (match page.format {
+            Format::Text => library::render::text_len(&source, text.total_lines(), &layout, lines),
+            Format::Json => library::render::json_len(&source, text.total_lines(), &layout, lines),
+        }) as u64
     }
 
     /// The page of the chapter version `stamp` (whose text is `chapter`);
@@ -381,7 +407,9 @@ impl NovelFs {
             Format::Text => out.text(),
             Format::Json => out.json(),
         };
-        let bytes = Arc::new(rendered.into_bytes());
+        let mut rendered = rendered.into_bytes();
+        rendered.shrink_to_fit();
+        let bytes = Arc::new(rendered);
         lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
         bytes
     }
@@ -464,9 +492,9 @@ impl NovelFs {
                 }
             }
             Node::Page { book, file: f, page, version } => {
-                let current = self.page_bytes(book, f, *page);
+                let current = self.page_size(book, f, *page);
                 match current {
-                    Ok((bytes, mtime, stamp)) if stamp == *version => file(bytes.len(), mtime),
+                    Ok((size, mtime, stamp)) if stamp == *version => file(size as usize, mtime),
                     // An older version: still open somewhere, so keep its attributes.
                     _ => return self.last_attr(ino).filter(|_| ino != 0).ok_or(libc::ENOENT),
                 }
@@ -526,7 +554,7 @@ impl NovelFs {
                     Node::ChapterError { book, file }
                 } else {
                     let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
-                    let (_, _, version) = self.page_bytes(&book, &file, page)?;
+                    let (_, _, version) = self.page_size(&book, &file, page)?;
                     Node::Page { book, file, page, version }
                 }
             }
@@ -640,7 +668,7 @@ impl NovelFs {
                     .iter()
                     .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
                     .map(|page| {
-                        let size = self.render_page(&book, &file, page, version, &chapter).len() as u64;
+                        let size = self.size_of_page(&book, &file, page, &chapter);
                         Listed {
                             name: OsString::from(page.to_name()),
                             node: Node::Page { book: book.clone(), file: file.clone(), page, version },
