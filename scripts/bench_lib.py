@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Helpers for scripts/bench.sh: library generation, timed workloads, the
+result table. Standard library only (python3 >= 3.8).
+
+Subcommands
+  gen ROOT [--books N --chapters N --big-book N --small-book N --huge N
+            --huge-lines N --quick --seed S]     generate ROOT/novels/...
+  walk DIR                                        count chapter dirs / pages / bytes
+  lookups MNT COUNT SEED BOOK_A N_A BOOK_B N_B     COUNT x os.stat(MNT/BOOK/<n>/offset-1.txt) per book
+  prewarm MNT BOOK MAXN                           stat offset-1.txt of every alias 1..MAXN once
+  rss PID                                         VmHWM and VmRSS of PID in KiB
+  ops LOG                                         count FUSE requests in a fuser debug log
+  table RESULTS                                   the final table
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+# ---------------------------------------------------------------------------
+# Library generation
+# ---------------------------------------------------------------------------
+
+PUNCT = "，，，，。。。！？；：“”、"
+GREP_WORD = "玄铁剑"  # inserted into a few lines; `grep -r` looks for it
+
+
+def han_pool():
+    """The 3755 level-1 GB2312 characters (the common ones), so every
+    character is encodable in GBK."""
+    chars = []
+    for hi in range(0xB0, 0xD8):
+        for lo in range(0xA1, 0xFF):
+            if hi == 0xD7 and lo > 0xF9:
+                break
+            chars.append(bytes([hi, lo]).decode("gb2312"))
+    return "".join(chars)
+
+
+class TextSource:
+    """Slices of one big random corpus: generating ~200 MB of text char by
+    char in Python would take minutes, slicing takes seconds."""
+
+    def __init__(self, rng, size=4_000_000):
+        pool = han_pool()
+        # Characters with some punctuation mixed in (about 1 in 9).
+        alphabet = pool + PUNCT * 30
+        self.corpus = "".join(rng.choices(alphabet, k=size))
+        self.size = size
+        self.rng = rng
+
+    def lines(self, total_chars, min_len=10, max_len=80):
+        """Lines of 10-80 characters until about total_chars."""
+        rng = self.rng
+        out = []
+        n = 0
+        corpus = self.corpus
+        limit = self.size - max_len
+        while n < total_chars:
+            ln = rng.randint(min_len, max_len)
+            start = rng.randrange(limit)
+            out.append(corpus[start:start + ln])
+            n += ln + 1
+        return out
+
+    def line_block(self, count, min_len=10, max_len=80):
+        """Exactly `count` lines (fast path for the 100,000-line chapters)."""
+        rng = self.rng
+        corpus = self.corpus
+        limit = self.size - max_len
+        lens = [rng.randint(min_len, max_len) for _ in range(count)]
+        starts = [rng.randrange(limit) for _ in range(count)]
+        return [corpus[s:s + l] for s, l in zip(starts, lens)]
+
+    def title(self):
+        s = self.rng.randrange(self.size - 8)
+        t = "".join(c for c in self.corpus[s:s + 6] if c not in PUNCT)
+        return t[: self.rng.randint(2, 4)] or "无题"
+
+
+def encode(text, enc):
+    if enc == "gbk":
+        return text.encode("gbk")
+    if enc == "utf-16le":
+        return text.encode("utf-16-le")  # no BOM
+    return text.encode("utf-8")
+
+
+def pick_encoding(rng):
+    r = rng.random()
+    if r < 0.20:
+        return "gbk"
+    if r < 0.30:
+        return "utf-16le"
+    return "utf-8"
+
+
+def write_chapter(path, lines, enc, rng):
+    # A few lines carry the grep word, at a random position.
+    if rng.random() < 0.3 and lines:
+        i = rng.randrange(len(lines))
+        lines[i] = lines[i][:5] + GREP_WORD + lines[i][5:]
+    data = encode("\n".join(lines) + "\n", enc)
+    with open(path, "wb") as f:
+        f.write(data)
+    return len(data)
+
+
+def cmd_gen(a):
+    rng = random.Random(a.seed)
+    if a.quick:
+        a.books = a.books if a.books_set else 3
+        a.chapters = a.chapters if a.chapters_set else 20
+        a.big_book = a.big_book if a.big_set else 1000
+        a.small_book = a.small_book if a.small_set else 100
+        a.huge_lines = a.huge_lines if a.huge_lines_set else 5000
+        a.max_kb = 20
+    src = TextSource(rng)
+    novels = os.path.join(a.root, "novels")
+    os.makedirs(novels, exist_ok=True)
+    t0 = time.time()
+    total = files = 0
+    encs = {"utf-8": 0, "gbk": 0, "utf-16le": 0}
+    huge_left = a.huge
+    for b in range(a.books):
+        book = os.path.join(novels, f"书{b:02d}_{src.title()}")
+        os.makedirs(book)
+        for c in range(1, a.chapters + 1):
+            enc = pick_encoding(rng)
+            ext = ".txt" if rng.random() < 0.15 else ".md"
+            name = f"第{c:03d}章 {src.title()}{ext}"
+            if huge_left and c == a.chapters // 2 + 1:
+                # Every chosen book gets one 100,000-line chapter (UTF-8).
+                huge_left -= 1
+                enc = "utf-8"
+                lines = src.line_block(a.huge_lines)
+            else:
+                kb = rng.uniform(2, a.max_kb)
+                # ~3 bytes per character in UTF-8, 2 in GBK / UTF-16.
+                per = 3 if enc == "utf-8" else 2
+                lines = src.lines(int(kb * 1024 / per))
+            total += write_chapter(os.path.join(book, name), lines, enc, rng)
+            encs[enc] += 1
+            files += 1
+    for label, count in (("大部头", a.big_book), ("中篇集", a.small_book)):
+        if not count:
+            continue
+        book = os.path.join(novels, label)
+        os.makedirs(book)
+        width = max(4, len(str(count)))
+        for c in range(1, count + 1):
+            enc = pick_encoding(rng)
+            per = 3 if enc == "utf-8" else 2
+            lines = src.lines(int(rng.uniform(1, 2) * 1024 / per))
+            # A leading number (rule 3 of §1.2) so chapter 10000 keeps its number
+            # (第10000章 would parse as 0: `\d{1,4}` before 章).
+            name = f"{c:0{width}d} {src.title()}.md"
+            total += write_chapter(os.path.join(book, name), lines, enc, rng)
+            encs[enc] += 1
+            files += 1
+    dt = time.time() - t0
+    print(f"library: {files} chapter files, {total / 2**20:.1f} MiB "
+          f"({encs['utf-8']} UTF-8, {encs['gbk']} GBK, {encs['utf-16le']} UTF-16LE), "
+          f"{a.books} books x {a.chapters} chapters, {a.huge} x {a.huge_lines}-line chapters, "
+          f"big book {a.big_book}, small book {a.small_book}; generated in {dt:.1f}s")
+    with open(os.path.join(a.root, "bench-meta"), "w") as f:
+        f.write(f"big_book=大部头\nbig_count={a.big_book}\nsmall_book=中篇集\nsmall_count={a.small_book}\n"
+                f"grep_word={GREP_WORD}\nfiles={files}\nbytes={total}\n")
+
+
+# ---------------------------------------------------------------------------
+# Workloads timed from inside Python
+# ---------------------------------------------------------------------------
+
+def cmd_walk(a):
+    dirs = pages = txt = size = 0
+    for root, dnames, fnames in os.walk(a.dir):
+        dirs += 1
+        for f in fnames:
+            pages += 1
+            if f.endswith(".txt"):
+                txt += 1
+            size += os.lstat(os.path.join(root, f)).st_size
+    print(f"{dirs} dirs, {pages} files ({txt} .txt), {size / 2**20:.1f} MiB")
+
+
+def cmd_lookups(a):
+    """COUNT stats of random aliases in each of two books, alternating blocks
+    of 500 between the books so that load drifts hit both alike. Prints the
+    per-stat seconds of book A and of book B."""
+    rng = random.Random(a.seed)
+    pa = [f"{a.mnt}/{a.book_a}/{rng.randint(1, a.maxn_a)}/offset-1.txt" for _ in range(a.count)]
+    pb = [f"{a.mnt}/{a.book_b}/{rng.randint(1, a.maxn_b)}/offset-1.txt" for _ in range(a.count)]
+    st = os.stat
+    clock = time.perf_counter
+    ta = tb = 0.0
+    block = 500
+    for i in range(0, a.count, block):
+        t0 = clock()
+        for p in pa[i:i + block]:
+            st(p)
+        t1 = clock()
+        for p in pb[i:i + block]:
+            st(p)
+        t2 = clock()
+        ta += t1 - t0
+        tb += t2 - t1
+    print(f"{ta / a.count:.9f} {tb / a.count:.9f}")
+
+
+def cmd_prewarm(a):
+    base = os.path.join(a.mnt, a.book)
+    for n in range(1, a.maxn + 1):
+        os.stat(f"{base}/{n}/offset-1.txt")
+
+
+def cmd_rss(a):
+    vals = {}
+    with open(f"/proc/{a.pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmHWM", "VmRSS"):
+                vals[k] = int(v.split()[0])
+    print(vals.get("VmHWM", 0), vals.get("VmRSS", 0))
+
+
+def cmd_ops(a):
+    """Counts requests in a `RUST_LOG=fuser=debug` log of a foreground mount."""
+    import re
+    counts = {}
+    pat = re.compile(r"FUSE\(\s*\d+\)\s+ino\s+\S+\s+([A-Z_]+)")
+    for line in open(a.log, errors="replace"):
+        m = pat.search(line)
+        if m:
+            op = m.group(1)
+            counts[op] = counts.get(op, 0) + 1
+    print(", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "(none)")
+
+
+# ---------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------
+
+def fmt_time(s):
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s:.3f} s"
+
+
+TARGETS = {  # figure id: (shown target, limit on the ratio)
+    "cold": ("≤ 4×", 4.0),
+    "warm": ("≤ 1.5×", 1.5),
+    "ls": ("≤ 3×", 3.0),
+    "lookup": ("≤ 1.5×", 1.5),
+    "grep": ("≤ 1.5×", 1.5),
+}
+
+
+def cmd_table(a):
+    """RESULTS holds tab-separated lines:
+    label ID TEXT: how figure ID is shown;
+    nfs ID SECONDS / base ID SECONDS: one run of the novelfs side / the baseline;
+    rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; note TEXT: printed below."""
+    runs, labels, order, rss, notes = {}, {}, [], [], []
+    for line in open(a.results):
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] == "label":
+            labels[parts[1]] = parts[2]
+        elif parts[0] in ("nfs", "base"):
+            fig = parts[1]
+            if fig not in runs:
+                runs[fig] = {"nfs": [], "base": []}
+                order.append(fig)
+            runs[fig][parts[0]].append(float(parts[2]))
+        elif parts[0] == "rss":
+            rss.append((parts[1], int(parts[2]), int(parts[3])))
+        elif parts[0] == "note":
+            notes.append(parts[1])
+    rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
+    fails = 0
+    for fig in order:
+        n, b = runs[fig]["nfs"], runs[fig]["base"]
+        if not n or not b:
+            continue
+        mn, mb = statistics.median(n), statistics.median(b)
+        ratio = mn / mb if mb > 0 else float("inf")
+        shown, limit = TARGETS.get(fig, ("", None))
+        res = "" if limit is None else ("PASS" if ratio <= limit else "FAIL")
+        fails += res == "FAIL"
+        rows.append((labels.get(fig, fig), fmt_time(mn), fmt_time(mb), f"{ratio:.2f}×", shown, res))
+    for label, hwm_kib, cache in rss:
+        limit = cache + (64 << 20)
+        res = "PASS" if hwm_kib * 1024 <= limit else "FAIL"
+        fails += res == "FAIL"
+        rows.append((f"peak RSS (VmHWM), {label}", f"{hwm_kib / 1024:.1f} MiB",
+                     f"cache {cache / 2**20:.0f} MiB", f"{hwm_kib * 1024 / limit:.2f}× limit",
+                     f"≤ {limit / 2**20:.0f} MiB", res))
+    widths = [max(disp_len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for i, r in enumerate(rows):
+        print("| " + " | ".join(pad(c, w) for c, w in zip(r, widths)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print()
+    print("Medians of the runs below (novelfs runs | baseline runs, in run order):")
+    for fig in order:
+        n, b = runs[fig]["nfs"], runs[fig]["base"]
+        print(f"  {labels.get(fig, fig)}: " + ", ".join(fmt_time(x) for x in n)
+              + " | " + ", ".join(fmt_time(x) for x in b))
+    for note in notes:
+        print(f"  {note}")
+    print(f"\n{fails} FAIL")
+
+
+def disp_len(s):
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
+def pad(s, w):
+    return s + " " * (w - disp_len(s))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("root")
+    g.add_argument("--books", type=int, default=None)
+    g.add_argument("--chapters", type=int, default=None)
+    g.add_argument("--big-book", type=int, default=None)
+    g.add_argument("--small-book", type=int, default=None)
+    g.add_argument("--huge", type=int, default=3, help="number of 100,000-line chapters")
+    g.add_argument("--huge-lines", type=int, default=None)
+    g.add_argument("--max-kb", type=float, default=60)
+    g.add_argument("--quick", action="store_true")
+    g.add_argument("--seed", type=int, default=42)
+    w = sub.add_parser("walk")
+    w.add_argument("dir")
+    lk = sub.add_parser("lookups")
+    lk.add_argument("mnt")
+    lk.add_argument("count", type=int)
+    lk.add_argument("seed", type=int)
+    lk.add_argument("book_a")
+    lk.add_argument("maxn_a", type=int)
+    lk.add_argument("book_b")
+    lk.add_argument("maxn_b", type=int)
+    pw = sub.add_parser("prewarm")
+    pw.add_argument("mnt")
+    pw.add_argument("book")
+    pw.add_argument("maxn", type=int)
+    r = sub.add_parser("rss")
+    r.add_argument("pid")
+    o = sub.add_parser("ops")
+    o.add_argument("log")
+    t = sub.add_parser("table")
+    t.add_argument("results")
+    a = p.parse_args()
+    if a.cmd == "gen":
+        a.books_set, a.chapters_set = a.books is not None, a.chapters is not None
+        a.big_set, a.small_set = a.big_book is not None, a.small_book is not None
+        a.huge_lines_set = a.huge_lines is not None
+        a.books = 20 if a.books is None else a.books
+        a.chapters = 200 if a.chapters is None else a.chapters
+        a.big_book = 10000 if a.big_book is None else a.big_book
+        a.small_book = 1000 if a.small_book is None else a.small_book
+        a.huge_lines = 100_000 if a.huge_lines is None else a.huge_lines
+        a.huge = min(a.huge, a.books)
+    {"gen": cmd_gen, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm,
+     "rss": cmd_rss, "ops": cmd_ops, "table": cmd_table}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
