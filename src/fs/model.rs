@@ -122,6 +122,28 @@ pub struct LoadedChapter {
     pub chain: Vec<u64>,
 }
 
+/// What listings and `stat` need of a chapter, kept apart from its text:
+/// small enough to stay cached when the texts do not fit, so listing a
+/// chapter or stat-ing a page of its chain needs no decode.
+#[derive(Debug)]
+pub struct Outline {
+    /// `(offset, text bytes, json bytes)` of each page of the reading chain.
+    pages: Vec<(u64, u64, u64)>,
+}
+
+impl Outline {
+    fn size(&self, page: PageName) -> Option<u64> {
+        if page.limit.is_some() {
+            return None;
+        }
+        let i = self.pages.binary_search_by_key(&page.offset, |p| p.0).ok()?;
+        Some(match page.format {
+            Format::Text => self.pages[i].1,
+            Format::Json => self.pages[i].2,
+        })
+    }
+}
+
 type ChapterKey = (OsString, OsString);
 type PageKey = (OsString, OsString, PageName);
 
@@ -131,6 +153,8 @@ pub struct NovelFs {
     inodes: Mutex<Inodes>,
     books: Mutex<HashMap<OsString, (Stamp, Arc<BookIndex>)>>,
     chapters: Mutex<Lru<ChapterKey, (Stamp, Loaded)>>,
+    /// `None` for a chapter that cannot be read (its listing is `ERROR`).
+    outlines: Mutex<Lru<ChapterKey, (Stamp, Option<Arc<Outline>>)>>,
     pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
     handles: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
     /// The listing each open directory handle reads.
@@ -193,6 +217,7 @@ impl NovelFs {
             inodes: Mutex::new(inodes),
             books: Mutex::new(HashMap::new()),
             chapters: Mutex::new(Lru::new(half)),
+            outlines: Mutex::new(Lru::new((config.cache_bytes / 16).max(1 << 20))),
             pages: Mutex::new(Lru::new(config.cache_bytes - half)),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
@@ -360,9 +385,45 @@ impl NovelFs {
         Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
     }
 
+    /// The chapter's outline as the source is now (decoding it only when
+    /// the outline is not cached for the source's current stamp).
+    fn outline(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Option<Arc<Outline>>, SystemTime)> {
+        let (_, _, meta) = self.chapter_source(book, file)?;
+        let key = (book.to_os_string(), file.to_os_string());
+        if let Some((s, outline)) = lock(&self.outlines).get(&key)
+            && s == Stamp::of(&meta)
+        {
+            return Ok((s, outline, mtime_of(&meta)));
+        }
+        let (stamp, loaded, mtime) = self.chapter(book, file)?;
+        let outline = loaded.ok().map(|chapter| {
+            let pages = chapter
+                .chain
+                .iter()
+                .map(|&offset| {
+                    let size = |format| self.size_of_page(book, file, PageName { offset, limit: None, format }, &chapter);
+                    (offset, size(Format::Text), size(Format::Json))
+                })
+                .collect::<Vec<_>>();
+            Arc::new(Outline { pages })
+        });
+        let weight = 128 + key.0.len() + key.1.len() + outline.as_ref().map_or(0, |o| o.pages.capacity() * 24);
+        lock(&self.outlines).insert(key, (stamp, outline.clone()), weight);
+        Ok((stamp, outline, mtime))
+    }
+
     /// The byte size of a page as the source is now, with the stamp of that
     /// source — computed from line sizes, never by rendering the page.
     fn page_size(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(u64, SystemTime, Stamp)> {
+        let (stamp, outline, mtime) = self.outline(book, file)?;
+        match outline {
+            None => return Err(libc::EIO),
+            Some(o) => {
+                if let Some(size) = o.size(page) {
+                    return Ok((size, mtime, stamp));
+                }
+            }
+        }
         let (stamp, loaded, mtime) = self.chapter(book, file)?;
         let chapter = loaded.map_err(|_| libc::EIO)?;
         if !chapter.text.offset_in_range(page.offset) {
@@ -661,14 +722,15 @@ impl NovelFs {
                     .map(|c| entry(Node::Chapter { book: book.clone(), file: c.os_name.clone() }, Kind::Directory, c.os_name.clone()))
                     .collect()
             }
-            Node::Chapter { book, file } => match self.chapter(&book, &file)? {
-                (_, Err(_), _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())],
-                (version, Ok(chapter), mtime) => chapter
-                    .chain
+            Node::Chapter { book, file } => match self.outline(&book, &file)? {
+                (_, None, _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())],
+                (version, Some(outline), mtime) => outline
+                    .pages
                     .iter()
-                    .flat_map(|&offset| [Format::Text, Format::Json].map(|format| PageName { offset, limit: None, format }))
-                    .map(|page| {
-                        let size = self.size_of_page(&book, &file, page, &chapter);
+                    .flat_map(|&(offset, text, json)| {
+                        [(Format::Text, text), (Format::Json, json)].map(|(format, size)| (PageName { offset, limit: None, format }, size))
+                    })
+                    .map(|(page, size)| {
                         Listed {
                             name: OsString::from(page.to_name()),
                             node: Node::Page { book: book.clone(), file: file.clone(), page, version },

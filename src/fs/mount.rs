@@ -351,6 +351,14 @@ pub fn run(req: MountRequest) -> i32 {
         }
     }
 
+    // Keep the daemon's footprint close to its cache budget: big buffers
+    // (decoded chapters, rendered pages) go straight to mmap and back to
+    // the system when freed, and few arenas hold on to freed memory.
+    // SAFETY: mallopt only tunes glibc's allocator; called before any thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
     let signals = block_termination_signals();
     let fs = Arc::new(NovelFs::new(library, config));
     let cfg = fuser_config(&options, req.threads);
