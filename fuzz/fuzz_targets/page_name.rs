@@ -1,0 +1,10 @@
+//! `cargo fuzz run page_name` — the invariants are in `fuzz/checks.rs`
+//! (`checks::page_name`), shared with `tests/fuzz_regressions.rs`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../checks.rs"]
+mod checks;
+
+fuzz_target!(|data: &[u8]| checks::page_name(data));
