@@ -152,7 +152,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| format!("read {} at {offset}", ino.0), || self.fs.read(fh.0, offset, size)) {
+        match guarded(|| format!("read {} at {offset}", ino.0), || self.fs.read(ino.0, fh.0, offset, size)) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }

@@ -156,7 +156,7 @@ pub struct NovelFs {
     /// `None` for a chapter that cannot be read (its listing is `ERROR`).
     outlines: Mutex<Lru<ChapterKey, (Stamp, Option<Arc<Outline>>)>>,
     pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
-    handles: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    handles: Mutex<HashMap<u64, Handle>>,
     /// The listing each open directory handle reads.
     dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
@@ -173,8 +173,22 @@ struct Inodes {
     next: u64,
 }
 
+/// What an open file reads.
+#[derive(Debug, Clone)]
+enum Handle {
+    /// The bytes fixed at open, and how far from 0 they have been read
+    /// without a gap.
+    Snapshot(Arc<Vec<u8>>, u64),
+    /// A page version whose every byte the kernel has already been given
+    /// (and caches, with FOPEN_KEEP_CACHE): opening it renders nothing.
+    /// Should the kernel still ask, the version is rendered then.
+    Deferred(Node),
+}
+
 struct InodeEntry {
     node: Node,
+    /// Every byte of this page version has been read once.
+    fully_read: bool,
     /// Lookups the kernel holds (entries returned by lookup and readdirplus).
     lookups: u64,
     /// The attributes last reported, for a page version that is gone from
@@ -211,7 +225,7 @@ impl NovelFs {
         let half = config.cache_bytes / 2;
         let mut inodes = Inodes { next: ROOT_INO + 1, ..Default::default() };
         inodes.by_node.insert(Node::Root, ROOT_INO);
-        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, lookups: 1, last_attr: None });
+        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, fully_read: false, lookups: 1, last_attr: None });
         NovelFs {
             library,
             inodes: Mutex::new(inodes),
@@ -246,7 +260,7 @@ impl NovelFs {
                 let ino = inodes.next;
                 inodes.next += 1;
                 inodes.by_node.insert(node.clone(), ino);
-                inodes.entries.insert(ino, InodeEntry { node, lookups: 0, last_attr: None });
+                inodes.entries.insert(ino, InodeEntry { node, fully_read: false, lookups: 0, last_attr: None });
                 ino
             }
         };
@@ -773,6 +787,18 @@ impl NovelFs {
         if write {
             return Err(libc::EROFS);
         }
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        if let Node::Page { book, file, version, .. } = &node
+            && lock(&self.inodes).entries.get(&ino).is_some_and(|e| e.fully_read)
+        {
+            // Only the version check: an edit since makes ESTALE, as below.
+            let (_, _, meta) = self.chapter_source(book, file)?;
+            if Stamp::of(&meta) != *version {
+                return Err(libc::ESTALE);
+            }
+            lock(&self.handles).insert(fh, Handle::Deferred(node.clone()));
+            return Ok(Opened { fh, keep_cache: true });
+        }
         let bytes = self.content(&node)?;
         // A page inode's bytes never change (a new version is a new inode);
         // other files keep the cache only while their bytes are the same.
@@ -782,16 +808,36 @@ impl NovelFs {
             let digest = hasher.finish();
             lock(&self.last_open).insert(ino, digest) == Some(digest)
         };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        lock(&self.handles).insert(fh, bytes);
+        lock(&self.handles).insert(fh, Handle::Snapshot(bytes, 0));
         Ok(Opened { fh, keep_cache })
     }
 
-    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let bytes = lock(&self.handles).get(&fh).cloned().ok_or(libc::EBADF)?;
+    pub fn read(&self, ino: u64, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let handle = lock(&self.handles).get(&fh).cloned().ok_or(libc::EBADF)?;
+        let (bytes, covered) = match handle {
+            Handle::Snapshot(bytes, covered) => (bytes, covered),
+            Handle::Deferred(node) => {
+                // The kernel dropped its copy; the version can only be
+                // rebuilt while the source is unchanged.
+                let bytes = self.content(&node).map_err(|e| {
+                    log::warn!("page {node:?} changed on disk after it was opened and left the page cache");
+                    if e == libc::ESTALE { libc::EIO } else { e }
+                })?;
+                (bytes, 0)
+            }
+        };
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
-        Ok(bytes[start..end].to_vec())
+        let covered = if offset <= covered { covered.max(end as u64) } else { covered };
+        if covered == bytes.len() as u64
+            && let Some(entry) = lock(&self.inodes).entries.get_mut(&ino)
+            && matches!(entry.node, Node::Page { .. })
+        {
+            entry.fully_read = true;
+        }
+        let out = bytes[start..end].to_vec();
+        lock(&self.handles).insert(fh, Handle::Snapshot(bytes, covered));
+        Ok(out)
     }
 
     pub fn release(&self, fh: u64) {
@@ -843,7 +889,7 @@ mod tests {
 
     fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
         let opened = fs.open(ino, false).unwrap();
-        let bytes = fs.read(opened.fh, 0, u32::MAX).unwrap();
+        let bytes = fs.read(ino, opened.fh, 0, u32::MAX).unwrap();
         fs.release(opened.fh);
         bytes
     }
@@ -883,9 +929,24 @@ mod tests {
         assert_ne!(new.ino, old.ino);
         assert_eq!(f.fs.open(old.ino, false).unwrap_err(), libc::ESTALE, "the kernel re-walks and finds the new inode");
         assert_eq!(f.fs.getattr(old.ino).unwrap().size, old.size, "an open old version keeps its size");
-        let kept = String::from_utf8(f.fs.read(handle.fh, 0, u32::MAX).unwrap()).unwrap();
+        let kept = String::from_utf8(f.fs.read(old.ino, handle.fh, 0, u32::MAX).unwrap()).unwrap();
         assert!(kept.contains("1: 旧\n"));
         assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 新的内容\n"));
+    }
+
+    #[test]
+    fn reopening_a_fully_read_page_defers_rendering_to_the_kernel_cache() {
+        let f = fixture(&[("第1章 起.md", "一\n二")]);
+        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let first = read_all(&f.fs, page.ino);
+        let again = f.fs.open(page.ino, false).unwrap();
+        assert!(again.keep_cache);
+        assert!(matches!(lock(&f.fs.handles).get(&again.fh), Some(Handle::Deferred(_))), "nothing rendered at open");
+        assert_eq!(f.fs.read(page.ino, again.fh, 0, u32::MAX).unwrap(), first, "rendered on demand, same bytes");
+        let third = f.fs.open(page.ino, false).unwrap();
+        std::fs::write(f.book_dir.join("第1章 起.md"), "改过了").unwrap();
+        assert_eq!(f.fs.read(page.ino, third.fh, 0, u32::MAX), Err(libc::EIO), "an old version cannot be rebuilt");
+        assert_eq!(f.fs.open(page.ino, false).unwrap_err(), libc::ESTALE);
     }
 
     #[test]
