@@ -105,7 +105,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = guarded(|| format!("lookup {:?} in {}", name, parent.0), || self.fs.lookup(parent.0, name));
+        let r = guarded(|| format!("lookup {:?} in {}", name, self.fs.describe(parent.0)), || self.fs.lookup(parent.0, name));
         match r {
             Ok(a) => reply.entry(&self.ttl(), &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
@@ -117,14 +117,14 @@ impl Filesystem for FuseAdapter {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match guarded(|| format!("getattr {}", ino.0), || self.fs.getattr(ino.0)) {
+        match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
             Ok(a) => reply.attr(&self.ttl(), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match guarded(|| format!("readlink {}", ino.0), || self.fs.readlink(ino.0)) {
+        match guarded(|| format!("readlink {}", self.fs.describe(ino.0)), || self.fs.readlink(ino.0)) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
         }
@@ -132,7 +132,7 @@ impl Filesystem for FuseAdapter {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        match guarded(|| format!("open {}", ino.0), || self.fs.open(ino.0, write)) {
+        match guarded(|| format!("open {}", self.fs.describe(ino.0)), || self.fs.open(ino.0, write)) {
             Ok(o) => {
                 let flags = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
                 reply.opened(FileHandle(o.fh), flags)
@@ -152,7 +152,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| format!("read {} at {offset}", ino.0), || self.fs.read(ino.0, fh.0, offset, size)) {
+        match guarded(|| format!("read {} at {offset}", self.fs.describe(ino.0)), || self.fs.read(ino.0, fh.0, offset, size)) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -176,7 +176,7 @@ impl Filesystem for FuseAdapter {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
-        match guarded(|| format!("opendir {}", ino.0), || self.fs.opendir(ino.0)) {
+        match guarded(|| format!("opendir {}", self.fs.describe(ino.0)), || self.fs.opendir(ino.0)) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
@@ -191,12 +191,12 @@ impl Filesystem for FuseAdapter {
     // each entry an inode only when it is sent.
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let entries = match guarded(|| format!("readdir {}", ino.0), || self.fs.listing(fh.0, ino.0, offset)) {
+        let entries = match guarded(|| format!("readdir {}", self.fs.describe(ino.0)), || self.fs.listing(fh.0, ino.0, offset)) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
         let r = guarded(
-            || format!("readdir {}", ino.0),
+            || format!("readdir {}", self.fs.describe(ino.0)),
             || {
                 let dots = [(ino.0, FileType::Directory, OsStr::new(".")), (ino.0, FileType::Directory, OsStr::new(".."))];
                 let rest = entries.iter().map(|e| (0, kind(e.kind), e.name.as_os_str()));
@@ -216,17 +216,17 @@ impl Filesystem for FuseAdapter {
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let entries = match guarded(|| format!("readdirplus {}", ino.0), || self.fs.listing(fh.0, ino.0, offset)) {
+        let entries = match guarded(|| format!("readdirplus {}", self.fs.describe(ino.0)), || self.fs.listing(fh.0, ino.0, offset)) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        let dir_attr = match guarded(|| format!("getattr {}", ino.0), || self.fs.getattr(ino.0)) {
+        let dir_attr = match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
             Ok(a) => self.attr(&a),
             Err(e) => return reply.error(e),
         };
         let ttl = self.ttl();
         let r = guarded(
-            || format!("readdirplus {}", ino.0),
+            || format!("readdirplus {}", self.fs.describe(ino.0)),
             || {
                 for i in (offset as usize)..entries.len() + 2 {
                     let (name, attr) = if i < 2 {
@@ -262,7 +262,7 @@ impl Filesystem for FuseAdapter {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
-        match guarded(|| format!("access {}", ino.0), || self.fs.getattr(ino.0)) {
+        match guarded(|| format!("access {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -348,5 +348,19 @@ impl Filesystem for FuseAdapter {
 
     fn removexattr(&self, _req: &Request, _ino: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
         reply.error(Errno::EROFS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_a_handler_becomes_eio() {
+        let r: Result<(), Errno> = guarded(|| "read /书/第1章.md/offset-1.txt".into(), || panic!("boom"));
+        assert_eq!(r, Err(Errno::EIO));
+        let r: Result<u8, Errno> = guarded(|| unreachable!("only built on panic"), || Err(libc::ENOENT));
+        assert_eq!(r, Err(Errno::ENOENT));
+        assert_eq!(guarded(|| String::new(), || Ok(7)), Ok(7));
     }
 }

@@ -64,6 +64,24 @@ pub enum Node {
     Page { book: OsString, file: OsString, page: PageName, version: Stamp },
 }
 
+impl Node {
+    /// The node's path in the mount, for log lines.
+    pub fn path(&self) -> String {
+        let l = |s: &OsString| s.to_string_lossy().into_owned();
+        match self {
+            Node::Root => "/".into(),
+            Node::RootError => format!("/{ERROR_FILE}"),
+            Node::Book { book } => format!("/{}", l(book)),
+            Node::BookAlias { name, .. } => format!("/{}", l(name)),
+            Node::Chapter { book, file } => format!("/{}/{}", l(book), l(file)),
+            Node::ChapterAlias { book, name, .. } | Node::Ambiguous { book, name } => format!("/{}/{}", l(book), l(name)),
+            Node::AmbiguousError { book, name } => format!("/{}/{}/{ERROR_FILE}", l(book), l(name)),
+            Node::ChapterError { book, file } => format!("/{}/{}/{ERROR_FILE}", l(book), l(file)),
+            Node::Page { book, file, page, .. } => format!("/{}/{}/{}", l(book), l(file), page.to_name()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Directory,
@@ -270,6 +288,11 @@ impl NovelFs {
             entry.last_attr = attr.map(|a| Attr { ino, ..a });
         }
         ino
+    }
+
+    /// The path of `ino` for log lines (never fails).
+    pub fn describe(&self, ino: u64) -> String {
+        self.node(ino).map_or_else(|_| format!("inode {ino}"), |n| n.path())
     }
 
     pub fn node(&self, ino: u64) -> Result<Node> {
