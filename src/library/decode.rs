@@ -38,7 +38,7 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
         return Ok(text.to_string());
     }
     let mut utf16_suspected = false;
-    if bytes.len() >= 8 && bytes.len() % 2 == 0 {
+    if bytes.len() >= 8 && bytes.len() % 2 == 0 && could_be_utf16(bytes) {
         let le = Utf16Score::of(bytes, true);
         let be = Utf16Score::of(bytes, false);
         let le_wins = le.coherent + le.plausible >= be.coherent + be.plausible;
@@ -52,6 +52,25 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
         return Ok(text.into_owned());
     }
     Err(UndetectableEncoding { utf16_suspected })
+}
+
+/// A quick necessary condition for step 4 (and its hint): in at least one
+/// byte order, at least 90% of the units have a coherent high byte. A
+/// sample that already rules both orders out settles it for GBK files
+/// without scoring every unit twice.
+fn could_be_utf16(bytes: &[u8]) -> bool {
+    let units = bytes.len() / 2;
+    let (mut bad_le, mut bad_be) = (0usize, 0usize);
+    // More than 10% incoherent units in both orders means neither can reach 0.9.
+    let limit = units / 10;
+    for pair in bytes.chunks_exact(2) {
+        bad_le += usize::from(!is_text_high_byte(pair[1]));
+        bad_be += usize::from(!is_text_high_byte(pair[0]));
+        if bad_le > limit && bad_be > limit {
+            return false;
+        }
+    }
+    true
 }
 
 /// WHATWG UTF-16 decoding: lone surrogates and an odd last byte become U+FFFD.

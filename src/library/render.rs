@@ -17,7 +17,10 @@ pub struct PageSource<'a> {
 
 /// `formatRead(...)` followed by the final newline a page file holds.
 pub fn render_text(source: &PageSource, page: &Page) -> String {
-    let mut out = String::with_capacity(page.chars * 3 + 256);
+    // Sized for the whole page up front: growing by doubling would leave
+    // up to half of every cached page as spare capacity.
+    let body: usize = page.lines.iter().map(|l| l.text.len() + 24).sum();
+    let mut out = String::with_capacity(body + source.path.len() + 256);
     out.push_str("<path>");
     out.push_str(source.path);
     out.push_str("</path>\n<type>novel-chapter</type>\n<content>\n");
@@ -126,9 +129,11 @@ pub fn render_json(source: &PageSource, page: &Page) -> String {
         truncated: page.truncated,
         lines: page.lines.iter().map(|l| JsonLine { number: l.number, text: &l.text }).collect(),
     };
-    let mut out = serde_json::to_string_pretty(&value).expect("plain data serializes");
-    out.push('\n');
-    out
+    let body: usize = page.lines.iter().map(|l| l.text.len() + l.text.len() / 8 + 64).sum();
+    let mut out = Vec::with_capacity(body + source.path.len() * 2 + source.file.len() * 4 + 512);
+    serde_json::to_writer_pretty(&mut out, &value).expect("plain data serializes");
+    out.push(b'\n');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 #[cfg(test)]
