@@ -240,7 +240,10 @@ fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
 
 impl NovelFs {
     pub fn new(library: Library, config: FsConfig) -> Self {
-        let half = config.cache_bytes / 2;
+        // The budget is shared: 1/16 for outlines, the rest split between
+        // decoded chapters and rendered pages.
+        let outline_budget = (config.cache_bytes / 16).max(1 << 20);
+        let half = config.cache_bytes.saturating_sub(outline_budget) / 2;
         let mut inodes = Inodes { next: ROOT_INO + 1, ..Default::default() };
         inodes.by_node.insert(Node::Root, ROOT_INO);
         inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, fully_read: false, lookups: 1, last_attr: None });
@@ -249,8 +252,8 @@ impl NovelFs {
             inodes: Mutex::new(inodes),
             books: Mutex::new(HashMap::new()),
             chapters: Mutex::new(Lru::new(half)),
-            outlines: Mutex::new(Lru::new((config.cache_bytes / 16).max(1 << 20))),
-            pages: Mutex::new(Lru::new(config.cache_bytes - half)),
+            outlines: Mutex::new(Lru::new(outline_budget)),
+            pages: Mutex::new(Lru::new(half)),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),

@@ -72,7 +72,10 @@ impl LineStats {
 }
 
 impl ChapterText {
-    pub fn new(text: String) -> Self {
+    pub fn new(mut text: String) -> Self {
+        // Decoders allocate for the worst case; a cached chapter should
+        // hold only its text.
+        text.shrink_to_fit();
         let mut spans = Vec::new();
         let mut start = 0;
         for (i, b) in text.bytes().enumerate() {
