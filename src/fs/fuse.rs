@@ -177,7 +177,10 @@ impl Filesystem for FuseAdapter {
             return reply.error(Errno::EROFS);
         }
         match guarded(|| format!("opendir {}", self.fs.describe(ino.0)), || self.fs.opendir(ino.0)) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(o) => {
+                let keep = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                reply.opened(FileHandle(o.fh), FopenFlags::FOPEN_CACHE_DIR | keep)
+            }
             Err(e) => reply.error(e),
         }
     }

@@ -690,11 +690,38 @@ impl NovelFs {
     }
 
     /// Opens a directory for listing; its handle keeps a listing.
-    pub fn opendir(&self, ino: u64) -> Result<u64> {
+    ///
+    /// `keep_cache` tells the kernel it may list the directory from its
+    /// own cache: true only when what the listing depends on (the source
+    /// of a chapter, the book directory, `novels/` and the switch) has the
+    /// same stamp as at the previous opendir of this inode.
+    pub fn opendir(&self, ino: u64) -> Result<Opened> {
         if self.getattr(ino)?.kind != Kind::Directory {
             return Err(libc::ENOTDIR);
         }
-        Ok(self.next_fh.fetch_add(1, Ordering::Relaxed))
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let keep_cache = match self.listing_version(&self.node(ino)?) {
+            Some(version) => lock(&self.last_open).insert(ino, version) == Some(version),
+            None => {
+                lock(&self.last_open).remove(&ino);
+                false
+            }
+        };
+        Ok(Opened { fh, keep_cache })
+    }
+
+    fn listing_version(&self, node: &Node) -> Option<u64> {
+        let stamp = |p: &std::path::Path| lstat(p).ok().map(|m| Stamp::of(&m));
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        match node {
+            Node::Root => (self.enabled(), stamp(&self.library.novels_dir())?).hash(&mut hasher),
+            Node::Book { book } | Node::Ambiguous { book, .. } => stamp(&self.library.book_dir(book))?.hash(&mut hasher),
+            Node::Chapter { book, file } => {
+                (stamp(&self.library.book_dir(book))?, Stamp::of(&self.chapter_source(book, file).ok()?.2)).hash(&mut hasher)
+            }
+            _ => return None,
+        }
+        Some(hasher.finish())
     }
 
     pub fn releasedir(&self, fh: u64) {
