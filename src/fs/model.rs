@@ -178,6 +178,8 @@ pub struct NovelFs {
     /// The listing each open directory handle reads.
     dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
+    /// Per inode, a digest of what its previous open (or opendir) served:
+    /// the kernel may keep its cache only while it is unchanged.
     last_open: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
 }
@@ -317,6 +319,8 @@ impl NovelFs {
         if entry.lookups == 0 {
             let node = inodes.entries.remove(&ino).expect("present").node;
             inodes.by_node.remove(&node);
+            drop(inodes);
+            lock(&self.last_open).remove(&ino);
         }
     }
 
