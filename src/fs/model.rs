@@ -131,14 +131,8 @@ pub struct Opened {
     pub keep_cache: bool,
 }
 
-type Loaded = std::result::Result<Arc<LoadedChapter>, NovelError>;
+type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
 
-/// A decoded chapter with its reading chain computed once.
-#[derive(Debug)]
-pub struct LoadedChapter {
-    pub text: ChapterText,
-    pub chain: Vec<u64>,
-}
 
 /// What listings and `stat` need of a chapter, kept apart from its text:
 /// small enough to stay cached when the texts do not fit, so listing a
@@ -349,10 +343,7 @@ impl NovelFs {
     }
 
     fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
-        if !self.library.is_book(book) {
-            return Err(libc::ENOENT);
-        }
-        let meta = lstat(&self.library.book_dir(book))?;
+        let meta = self.library.book_metadata(book).ok_or(libc::ENOENT)?;
         let stamp = Stamp::of(&meta);
         if let Some((s, index)) = lock(&self.books).get(book)
             && *s == stamp
@@ -401,10 +392,7 @@ impl NovelFs {
                     .library
                     .read_opened_chapter(book, file, f, &meta)
                     .and_then(|bytes| self.library.decode_chapter(book, chapter, &bytes))
-                    .map(|text| {
-                        let chain = text.chain();
-                        Arc::new(LoadedChapter { text, chain })
-                    });
+                    .map(Arc::new);
                 (Stamp::of(&meta), mtime_of(&meta), loaded)
             }
             // Opening failed for another reason: an error to show, under
@@ -412,7 +400,7 @@ impl NovelFs {
             Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
         };
         let weight = match &loaded {
-            Ok(c) => c.text.heap_bytes() + c.chain.capacity() * 8 + 256,
+            Ok(text) => text.heap_bytes() + 256,
             Err(_) => 256,
         };
         lock(&self.chapters).insert(key, (stamp, loaded.clone()), weight);
@@ -423,7 +411,7 @@ impl NovelFs {
     fn page_bytes(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(Arc<Vec<u8>>, SystemTime, Stamp)> {
         let (stamp, loaded, mtime) = self.chapter(book, file)?;
         let chapter = loaded.map_err(|_| libc::EIO)?;
-        if !chapter.text.offset_in_range(page.offset) {
+        if !chapter.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
         Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
@@ -442,9 +430,9 @@ impl NovelFs {
         let (stamp, loaded, mtime) = self.chapter(book, file)?;
         let outline = loaded.ok().map(|chapter| {
             let pages = chapter
-                .chain
-                .iter()
-                .map(|&offset| {
+                .chain()
+                .into_iter()
+                .map(|offset| {
                     let size = |format| self.size_of_page(book, file, PageName { offset, limit: None, format }, &chapter);
                     (offset, size(Format::Text), size(Format::Json))
                 })
@@ -470,19 +458,18 @@ impl NovelFs {
         }
         let (stamp, loaded, mtime) = self.chapter(book, file)?;
         let chapter = loaded.map_err(|_| libc::EIO)?;
-        if !chapter.text.offset_in_range(page.offset) {
+        if !chapter.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
         Ok((self.size_of_page(book, file, page, &chapter), mtime, stamp))
     }
 
     /// `page.offset` must be in range.
-    fn size_of_page(&self, book: &OsStr, file: &OsStr, page: PageName, chapter: &LoadedChapter) -> u64 {
+    fn size_of_page(&self, book: &OsStr, file: &OsStr, page: PageName, text: &ChapterText) -> u64 {
         let book_name = book.to_string_lossy();
         let file_name = file.to_string_lossy();
         let path = self.library.display_path(&book_name, &file_name);
         let source = library::PageSource { book: &book_name, file: &file_name, path: &path };
-        let text = &chapter.text;
         let layout = text.layout(page.offset, page.limit_or_default());
         let lines = text.line_stats(&layout);
         (match page.format {
@@ -493,7 +480,7 @@ impl NovelFs {
 
     /// The page of the chapter version `stamp` (whose text is `chapter`);
     /// `page.offset` must be in range.
-    fn render_page(&self, book: &OsStr, file: &OsStr, page: PageName, stamp: Stamp, chapter: &LoadedChapter) -> Arc<Vec<u8>> {
+    fn render_page(&self, book: &OsStr, file: &OsStr, page: PageName, stamp: Stamp, text: &ChapterText) -> Arc<Vec<u8>> {
         let key = (book.to_os_string(), file.to_os_string(), page);
         if let Some((s, bytes)) = lock(&self.pages).get(&key)
             && s == stamp
@@ -506,7 +493,7 @@ impl NovelFs {
             path: self.library.display_path(&book_name, &file_name),
             book: book_name,
             file: file_name,
-            page: chapter.text.page(page.offset, page.limit_or_default()),
+            page: text.page(page.offset, page.limit_or_default()),
         };
         let rendered = match page.format {
             Format::Text => out.text(),
@@ -519,12 +506,20 @@ impl NovelFs {
         bytes
     }
 
-    fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
+    /// §1.3 for a name in a book that is not byte for byte a file name
+    /// (such a name is the chapter's own directory, never an alias).
+    fn find_other_name(&self, book: &OsStr, name: &OsStr) -> Result<(Arc<BookIndex>, Lookup)> {
         let index = self.book_index(book)?;
         if index.exact(name.as_bytes()).is_some() {
             return Err(libc::ENOENT);
         }
-        match index.find(&name.to_string_lossy()) {
+        let found = index.find(&name.to_string_lossy());
+        Ok((index, found))
+    }
+
+    fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
+        let (index, found) = self.find_other_name(book, name)?;
+        match found {
             Lookup::Ambiguous { number, indices } => Ok(NovelError::Ambiguous {
                 number,
                 files: indices.iter().map(|&i| index.chapters[i].file.clone()).collect(),
@@ -534,11 +529,8 @@ impl NovelFs {
     }
 
     fn alias_target(&self, book: &OsStr, name: &OsStr) -> Result<OsString> {
-        let index = self.book_index(book)?;
-        if index.exact(name.as_bytes()).is_some() {
-            return Err(libc::ENOENT);
-        }
-        match index.find(&name.to_string_lossy()) {
+        let (index, found) = self.find_other_name(book, name)?;
+        match found {
             Lookup::Found(i) => Ok(index.chapters[i].os_name.clone()),
             _ => Err(libc::ENOENT),
         }
@@ -720,9 +712,7 @@ impl NovelFs {
         match node {
             Node::Root => (self.enabled(), stamp(&self.library.novels_dir())?).hash(&mut hasher),
             Node::Book { book } | Node::Ambiguous { book, .. } => stamp(&self.library.book_dir(book))?.hash(&mut hasher),
-            Node::Chapter { book, file } => {
-                (stamp(&self.library.book_dir(book))?, Stamp::of(&self.chapter_source(book, file).ok()?.2)).hash(&mut hasher)
-            }
+            Node::Chapter { book, file } => Stamp::of(&self.chapter_source(book, file).ok()?.2).hash(&mut hasher),
             _ => return None,
         }
         Some(hasher.finish())

@@ -118,11 +118,15 @@ impl Library {
 
     /// Whether `novels/{book}` is a real directory (a symlink is not followed).
     pub fn is_book(&self, book: &OsStr) -> bool {
-        !book.is_empty()
-            && book.as_bytes() != b"."
-            && book.as_bytes() != b".."
-            && !book.as_bytes().contains(&b'/')
-            && std::fs::symlink_metadata(self.book_dir(book)).is_ok_and(|m| m.is_dir())
+        self.book_metadata(book).is_some()
+    }
+
+    /// The metadata of `novels/{book}` when it is a real directory and
+    /// `book` a plain name (one `lstat`; a symlink is not followed).
+    pub fn book_metadata(&self, book: &OsStr) -> Option<std::fs::Metadata> {
+        let plain = !book.is_empty() && book.as_bytes() != b"." && book.as_bytes() != b".." && !book.as_bytes().contains(&b'/');
+        let meta = std::fs::symlink_metadata(self.book_dir(book)).ok().filter(|_| plain)?;
+        meta.is_dir().then_some(meta)
     }
 
     /// Scans a book given the sanitized name.
