@@ -89,6 +89,11 @@ struct MountCmd {
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
     force: bool,
+    /// Do not watch the library for changes (inotify): the kernel then
+    /// re-asks every name after --ttl. Watching lets it keep names, pages
+    /// and listings until something changes (-o nowatch is the same).
+    #[arg(long)]
+    no_watch: bool,
 }
 
 #[derive(Args, Debug)]
@@ -244,6 +249,7 @@ fn mount_command(cmd: MountCmd) -> ExitCode {
             max_chapter_bytes: Some(mount::parse_size(&cmd.max_chapter_bytes)?),
             threads: cmd.threads,
             force: cmd.force,
+            no_watch: cmd.no_watch,
         })
     };
     match parse() {

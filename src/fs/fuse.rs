@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -54,10 +54,6 @@ impl FuseAdapter {
             blksize: 4096,
             flags: 0,
         }
-    }
-
-    fn ttl(&self) -> Duration {
-        self.fs.ttl()
     }
 }
 
@@ -107,7 +103,7 @@ impl Filesystem for FuseAdapter {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = guarded(|| format!("lookup {:?} in {}", name, self.fs.describe(parent.0)), || self.fs.lookup(parent.0, name));
         match r {
-            Ok(a) => reply.entry(&self.ttl(), &self.attr(&a), Generation(0)),
+            Ok(a) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -118,7 +114,7 @@ impl Filesystem for FuseAdapter {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
-            Ok(a) => reply.attr(&self.ttl(), &self.attr(&a)),
+            Ok(a) => reply.attr(&a.ttl, &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -130,51 +126,41 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    /// ENOSYS: the kernel then opens every file without asking (and never
+    /// sends RELEASE), keeping its page cache: an inode's bytes never
+    /// change (see `model`), and everything is read by inode. Writes never
+    /// get here: the mount is read-only.
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        match guarded(|| format!("open {}", self.fs.describe(ino.0)), || self.fs.open(ino.0, write)) {
-            Ok(o) => {
-                let flags = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
-                reply.opened(FileHandle(o.fh), flags)
-            }
-            Err(e) => reply.error(e),
-        }
+        reply.error(if write { Errno::EROFS } else { Errno::ENOSYS })
     }
 
     fn read(
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| format!("read {} at {offset}", self.fs.describe(ino.0)), || self.fs.read(ino.0, fh.0, offset, size)) {
+        match guarded(|| format!("read {} at {offset}", self.fs.describe(ino.0)), || self.fs.read(ino.0, offset, size)) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
     }
 
-    fn release(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        _flush: bool,
-        reply: ReplyEmpty,
-    ) {
-        self.fs.release(fh.0);
-        reply.ok();
-    }
-
+    /// In a watched mount, ENOSYS: the kernel then opens directories
+    /// without asking and keeps their listings, which the watch drops on
+    /// change. Otherwise the listing may be kept while it is unchanged.
     fn opendir(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
+        }
+        if self.fs.watching() {
+            return reply.error(Errno::ENOSYS);
         }
         match guarded(|| format!("opendir {}", self.fs.describe(ino.0)), || self.fs.opendir(ino.0)) {
             Ok(o) => {
@@ -185,27 +171,23 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        self.fs.releasedir(fh.0);
-        reply.ok();
-    }
+    // Both listings continue the listing their offset names (see
+    // `NovelFs::listing`) and give each entry an inode only when it is sent.
 
-    // Both listings read the handle's snapshot from `offset` on and give
-    // each entry an inode only when it is sent.
-
-    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let entries = match guarded(|| format!("readdir {}", self.fs.describe(ino.0)), || self.fs.listing(fh.0, ino.0, offset)) {
-            Ok(e) => e,
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let listing = match guarded(|| format!("readdir {}", self.fs.describe(ino.0)), || self.fs.listing(ino.0, offset)) {
+            Ok(l) => l,
             Err(e) => return reply.error(e),
         };
+        let entries = &listing.entries;
         let r = guarded(
             || format!("readdir {}", self.fs.describe(ino.0)),
             || {
                 let dots = [(ino.0, FileType::Directory, OsStr::new(".")), (ino.0, FileType::Directory, OsStr::new(".."))];
                 let rest = entries.iter().map(|e| (0, kind(e.kind), e.name.as_os_str()));
-                for (i, (dot_ino, kind, name)) in dots.into_iter().chain(rest).enumerate().skip(offset as usize) {
+                for (i, (dot_ino, kind, name)) in dots.into_iter().chain(rest).enumerate().skip(listing.start) {
                     let ino = if i < 2 { dot_ino } else { self.fs.listed_ino(&entries[i - 2]) };
-                    if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
+                    if reply.add(INodeNo(ino), listing.offset_after(i), kind, name) {
                         break;
                     }
                 }
@@ -218,29 +200,29 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let entries = match guarded(|| format!("readdirplus {}", self.fs.describe(ino.0)), || self.fs.listing(fh.0, ino.0, offset)) {
-            Ok(e) => e,
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let listing = match guarded(|| format!("readdirplus {}", self.fs.describe(ino.0)), || self.fs.listing(ino.0, offset)) {
+            Ok(l) => l,
             Err(e) => return reply.error(e),
         };
+        let entries = &listing.entries;
         let dir_attr = match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
-            Ok(a) => self.attr(&a),
+            Ok(a) => a,
             Err(e) => return reply.error(e),
         };
-        let ttl = self.ttl();
         let r = guarded(
             || format!("readdirplus {}", self.fs.describe(ino.0)),
             || {
-                for i in (offset as usize)..entries.len() + 2 {
-                    let (name, attr) = if i < 2 {
-                        ([".", ".."][i].as_ref(), dir_attr)
+                for i in listing.start..entries.len() + 2 {
+                    let (name, attr, ttl) = if i < 2 {
+                        ([".", ".."][i].as_ref(), self.attr(&dir_attr), dir_attr.ttl)
                     } else {
                         let e = &entries[i - 2];
                         // Vanished since the listing: skipped (offsets stay those of the listing).
                         let Some(a) = self.fs.listed_plus(e) else { continue };
-                        (e.name.as_os_str(), self.attr(&a))
+                        (e.name.as_os_str(), self.attr(&a), a.ttl)
                     };
-                    if reply.add(attr.ino, (i + 1) as u64, name, &ttl, &attr, Generation(0)) {
+                    if reply.add(attr.ino, listing.offset_after(i), name, &ttl, &attr, Generation(0)) {
                         // Not sent: the kernel will not forget what it never got.
                         if i >= 2 {
                             self.fs.forget(attr.ino.0, 1);

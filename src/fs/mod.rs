@@ -5,5 +5,6 @@ pub mod fuse;
 pub mod model;
 pub mod mount;
 pub mod names;
+pub mod watch;
 
 pub use model::{FsConfig, NovelFs};

@@ -3,7 +3,13 @@
 //!
 //! Nothing here is trusted across requests: every operation re-validates
 //! its node against the source (through stamp-checked caches), so a change
-//! on disk shows at the next lookup or open.
+//! on disk shows at the next lookup.
+//!
+//! Files are read by inode, without handles (the mount answers OPEN with
+//! ENOSYS, so the kernel stops sending OPEN and RELEASE and keeps each
+//! file's page cache): that is sound because every file whose bytes depend
+//! on a source carries the version of that source in its node, so an
+//! inode's bytes never change. An edit makes the same name a new inode.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -11,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,65 +25,107 @@ use crate::library::{self, BookIndex, ChapterText, Library, Lookup, NovelError, 
 
 use super::cache::{Lru, Stamp};
 use super::names::{ERROR_FILE, Format, PageName};
+use super::watch::{Change, Watch};
 
 pub type Errno = i32;
 pub type Result<T> = std::result::Result<T, Errno>;
 
 pub const ROOT_INO: u64 = 1;
 
+/// How long the kernel may keep what a watched directory holds: changes
+/// there are pushed to it, so this only bounds a change inotify missed.
+pub const WATCHED_TTL: Duration = Duration::from_secs(3600);
+
 /// Settings of one mount.
 #[derive(Debug, Clone)]
 pub struct FsConfig {
-    /// How long the kernel may cache entries and attributes.
+    /// How long the kernel may cache entries and attributes of what is
+    /// not watched; 0 = ask every time (and nothing is watched).
     pub ttl: Duration,
     /// The assistant's switch file; `None` = the default location.
     pub state_file: Option<PathBuf>,
-    /// Bytes of decoded chapters plus rendered pages kept in memory.
+    /// Bytes of decoded chapters, outlines, rendered pages and listings
+    /// kept in memory.
     pub cache_bytes: usize,
+    /// Watch the library for changes (inotify) so that the kernel may
+    /// cache for long; only with a non-zero `ttl`.
+    pub watch: bool,
 }
 
 impl Default for FsConfig {
     fn default() -> Self {
-        FsConfig { ttl: Duration::from_secs(1), state_file: None, cache_bytes: 256 << 20 }
+        FsConfig { ttl: Duration::from_secs(1), state_file: None, cache_bytes: 256 << 20, watch: true }
     }
 }
+
+/// A chapter file of a book: shared by its directory and all its pages, so
+/// that a page inode costs a pointer, not two names.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ChapterId {
+    pub book: Arc<OsStr>,
+    pub file: Box<OsStr>,
+}
+
+pub type ChapterRef = Arc<ChapterId>;
 
 /// Every kind of name the tree can hold. A node is its own inode key, so
 /// the same path always gets the same inode, and an alias whose target
 /// changed is a different symlink.
 ///
-/// A page carries the stamp of the source it was rendered from: an edit
-/// makes the same name a new inode, so a handle opened before keeps its
-/// inode — and the kernel's page cache of it — with the bytes it opened,
-/// while the next lookup finds the new version.
+/// A file whose bytes come from a source carries that source's version:
+/// an edit makes the same name a new inode, so an inode's bytes (and the
+/// kernel's page cache of them) never change.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Node {
     Root,
     RootError,
-    Book { book: OsString },
-    BookAlias { name: OsString, target: OsString },
-    Chapter { book: OsString, file: OsString },
-    ChapterAlias { book: OsString, name: OsString, target: OsString },
-    Ambiguous { book: OsString, name: OsString },
-    AmbiguousError { book: OsString, name: OsString },
-    ChapterError { book: OsString, file: OsString },
-    Page { book: OsString, file: OsString, page: PageName, version: Stamp },
+    Book { book: Arc<OsStr> },
+    BookAlias { name: Box<OsStr>, target: Arc<OsStr> },
+    Chapter { chapter: ChapterRef },
+    ChapterAlias { name: Box<OsStr>, target: ChapterRef },
+    Ambiguous { book: Arc<OsStr>, name: Box<OsStr> },
+    /// `version`: of the book directory, whose files the text names.
+    AmbiguousError { book: Arc<OsStr>, name: Box<OsStr>, version: u64 },
+    ChapterError { chapter: ChapterRef, version: u64 },
+    Page { chapter: ChapterRef, page: PageName, version: u64 },
 }
 
 impl Node {
     /// The node's path in the mount, for log lines.
     pub fn path(&self) -> String {
-        let l = |s: &OsString| s.to_string_lossy().into_owned();
+        let l = |s: &OsStr| s.to_string_lossy().into_owned();
+        let c = |c: &ChapterId| format!("/{}/{}", l(&c.book), l(&c.file));
         match self {
             Node::Root => "/".into(),
             Node::RootError => format!("/{ERROR_FILE}"),
             Node::Book { book } => format!("/{}", l(book)),
             Node::BookAlias { name, .. } => format!("/{}", l(name)),
-            Node::Chapter { book, file } => format!("/{}/{}", l(book), l(file)),
-            Node::ChapterAlias { book, name, .. } | Node::Ambiguous { book, name } => format!("/{}/{}", l(book), l(name)),
-            Node::AmbiguousError { book, name } => format!("/{}/{}/{ERROR_FILE}", l(book), l(name)),
-            Node::ChapterError { book, file } => format!("/{}/{}/{ERROR_FILE}", l(book), l(file)),
-            Node::Page { book, file, page, .. } => format!("/{}/{}/{}", l(book), l(file), page.to_name()),
+            Node::Chapter { chapter } => c(chapter),
+            Node::ChapterAlias { name, target } => format!("/{}/{}", l(&target.book), l(name)),
+            Node::Ambiguous { book, name } => format!("/{}/{}", l(book), l(name)),
+            Node::AmbiguousError { book, name, .. } => format!("/{}/{}/{ERROR_FILE}", l(book), l(name)),
+            Node::ChapterError { chapter, .. } => format!("{}/{ERROR_FILE}", c(chapter)),
+            Node::Page { chapter, page, .. } => format!("{}/{}", c(chapter), page.to_name()),
+        }
+    }
+
+    /// The book the node lies in (`None` at the root level).
+    fn book(&self) -> Option<&OsStr> {
+        match self {
+            Node::Root | Node::RootError | Node::Book { .. } | Node::BookAlias { .. } => None,
+            Node::Chapter { chapter } | Node::ChapterError { chapter, .. } | Node::Page { chapter, .. } => Some(&chapter.book),
+            Node::ChapterAlias { target, .. } => Some(&target.book),
+            Node::Ambiguous { book, .. } | Node::AmbiguousError { book, .. } => Some(book),
+        }
+    }
+
+    /// The name of a root-level node in the root directory.
+    fn root_name(&self) -> Option<&OsStr> {
+        match self {
+            Node::RootError => Some(OsStr::new(ERROR_FILE)),
+            Node::Book { book } => Some(book),
+            Node::BookAlias { name, .. } => Some(name),
+            _ => None,
         }
     }
 }
@@ -89,13 +137,14 @@ pub enum Kind {
     Symlink,
 }
 
-/// What `stat` shows.
+/// What `stat` shows, and how long the kernel may keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attr {
     pub ino: u64,
     pub kind: Kind,
     pub size: u64,
     pub mtime: SystemTime,
+    pub ttl: Duration,
 }
 
 impl Attr {
@@ -122,17 +171,41 @@ pub struct Listed {
     attr: Option<Attr>,
 }
 
-/// An open file: the bytes it will keep reading, whatever happens on disk.
+/// A directory's entries as one listing took them, continued by the
+/// READDIRs that follow it: their offsets carry the listing's number.
+pub struct Listing {
+    pub entries: Arc<Vec<Listed>>,
+    number: u32,
+    /// The index (`.` = 0, `..` = 1, entries from 2) to continue at.
+    pub start: usize,
+}
+
+impl Listing {
+    /// The READDIR offset of the entry after index `i`.
+    pub fn offset_after(&self, i: usize) -> u64 {
+        (u64::from(self.number) << 32) | (i as u64 + 1)
+    }
+}
+
+/// What the kernel must drop after a change on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalidation {
+    /// The name in the directory (and everything the kernel holds below it).
+    Entry { parent: u64, name: OsString },
+    /// The inode's attributes and cached bytes (a directory's listing).
+    Inode(u64),
+}
+
+/// An open directory, in the mounts that send OPENDIR (see `opendir`).
 #[derive(Debug, Clone)]
 pub struct Opened {
     pub fh: u64,
-    /// The bytes equal what the previous open of this inode saw, so the
-    /// kernel may keep its page cache.
+    /// The listing equals what the previous opendir of this inode saw, so
+    /// the kernel may keep its cached listing.
     pub keep_cache: bool,
 }
 
 type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
-
 
 /// What listings and `stat` need of a chapter, kept apart from its text:
 /// small enough to stay cached when the texts do not fit, so listing a
@@ -156,26 +229,30 @@ impl Outline {
     }
 }
 
-type ChapterKey = (OsString, OsString);
-type PageKey = (OsString, OsString, PageName);
+/// A version of a chapter's source.
+type VersionKey = (ChapterRef, u64);
 
 pub struct NovelFs {
     library: Library,
     config: FsConfig,
+    watch: Option<Watch>,
     inodes: Mutex<Inodes>,
     books: Mutex<HashMap<OsString, (Stamp, Arc<BookIndex>)>>,
-    chapters: Mutex<Lru<ChapterKey, (Stamp, Loaded)>>,
+    /// Decoded texts by source version: an inode of an older version can
+    /// still be read while its text is cached.
+    texts: Mutex<Lru<VersionKey, Loaded>>,
     /// `None` for a chapter that cannot be read (its listing is `ERROR`).
-    outlines: Mutex<Lru<ChapterKey, (Stamp, Option<Arc<Outline>>)>>,
-    pages: Mutex<Lru<PageKey, (Stamp, Arc<Vec<u8>>)>>,
-    handles: Mutex<HashMap<u64, Handle>>,
-    /// The listing each open directory handle reads.
-    dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
-    next_fh: AtomicU64,
-    /// Per inode, a digest of what its previous open (or opendir) served:
-    /// the kernel may keep its cache only while it is unchanged.
-    last_open: Mutex<HashMap<u64, u64>>,
+    outlines: Mutex<Lru<VersionKey, Option<Arc<Outline>>>>,
+    /// Rendered pages, for the kernel's reads of one page in pieces.
+    pages: Mutex<Lru<(ChapterRef, u64, PageName), Arc<Vec<u8>>>>,
+    listings: Mutex<Lru<u32, (u64, Arc<Vec<Listed>>)>>,
+    next_listing: AtomicU32,
+    next_fh: std::sync::atomic::AtomicU64,
+    /// Per directory inode, a digest of what its previous opendir listed.
+    last_listed: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
+    /// The switch as last reported by `switch_flipped` (0 = not yet).
+    switch_seen: AtomicU8,
 }
 
 /// The inode table. Numbers are never reused; an entry goes when the
@@ -187,27 +264,13 @@ struct Inodes {
     next: u64,
 }
 
-/// What an open file reads.
-#[derive(Debug, Clone)]
-enum Handle {
-    /// The bytes fixed at open, and how far from 0 they have been read
-    /// without a gap.
-    Snapshot(Arc<Vec<u8>>, u64),
-    /// A page version whose every byte the kernel has already been given
-    /// (and caches, with FOPEN_KEEP_CACHE): opening it renders nothing.
-    /// Should the kernel still ask, the version is rendered then.
-    Deferred(Node),
-}
-
 struct InodeEntry {
     node: Node,
-    /// Every byte of this page version has been read once.
-    fully_read: bool,
     /// Lookups the kernel holds (entries returned by lookup and readdirplus).
     lookups: u64,
-    /// The attributes last reported, for a page version that is gone from
-    /// disk but still open.
-    last_attr: Option<Attr>,
+    /// Size and mtime last reported, for a version that is gone from disk
+    /// but still open.
+    last_attr: Option<(u64, SystemTime)>,
 }
 
 /// A poisoned lock only means another request panicked (and was answered
@@ -230,35 +293,72 @@ fn lstat(path: &std::path::Path) -> Result<std::fs::Metadata> {
     std::fs::symlink_metadata(path).map_err(|_| libc::ENOENT)
 }
 
+/// A version number for a source stamp (a 64-bit digest: two versions of
+/// one file colliding is not a practical concern).
+fn version_of(stamp: &Stamp) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    stamp.hash(&mut hasher);
+    hasher.finish()
+}
+
 fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
     Arc::new(e.error_line().into_bytes())
 }
 
+fn chapter_ref(book: &Arc<OsStr>, file: &OsStr) -> ChapterRef {
+    Arc::new(ChapterId { book: book.clone(), file: file.into() })
+}
+
 impl NovelFs {
     pub fn new(library: Library, config: FsConfig) -> Self {
-        // The budget is shared: 1/16 for outlines, the rest split between
-        // decoded chapters and rendered pages.
-        let outline_budget = (config.cache_bytes / 16).max(1 << 20);
-        let half = config.cache_bytes.saturating_sub(outline_budget) / 2;
+        // The budget is shared: 1/16 each for outlines, rendered pages and
+        // listings, the rest for decoded chapters.
+        let sixteenth = (config.cache_bytes / 16).max(1 << 20);
+        let texts = config.cache_bytes.saturating_sub(3 * sixteenth).max(1 << 20);
         let mut inodes = Inodes { next: ROOT_INO + 1, ..Default::default() };
         inodes.by_node.insert(Node::Root, ROOT_INO);
-        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, fully_read: false, lookups: 1, last_attr: None });
+        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, lookups: 1, last_attr: None });
+        let watch = if config.watch && !config.ttl.is_zero() { Watch::new(&library.novels_dir()) } else { None };
         NovelFs {
             library,
+            watch,
             inodes: Mutex::new(inodes),
             books: Mutex::new(HashMap::new()),
-            chapters: Mutex::new(Lru::new(half)),
-            outlines: Mutex::new(Lru::new(outline_budget)),
-            pages: Mutex::new(Lru::new(half)),
-            handles: Mutex::new(HashMap::new()),
-            dirs: Mutex::new(HashMap::new()),
-            next_fh: AtomicU64::new(1),
-            last_open: Mutex::new(HashMap::new()),
+            texts: Mutex::new(Lru::new(texts)),
+            outlines: Mutex::new(Lru::new(sixteenth)),
+            pages: Mutex::new(Lru::new(sixteenth)),
+            listings: Mutex::new(Lru::new(sixteenth)),
+            next_listing: AtomicU32::new(1),
+            next_fh: std::sync::atomic::AtomicU64::new(1),
+            last_listed: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
+            switch_seen: AtomicU8::new(0),
             config,
         }
     }
 
+    /// The watch over the library, when changes are pushed to the kernel.
+    pub fn watch(&self) -> Option<&Watch> {
+        self.watch.as_ref()
+    }
+
+    /// Whether the kernel is told of changes (then directories need no
+    /// OPENDIR: their cached listings are dropped on change).
+    pub fn watching(&self) -> bool {
+        self.watch.as_ref().is_some_and(|w| w.covers_root())
+    }
+
+    /// How long the kernel may keep `node`'s entry and attributes.
+    fn ttl_for(&self, node: &Node) -> Duration {
+        let Some(watch) = &self.watch else { return self.config.ttl };
+        let covered = match node.book() {
+            None => watch.covers_root(),
+            Some(book) => watch.covers_book(book),
+        };
+        if covered { WATCHED_TTL } else { self.config.ttl }
+    }
+
+    /// The TTL the kernel gets for its negative or unwatched answers.
     pub fn ttl(&self) -> Duration {
         self.config.ttl
     }
@@ -269,7 +369,7 @@ impl NovelFs {
 
     /// The inode of `node`, created if new; `counted` when the kernel
     /// will hold a lookup reference for it (lookup, readdirplus).
-    fn intern(&self, node: Node, counted: bool, attr: Option<Attr>) -> u64 {
+    fn intern(&self, node: Node, counted: bool, attr: Option<&Attr>) -> u64 {
         let mut inodes = lock(&self.inodes);
         let ino = match inodes.by_node.get(&node) {
             Some(&ino) => ino,
@@ -277,16 +377,20 @@ impl NovelFs {
                 let ino = inodes.next;
                 inodes.next += 1;
                 inodes.by_node.insert(node.clone(), ino);
-                inodes.entries.insert(ino, InodeEntry { node, fully_read: false, lookups: 0, last_attr: None });
+                inodes.entries.insert(ino, InodeEntry { node, lookups: 0, last_attr: None });
                 ino
             }
         };
         let entry = inodes.entries.get_mut(&ino).expect("interned");
         entry.lookups += u64::from(counted);
-        if attr.is_some() {
-            entry.last_attr = attr.map(|a| Attr { ino, ..a });
+        if let Some(a) = attr {
+            entry.last_attr = Some((a.size, a.mtime));
         }
         ino
+    }
+
+    fn ino_of(&self, node: &Node) -> Option<u64> {
+        lock(&self.inodes).by_node.get(node).copied()
     }
 
     /// The path of `ino` for log lines (never fails).
@@ -296,10 +400,6 @@ impl NovelFs {
 
     pub fn node(&self, ino: u64) -> Result<Node> {
         lock(&self.inodes).entries.get(&ino).map(|e| e.node.clone()).ok_or(libc::ENOENT)
-    }
-
-    fn last_attr(&self, ino: u64) -> Option<Attr> {
-        lock(&self.inodes).entries.get(&ino).and_then(|e| e.last_attr)
     }
 
     /// The kernel dropped `n` lookups of `ino`.
@@ -314,7 +414,7 @@ impl NovelFs {
             let node = inodes.entries.remove(&ino).expect("present").node;
             inodes.by_node.remove(&node);
             drop(inodes);
-            lock(&self.last_open).remove(&ino);
+            lock(&self.last_listed).remove(&ino);
         }
     }
 
@@ -342,56 +442,71 @@ impl NovelFs {
         on
     }
 
-    fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
+    /// Whether the switch flipped since the previous call (the first call
+    /// only records it).
+    pub fn switch_flipped(&self) -> bool {
+        let now = if self.enabled() { 1 } else { 2 };
+        let before = self.switch_seen.swap(now, Ordering::Relaxed);
+        before != 0 && before != now
+    }
+
+    /// The book's chapter index and the version of its directory.
+    fn book(&self, book: &OsStr) -> Result<(u64, Arc<BookIndex>)> {
+        // Watched before it is read: a change after the scan is reported.
+        if let Some(w) = &self.watch {
+            w.watch_book(book);
+        }
         let meta = self.library.book_metadata(book).ok_or(libc::ENOENT)?;
         let stamp = Stamp::of(&meta);
         if let Some((s, index)) = lock(&self.books).get(book)
             && *s == stamp
         {
-            return Ok(index.clone());
+            return Ok((version_of(&stamp), index.clone()));
         }
         let chapters = library::scan::scan_chapters(&self.library.book_dir(book)).map_err(|_| libc::ENOENT)?;
         let index = Arc::new(BookIndex::new(chapters));
         lock(&self.books).insert(book.to_os_string(), (stamp, index.clone()));
-        Ok(index)
+        Ok((version_of(&stamp), index))
     }
 
-    /// The source file of chapter `file`, without reading it: a listing of
+    fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
+        Ok(self.book(book)?.1)
+    }
+
+    /// The source file of a chapter, without reading it: a listing of
     /// 10,000 chapter directories must not decode 10,000 files.
-    fn chapter_source(&self, book: &OsStr, file: &OsStr) -> Result<(Arc<BookIndex>, usize, std::fs::Metadata)> {
-        let index = self.book_index(book)?;
-        let i = index.exact(file.as_bytes()).ok_or(libc::ENOENT)?;
-        let meta = lstat(&self.library.book_dir(book).join(file))?;
+    fn chapter_source(&self, c: &ChapterId) -> Result<(Arc<BookIndex>, usize, std::fs::Metadata)> {
+        let index = self.book_index(&c.book)?;
+        let i = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
+        let meta = lstat(&self.library.book_dir(&c.book).join(&*c.file))?;
         if !meta.is_file() {
             return Err(libc::ENOENT);
         }
         Ok((index, i, meta))
     }
 
-    /// The chapter `file` of `book` as it is now: its source stamp and its
-    /// decoded text, or the error that stops it from being read.
+    /// The chapter as it is now: its source version and its decoded text,
+    /// or the error that stops it from being read.
     ///
     /// The stamp of a text that is read is taken from the file descriptor
     /// it is read through, never from an earlier `lstat` of the name: the
     /// name may be renamed over, deleted or re-created in between, and the
-    /// text must be cached under the stamp of the file it came from. A
+    /// text must be cached under the version of the file it came from. A
     /// name that no longer holds a file is ENOENT, never a cached error.
-    fn chapter(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Loaded, SystemTime)> {
-        let (index, i, meta) = self.chapter_source(book, file)?;
-        let key = (book.to_os_string(), file.to_os_string());
-        if let Some((s, loaded)) = lock(&self.chapters).get(&key)
-            && s == Stamp::of(&meta)
-        {
-            return Ok((s, loaded, mtime_of(&meta)));
+    fn chapter(&self, c: &ChapterRef) -> Result<(u64, Loaded, SystemTime)> {
+        let (index, i, meta) = self.chapter_source(c)?;
+        let version = version_of(&Stamp::of(&meta));
+        if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
+            return Ok((version, loaded, mtime_of(&meta)));
         }
         let chapter = &index.chapters[i];
-        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(book, file) {
+        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(&c.book, &c.file) {
             Ok(None) => return Err(libc::ENOENT),
             Ok(Some((f, meta))) => {
                 let loaded = self
                     .library
-                    .read_opened_chapter(book, file, f, &meta)
-                    .and_then(|bytes| self.library.decode_chapter(book, chapter, &bytes))
+                    .read_opened_chapter(&c.book, &c.file, f, &meta)
+                    .and_then(|bytes| self.library.decode_chapter(&c.book, chapter, &bytes))
                     .map(Arc::new);
                 (Stamp::of(&meta), mtime_of(&meta), loaded)
             }
@@ -403,71 +518,77 @@ impl NovelFs {
             Ok(text) => text.heap_bytes() + 256,
             Err(_) => 256,
         };
-        lock(&self.chapters).insert(key, (stamp, loaded.clone()), weight);
-        Ok((stamp, loaded, mtime))
+        let version = version_of(&stamp);
+        lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
+        Ok((version, loaded, mtime))
     }
 
-    /// The page as the source is now, with the stamp of that source.
-    fn page_bytes(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(Arc<Vec<u8>>, SystemTime, Stamp)> {
-        let (stamp, loaded, mtime) = self.chapter(book, file)?;
-        let chapter = loaded.map_err(|_| libc::EIO)?;
-        if !chapter.offset_in_range(page.offset) {
-            return Err(libc::ENOENT);
+    /// The text (or error) of one version of a chapter: cached, or the
+    /// source as it is now if it still is that version. EIO otherwise: the
+    /// bytes of an inode never change, so they cannot be made up from a
+    /// newer source.
+    fn chapter_version(&self, c: &ChapterRef, version: u64) -> Result<Loaded> {
+        if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
+            return Ok(loaded);
         }
-        Ok((self.render_page(book, file, page, stamp, &chapter), mtime, stamp))
+        match self.chapter(c) {
+            Ok((v, loaded, _)) if v == version => Ok(loaded),
+            _ => {
+                log::warn!("{}: the version read changed on disk and left the cache", Node::Chapter { chapter: c.clone() }.path());
+                Err(libc::EIO)
+            }
+        }
     }
 
     /// The chapter's outline as the source is now (decoding it only when
-    /// the outline is not cached for the source's current stamp).
-    fn outline(&self, book: &OsStr, file: &OsStr) -> Result<(Stamp, Option<Arc<Outline>>, SystemTime)> {
-        let (_, _, meta) = self.chapter_source(book, file)?;
-        let key = (book.to_os_string(), file.to_os_string());
-        if let Some((s, outline)) = lock(&self.outlines).get(&key)
-            && s == Stamp::of(&meta)
-        {
-            return Ok((s, outline, mtime_of(&meta)));
+    /// the outline is not cached for the source's current version).
+    fn outline(&self, c: &ChapterRef) -> Result<(u64, Option<Arc<Outline>>, SystemTime)> {
+        let (_, _, meta) = self.chapter_source(c)?;
+        let version = version_of(&Stamp::of(&meta));
+        if let Some(outline) = lock(&self.outlines).get(&(c.clone(), version)) {
+            return Ok((version, outline, mtime_of(&meta)));
         }
-        let (stamp, loaded, mtime) = self.chapter(book, file)?;
-        let outline = loaded.ok().map(|chapter| {
-            let pages = chapter
+        let (version, loaded, mtime) = self.chapter(c)?;
+        let outline = loaded.ok().map(|text| {
+            let pages = text
                 .chain()
                 .into_iter()
                 .map(|offset| {
-                    let size = |format| self.size_of_page(book, file, PageName { offset, limit: None, format }, &chapter);
+                    let size = |format| self.size_of_page(c, PageName { offset, limit: None, format }, &text);
                     (offset, size(Format::Text), size(Format::Json))
                 })
                 .collect::<Vec<_>>();
             Arc::new(Outline { pages })
         });
-        let weight = 128 + key.0.len() + key.1.len() + outline.as_ref().map_or(0, |o| o.pages.capacity() * 24);
-        lock(&self.outlines).insert(key, (stamp, outline.clone()), weight);
-        Ok((stamp, outline, mtime))
+        let weight = 128 + outline.as_ref().map_or(0, |o| o.pages.capacity() * 24);
+        lock(&self.outlines).insert((c.clone(), version), outline.clone(), weight);
+        Ok((version, outline, mtime))
     }
 
-    /// The byte size of a page as the source is now, with the stamp of that
-    /// source — computed from line sizes, never by rendering the page.
-    fn page_size(&self, book: &OsStr, file: &OsStr, page: PageName) -> Result<(u64, SystemTime, Stamp)> {
-        let (stamp, outline, mtime) = self.outline(book, file)?;
+    /// The byte size of a page as the source is now, with the version of
+    /// that source — computed from line sizes, never by rendering the page.
+    fn page_size(&self, c: &ChapterRef, page: PageName) -> Result<(u64, SystemTime, u64)> {
+        let (version, outline, mtime) = self.outline(c)?;
         match outline {
             None => return Err(libc::EIO),
             Some(o) => {
                 if let Some(size) = o.size(page) {
-                    return Ok((size, mtime, stamp));
+                    return Ok((size, mtime, version));
                 }
             }
         }
-        let (stamp, loaded, mtime) = self.chapter(book, file)?;
-        let chapter = loaded.map_err(|_| libc::EIO)?;
-        if !chapter.offset_in_range(page.offset) {
+        let (version, loaded, mtime) = self.chapter(c)?;
+        let text = loaded.map_err(|_| libc::EIO)?;
+        if !text.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
-        Ok((self.size_of_page(book, file, page, &chapter), mtime, stamp))
+        Ok((self.size_of_page(c, page, &text), mtime, version))
     }
 
     /// `page.offset` must be in range.
-    fn size_of_page(&self, book: &OsStr, file: &OsStr, page: PageName, text: &ChapterText) -> u64 {
-        let book_name = book.to_string_lossy();
-        let file_name = file.to_string_lossy();
+    fn size_of_page(&self, c: &ChapterId, page: PageName, text: &ChapterText) -> u64 {
+        let book_name = c.book.to_string_lossy();
+        let file_name = c.file.to_string_lossy();
         let path = self.library.display_path(&book_name, &file_name);
         let source = library::PageSource { book: &book_name, file: &file_name, path: &path };
         let layout = text.layout(page.offset, page.limit_or_default());
@@ -478,17 +599,18 @@ impl NovelFs {
         }) as u64
     }
 
-    /// The page of the chapter version `stamp` (whose text is `chapter`);
-    /// `page.offset` must be in range.
-    fn render_page(&self, book: &OsStr, file: &OsStr, page: PageName, stamp: Stamp, text: &ChapterText) -> Arc<Vec<u8>> {
-        let key = (book.to_os_string(), file.to_os_string(), page);
-        if let Some((s, bytes)) = lock(&self.pages).get(&key)
-            && s == stamp
-        {
-            return bytes;
+    /// The bytes of a page version.
+    fn page_bytes(&self, c: &ChapterRef, page: PageName, version: u64) -> Result<Arc<Vec<u8>>> {
+        let key = (c.clone(), version, page);
+        if let Some(bytes) = lock(&self.pages).get(&key) {
+            return Ok(bytes);
         }
-        let book_name = book.to_string_lossy().into_owned();
-        let file_name = file.to_string_lossy().into_owned();
+        let text = self.chapter_version(c, version)?.map_err(|_| libc::EIO)?;
+        if !text.offset_in_range(page.offset) {
+            return Err(libc::ENOENT);
+        }
+        let book_name = c.book.to_string_lossy().into_owned();
+        let file_name = c.file.to_string_lossy().into_owned();
         let out = PageOutput {
             path: self.library.display_path(&book_name, &file_name),
             book: book_name,
@@ -502,34 +624,36 @@ impl NovelFs {
         let mut rendered = rendered.into_bytes();
         rendered.shrink_to_fit();
         let bytes = Arc::new(rendered);
-        lock(&self.pages).insert(key, (stamp, bytes.clone()), bytes.len() + 128);
-        bytes
+        lock(&self.pages).insert(key, bytes.clone(), bytes.len() + 128);
+        Ok(bytes)
     }
 
     /// §1.3 for a name in a book that is not byte for byte a file name
-    /// (such a name is the chapter's own directory, never an alias).
-    fn find_other_name(&self, book: &OsStr, name: &OsStr) -> Result<(Arc<BookIndex>, Lookup)> {
-        let index = self.book_index(book)?;
+    /// (such a name is the chapter's own directory, never an alias), with
+    /// the version of the book directory it was resolved in.
+    fn find_other_name(&self, book: &OsStr, name: &OsStr) -> Result<(u64, Arc<BookIndex>, Lookup)> {
+        let (version, index) = self.book(book)?;
         if index.exact(name.as_bytes()).is_some() {
             return Err(libc::ENOENT);
         }
         let found = index.find(&name.to_string_lossy());
-        Ok((index, found))
+        Ok((version, index, found))
     }
 
-    fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<NovelError> {
-        let (index, found) = self.find_other_name(book, name)?;
+    /// The error of an ambiguous name, with the book version it holds for.
+    fn ambiguity(&self, book: &OsStr, name: &OsStr) -> Result<(u64, NovelError)> {
+        let (version, index, found) = self.find_other_name(book, name)?;
         match found {
-            Lookup::Ambiguous { number, indices } => Ok(NovelError::Ambiguous {
-                number,
-                files: indices.iter().map(|&i| index.chapters[i].file.clone()).collect(),
-            }),
+            Lookup::Ambiguous { number, indices } => Ok((
+                version,
+                NovelError::Ambiguous { number, files: indices.iter().map(|&i| index.chapters[i].file.clone()).collect() },
+            )),
             _ => Err(libc::ENOENT),
         }
     }
 
     fn alias_target(&self, book: &OsStr, name: &OsStr) -> Result<OsString> {
-        let (index, found) = self.find_other_name(book, name)?;
+        let (_, index, found) = self.find_other_name(book, name)?;
         match found {
             Lookup::Found(i) => Ok(index.chapters[i].os_name.clone()),
             _ => Err(libc::ENOENT),
@@ -549,14 +673,22 @@ impl NovelFs {
         lstat(path).map(|m| mtime_of(&m)).unwrap_or(UNIX_EPOCH)
     }
 
+    /// The size and mtime last reported for an inode whose version is no
+    /// longer the current one (it may still be open).
+    fn last_attr(&self, ino: u64) -> Result<(u64, SystemTime)> {
+        lock(&self.inodes).entries.get(&ino).and_then(|e| e.last_attr).ok_or(libc::ENOENT)
+    }
+
     /// The node's current attributes; ENOENT when it no longer exists.
     fn attr_of(&self, ino: u64, node: &Node) -> Result<Attr> {
-        let dir = |mtime| Attr { ino, kind: Kind::Directory, size: 0, mtime };
-        let file = |size: usize, mtime| Attr { ino, kind: Kind::File, size: size as u64, mtime };
-        let link = |target: &OsStr, mtime| Attr { ino, kind: Kind::Symlink, size: target.len() as u64, mtime };
+        let ttl = self.ttl_for(node);
+        let dir = |mtime| Attr { ino, kind: Kind::Directory, size: 0, mtime, ttl };
+        let file = |size: u64, mtime| Attr { ino, kind: Kind::File, size, mtime, ttl };
+        let link = |target: &OsStr, mtime| Attr { ino, kind: Kind::Symlink, size: target.len() as u64, mtime, ttl };
+        let older = || self.last_attr(ino).map(|(size, mtime)| file(size, mtime));
         Ok(match node {
             Node::Root => dir(self.dir_mtime(&self.library.novels_dir())),
-            Node::RootError => file(self.root_error()?.len(), self.dir_mtime(&self.library.novels_dir())),
+            Node::RootError => file(self.root_error()?.len() as u64, self.dir_mtime(&self.library.novels_dir())),
             Node::Book { book } => {
                 if !self.library.is_book(book) {
                     return Err(libc::ENOENT);
@@ -564,38 +696,34 @@ impl NovelFs {
                 dir(self.dir_mtime(&self.library.book_dir(book)))
             }
             Node::BookAlias { name, target } => {
-                if self.book_alias_target(name)? != *target {
+                if *self.book_alias_target(name)? != **target {
                     return Err(libc::ENOENT);
                 }
                 link(target, self.dir_mtime(&self.library.book_dir(target)))
             }
-            Node::Chapter { book, file } => dir(mtime_of(&self.chapter_source(book, file)?.2)),
-            Node::ChapterAlias { book, name, target } => {
-                if self.alias_target(book, name)? != *target {
+            Node::Chapter { chapter } => dir(mtime_of(&self.chapter_source(chapter)?.2)),
+            Node::ChapterAlias { name, target } => {
+                if *self.alias_target(&target.book, name)? != *target.file {
                     return Err(libc::ENOENT);
                 }
-                link(target, self.dir_mtime(&self.library.book_dir(book).join(target)))
+                link(&target.file, self.dir_mtime(&self.library.book_dir(&target.book).join(&*target.file)))
             }
-            Node::Ambiguous { book, name } | Node::AmbiguousError { book, name } => {
-                let error = self.ambiguity(book, name)?;
-                let mtime = self.dir_mtime(&self.library.book_dir(book));
-                if matches!(node, Node::Ambiguous { .. }) { dir(mtime) } else { file(error.error_line().len(), mtime) }
+            Node::Ambiguous { book, name } => {
+                self.ambiguity(book, name)?;
+                dir(self.dir_mtime(&self.library.book_dir(book)))
             }
-            Node::ChapterError { book, file: f } => {
-                let (_, loaded, mtime) = self.chapter(book, f)?;
-                match loaded {
-                    Err(e) => file(e.error_line().len(), mtime),
-                    Ok(_) => return Err(libc::ENOENT),
-                }
-            }
-            Node::Page { book, file: f, page, version } => {
-                let current = self.page_size(book, f, *page);
-                match current {
-                    Ok((size, mtime, stamp)) if stamp == *version => file(size as usize, mtime),
-                    // An older version: still open somewhere, so keep its attributes.
-                    _ => return self.last_attr(ino).filter(|_| ino != 0).ok_or(libc::ENOENT),
-                }
-            }
+            Node::AmbiguousError { book, name, version } => match self.ambiguity(book, name) {
+                Ok((v, error)) if v == *version => file(error.error_line().len() as u64, self.dir_mtime(&self.library.book_dir(book))),
+                _ => older()?,
+            },
+            Node::ChapterError { chapter, version } => match self.chapter(chapter) {
+                Ok((v, Err(e), mtime)) if v == *version => file(e.error_line().len() as u64, mtime),
+                _ => older()?,
+            },
+            Node::Page { chapter, page, version } => match self.page_size(chapter, *page) {
+                Ok((size, mtime, v)) if v == *version => file(size, mtime),
+                _ => older()?,
+            },
         })
     }
 
@@ -625,37 +753,39 @@ impl NovelFs {
         let node = match parent {
             Node::Root => {
                 if self.library.is_book(name) {
-                    Node::Book { book: name.to_os_string() }
+                    Node::Book { book: Arc::from(name) }
                 } else {
-                    Node::BookAlias { target: self.book_alias_target(name)?, name: name.to_os_string() }
+                    Node::BookAlias { target: Arc::from(self.book_alias_target(name)?.as_os_str()), name: name.into() }
                 }
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
                 if let Some(i) = index.exact(name.as_bytes()) {
-                    Node::Chapter { file: index.chapters[i].os_name.clone(), book }
+                    Node::Chapter { chapter: chapter_ref(&book, &index.chapters[i].os_name) }
                 } else {
                     match index.find(&name.to_string_lossy()) {
-                        Lookup::Found(i) => Node::ChapterAlias {
-                            target: index.chapters[i].os_name.clone(),
-                            name: name.to_os_string(),
-                            book,
-                        },
-                        Lookup::Ambiguous { .. } => Node::Ambiguous { book, name: name.to_os_string() },
+                        Lookup::Found(i) => Node::ChapterAlias { target: chapter_ref(&book, &index.chapters[i].os_name), name: name.into() },
+                        Lookup::Ambiguous { .. } => Node::Ambiguous { book, name: name.into() },
                         Lookup::NotFound => return Err(libc::ENOENT),
                     }
                 }
             }
-            Node::Chapter { book, file } => {
+            Node::Chapter { chapter } => {
                 if name == ERROR_FILE {
-                    Node::ChapterError { book, file }
+                    match self.chapter(&chapter)? {
+                        (version, Err(_), _) => Node::ChapterError { chapter, version },
+                        _ => return Err(libc::ENOENT),
+                    }
                 } else {
                     let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
-                    let (_, _, version) = self.page_size(&book, &file, page)?;
-                    Node::Page { book, file, page, version }
+                    let (_, _, version) = self.page_size(&chapter, page)?;
+                    Node::Page { chapter, page, version }
                 }
             }
-            Node::Ambiguous { book, name: alias } if name == ERROR_FILE => Node::AmbiguousError { book, name: alias },
+            Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
+                let (version, _) = self.ambiguity(&book, &alias)?;
+                Node::AmbiguousError { book, name: alias, version }
+            }
             Node::Ambiguous { .. } => return Err(libc::ENOENT),
             Node::RootError
             | Node::AmbiguousError { .. }
@@ -670,22 +800,27 @@ impl NovelFs {
     fn found(&self, node: Node) -> Result<Attr> {
         // Validate before interning, so a name that does not exist leaves no inode behind.
         let attr = self.attr_of(0, &node)?;
-        Ok(Attr { ino: self.intern(node, true, Some(attr)), ..attr })
+        Ok(Attr { ino: self.intern(node, true, Some(&attr)), ..attr })
     }
 
     pub fn readlink(&self, ino: u64) -> Result<OsString> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
         match &node {
-            Node::BookAlias { target, .. } | Node::ChapterAlias { target, .. } => {
+            Node::BookAlias { target, .. } => {
                 self.attr_of(ino, &node)?;
-                Ok(target.clone())
+                Ok(target.to_os_string())
+            }
+            Node::ChapterAlias { target, .. } => {
+                self.attr_of(ino, &node)?;
+                Ok(target.file.to_os_string())
             }
             _ => Err(libc::EINVAL),
         }
     }
 
-    /// Opens a directory for listing; its handle keeps a listing.
+    /// Opens a directory, in mounts that are not watched (there OPENDIR
+    /// gets ENOSYS and the kernel keeps listings until told otherwise).
     ///
     /// `keep_cache` tells the kernel it may list the directory from its
     /// own cache: true only when what the listing depends on (the source
@@ -697,9 +832,9 @@ impl NovelFs {
         }
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let keep_cache = match self.listing_version(&self.node(ino)?) {
-            Some(version) => lock(&self.last_open).insert(ino, version) == Some(version),
+            Some(version) => lock(&self.last_listed).insert(ino, version) == Some(version),
             None => {
-                lock(&self.last_open).remove(&ino);
+                lock(&self.last_listed).remove(&ino);
                 false
             }
         };
@@ -712,30 +847,33 @@ impl NovelFs {
         match node {
             Node::Root => (self.enabled(), stamp(&self.library.novels_dir())?).hash(&mut hasher),
             Node::Book { book } | Node::Ambiguous { book, .. } => stamp(&self.library.book_dir(book))?.hash(&mut hasher),
-            Node::Chapter { book, file } => Stamp::of(&self.chapter_source(book, file).ok()?.2).hash(&mut hasher),
+            Node::Chapter { chapter } => Stamp::of(&self.chapter_source(chapter).ok()?.2).hash(&mut hasher),
             _ => return None,
         }
         Some(hasher.finish())
     }
 
-    pub fn releasedir(&self, fh: u64) {
-        lock(&self.dirs).remove(&fh);
-    }
-
-    /// The listing an open directory handle reads: taken when the handle
-    /// reads from offset 0 (its first read, or after a rewind) and kept for
-    /// the reads that continue it. Listing a directory costs one pass
-    /// however many requests the kernel splits it into, and the pieces
-    /// agree with each other even if the directory changes meanwhile.
-    pub fn listing(&self, fh: u64, ino: u64, offset: u64) -> Result<Arc<Vec<Listed>>> {
+    /// The listing a READDIR at `offset` continues: a new one at offset 0
+    /// (a first read, or a rewind), else the one whose number the offset
+    /// carries. Listing a directory costs one pass however many requests
+    /// the kernel splits it into, and the pieces agree with each other even
+    /// if the directory changes meanwhile. (Should that listing have left
+    /// the cache, a new one continues at the same index.)
+    pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
+        let number = (offset >> 32) as u32;
+        let start = (offset & 0xffff_ffff) as usize;
         if offset > 0
-            && let Some(l) = lock(&self.dirs).get(&fh)
+            && let Some((listed_ino, entries)) = lock(&self.listings).get(&number)
+            && listed_ino == ino
         {
-            return Ok(l.clone());
+            return Ok(Listing { entries, number, start });
         }
-        let l = Arc::new(self.list(ino)?);
-        lock(&self.dirs).insert(fh, l.clone());
-        Ok(l)
+        let entries = Arc::new(self.list(ino)?);
+        // Offsets stay below 2^63 (telldir's long).
+        let number = self.next_listing.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff;
+        let weight = 64 + entries.iter().map(|e| e.name.len() + std::mem::size_of::<Listed>()).sum::<usize>();
+        lock(&self.listings).insert(number, (ino, entries.clone()), weight);
+        Ok(Listing { entries, number, start })
     }
 
     /// The inode of a listed entry, for readdir (the kernel keeps no
@@ -752,7 +890,7 @@ impl NovelFs {
             Some(a) => a,
             None => self.attr_of(0, &e.node).ok()?,
         };
-        let ino = self.intern(e.node.clone(), true, Some(attr));
+        let ino = self.intern(e.node.clone(), true, Some(&attr));
         Some(Attr { ino, ..attr })
     }
 
@@ -763,6 +901,7 @@ impl NovelFs {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
         let entry = |node: Node, kind: Kind, name: OsString| Listed { node, kind, name, attr: None };
+        let ttl = self.ttl_for(&node);
         Ok(match node {
             Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())],
             Node::Root => {
@@ -773,127 +912,114 @@ impl NovelFs {
                     .map(|e| e.file_name())
                     .collect();
                 books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
-                books.into_iter().map(|b| entry(Node::Book { book: b.clone() }, Kind::Directory, b)).collect()
+                books.into_iter().map(|b| entry(Node::Book { book: Arc::from(b.as_os_str()) }, Kind::Directory, b)).collect()
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
                 index
                     .chapters
                     .iter()
-                    .map(|c| entry(Node::Chapter { book: book.clone(), file: c.os_name.clone() }, Kind::Directory, c.os_name.clone()))
+                    .map(|c| entry(Node::Chapter { chapter: chapter_ref(&book, &c.os_name) }, Kind::Directory, c.os_name.clone()))
                     .collect()
             }
-            Node::Chapter { book, file } => match self.outline(&book, &file)? {
-                (_, None, _) => vec![entry(Node::ChapterError { book, file }, Kind::File, ERROR_FILE.into())],
+            Node::Chapter { chapter } => match self.outline(&chapter)? {
+                (version, None, _) => vec![entry(Node::ChapterError { chapter, version }, Kind::File, ERROR_FILE.into())],
                 (version, Some(outline), mtime) => outline
-                    .pages
-                    .iter()
-                    .flat_map(|&(offset, text, json)| {
-                        [(Format::Text, text), (Format::Json, json)].map(|(format, size)| (PageName { offset, limit: None, format }, size))
-                    })
-                    .map(|(page, size)| {
-                        Listed {
+                        .pages
+                        .iter()
+                        .flat_map(|&(offset, text, json)| {
+                            [(Format::Text, text), (Format::Json, json)].map(|(format, size)| (PageName { offset, limit: None, format }, size))
+                        })
+                        .map(|(page, size)| Listed {
                             name: OsString::from(page.to_name()),
-                            node: Node::Page { book: book.clone(), file: file.clone(), page, version },
+                            node: Node::Page { chapter: chapter.clone(), page, version },
                             kind: Kind::File,
-                            attr: Some(Attr { ino: 0, kind: Kind::File, size, mtime }),
-                        }
-                    })
+                            attr: Some(Attr { ino: 0, kind: Kind::File, size, mtime, ttl }),
+                        })
                     .collect(),
             },
             Node::Ambiguous { book, name } => {
-                self.ambiguity(&book, &name)?;
-                vec![entry(Node::AmbiguousError { book, name }, Kind::File, ERROR_FILE.into())]
+                let (version, _) = self.ambiguity(&book, &name)?;
+                vec![entry(Node::AmbiguousError { book, name, version }, Kind::File, ERROR_FILE.into())]
             }
             _ => return Err(libc::ENOTDIR),
         })
     }
 
+    /// The bytes of a file inode. They never change: an inode of a version
+    /// that is gone is served from the cache, or not at all (EIO).
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
         match node {
             Node::RootError => Ok(Arc::new(self.root_error()?.into_bytes())),
-            Node::AmbiguousError { book, name } => Ok(error_bytes(&self.ambiguity(book, name)?)),
-            Node::ChapterError { book, file } => match self.chapter(book, file)?.1 {
+            Node::AmbiguousError { book, name, version } => match self.ambiguity(book, name)? {
+                (v, error) if v == *version => Ok(error_bytes(&error)),
+                _ => Err(libc::EIO),
+            },
+            Node::ChapterError { chapter, version } => match self.chapter_version(chapter, *version)? {
                 Err(e) => Ok(error_bytes(&e)),
-                Ok(_) => Err(libc::ENOENT),
+                Ok(_) => Err(libc::EIO),
             },
-            Node::Page { book, file, page, version } => match self.page_bytes(book, file, *page)? {
-                (bytes, _, stamp) if stamp == *version => Ok(bytes),
-                // The name now holds a newer version: ESTALE makes the
-                // kernel look the path up again and open that instead.
-                _ => Err(libc::ESTALE),
-            },
+            Node::Page { chapter, page, version } => self.page_bytes(chapter, *page, *version),
             _ => Err(libc::EISDIR),
         }
     }
 
-    /// Opens a file for reading: its bytes are fixed now, for this handle.
-    pub fn open(&self, ino: u64, write: bool) -> Result<Opened> {
+    /// `size` bytes of the file `ino` from `offset`.
+    pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        if write {
-            return Err(libc::EROFS);
-        }
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        if let Node::Page { book, file, version, .. } = &node
-            && lock(&self.inodes).entries.get(&ino).is_some_and(|e| e.fully_read)
-        {
-            // Only the version check: an edit since makes ESTALE, as below.
-            let (_, _, meta) = self.chapter_source(book, file)?;
-            if Stamp::of(&meta) != *version {
-                return Err(libc::ESTALE);
-            }
-            lock(&self.handles).insert(fh, Handle::Deferred(node.clone()));
-            return Ok(Opened { fh, keep_cache: true });
-        }
         let bytes = self.content(&node)?;
-        // A page inode's bytes never change (a new version is a new inode);
-        // other files keep the cache only while their bytes are the same.
-        let keep_cache = matches!(node, Node::Page { .. }) || {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            bytes.hash(&mut hasher);
-            let digest = hasher.finish();
-            lock(&self.last_open).insert(ino, digest) == Some(digest)
-        };
-        lock(&self.handles).insert(fh, Handle::Snapshot(bytes, 0));
-        Ok(Opened { fh, keep_cache })
-    }
-
-    pub fn read(&self, ino: u64, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let handle = lock(&self.handles).get(&fh).cloned().ok_or(libc::EBADF)?;
-        let (bytes, covered) = match handle {
-            Handle::Snapshot(bytes, covered) => (bytes, covered),
-            Handle::Deferred(node) => {
-                // The kernel dropped its copy; the version can only be
-                // rebuilt while the source is unchanged.
-                let bytes = self.content(&node).map_err(|e| {
-                    log::warn!("page {node:?} changed on disk after it was opened and left the page cache");
-                    if e == libc::ESTALE { libc::EIO } else { e }
-                })?;
-                (bytes, 0)
-            }
-        };
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
-        let covered = if offset <= covered { covered.max(end as u64) } else { covered };
-        if covered == bytes.len() as u64
-            && let Some(entry) = lock(&self.inodes).entries.get_mut(&ino)
-            && matches!(entry.node, Node::Page { .. })
-        {
-            entry.fully_read = true;
-        }
-        let out = bytes[start..end].to_vec();
-        lock(&self.handles).insert(fh, Handle::Snapshot(bytes, covered));
-        Ok(out)
+        Ok(bytes[start..end].to_vec())
     }
 
-    pub fn release(&self, fh: u64) {
-        lock(&self.handles).remove(&fh);
+    /// What the kernel must drop after `changes`: only names and inodes it
+    /// was given (the inode table says which).
+    pub fn invalidations(&self, changes: &[Change]) -> Vec<Invalidation> {
+        let mut out = Vec::new();
+        let root_level = |out: &mut Vec<Invalidation>| {
+            let inodes = lock(&self.inodes);
+            for entry in inodes.entries.values() {
+                if let Some(name) = entry.node.root_name() {
+                    out.push(Invalidation::Entry { parent: ROOT_INO, name: name.to_os_string() });
+                }
+            }
+            out.push(Invalidation::Inode(ROOT_INO));
+        };
+        for change in changes {
+            match change {
+                Change::All | Change::Books => root_level(&mut out),
+                Change::Chapters(book) => {
+                    // Any alias in the book may resolve differently now:
+                    // the whole book is looked up again.
+                    if let Some(ino) = self.ino_of(&Node::Book { book: Arc::from(book.as_os_str()) }) {
+                        out.push(Invalidation::Entry { parent: ROOT_INO, name: book.clone() });
+                        out.push(Invalidation::Inode(ino));
+                    }
+                }
+                Change::Chapter(book, file) => {
+                    let book: Arc<OsStr> = Arc::from(book.as_os_str());
+                    if let Some(ino) = self.ino_of(&Node::Book { book: book.clone() }) {
+                        out.push(Invalidation::Entry { parent: ino, name: file.clone() });
+                    }
+                    if let Some(ino) = self.ino_of(&Node::Chapter { chapter: chapter_ref(&book, file) }) {
+                        out.push(Invalidation::Inode(ino));
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|i| seen.insert(format!("{i:?}")));
+        out
     }
 
     /// Bytes held by the caches (for benchmarks and tests).
     pub fn cache_bytes(&self) -> usize {
-        lock(&self.chapters).used_bytes() + lock(&self.pages).used_bytes()
+        lock(&self.texts).used_bytes()
+            + lock(&self.outlines).used_bytes()
+            + lock(&self.pages).used_bytes()
+            + lock(&self.listings).used_bytes()
     }
 }
 
@@ -935,10 +1061,7 @@ mod tests {
     }
 
     fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
-        let opened = fs.open(ino, false).unwrap();
-        let bytes = fs.read(ino, opened.fh, 0, u32::MAX).unwrap();
-        fs.release(opened.fh);
-        bytes
+        fs.read(ino, 0, u32::MAX).unwrap()
     }
 
     #[test]
@@ -966,34 +1089,103 @@ mod tests {
     }
 
     #[test]
-    fn a_new_version_is_a_new_inode_and_old_handles_keep_their_bytes() {
+    fn a_new_version_is_a_new_inode_and_the_old_one_keeps_its_bytes() {
         let f = fixture(&[("第1章 起.md", "旧")]);
         let old = walk(&f.fs, "书/1/offset-1.txt").unwrap();
-        let handle = f.fs.open(old.ino, false).unwrap();
-        assert!(handle.keep_cache, "a page version never changes");
+        let old_bytes = read_all(&f.fs, old.ino);
         std::fs::write(f.book_dir.join("第1章 起.md"), "新的内容").unwrap();
         let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
         assert_ne!(new.ino, old.ino);
-        assert_eq!(f.fs.open(old.ino, false).unwrap_err(), libc::ESTALE, "the kernel re-walks and finds the new inode");
         assert_eq!(f.fs.getattr(old.ino).unwrap().size, old.size, "an open old version keeps its size");
-        let kept = String::from_utf8(f.fs.read(old.ino, handle.fh, 0, u32::MAX).unwrap()).unwrap();
-        assert!(kept.contains("1: 旧\n"));
+        assert_eq!(read_all(&f.fs, old.ino), old_bytes, "the old version is still served from the cache");
+        assert!(String::from_utf8(old_bytes).unwrap().contains("1: 旧\n"));
         assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 新的内容\n"));
     }
 
     #[test]
-    fn reopening_a_fully_read_page_defers_rendering_to_the_kernel_cache() {
-        let f = fixture(&[("第1章 起.md", "一\n二")]);
-        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
-        let first = read_all(&f.fs, page.ino);
-        let again = f.fs.open(page.ino, false).unwrap();
-        assert!(again.keep_cache);
-        assert!(matches!(lock(&f.fs.handles).get(&again.fh), Some(Handle::Deferred(_))), "nothing rendered at open");
-        assert_eq!(f.fs.read(page.ino, again.fh, 0, u32::MAX).unwrap(), first, "rendered on demand, same bytes");
-        let third = f.fs.open(page.ino, false).unwrap();
+    fn an_old_version_that_left_the_cache_is_eio_never_new_bytes() {
+        let f = fixture(&[("第1章 起.md", "旧")]);
+        let old = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        // Not read yet: nothing of it is cached but the text, which goes.
+        lock(&f.fs.texts).remove(&(old_chapter(&f.fs, old.ino), version(&f.fs, old.ino)));
         std::fs::write(f.book_dir.join("第1章 起.md"), "改过了").unwrap();
-        assert_eq!(f.fs.read(page.ino, third.fh, 0, u32::MAX), Err(libc::EIO), "an old version cannot be rebuilt");
-        assert_eq!(f.fs.open(page.ino, false).unwrap_err(), libc::ESTALE);
+        assert_eq!(f.fs.read(old.ino, 0, u32::MAX), Err(libc::EIO));
+        let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 改过了\n"));
+    }
+
+    fn old_chapter(fs: &NovelFs, ino: u64) -> ChapterRef {
+        match fs.node(ino).unwrap() {
+            Node::Page { chapter, .. } => chapter,
+            n => panic!("not a page: {n:?}"),
+        }
+    }
+
+    fn version(fs: &NovelFs, ino: u64) -> u64 {
+        match fs.node(ino).unwrap() {
+            Node::Page { version, .. } => version,
+            n => panic!("not a page: {n:?}"),
+        }
+    }
+
+    #[test]
+    fn readdir_pieces_continue_their_own_listing() {
+        let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
+        let book = walk(&f.fs, "书").unwrap();
+        let first = f.fs.listing(book.ino, 0).unwrap();
+        assert_eq!(first.start, 0);
+        // The kernel continues after entry 2 (the first chapter).
+        let resume = first.offset_after(2);
+        std::fs::write(f.book_dir.join("第0章 序.md"), "c").unwrap();
+        let next = f.fs.listing(book.ino, resume).unwrap();
+        assert_eq!(next.start, 3);
+        assert!(Arc::ptr_eq(&next.entries, &first.entries), "the piece comes from the same listing");
+        let fresh = f.fs.listing(book.ino, 0).unwrap();
+        assert_eq!(fresh.entries.len(), 3, "a new listing sees the new chapter");
+        assert_ne!(fresh.offset_after(2), resume);
+        assert!(resume < 1 << 63);
+    }
+
+    #[test]
+    fn changes_invalidate_only_what_the_kernel_was_given() {
+        let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
+        assert_eq!(f.fs.invalidations(&[Change::Chapter("书".into(), "第1章 起.md".into())]), []);
+        let book = walk(&f.fs, "书").unwrap();
+        let chapter = walk(&f.fs, "书/第1章 起.md").unwrap();
+        walk(&f.fs, "书/第1章 起.md/offset-1.txt").unwrap();
+        assert_eq!(
+            f.fs.invalidations(&[Change::Chapter("书".into(), "第1章 起.md".into())]),
+            [Invalidation::Entry { parent: book.ino, name: "第1章 起.md".into() }, Invalidation::Inode(chapter.ino)]
+        );
+        assert_eq!(
+            f.fs.invalidations(&[Change::Chapter("书".into(), "第2章 承.md".into())]),
+            [Invalidation::Entry { parent: book.ino, name: "第2章 承.md".into() }],
+            "a chapter the kernel never looked up has no inode to drop"
+        );
+        assert_eq!(
+            f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]),
+            [Invalidation::Entry { parent: ROOT_INO, name: "书".into() }, Invalidation::Inode(book.ino)]
+        );
+        assert_eq!(
+            f.fs.invalidations(&[Change::Books]),
+            [Invalidation::Entry { parent: ROOT_INO, name: "书".into() }, Invalidation::Inode(ROOT_INO)]
+        );
+    }
+
+    #[test]
+    fn ttls_are_long_only_where_the_watch_reports_changes() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        assert!(f.fs.watching(), "a temp dir is local and watchable");
+        assert_eq!(walk(&f.fs, "书").unwrap().ttl, WATCHED_TTL);
+        assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ttl, WATCHED_TTL);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
+        let config = FsConfig { watch: false, ..FsConfig::default() };
+        let unwatched = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        assert!(!unwatched.watching());
+        assert_eq!(walk(&unwatched, "书").unwrap().ttl, Duration::from_secs(1));
+        let strict = NovelFs::new(Library::open(dir.path()).unwrap(), FsConfig { ttl: Duration::ZERO, ..FsConfig::default() });
+        assert!(!strict.watching(), "ttl 0 asks every time: nothing to watch for");
     }
 
     #[test]
@@ -1022,10 +1214,4 @@ mod tests {
         assert_eq!(text.len() as u64, error.size);
     }
 
-    #[test]
-    fn writes_are_refused() {
-        let f = fixture(&[("第1章 起.md", "a")]);
-        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
-        assert_eq!(f.fs.open(page.ino, true).unwrap_err(), libc::EROFS);
-    }
 }

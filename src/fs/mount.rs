@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Config, MountOption, SessionACL};
+use fuser::{Config, INodeNo, MountOption, SessionACL};
 
 use super::fuse::FuseAdapter;
-use super::model::{FsConfig, NovelFs};
+use super::model::{FsConfig, Invalidation, NovelFs};
+use super::watch::Change;
 use crate::library::Library;
 
 /// Everything `novelfs mount` needs.
@@ -28,6 +29,8 @@ pub struct MountRequest {
     pub max_chapter_bytes: Option<u64>,
     pub threads: usize,
     pub force: bool,
+    /// Do not watch the library: changes show after the TTL only.
+    pub no_watch: bool,
 }
 
 /// The parsed `-o` list.
@@ -40,6 +43,7 @@ pub struct MountOptions {
     pub fsname: Option<String>,
     pub subtype: Option<String>,
     pub ttl: Option<f64>,
+    pub no_watch: bool,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -67,6 +71,7 @@ pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("fsname", Some(v)) => o.fsname = Some(v.to_string()),
             ("subtype", Some(v)) => o.subtype = Some(v.to_string()),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
+            ("nowatch", None) => o.no_watch = true,
             (k, _) if k.starts_with("x-") || k == "comment" || GENERIC_OPTIONS.contains(&k) => {}
             _ => return Err(format!("unknown mount option: {opt}")),
         }
@@ -308,6 +313,7 @@ pub fn run(req: MountRequest) -> i32 {
         ttl: Duration::from_secs_f64(ttl),
         state_file: req.state_file.as_deref().map(absolute),
         cache_bytes: req.cache_size.unwrap_or(256 << 20) as usize,
+        watch: !(req.no_watch || options.no_watch),
     };
 
     let mut ready_pipe: Option<OwnedFd> = None;
@@ -362,7 +368,7 @@ pub fn run(req: MountRequest) -> i32 {
     let signals = block_termination_signals();
     let fs = Arc::new(NovelFs::new(library, config));
     let cfg = fuser_config(&options, req.threads);
-    let session = fuser::Session::new(FuseAdapter::new(fs), &req.mountpoint, &cfg);
+    let session = fuser::Session::new(FuseAdapter::new(fs.clone()), &req.mountpoint, &cfg);
     let mut session = match session {
         Ok(s) => s,
         Err(e) => {
@@ -387,6 +393,12 @@ pub fn run(req: MountRequest) -> i32 {
         detach_stdio();
     }
 
+    if fs.watch().is_some() {
+        let notifier = session.notifier();
+        std::thread::spawn(move || push_changes(&fs, &notifier));
+    } else {
+        drop(fs);
+    }
     let mut unmounter = session.unmount_callable();
     let mountpoint = req.mountpoint.clone();
     std::thread::spawn(move || {
@@ -404,6 +416,39 @@ pub fn run(req: MountRequest) -> i32 {
         Err(e) => {
             log::error!("session ended with an error: {e}");
             1
+        }
+    }
+}
+
+/// Tells the kernel what to drop whenever the watch reports a change, and
+/// looks at the switch file every TTL (at most every second).
+fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
+    let Some(watch) = fs.watch() else { return };
+    let poll = fs.ttl().clamp(Duration::from_millis(10), Duration::from_secs(1));
+    fs.switch_flipped();
+    loop {
+        let mut changes = watch.wait(poll);
+        if fs.switch_flipped() {
+            changes.push(Change::All);
+        }
+        if !watch.covers_root() && watch.watch_novels() {
+            changes.push(Change::All);
+        }
+        if changes.is_empty() {
+            continue;
+        }
+        log::debug!("changes: {changes:?}");
+        for inv in fs.invalidations(&changes) {
+            let sent = match &inv {
+                Invalidation::Entry { parent, name } => notifier.inval_entry(INodeNo(*parent), name),
+                Invalidation::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
+            };
+            match sent {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)) => return,
+                Err(e) => log::warn!("cannot invalidate {inv:?}: {e}"),
+            }
         }
     }
 }
