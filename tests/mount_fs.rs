@@ -29,6 +29,42 @@ fn strict(root: &Path) -> Mount {
     Mount::new(root, &["--ttl", "0", "--state-file", "/nonexistent/state.json"])
 }
 
+/// The two ways a mount stays fresh: asking every time (`--ttl 0`), and
+/// the watch, here with a TTL so long that only its notifications can
+/// make a change show.
+const MODES: [(&str, &str); 2] = [("strict", "0"), ("watched", "3600")];
+
+fn mount_in(root: &Path, ttl: &str, state: &str) -> Mount {
+    Mount::new(root, &["--ttl", ttl, "--state-file", state])
+}
+
+/// Retries `f` for up to 5 s: a watched mount hears of a change a moment
+/// after it is made (a strict one at once, so it passes the first time).
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_string(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p).ok()
+}
+
+fn read_errno(p: &Path) -> Option<i32> {
+    std::fs::read(p).err().map(|e| errno(&e))
+}
+
+fn sorted_names(p: &Path) -> Option<Vec<String>> {
+    let mut v = std::fs::read_dir(p).ok()?.map(|e| e.map(|e| e.file_name().into_string().unwrap())).collect::<std::io::Result<Vec<_>>>().ok()?;
+    v.sort();
+    Some(v)
+}
+
 fn lines(n: usize, tag: &str) -> String {
     (1..=n).map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。")).collect::<Vec<_>>().join("\n")
 }
@@ -107,113 +143,133 @@ fn source_mtime_shows_on_chapter_dirs_and_pages() {
 
 #[test]
 fn an_edit_shows_at_the_next_open_and_an_open_handle_keeps_its_page() {
-    let (_g, root) = small_library(&[("第1章 起.md", &lines(3, "旧"))]);
-    let src = root.join("novels").join(BOOK).join("第1章 起.md");
-    let m = strict(&root);
-    let page = m.path().join("书/1/offset-1.txt");
-    let before = std::fs::read_to_string(&page).unwrap();
-    assert!(before.contains("1: 旧第1行"));
-    let mut old_handle = std::fs::File::open(&page).unwrap();
-    let mut first = vec![0u8; 10];
-    old_handle.read_exact(&mut first).unwrap();
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 起.md", &lines(3, "旧"))]);
+        let src = root.join("novels").join(BOOK).join("第1章 起.md");
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        let page = m.path().join("书/1/offset-1.txt");
+        let before = std::fs::read_to_string(&page).unwrap();
+        assert!(before.contains("1: 旧第1行"));
+        let mut old_handle = std::fs::File::open(&page).unwrap();
+        let mut first = vec![0u8; 10];
+        old_handle.read_exact(&mut first).unwrap();
 
-    std::fs::write(&src, lines(500, "新")).unwrap();
-    let after = std::fs::read_to_string(&page).unwrap();
-    assert!(after.contains("1: 新第1行") && after.contains("用 offset=401 继续阅读"), "{after}");
-    assert_eq!(std::fs::metadata(&page).unwrap().len(), after.len() as u64);
-    let listing: Vec<_> = std::fs::read_dir(m.path().join("书/第1章 起.md")).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(listing.len(), 4, "the chain grew to two pages: {listing:?}");
+        std::fs::write(&src, lines(500, "新")).unwrap();
+        let after = eventually(&format!("{mode}: the edit shows"), || read_string(&page).filter(|s| s.contains("1: 新第1行")));
+        assert!(after.contains("用 offset=401 继续阅读"), "{mode}: {after}");
+        assert_eq!(std::fs::metadata(&page).unwrap().len(), after.len() as u64, "{mode}");
+        let listing = sorted_names(&m.path().join("书/第1章 起.md")).unwrap();
+        assert_eq!(listing, ["offset-1.json", "offset-1.txt", "offset-401.json", "offset-401.txt"], "{mode}: the chain grew to two pages");
 
-    let mut rest = Vec::new();
-    old_handle.read_to_end(&mut rest).unwrap();
-    first.extend(rest);
-    assert_eq!(String::from_utf8(first).unwrap(), before, "the old handle keeps the bytes it opened");
+        let mut rest = Vec::new();
+        old_handle.read_to_end(&mut rest).unwrap();
+        first.extend(rest);
+        assert_eq!(String::from_utf8(first).unwrap(), before, "{mode}: the old handle keeps the bytes it opened");
+    }
 }
 
 #[test]
 fn chapters_appear_and_disappear() {
-    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
-    let book = root.join("novels").join(BOOK);
-    let m = strict(&root);
-    let ls = |p: &Path| {
-        let mut v: Vec<String> = std::fs::read_dir(p).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        v.sort();
-        v
-    };
-    assert_eq!(ls(&m.path().join(BOOK)), ["第1章 起.md"]);
-    std::fs::write(book.join("第2章 承.md"), "b").unwrap();
-    assert_eq!(ls(&m.path().join(BOOK)), ["第1章 起.md", "第2章 承.md"]);
-    assert!(std::fs::read_to_string(m.path().join("书/2/offset-1.txt")).unwrap().contains("1: b"));
-    std::fs::remove_file(book.join("第1章 起.md")).unwrap();
-    assert_eq!(ls(&m.path().join(BOOK)), ["第2章 承.md"]);
-    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::ENOENT);
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+        let book = root.join("novels").join(BOOK);
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        let listed = m.path().join(BOOK);
+        assert_eq!(sorted_names(&listed).unwrap(), ["第1章 起.md"]);
+        std::fs::write(book.join("第2章 承.md"), "b").unwrap();
+        eventually(&format!("{mode}: a new chapter is listed"), || sorted_names(&listed).filter(|v| v == &["第1章 起.md", "第2章 承.md"]));
+        assert!(std::fs::read_to_string(m.path().join("书/2/offset-1.txt")).unwrap().contains("1: b"));
+        std::fs::remove_file(book.join("第1章 起.md")).unwrap();
+        eventually(&format!("{mode}: a deleted chapter goes"), || sorted_names(&listed).filter(|v| v == &["第2章 承.md"]));
+        eventually(&format!("{mode}: its alias goes"), || read_errno(&m.path().join("书/1/offset-1.txt")).filter(|&e| e == libc::ENOENT));
+    }
 }
 
 #[test]
 fn cache_never_serves_a_stale_page() {
-    let (_g, root) = small_library(&[("第1章 起.md", "甲乙丙"), ("第2章 承.md", "b")]);
-    let book = root.join("novels").join(BOOK);
-    let src = book.join("第1章 起.md");
-    let m = strict(&root);
-    let page = m.path().join("书/1/offset-1.txt");
-    let read = || std::fs::read_to_string(&page).unwrap();
-    assert!(read().contains("1: 甲乙丙"));
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 起.md", "甲乙丙"), ("第2章 承.md", "b")]);
+        let book = root.join("novels").join(BOOK);
+        let src = book.join("第1章 起.md");
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        let page = m.path().join("书/1/offset-1.txt");
+        let shows = |text: &str, what: &str| {
+            eventually(&format!("{mode}: {what}"), || read_string(&page).filter(|s| s.contains(&format!("1: {text}\n"))));
+        };
+        shows("甲乙丙", "first read");
 
-    // Same size, old mtime restored: ctime still changes.
-    let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
-    std::fs::write(&src, "丁戊己").unwrap();
-    std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
-    assert!(read().contains("1: 丁戊己"), "same-size rewrite with old mtime");
+        // Same size, old mtime restored: ctime still changes.
+        let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
+        std::fs::write(&src, "丁戊己").unwrap();
+        std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
+        shows("丁戊己", "same-size rewrite with old mtime");
+        // ... and the listing follows too, though the mtime it shows did not change.
+        std::fs::write(&src, lines(401, "长")).unwrap();
+        std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
+        eventually(&format!("{mode}: the chain of a rewrite with old mtime"), || {
+            sorted_names(&m.path().join("书/第1章 起.md")).filter(|v| v.len() == 4)
+        });
 
-    // Rename over: a new inode.
-    std::fs::write(book.join("tmp"), "庚辛").unwrap();
-    std::fs::rename(book.join("tmp"), &src).unwrap();
-    assert!(read().contains("1: 庚辛"), "rename over");
+        // Rename over: a new inode.
+        std::fs::write(book.join("tmp"), "庚辛").unwrap();
+        std::fs::rename(book.join("tmp"), &src).unwrap();
+        shows("庚辛", "rename over");
 
-    // Delete and re-create.
-    std::fs::remove_file(&src).unwrap();
-    assert!(std::fs::read(&page).is_err());
-    std::fs::write(&src, "壬癸").unwrap();
-    assert!(read().contains("1: 壬癸"), "delete and re-create");
+        // Delete and re-create.
+        std::fs::remove_file(&src).unwrap();
+        eventually(&format!("{mode}: deleted"), || read_errno(&page));
+        std::fs::write(&src, "壬癸").unwrap();
+        shows("壬癸", "delete and re-create");
 
-    // A new file sharing the number turns the alias into an ambiguous directory.
-    assert!(std::fs::symlink_metadata(m.path().join("书/1")).unwrap().file_type().is_symlink());
-    std::fs::write(book.join("第01章 另稿.md"), "x").unwrap();
-    let alias = m.path().join("书/1");
-    assert!(std::fs::symlink_metadata(&alias).unwrap().is_dir(), "now ambiguous");
-    let err = std::fs::read_to_string(alias.join("ERROR")).unwrap();
-    assert!(err.starts_with("错误：第 1 章有 2 个文件"), "{err}");
-    assert_eq!(errno(&std::fs::read(alias.join("offset-1.txt")).unwrap_err()), libc::ENOENT);
+        // A new file sharing the number turns the alias into an ambiguous directory.
+        let alias = m.path().join("书/1");
+        assert!(std::fs::symlink_metadata(&alias).unwrap().file_type().is_symlink());
+        std::fs::write(book.join("第01章 另稿.md"), "x").unwrap();
+        eventually(&format!("{mode}: now ambiguous"), || std::fs::symlink_metadata(&alias).ok().filter(|m| m.is_dir()));
+        let err = std::fs::read_to_string(alias.join("ERROR")).unwrap();
+        assert!(err.starts_with("错误：第 1 章有 2 个文件"), "{mode}: {err}");
+        assert_eq!(errno(&std::fs::read(alias.join("offset-1.txt")).unwrap_err()), libc::ENOENT);
+        // A third file: the same ERROR name, a new text.
+        std::fs::write(book.join("1-第三稿.md"), "y").unwrap();
+        eventually(&format!("{mode}: the ambiguity lists three files"), || {
+            read_string(&alias.join("ERROR")).filter(|s| s.starts_with("错误：第 1 章有 3 个文件"))
+        });
 
-    // The book directory renamed.
-    std::fs::rename(&book, root.join("novels/新书")).unwrap();
-    assert_eq!(errno(&std::fs::read(&page).unwrap_err()), libc::ENOENT);
-    let moved = std::fs::read_to_string(m.path().join("新书/2/offset-1.txt")).unwrap();
-    assert!(moved.contains("/novels/新书/第2章 承.md</path>"), "{moved}");
+        // The book directory renamed.
+        std::fs::rename(&book, root.join("novels/新书")).unwrap();
+        eventually(&format!("{mode}: the old book name goes"), || read_errno(&page).filter(|&e| e == libc::ENOENT));
+        let moved = std::fs::read_to_string(m.path().join("新书/2/offset-1.txt")).unwrap();
+        assert!(moved.contains("/novels/新书/第2章 承.md</path>"), "{mode}: {moved}");
+    }
 }
 
 #[test]
 fn undecodable_and_vanished_sources_never_break_the_mount() {
-    let (_g, root) = small_library(&[("第1章 坏.txt", ""), ("第2章 好.md", "好")]);
-    std::fs::write(root.join("novels/书/第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(50)).unwrap();
-    let m = strict(&root);
-    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EIO);
-    let listing: Vec<_> = std::fs::read_dir(m.path().join("书/1")).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(listing, ["ERROR"]);
-    assert!(std::fs::read_to_string(m.path().join("书/1/ERROR")).unwrap().contains("cannot detect text encoding"));
-    // Fix the file: the ERROR goes, the pages come.
-    std::fs::write(root.join("novels/书/第1章 坏.txt"), "修好了").unwrap();
-    assert_eq!(errno(&std::fs::read(m.path().join("书/1/ERROR")).unwrap_err()), libc::ENOENT);
-    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: 修好了"));
-    // The whole book vanishes, then ROOT/novels itself.
-    std::fs::remove_dir_all(root.join("novels/书")).unwrap();
-    assert_eq!(errno(&std::fs::read_dir(m.path().join(BOOK)).unwrap_err()), libc::ENOENT);
-    std::fs::remove_dir_all(root.join("novels")).unwrap();
-    let listing = std::fs::read_dir(m.path()).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>());
-    assert_eq!(errno(&listing.unwrap_err()), libc::EIO, "a vanished novels/ is an I/O error, not a hang");
-    std::fs::create_dir_all(root.join("novels/书")).unwrap();
-    std::fs::write(root.join("novels/书/第3章.md"), "回来了").unwrap();
-    assert!(std::fs::read_to_string(m.path().join("书/3/offset-1.txt")).unwrap().contains("回来了"));
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 坏.txt", ""), ("第2章 好.md", "好")]);
+        std::fs::write(root.join("novels/书/第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(50)).unwrap();
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EIO);
+        assert_eq!(sorted_names(&m.path().join("书/1")).unwrap(), ["ERROR"]);
+        assert!(std::fs::read_to_string(m.path().join("书/1/ERROR")).unwrap().contains("cannot detect text encoding"));
+        // Fix the file: the ERROR goes, the pages come.
+        std::fs::write(root.join("novels/书/第1章 坏.txt"), "修好了").unwrap();
+        eventually(&format!("{mode}: ERROR goes"), || read_errno(&m.path().join("书/1/ERROR")).filter(|&e| e == libc::ENOENT));
+        assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: 修好了"));
+        // The whole book vanishes, then ROOT/novels itself.
+        std::fs::remove_dir_all(root.join("novels/书")).unwrap();
+        eventually(&format!("{mode}: the book goes"), || {
+            std::fs::read_dir(m.path().join(BOOK)).err().filter(|e| errno(e) == libc::ENOENT)
+        });
+        std::fs::remove_dir_all(root.join("novels")).unwrap();
+        let e = eventually(&format!("{mode}: novels/ goes"), || {
+            std::fs::read_dir(m.path()).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>()).err()
+        });
+        assert_eq!(errno(&e), libc::EIO, "{mode}: a vanished novels/ is an I/O error, not a hang");
+        std::fs::create_dir_all(root.join("novels/书")).unwrap();
+        std::fs::write(root.join("novels/书/第3章.md"), "回来了").unwrap();
+        eventually(&format!("{mode}: novels/ comes back"), || read_string(&m.path().join("书/3/offset-1.txt")).filter(|s| s.contains("回来了")));
+    }
 }
 
 #[test]
@@ -282,17 +338,21 @@ fn book_names_resolve_through_sanitize_segment() {
 
 #[test]
 fn switched_off_state_follows_the_state_file() {
-    let (g, root) = small_library(&[("第1章 起.md", "a")]);
-    let state = g.path().join("state.json");
-    let m = Mount::new(&root, &["--ttl", "0", "--state-file", state.to_str().unwrap()]);
-    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).is_ok());
-    std::fs::write(&state, r#"{"tools":{"novel_read":false}}"#).unwrap();
-    let names: Vec<_> = std::fs::read_dir(m.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(names, ["ERROR"]);
-    assert!(std::fs::read_to_string(m.path().join("ERROR")).unwrap().contains("当前已在「写作助手功能」UI 中关闭"));
-    assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EACCES);
-    std::fs::write(&state, r#"{"tools":{"novel_read":true}}"#).unwrap();
-    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).is_ok());
+    for (mode, ttl) in MODES {
+        let (g, root) = small_library(&[("第1章 起.md", "a")]);
+        let state = g.path().join("state.json");
+        let m = mount_in(&root, ttl, state.to_str().unwrap());
+        let page = m.path().join("书/1/offset-1.txt");
+        assert!(std::fs::read_to_string(&page).is_ok());
+        std::fs::write(&state, r#"{"tools":{"novel_read":false}}"#).unwrap();
+        // A watched mount looks at the switch every second at most.
+        eventually(&format!("{mode}: switched off"), || read_errno(&page).filter(|&e| e == libc::EACCES));
+        eventually(&format!("{mode}: the root lists only ERROR"), || sorted_names(m.path()).filter(|v| v == &["ERROR"]));
+        assert!(std::fs::read_to_string(m.path().join("ERROR")).unwrap().contains("当前已在「写作助手功能」UI 中关闭"));
+        std::fs::write(&state, r#"{"tools":{"novel_read":true}}"#).unwrap();
+        eventually(&format!("{mode}: switched on"), || read_string(&page));
+        eventually(&format!("{mode}: the root lists the book"), || sorted_names(m.path()).filter(|v| v == &[BOOK]));
+    }
 }
 
 #[test]

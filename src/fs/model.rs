@@ -975,43 +975,97 @@ impl NovelFs {
     }
 
     /// What the kernel must drop after `changes`: only names and inodes it
-    /// was given (the inode table says which).
+    /// was given (the inode table says which), each by its own name. (Not
+    /// by dropping a directory's entry: a directory in use is re-attached
+    /// with its cached children at the next lookup.)
     pub fn invalidations(&self, changes: &[Change]) -> Vec<Invalidation> {
-        let mut out = Vec::new();
-        let root_level = |out: &mut Vec<Invalidation>| {
-            let inodes = lock(&self.inodes);
-            for entry in inodes.entries.values() {
-                if let Some(name) = entry.node.root_name() {
-                    out.push(Invalidation::Entry { parent: ROOT_INO, name: name.to_os_string() });
-                }
-            }
-            out.push(Invalidation::Inode(ROOT_INO));
+        use std::collections::HashSet;
+        let all = changes.contains(&Change::All);
+        let books = all || changes.contains(&Change::Books);
+        let mut sets: HashSet<&OsStr> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Chapters(b) => Some(b.as_os_str()),
+                _ => None,
+            })
+            .collect();
+        let files: HashSet<(&OsStr, &OsStr)> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Chapter(b, f) => Some((b.as_os_str(), f.as_os_str())),
+                _ => None,
+            })
+            .collect();
+        // A book that went (or was renamed): everything the kernel holds in it.
+        let inodes = lock(&self.inodes);
+        let gone: Vec<Arc<OsStr>> = if books {
+            inodes
+                .by_node
+                .keys()
+                .filter_map(|n| match n {
+                    Node::Book { book } if !self.library.is_book(book) => Some(book.clone()),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
         };
-        for change in changes {
-            match change {
-                Change::All | Change::Books => root_level(&mut out),
-                Change::Chapters(book) => {
-                    // Any alias in the book may resolve differently now:
-                    // the whole book is looked up again.
-                    if let Some(ino) = self.ino_of(&Node::Book { book: Arc::from(book.as_os_str()) }) {
-                        out.push(Invalidation::Entry { parent: ROOT_INO, name: book.clone() });
-                        out.push(Invalidation::Inode(ino));
-                    }
+        sets.extend(gone.iter().map(|b| &**b));
+        let mut entries = Vec::new();
+        let mut dirs = Vec::new();
+        for (node, &ino) in &inodes.by_node {
+            let affected = all
+                || match node.book() {
+                    None => books,
+                    Some(book) => match node {
+                        // Their bytes depend on one file only.
+                        Node::Page { chapter, .. } | Node::ChapterError { chapter, .. } => {
+                            files.contains(&(&*chapter.book, &*chapter.file)) || gone.iter().any(|b| **b == *book)
+                        }
+                        Node::Chapter { chapter } => sets.contains(book) || files.contains(&(&*chapter.book, &*chapter.file)),
+                        _ => sets.contains(book),
+                    },
+                };
+            if !affected {
+                // A book whose chapters changed keeps its name; only its
+                // listing and attributes go.
+                if let Node::Book { book } = node
+                    && sets.contains(&**book)
+                {
+                    dirs.push(Invalidation::Inode(ino));
                 }
-                Change::Chapter(book, file) => {
-                    let book: Arc<OsStr> = Arc::from(book.as_os_str());
-                    if let Some(ino) = self.ino_of(&Node::Book { book: book.clone() }) {
-                        out.push(Invalidation::Entry { parent: ino, name: file.clone() });
-                    }
-                    if let Some(ino) = self.ino_of(&Node::Chapter { chapter: chapter_ref(&book, file) }) {
-                        out.push(Invalidation::Inode(ino));
-                    }
-                }
+                continue;
+            }
+            if let Some(entry) = self.entry_of(&inodes, node) {
+                entries.push(entry);
+            }
+            if matches!(node, Node::Root | Node::Book { .. } | Node::Chapter { .. } | Node::Ambiguous { .. }) {
+                dirs.push(Invalidation::Inode(ino));
             }
         }
-        let mut seen = std::collections::HashSet::new();
-        out.retain(|i| seen.insert(format!("{i:?}")));
-        out
+        entries.sort();
+        dirs.sort_by_key(|i| match i {
+            Invalidation::Inode(ino) => *ino,
+            Invalidation::Entry { .. } => 0,
+        });
+        entries.into_iter().map(|(parent, name)| Invalidation::Entry { parent, name }).chain(dirs).collect()
+    }
+
+    /// Where the kernel holds `node`: its parent's inode and its name there.
+    fn entry_of(&self, inodes: &Inodes, node: &Node) -> Option<(u64, OsString)> {
+        let (parent, name): (Node, OsString) = match node {
+            Node::Root => return None,
+            Node::RootError => (Node::Root, ERROR_FILE.into()),
+            Node::Book { book } => (Node::Root, book.to_os_string()),
+            Node::BookAlias { name, .. } => (Node::Root, name.to_os_string()),
+            Node::Chapter { chapter } => (Node::Book { book: chapter.book.clone() }, chapter.file.to_os_string()),
+            Node::ChapterAlias { name, target } => (Node::Book { book: target.book.clone() }, name.to_os_string()),
+            Node::Ambiguous { book, name } => (Node::Book { book: book.clone() }, name.to_os_string()),
+            Node::AmbiguousError { book, name, .. } => (Node::Ambiguous { book: book.clone(), name: name.clone() }, ERROR_FILE.into()),
+            Node::ChapterError { chapter, .. } => (Node::Chapter { chapter: chapter.clone() }, ERROR_FILE.into()),
+            Node::Page { chapter, page, .. } => (Node::Chapter { chapter: chapter.clone() }, page.to_name().into()),
+        };
+        Some((*inodes.by_node.get(&parent)?, name))
     }
 
     /// Bytes held by the caches (for benchmarks and tests).
@@ -1149,27 +1203,40 @@ mod tests {
     #[test]
     fn changes_invalidate_only_what_the_kernel_was_given() {
         let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
-        assert_eq!(f.fs.invalidations(&[Change::Chapter("书".into(), "第1章 起.md".into())]), []);
+        let one = || Change::Chapter("书".into(), "第1章 起.md".into());
+        assert_eq!(f.fs.invalidations(&[one()]), []);
         let book = walk(&f.fs, "书").unwrap();
         let chapter = walk(&f.fs, "书/第1章 起.md").unwrap();
         walk(&f.fs, "书/第1章 起.md/offset-1.txt").unwrap();
+        walk(&f.fs, "书/2/offset-1.json").unwrap();
+        let alias = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
+        let second = walk(&f.fs, "书/第2章 承.md").unwrap();
+        let entry = |parent, name: &str| Invalidation::Entry { parent, name: name.into() };
         assert_eq!(
-            f.fs.invalidations(&[Change::Chapter("书".into(), "第1章 起.md".into())]),
-            [Invalidation::Entry { parent: book.ino, name: "第1章 起.md".into() }, Invalidation::Inode(chapter.ino)]
+            f.fs.invalidations(&[one()]),
+            [entry(book.ino, "第1章 起.md"), entry(chapter.ino, "offset-1.txt"), Invalidation::Inode(chapter.ino)],
+            "each page by name: a directory in use keeps its children otherwise"
         );
-        assert_eq!(
-            f.fs.invalidations(&[Change::Chapter("书".into(), "第2章 承.md".into())]),
-            [Invalidation::Entry { parent: book.ino, name: "第2章 承.md".into() }],
-            "a chapter the kernel never looked up has no inode to drop"
-        );
-        assert_eq!(
-            f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]),
-            [Invalidation::Entry { parent: ROOT_INO, name: "书".into() }, Invalidation::Inode(book.ino)]
-        );
+        let mut set = f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]);
+        set.sort_by_key(|i| format!("{i:?}"));
+        let mut expected = vec![
+            entry(book.ino, "2"),
+            entry(book.ino, "第1章 起.md"),
+            entry(book.ino, "第2章 承.md"),
+            Invalidation::Inode(book.ino),
+            Invalidation::Inode(chapter.ino),
+            Invalidation::Inode(second.ino),
+        ];
+        expected.sort_by_key(|i| format!("{i:?}"));
+        assert_eq!(set, expected, "aliases may resolve anew; pages keep their bytes");
+        assert_eq!(alias.kind, Kind::Symlink);
         assert_eq!(
             f.fs.invalidations(&[Change::Books]),
-            [Invalidation::Entry { parent: ROOT_INO, name: "书".into() }, Invalidation::Inode(ROOT_INO)]
+            [entry(ROOT_INO, "书"), Invalidation::Inode(ROOT_INO), Invalidation::Inode(book.ino)]
         );
+        std::fs::rename(&f.book_dir, f.book_dir.with_file_name("新书")).unwrap();
+        let gone = f.fs.invalidations(&[Change::Books]);
+        assert_eq!(gone.iter().filter(|i| matches!(i, Invalidation::Entry { .. })).count(), 6, "a renamed book: all it held {gone:?}");
     }
 
     #[test]

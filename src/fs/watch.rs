@@ -250,7 +250,10 @@ impl Watch {
                             changes.push(Change::Chapters(book));
                         }
                     } else if mask & SET_EVENTS != 0 {
-                        changes.push(Change::Chapters(book));
+                        // A rename over a chapter changes its bytes with no
+                        // write to it.
+                        changes.push(Change::Chapters(book.clone()));
+                        changes.push(Change::Chapter(book, OsStr::from_bytes(name).to_os_string()));
                     } else {
                         changes.push(Change::Chapter(book, OsStr::from_bytes(name).to_os_string()));
                     }
