@@ -55,14 +55,12 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         Some(value.clone())
     }
 
-    /// Inserts `value` weighing `bytes`; an entry larger than the whole
-    /// budget is not kept (the caller still has it).
+    /// Inserts `value` weighing `bytes`. An entry larger than the whole
+    /// budget is kept alone: a 100,000-line chapter read page by page with
+    /// a small cache must not be decoded again for every page.
     pub fn insert(&mut self, key: K, value: V, bytes: usize) {
         self.remove(&key);
-        if bytes > self.budget {
-            return;
-        }
-        while self.used + bytes > self.budget {
+        while self.used + bytes > self.budget && self.used > 0 {
             let Some((_, oldest)) = self.order.pop_first() else { break };
             if let Some((_, b, _)) = self.entries.remove(&oldest) {
                 self.used -= b;
@@ -109,7 +107,10 @@ mod tests {
         assert_eq!(lru.get(&"a"), Some(1));
         assert_eq!(lru.used_bytes(), 8);
         lru.insert("huge", 9, 11);
-        assert_eq!(lru.get(&"huge"), None);
-        assert_eq!(lru.len(), 2);
+        assert_eq!(lru.get(&"huge"), Some(9), "kept alone");
+        assert_eq!((lru.len(), lru.used_bytes()), (1, 11));
+        lru.insert("d", 4, 4);
+        assert_eq!(lru.get(&"huge"), None, "and the first to go");
+        assert_eq!(lru.len(), 1);
     }
 }

@@ -87,10 +87,12 @@ fn kind(k: Kind) -> FileType {
 
 impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // READDIRPLUS for every piece of a listing, not only the first
+        // (what READDIRPLUS_AUTO does): `find` and `cat` of a listed
+        // directory then cost no LOOKUP per entry.
         for flag in [
             InitFlags::FUSE_PARALLEL_DIROPS,
             InitFlags::FUSE_DO_READDIRPLUS,
-            InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_CACHE_SYMLINKS,
         ] {
             // A kernel without one of these still works, only slower.

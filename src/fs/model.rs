@@ -36,6 +36,9 @@ pub const ROOT_INO: u64 = 1;
 /// there are pushed to it, so this only bounds a change inotify missed.
 pub const WATCHED_TTL: Duration = Duration::from_secs(3600);
 
+/// Chapter files above this size are loaded one at a time.
+const BIG_CHAPTER_BYTES: u64 = 4 << 20;
+
 /// Settings of one mount.
 #[derive(Debug, Clone)]
 pub struct FsConfig {
@@ -116,16 +119,6 @@ impl Node {
             Node::Chapter { chapter } | Node::ChapterError { chapter, .. } | Node::Page { chapter, .. } => Some(&chapter.book),
             Node::ChapterAlias { target, .. } => Some(&target.book),
             Node::Ambiguous { book, .. } | Node::AmbiguousError { book, .. } => Some(book),
-        }
-    }
-
-    /// The name of a root-level node in the root directory.
-    fn root_name(&self) -> Option<&OsStr> {
-        match self {
-            Node::RootError => Some(OsStr::new(ERROR_FILE)),
-            Node::Book { book } => Some(book),
-            Node::BookAlias { name, .. } => Some(name),
-            _ => None,
         }
     }
 }
@@ -251,6 +244,7 @@ pub struct NovelFs {
     /// Per directory inode, a digest of what its previous opendir listed.
     last_listed: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
+    big_loads: Mutex<()>,
     /// The switch as last reported by `switch_flipped` (0 = not yet).
     switch_seen: AtomicU8,
 }
@@ -332,6 +326,7 @@ impl NovelFs {
             next_fh: std::sync::atomic::AtomicU64::new(1),
             last_listed: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
+            big_loads: Mutex::new(()),
             switch_seen: AtomicU8::new(0),
             config,
         }
@@ -387,10 +382,6 @@ impl NovelFs {
             entry.last_attr = Some((a.size, a.mtime));
         }
         ino
-    }
-
-    fn ino_of(&self, node: &Node) -> Option<u64> {
-        lock(&self.inodes).by_node.get(node).copied()
     }
 
     /// The path of `ino` for log lines (never fails).
@@ -499,6 +490,15 @@ impl NovelFs {
         if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
             return Ok((version, loaded, mtime_of(&meta)));
         }
+        // One big chapter decodes at a time (its bytes and text are both in
+        // memory meanwhile): two readers of the same one wait for one load,
+        // and two different ones do not double the daemon's peak.
+        let _big = (meta.len() > BIG_CHAPTER_BYTES).then(|| lock(&self.big_loads));
+        if _big.is_some()
+            && let Some(loaded) = lock(&self.texts).get(&(c.clone(), version))
+        {
+            return Ok((version, loaded, mtime_of(&meta)));
+        }
         let chapter = &index.chapters[i];
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(&c.book, &c.file) {
             Ok(None) => return Err(libc::ENOENT),
@@ -506,7 +506,7 @@ impl NovelFs {
                 let loaded = self
                     .library
                     .read_opened_chapter(&c.book, &c.file, f, &meta)
-                    .and_then(|bytes| self.library.decode_chapter(&c.book, chapter, &bytes))
+                    .and_then(|bytes| self.library.decode_chapter(&c.book, chapter, bytes))
                     .map(Arc::new);
                 (Stamp::of(&meta), mtime_of(&meta), loaded)
             }

@@ -15,9 +15,25 @@ pub struct UndetectableEncoding {
 
 /// Decodes a chapter's bytes the way the original tool does.
 pub fn decode_text(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
-    if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-        return Ok(String::from_utf8_lossy(rest).into_owned());
+    decode_owned(bytes.to_vec())
+}
+
+/// `decode_text` for bytes it may keep: valid UTF-8 (the common case)
+/// becomes the text without a copy, so a 14 MB chapter needs 14 MB, not 28.
+pub fn decode_owned(mut bytes: Vec<u8>) -> Result<String, UndetectableEncoding> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+        return Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
     }
+    let bytes = match first_steps(bytes) {
+        Ok(text) => return Ok(text),
+        Err(bytes) => bytes,
+    };
+    decode_rest(&bytes)
+}
+
+/// Steps 1 (UTF-16 BOMs), 2 and 3; the bytes back when none applies.
+fn first_steps(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
     if let Some(rest) = bytes.strip_prefix(b"\xFF\xFE") {
         // Node's `buf.toString("utf16le")` drops an odd last byte silently.
         return Ok(utf16(rest, true));
@@ -31,12 +47,14 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
             if i % 2 == 1 { odd += 1 } else { even += 1 }
         }
         if (odd + even) as f64 / bytes.len() as f64 > 0.05 {
-            return Ok(utf16_replacing_odd_byte(bytes, odd >= even));
+            return Ok(utf16_replacing_odd_byte(&bytes, odd >= even));
         }
     }
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return Ok(text.to_string());
-    }
+    String::from_utf8(bytes).map_err(|e| e.into_bytes())
+}
+
+/// Steps 4 to 6.
+fn decode_rest(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
     let mut utf16_suspected = false;
     if bytes.len() >= 8 && bytes.len() % 2 == 0 && could_be_utf16(bytes) {
         let le = Utf16Score::of(bytes, true);

@@ -26,11 +26,15 @@ pub use scan::Chapter;
 /// Chapters above this size are refused rather than read into memory.
 pub const DEFAULT_MAX_CHAPTER_BYTES: u64 = 256 << 20;
 
+/// The largest chapter file ever read, whatever `max_chapter_bytes` says.
+pub const MAX_CHAPTER_BYTES_CAP: u64 = 2 << 30;
+
 /// A library root: the directory holding `novels/`.
 #[derive(Debug, Clone)]
 pub struct Library {
     root: PathBuf,
     root_display: String,
+    /// Larger chapter files are an error (never above `MAX_CHAPTER_BYTES_CAP`).
     pub max_chapter_bytes: u64,
 }
 
@@ -144,14 +148,15 @@ impl Library {
     /// still cannot leak anything outside the library.
     pub fn load_chapter(&self, book: &OsStr, chapter: &Chapter) -> Result<ChapterText, NovelError> {
         let bytes = self.read_chapter_bytes(book, &chapter.os_name)?;
-        self.decode_chapter(book, chapter, &bytes)
+        self.decode_chapter(book, chapter, bytes)
     }
 
     /// Decodes the bytes of `chapter`.
-    pub fn decode_chapter(&self, book: &OsStr, chapter: &Chapter, bytes: &[u8]) -> Result<ChapterText, NovelError> {
-        let path = self.display_path(&book.to_string_lossy(), &chapter.file);
-        let text = decode::decode_text(bytes)
-            .map_err(|e| NovelError::Encoding { path, utf16_suspected: e.utf16_suspected })?;
+    pub fn decode_chapter(&self, book: &OsStr, chapter: &Chapter, bytes: Vec<u8>) -> Result<ChapterText, NovelError> {
+        let text = decode::decode_owned(bytes).map_err(|e| NovelError::Encoding {
+            path: self.display_path(&book.to_string_lossy(), &chapter.file),
+            utf16_suspected: e.utf16_suspected,
+        })?;
         Ok(ChapterText::new(text))
     }
 
@@ -193,16 +198,19 @@ impl Library {
         meta: &std::fs::Metadata,
     ) -> Result<Vec<u8>, NovelError> {
         let io_err = |e: std::io::Error| self.io_error(book, file, e);
-        if meta.len() > self.max_chapter_bytes {
+        // Decoding grows a text by at most 1.5× (2 bytes of GBK or UTF-16
+        // become 3 of UTF-8): under 2 GiB, line offsets fit in a u32.
+        let max = self.max_chapter_bytes.min(MAX_CHAPTER_BYTES_CAP);
+        if meta.len() > max {
             return Err(io_err(std::io::Error::other(format!(
                 "文件大小 {} 字节超过上限 {} 字节（--max-chapter-bytes）",
                 meta.len(),
-                self.max_chapter_bytes
+                max
             ))));
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        f.take(self.max_chapter_bytes + 1).read_to_end(&mut bytes).map_err(io_err)?;
-        if bytes.len() as u64 > self.max_chapter_bytes {
+        f.take(max + 1).read_to_end(&mut bytes).map_err(io_err)?;
+        if bytes.len() as u64 > max {
             return Err(io_err(std::io::Error::other("文件在读取时超过大小上限")));
         }
         Ok(bytes)

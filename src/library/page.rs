@@ -18,7 +18,9 @@ pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
 pub struct ChapterText {
     text: String,
     /// Byte range of each line in `text`.
-    spans: Vec<(usize, usize)>,
+    /// Byte range of each line (without its `\r\n`); u32 halves the
+    /// index of a 100,000-line chapter (chapters are capped far below 4 GiB).
+    spans: Vec<(u32, u32)>,
     /// Sizes of each line as shown (after the 3000-unit cut and its suffix).
     stats: Vec<LineStats>,
 }
@@ -76,17 +78,18 @@ impl ChapterText {
         // Decoders allocate for the worst case; a cached chapter should
         // hold only its text.
         text.shrink_to_fit();
-        let mut spans = Vec::new();
+        assert!(text.len() < u32::MAX as usize, "chapter text of {} bytes", text.len());
+        let mut spans = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
         let mut start = 0;
         for (i, b) in text.bytes().enumerate() {
             if b == b'\n' {
                 let end = if i > start && text.as_bytes()[i - 1] == b'\r' { i - 1 } else { i };
-                spans.push((start, end));
+                spans.push((start as u32, end as u32));
                 start = i + 1;
             }
         }
-        spans.push((start, text.len()));
-        let stats = spans.iter().map(|&(s, e)| LineStats::of(&text[s..e])).collect();
+        spans.push((start as u32, text.len() as u32));
+        let stats = spans.iter().map(|&(s, e)| LineStats::of(&text[s as usize..e as usize])).collect();
         ChapterText { text, spans, stats }
     }
 
@@ -106,7 +109,7 @@ impl ChapterText {
 
     fn line(&self, i: usize) -> &str {
         let (s, e) = self.spans[i];
-        &self.text[s..e]
+        &self.text[s as usize..e as usize]
     }
 
     /// Which lines a page starting at `offset` takes: (count, chars, hit_char_cap).
@@ -138,7 +141,7 @@ impl ChapterText {
     /// Bytes held, for cache accounting.
     pub fn heap_bytes(&self) -> usize {
         self.text.capacity()
-            + self.spans.capacity() * std::mem::size_of::<(usize, usize)>()
+            + self.spans.capacity() * std::mem::size_of::<(u32, u32)>()
             + self.stats.capacity() * std::mem::size_of::<LineStats>()
     }
 
