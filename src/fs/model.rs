@@ -36,6 +36,31 @@ pub const ROOT_INO: u64 = 1;
 /// there are pushed to it, so this only bounds a change inotify missed.
 pub const WATCHED_TTL: Duration = Duration::from_secs(3600);
 
+/// How many chapters ahead of the one being loaded are read ahead.
+const READ_AHEAD: usize = 8;
+
+/// A thread that asks the kernel to read files into its page cache
+/// (`POSIX_FADV_WILLNEED` starts the reads and returns); it ends with
+/// the `NovelFs` that holds the sender.
+fn spawn_prefetcher() -> std::sync::mpsc::Sender<PathBuf> {
+    let (tx, rx) = std::sync::mpsc::channel::<PathBuf>();
+    let spawned = std::thread::Builder::new().name("novelfs-readahead".into()).spawn(move || {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::fd::AsRawFd;
+        for path in rx {
+            let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path);
+            if let Ok(f) = opened {
+                // SAFETY: advice on an open descriptor; no memory involved.
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        log::warn!("no read-ahead thread: {e}");
+    }
+    tx
+}
+
 /// Chapter files above this size are loaded one at a time.
 const BIG_CHAPTER_BYTES: u64 = 4 << 20;
 
@@ -245,6 +270,10 @@ pub struct NovelFs {
     last_listed: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
     big_loads: Mutex<()>,
+    /// Chapter files to read ahead (see `read_ahead`).
+    prefetch: Mutex<std::sync::mpsc::Sender<PathBuf>>,
+    /// Per book, the end of the chapters already queued for read-ahead.
+    read_ahead_to: Mutex<HashMap<OsString, usize>>,
     /// The switch as last reported by `switch_flipped` (0 = not yet).
     switch_seen: AtomicU8,
 }
@@ -327,6 +356,8 @@ impl NovelFs {
             last_listed: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
             big_loads: Mutex::new(()),
+            prefetch: Mutex::new(spawn_prefetcher()),
+            read_ahead_to: Mutex::new(HashMap::new()),
             switch_seen: AtomicU8::new(0),
             config,
         }
@@ -514,6 +545,7 @@ impl NovelFs {
             // the stamp of the name.
             Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
         };
+        self.read_ahead(&c.book, &index, i);
         let weight = match &loaded {
             Ok(text) => text.heap_bytes() + 256,
             Err(_) => 256,
@@ -521,6 +553,28 @@ impl NovelFs {
         let version = version_of(&stamp);
         lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
         Ok((version, loaded, mtime))
+    }
+
+    /// Asks the disk for the next chapters of the book while this one is
+    /// decoded: who reads a chapter (an agent paging through a book, `find`,
+    /// `grep -r`) mostly reads the following ones next, and their bytes are
+    /// then in the page cache when asked for. A sequential reader queues
+    /// one new chapter per load.
+    fn read_ahead(&self, book: &OsStr, index: &BookIndex, i: usize) {
+        let end = (i + 1 + READ_AHEAD).min(index.chapters.len());
+        let start = {
+            let mut queued = lock(&self.read_ahead_to);
+            let to = queued.entry(book.to_os_string()).or_insert(0);
+            // A reader that jumped back re-queues from where it is.
+            let start = if *to > end || *to <= i { i + 1 } else { *to };
+            *to = end;
+            start
+        };
+        let dir = self.library.book_dir(book);
+        let queue = lock(&self.prefetch);
+        for c in &index.chapters[start.min(end)..end] {
+            let _ = queue.send(dir.join(&c.os_name));
+        }
     }
 
     /// The text (or error) of one version of a chapter: cached, or the

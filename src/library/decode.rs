@@ -41,14 +41,14 @@ fn first_steps(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
     if let Some(rest) = bytes.strip_prefix(b"\xFE\xFF") {
         return Ok(utf16_replacing_odd_byte(rest, false));
     }
-    if !bytes.is_empty() {
+    // Counted fast first: most files hold no NUL at all.
+    let nuls = bytes.iter().filter(|&&b| b == 0).count();
+    if nuls > 0 && nuls as f64 / bytes.len() as f64 > 0.05 {
         let (mut odd, mut even) = (0usize, 0usize);
         for (i, _) in bytes.iter().enumerate().filter(|(_, b)| **b == 0) {
             if i % 2 == 1 { odd += 1 } else { even += 1 }
         }
-        if (odd + even) as f64 / bytes.len() as f64 > 0.05 {
-            return Ok(utf16_replacing_odd_byte(&bytes, odd >= even));
-        }
+        return Ok(utf16_replacing_odd_byte(&bytes, odd >= even));
     }
     String::from_utf8(bytes).map_err(|e| e.into_bytes())
 }

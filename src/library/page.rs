@@ -17,7 +17,6 @@ pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
 #[derive(Debug, Clone)]
 pub struct ChapterText {
     text: String,
-    /// Byte range of each line in `text`.
     /// Byte range of each line (without its `\r\n`); u32 halves the
     /// index of a 100,000-line chapter (chapters are capped far below 4 GiB).
     spans: Vec<(u32, u32)>,
@@ -47,8 +46,32 @@ fn json_escape_extra(c: char) -> usize {
     }
 }
 
+/// `json_escape_extra` for one byte of UTF-8 (multi-byte characters are
+/// never escaped).
+fn json_byte_extra(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
+        0x00..=0x1F => 5,
+        _ => 0,
+    }
+}
+
 impl LineStats {
     fn of(line: &str) -> LineStats {
+        // Byte-wise first (the loops vectorize): a UTF-16 unit per byte
+        // that starts a character, two for a 4-byte one; JSON escapes only
+        // ASCII bytes. Only a line past the 3000-unit cut needs the walk
+        // by characters.
+        let b = line.as_bytes();
+        let units: usize = b.iter().map(|&x| usize::from(x & 0xC0 != 0x80) + usize::from(x >= 0xF0)).sum();
+        if units <= LINE_CUT {
+            let json_extra: usize = b.iter().map(|&x| json_byte_extra(x)).sum();
+            return LineStats { units: units as u32, bytes: b.len() as u32, json_bytes: (b.len() + json_extra) as u32 };
+        }
+        Self::of_long(line)
+    }
+
+    fn of_long(line: &str) -> LineStats {
         let mut units = 0usize;
         let mut json_extra = 0usize;
         let mut cut = None;
@@ -79,14 +102,13 @@ impl ChapterText {
         // hold only its text.
         text.shrink_to_fit();
         assert!(text.len() < u32::MAX as usize, "chapter text of {} bytes", text.len());
-        let mut spans = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
+        let bytes = text.as_bytes();
+        let mut spans = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
         let mut start = 0;
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                let end = if i > start && text.as_bytes()[i - 1] == b'\r' { i - 1 } else { i };
-                spans.push((start as u32, end as u32));
-                start = i + 1;
-            }
+        for i in memchr::memchr_iter(b'\n', bytes) {
+            let end = if i > start && bytes[i - 1] == b'\r' { i - 1 } else { i };
+            spans.push((start as u32, end as u32));
+            start = i + 1;
         }
         spans.push((start as u32, text.len() as u32));
         let stats = spans.iter().map(|&(s, e)| LineStats::of(&text[s as usize..e as usize])).collect();
@@ -150,7 +172,12 @@ impl ChapterText {
         let layout = self.layout(offset, limit);
         let first = (offset - 1) as usize;
         let lines = (first..first + layout.taken)
-            .map(|i| PageLine { number: i as u64 + 1, text: shown_line(self.line(i)) })
+            .map(|i| {
+                let line = self.line(i);
+                // The stats already tell whether the line is cut.
+                let text = if self.stats[i].units as usize <= LINE_CUT { line.to_string() } else { shown_line(line) };
+                PageLine { number: i as u64 + 1, text }
+            })
             .collect();
         Page { offset, total_lines: self.total_lines(), chars: layout.chars, truncated: layout.truncated, lines }
     }
