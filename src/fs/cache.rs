@@ -60,16 +60,22 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// a small cache must not be decoded again for every page.
     pub fn insert(&mut self, key: K, value: V, bytes: usize) {
         self.remove(&key);
+        self.make_room(bytes);
+        self.clock += 1;
+        self.used += bytes;
+        self.order.insert(self.clock, key.clone());
+        self.entries.insert(key, (value, bytes, self.clock));
+    }
+
+    /// Evicts the least recently used entries until `bytes` more fit, so
+    /// that a value about to be built does not come on top of a full cache.
+    pub fn make_room(&mut self, bytes: usize) {
         while self.used + bytes > self.budget && self.used > 0 {
             let Some((_, oldest)) = self.order.pop_first() else { break };
             if let Some((_, b, _)) = self.entries.remove(&oldest) {
                 self.used -= b;
             }
         }
-        self.clock += 1;
-        self.used += bytes;
-        self.order.insert(self.clock, key.clone());
-        self.entries.insert(key, (value, bytes, self.clock));
     }
 
     pub fn remove(&mut self, key: &K) {
@@ -112,5 +118,8 @@ mod tests {
         lru.insert("d", 4, 4);
         assert_eq!(lru.get(&"huge"), None, "and the first to go");
         assert_eq!(lru.len(), 1);
+        lru.insert("e", 5, 4);
+        lru.make_room(5);
+        assert_eq!((lru.get(&"d"), lru.get(&"e")), (None, Some(5)), "room for 5 more: the older goes");
     }
 }

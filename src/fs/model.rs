@@ -373,7 +373,7 @@ impl NovelFs {
         if covered { WATCHED_TTL } else { self.config.ttl }
     }
 
-    /// The TTL the kernel gets for its negative or unwatched answers.
+    /// The configured TTL (what unwatched names get).
     pub fn ttl(&self) -> Duration {
         self.config.ttl
     }
@@ -505,7 +505,13 @@ impl NovelFs {
     /// text must be cached under the version of the file it came from. A
     /// name that no longer holds a file is ENOENT, never a cached error.
     fn chapter(&self, c: &ChapterRef) -> Result<(u64, Loaded, SystemTime)> {
-        let (index, i, meta) = self.chapter_source(c)?;
+        let source = self.chapter_source(c)?;
+        self.chapter_from(c, source)
+    }
+
+    /// `chapter`, with the source already looked at.
+    fn chapter_from(&self, c: &ChapterRef, source: (Arc<BookIndex>, usize, std::fs::Metadata)) -> Result<(u64, Loaded, SystemTime)> {
+        let (index, i, meta) = source;
         let version = version_of(&Stamp::of(&meta));
         if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
             return Ok((version, loaded, mtime_of(&meta)));
@@ -519,6 +525,9 @@ impl NovelFs {
         {
             return Ok((version, loaded, mtime_of(&meta)));
         }
+        // The text will take about the file's size (exactly, for UTF-8):
+        // room for it is made before it is read, not after.
+        lock(&self.texts).make_room(meta.len() as usize);
         let chapter = &index.chapters[i];
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(&c.book, &c.file) {
             Ok(None) => return Err(libc::ENOENT),
@@ -588,12 +597,12 @@ impl NovelFs {
     /// The chapter's outline as the source is now (decoding it only when
     /// the outline is not cached for the source's current version).
     fn outline(&self, c: &ChapterRef) -> Result<(u64, Option<Arc<Outline>>, SystemTime)> {
-        let (_, _, meta) = self.chapter_source(c)?;
-        let version = version_of(&Stamp::of(&meta));
+        let source = self.chapter_source(c)?;
+        let version = version_of(&Stamp::of(&source.2));
         if let Some(outline) = lock(&self.outlines).get(&(c.clone(), version)) {
-            return Ok((version, outline, mtime_of(&meta)));
+            return Ok((version, outline, mtime_of(&source.2)));
         }
-        let (version, loaded, mtime) = self.chapter(c)?;
+        let (version, loaded, mtime) = self.chapter_from(c, source)?;
         let outline = loaded.ok().map(|text| {
             let pages = text
                 .chain()
