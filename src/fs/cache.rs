@@ -32,6 +32,17 @@ impl Stamp {
     }
 }
 
+/// Buffers at least this big get their own mapping from the allocator
+/// (the daemon sets glibc's `M_MMAP_THRESHOLD` to it, see `mount.rs`).
+pub const MMAP_THRESHOLD: usize = 16 * 1024;
+
+/// What a buffer of `bytes` really costs: a mapped one takes whole 4 KiB
+/// pages (on average 2 KiB more than asked, which over thousands of cached
+/// chapters is tens of MiB the budget must count), a small one a header.
+pub fn allocated(bytes: usize) -> usize {
+    if bytes >= MMAP_THRESHOLD { (bytes + 16).next_multiple_of(4096) } else { bytes + 16 }
+}
+
 pub struct Lru<K, V> {
     entries: HashMap<K, (V, usize, u64)>,
     /// Last-use tick → key, oldest first: eviction and touch are O(log n).
@@ -101,6 +112,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mapped_buffers_count_whole_pages() {
+        assert_eq!(allocated(100), 116);
+        assert_eq!(allocated(MMAP_THRESHOLD), 20480);
+        assert_eq!(allocated(40_000), 40_960);
+    }
 
     #[test]
     fn evicts_least_recently_used_within_budget() {

@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::library::{self, BookIndex, ChapterText, Library, Lookup, NovelError, PageOutput};
 
-use super::cache::{Lru, Stamp};
+use super::cache::{Lru, Stamp, allocated};
 use super::names::{ERROR_FILE, Format, PageName};
 use super::watch::{Change, Watch};
 
@@ -545,7 +545,7 @@ impl NovelFs {
         };
         self.read_ahead(&c.book, &index, i);
         let weight = match &loaded {
-            Ok(text) => text.heap_bytes() + 256,
+            Ok(text) => text.buffer_bytes().into_iter().map(allocated).sum::<usize>() + 256,
             Err(_) => 256,
         };
         let version = version_of(&stamp);
@@ -678,7 +678,7 @@ impl NovelFs {
         let mut rendered = rendered.into_bytes();
         rendered.shrink_to_fit();
         let bytes = Arc::new(rendered);
-        lock(&self.pages).insert(key, bytes.clone(), bytes.len() + 128);
+        lock(&self.pages).insert(key, bytes.clone(), allocated(bytes.len()) + 128);
         Ok(bytes)
     }
 

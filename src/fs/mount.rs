@@ -363,7 +363,7 @@ pub fn run(req: MountRequest) -> i32 {
     // SAFETY: mallopt only tunes glibc's allocator; called before any thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 16 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, super::cache::MMAP_THRESHOLD as i32);
     }
     let signals = block_termination_signals();
     let fs = Arc::new(NovelFs::new(library, config));

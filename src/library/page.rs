@@ -160,11 +160,14 @@ impl ChapterText {
         &self.stats[first..first + layout.taken]
     }
 
-    /// Bytes held, for cache accounting.
-    pub fn heap_bytes(&self) -> usize {
-        self.text.capacity()
-            + self.spans.capacity() * std::mem::size_of::<(u32, u32)>()
-            + self.stats.capacity() * std::mem::size_of::<LineStats>()
+    /// The capacities of the buffers it holds (text, line spans, line
+    /// stats), for cache accounting.
+    pub fn buffer_bytes(&self) -> [usize; 3] {
+        [
+            self.text.capacity(),
+            self.spans.capacity() * std::mem::size_of::<(u32, u32)>(),
+            self.stats.capacity() * std::mem::size_of::<LineStats>(),
+        ]
     }
 
     /// The page itself.
