@@ -67,10 +67,12 @@ struct MountCmd {
     /// Stay attached and log to stderr (RUST_LOG=debug for more).
     #[arg(short, long)]
     foreground: bool,
-    /// Mount options: ro, allow_other, allow_root, auto_unmount, default_permissions, fsname=, ttl=.
+    /// Mount options: ro, allow_other, allow_root, auto_unmount, default_permissions, fsname=, ttl=, nowatch.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
-    /// Seconds the kernel may cache names and attributes (0 = always ask).
+    /// Seconds the kernel may cache names and attributes that are not
+    /// watched (0 = always ask, and watch nothing). Watched ones are
+    /// cached until a change is pushed to the kernel.
     #[arg(long)]
     ttl: Option<String>,
     /// The assistant's state file (see `read --help`).

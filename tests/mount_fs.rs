@@ -29,13 +29,17 @@ fn strict(root: &Path) -> Mount {
     Mount::new(root, &["--ttl", "0", "--state-file", "/nonexistent/state.json"])
 }
 
-/// The two ways a mount stays fresh: asking every time (`--ttl 0`), and
-/// the watch, here with a TTL so long that only its notifications can
-/// make a change show.
-const MODES: [(&str, &str); 2] = [("strict", "0"), ("watched", "3600")];
+/// The three ways a mount stays fresh: asking every time (`--ttl 0`); the
+/// watch, here with a TTL so long that only its notifications can make a
+/// change show; and no watch, where the TTL (0.5 s) bounds staleness.
+const MODES: [(&str, &str); 3] = [("strict", "0"), ("watched", "3600"), ("unwatched", "0.5")];
 
 fn mount_in(root: &Path, ttl: &str, state: &str) -> Mount {
-    Mount::new(root, &["--ttl", ttl, "--state-file", state])
+    let mut args = vec!["--ttl", ttl, "--state-file", state];
+    if ttl == "0.5" {
+        args.push("--no-watch");
+    }
+    Mount::new(root, &args)
 }
 
 /// Retries `f` for up to 5 s: a watched mount hears of a change a moment

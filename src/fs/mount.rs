@@ -487,6 +487,8 @@ mod tests {
     #[test]
     fn fstab_options() {
         let o = opts("ro,allow_other,ttl=0.5,fsname=lib,noatime,nodev,nosuid,_netdev,x-systemd.automount").unwrap();
+        assert!(!o.no_watch);
+        assert!(opts("nowatch").unwrap().no_watch);
         assert!(o.allow_other);
         assert_eq!(o.ttl, Some(0.5));
         assert_eq!(o.fsname.as_deref(), Some("lib"));
