@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::library::scan::is_chapter_file_name;
+
 /// A change on disk, as far as the mount's names and bytes are concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Change {
@@ -91,11 +93,6 @@ fn remote_filesystem(dir: &Path) -> bool {
         return true;
     }
     REMOTE.contains(&(st.f_type as i64))
-}
-
-fn is_chapter_name(name: &[u8]) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(b".md") || lower.ends_with(b".markdown") || lower.ends_with(b".txt")
 }
 
 impl Watch {
@@ -244,7 +241,7 @@ impl Watch {
                         }
                         w.by_wd.remove(&event.wd);
                         changes.push(Change::Books);
-                    } else if name.is_empty() || !is_chapter_name(name) || mask & libc::IN_ISDIR != 0 {
+                    } else if name.is_empty() || !is_chapter_file_name(name) || mask & libc::IN_ISDIR != 0 {
                         // The book's own attributes, or a name that is no chapter.
                         if mask & SET_EVENTS != 0 {
                             changes.push(Change::Chapters(book));
