@@ -22,9 +22,9 @@ use novelfs::library::number::{
     clean_chapter_title, normalize_width, parse_chapter_number, strip_last_extension,
 };
 use novelfs::library::page::{
-    ChapterText, Page, PageLine, LINE_CUT, LINE_CUT_SUFFIX, MAX_OFFSET, READ_LIMIT, READ_MAX_CHARS,
+    ChapterText, LINE_CUT, LINE_CUT_SUFFIX, MAX_OFFSET, Page, PageLine, READ_LIMIT, READ_MAX_CHARS,
 };
-use novelfs::library::scan::{chapter_order, Chapter};
+use novelfs::library::scan::{Chapter, chapter_order};
 
 // ---------------------------------------------------------------- decode
 
@@ -39,12 +39,19 @@ pub fn decode(data: &[u8]) {
     // Determinism: the same bytes always decode the same way.
     assert_eq!(decode_text(data), result);
 
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     // Valid UTF-8 can start with EF BB BF but never with FF FE / FE FF.
     let nuls = data.iter().filter(|&&b| b == 0).count();
     if !data.starts_with(b"\xEF\xBB\xBF") && nuls * 20 <= data.len() {
         // Rule 1 does not apply, rule 2 needs > 5% NUL, so rule 3 returns it as is.
-        assert_eq!(result.as_deref(), Ok(s), "valid UTF-8 without BOM, {nuls} NUL of {}", data.len());
+        assert_eq!(
+            result.as_deref(),
+            Ok(s),
+            "valid UTF-8 without BOM, {nuls} NUL of {}",
+            data.len()
+        );
     }
     // Any text survives a round trip through each BOM'd encoding.
     let mut utf8 = b"\xEF\xBB\xBF".to_vec();
@@ -74,7 +81,10 @@ pub fn chapter_number(data: &[u8]) {
             assert_eq!(n.fract(), 0.0, "fractional chapter number {n} for {name:?}");
         } else {
             let run = longest_ascii_digit_run(&normalize_width(&name));
-            assert!(run > 308, "infinite chapter number from a {run}-digit run in {name:?}");
+            assert!(
+                run > 308,
+                "infinite chapter number from a {run}-digit run in {name:?}"
+            );
         }
     }
     let stem = strip_last_extension(&name);
@@ -84,7 +94,10 @@ pub fn chapter_number(data: &[u8]) {
             !title.starts_with(is_js_whitespace) && !title.ends_with(is_js_whitespace),
             "title {title:?} of {s:?} is not trimmed"
         );
-        assert!(!title.contains(['_', '-', '.']), "separator left in title {title:?} of {s:?}");
+        assert!(
+            !title.contains(['_', '-', '.']),
+            "separator left in title {title:?} of {s:?}"
+        );
     }
     let chapter = Chapter::new(OsString::from(name.as_ref()));
     assert_eq!(chapter.file, name);
@@ -93,7 +106,10 @@ pub fn chapter_number(data: &[u8]) {
 }
 
 fn longest_ascii_digit_run(s: &str) -> usize {
-    s.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0)
+    s.split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------- lookup
@@ -113,10 +129,18 @@ pub fn lookup(data: &[u8]) {
             names.push(p);
         }
     }
-    let mut chapters: Vec<Chapter> = names.iter().map(|n| Chapter::new(OsString::from_vec(n.to_vec()))).collect();
+    let mut chapters: Vec<Chapter> = names
+        .iter()
+        .map(|n| Chapter::new(OsString::from_vec(n.to_vec())))
+        .collect();
     chapters.sort_by(chapter_order);
     for w in chapters.windows(2) {
-        assert!(chapter_order(&w[0], &w[1]).is_lt(), "distinct names must sort strictly: {:?} {:?}", w[0].file, w[1].file);
+        assert!(
+            chapter_order(&w[0], &w[1]).is_lt(),
+            "distinct names must sort strictly: {:?} {:?}",
+            w[0].file,
+            w[1].file
+        );
     }
     let index = BookIndex::new(chapters);
     let chapters = &index.chapters;
@@ -133,8 +157,16 @@ pub fn lookup(data: &[u8]) {
         check_find(&index, &c.file);
         if trim(&c.file) == c.file {
             let lower = to_lower(&c.file);
-            let first = chapters.iter().position(|d| to_lower(&d.file) == lower).unwrap();
-            assert_eq!(index.find(&c.file), Lookup::Found(first), "exact file name {:?}", c.file);
+            let first = chapters
+                .iter()
+                .position(|d| to_lower(&d.file) == lower)
+                .unwrap();
+            assert_eq!(
+                index.find(&c.file),
+                Lookup::Found(first),
+                "exact file name {:?}",
+                c.file
+            );
         }
     }
 
@@ -158,7 +190,12 @@ fn check_find(index: &BookIndex, arg: &str) {
         }
         Lookup::NotFound => {}
     }
-    assert_eq!(got, reference_find(chapters, arg), "find({arg:?}) in {:?}", files(chapters));
+    assert_eq!(
+        got,
+        reference_find(chapters, arg),
+        "find({arg:?}) in {:?}",
+        files(chapters)
+    );
 
     // Step 3: an all-digit argument never matches a substring (`1` must not find `第11章`).
     let needle = trim(arg);
@@ -196,15 +233,25 @@ fn reference_find(chapters: &[Chapter], arg: &str) -> Lookup {
             lower_stem = s;
         }
     }
-    if let Some(i) = chapters.iter().position(|c| to_lower(strip_last_extension(&c.file)) == lower_stem) {
+    if let Some(i) = chapters
+        .iter()
+        .position(|c| to_lower(strip_last_extension(&c.file)) == lower_stem)
+    {
         return Lookup::Found(i);
     }
     if let Some(n) = parse_chapter_number(needle) {
-        let same: Vec<usize> = (0..chapters.len()).filter(|&i| chapters[i].number == Some(n)).collect();
+        let same: Vec<usize> = (0..chapters.len())
+            .filter(|&i| chapters[i].number == Some(n))
+            .collect();
         match same.len() {
             0 => {}
             1 => return Lookup::Found(same[0]),
-            _ => return Lookup::Ambiguous { number: n, indices: same },
+            _ => {
+                return Lookup::Ambiguous {
+                    number: n,
+                    indices: same,
+                };
+            }
         }
     }
     let normalized = normalize_width(needle);
@@ -236,8 +283,16 @@ pub fn page_name(data: &[u8]) {
         0 => None,
         l => Some(u32::from(l)),
     };
-    let format = if raw[10] & 1 == 0 { Format::Text } else { Format::Json };
-    let p = PageName { offset, limit, format };
+    let format = if raw[10] & 1 == 0 {
+        Format::Text
+    } else {
+        Format::Json
+    };
+    let p = PageName {
+        offset,
+        limit,
+        format,
+    };
     assert_eq!(PageName::parse(p.to_name().as_bytes()), Some(p));
 }
 
@@ -256,7 +311,14 @@ pub fn paging(data: &[u8]) {
     let ct = ChapterText::new(text.clone());
     let total = ct.total_lines();
     let pieces = js_split_lines(&text);
-    assert_eq!(total, if text.is_empty() { 0 } else { pieces.len() as u64 });
+    assert_eq!(
+        total,
+        if text.is_empty() {
+            0
+        } else {
+            pieces.len() as u64
+        }
+    );
 
     let offset = 1 + u64::from_le_bytes(raw[..8].try_into().unwrap()) % total.max(1);
     let limit = 1 + u32::from(u16::from_le_bytes([raw[8], raw[9]])) % READ_LIMIT;
@@ -282,10 +344,26 @@ pub fn paging(data: &[u8]) {
 
 fn check_page(ct: &ChapterText, pieces: &[&str], offset: u64, limit: u32) {
     let page = ct.page(offset, limit);
-    assert!(!page.lines.is_empty(), "a page in range has at least one line");
-    assert!(page.lines.len() <= limit as usize, "{} lines, limit {limit}", page.lines.len());
-    let joined = page.lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join("\n");
-    assert_eq!(page.chars, utf16_len(&joined), "chars is the UTF-16 length of the joined lines");
+    assert!(
+        !page.lines.is_empty(),
+        "a page in range has at least one line"
+    );
+    assert!(
+        page.lines.len() <= limit as usize,
+        "{} lines, limit {limit}",
+        page.lines.len()
+    );
+    let joined = page
+        .lines
+        .iter()
+        .map(|l| l.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        page.chars,
+        utf16_len(&joined),
+        "chars is the UTF-16 length of the joined lines"
+    );
     assert!(page.chars <= READ_MAX_CHARS || page.lines.len() == 1);
     for (k, line) in page.lines.iter().enumerate() {
         assert_eq!(line.number, offset + k as u64);
@@ -293,7 +371,10 @@ fn check_page(ct: &ChapterText, pieces: &[&str], offset: u64, limit: u32) {
     }
     assert_eq!(page.total_lines, ct.total_lines());
     assert_eq!(ct.layout(offset, limit).taken, page.lines.len());
-    assert_eq!(page, reference_page(pieces, ct.total_lines(), offset, limit));
+    assert_eq!(
+        page,
+        reference_page(pieces, ct.total_lines(), offset, limit)
+    );
 }
 
 /// `text.split(/\r?\n/)`.
@@ -326,9 +407,18 @@ fn reference_page(pieces: &[&str], total_lines: u64, offset: u64, limit: u32) ->
         }
         chars += add;
         // A lone surrogate left by the cut is written as U+FFFD.
-        lines.push(PageLine { number: i as u64 + 1, text: String::from_utf16_lossy(&line) });
+        lines.push(PageLine {
+            number: i as u64 + 1,
+            text: String::from_utf16_lossy(&line),
+        });
         i += 1;
     }
     let truncated = hit_char_cap || (offset - 1 + lines.len() as u64) < total_lines;
-    Page { offset, total_lines, chars, truncated, lines }
+    Page {
+        offset,
+        total_lines,
+        chars,
+        truncated,
+        lines,
+    }
 }

@@ -11,7 +11,11 @@ use novelfs::fs::mount;
 use novelfs::library::{self, Library, NovelError, ReadArgs};
 
 #[derive(Parser, Debug)]
-#[command(name = "novelfs", version, about = "Chinese novel chapters as a read-only filesystem of novel_read pages")]
+#[command(
+    name = "novelfs",
+    version,
+    about = "Chinese novel chapters as a read-only filesystem of novel_read pages"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -135,7 +139,9 @@ fn main() -> ExitCode {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush());
+            let _ = stdout
+                .write_all(out.as_bytes())
+                .and_then(|_| stdout.flush());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -193,18 +199,37 @@ fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
         .chapters
         .iter()
         .map(|c| {
-            let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name)).map_or(0, |m| m.len());
+            let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name))
+                .map_or(0, |m| m.len());
             let (chars, lines, error) = match lib.load_chapter(OsStr::new(&book), c) {
-                Ok(t) => (Some(library::js::utf16_len(t.text())), Some(t.total_lines()), None),
+                Ok(t) => (
+                    Some(library::js::utf16_len(t.text())),
+                    Some(t.total_lines()),
+                    None,
+                ),
                 Err(e) => (None, None, Some(e.to_string())),
             };
-            ChapterRow { number: c.number, title: c.title.clone(), file: c.file.clone(), bytes, chars, lines, error }
+            ChapterRow {
+                number: c.number,
+                title: c.title.clone(),
+                file: c.file.clone(),
+                bytes,
+                chars,
+                lines,
+                error,
+            }
         })
         .collect();
     let groups: Vec<DuplicateGroup> = index
         .duplicate_groups()
         .into_iter()
-        .map(|(number, idx)| DuplicateGroup { number, files: idx.iter().map(|&i| index.chapters[i].file.clone()).collect() })
+        .map(|(number, idx)| DuplicateGroup {
+            number,
+            files: idx
+                .iter()
+                .map(|&i| index.chapters[i].file.clone())
+                .collect(),
+        })
         .collect();
     if cmd.json {
         let value = serde_json::json!({ "book": book, "chapters": rows, "duplicates": groups });
@@ -213,18 +238,32 @@ fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
     let mut out = format!("《{book}》共 {} 章\n", rows.len());
     for r in &rows {
         let number = r.number.map_or("?".to_string(), library::js::format_number);
-        let title = if r.title.is_empty() { "（无标题）" } else { &r.title };
+        let title = if r.title.is_empty() {
+            "（无标题）"
+        } else {
+            &r.title
+        };
         match (&r.error, r.chars, r.lines) {
             (None, Some(chars), Some(lines)) => {
                 out += &format!("{number}\t{title}\t{chars} 字\t{lines} 行\t{}\n", r.file)
             }
-            _ => out += &format!("{number}\t{title}\t错误：{}\t{}\n", r.error.as_deref().unwrap_or(""), r.file),
+            _ => {
+                out += &format!(
+                    "{number}\t{title}\t错误：{}\t{}\n",
+                    r.error.as_deref().unwrap_or(""),
+                    r.file
+                )
+            }
         }
     }
     if !groups.is_empty() {
         out += "\n同章号文件（按章号读取会报错，请用文件名指定或改名）：\n";
         for g in &groups {
-            out += &format!("第 {} 章：{}\n", library::js::format_number(g.number), g.files.join("、"));
+            out += &format!(
+                "第 {} 章：{}\n",
+                library::js::format_number(g.number),
+                g.files.join("、")
+            );
         }
     }
     Ok(out)

@@ -26,8 +26,7 @@ const EMPTY_CHAPTER: &str = "参数 \"chapter\" 不能为空字符串";
 const BOOK_SANITIZED_EMPTY: &str = "参数 book 不能为空（清洗后无有效字符）";
 const BAD_OFFSET: &str = "参数 \"offset\" 必须是 1 到 9007199254740991 之间的整数";
 const BAD_LIMIT: &str = "参数 \"limit\" 必须是 1 到 400 之间的整数";
-const DISABLED: &str =
-    "工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。";
+const DISABLED: &str = "工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。";
 
 fn no_book(root: &Path, book: &str) -> String {
     format!(
@@ -54,7 +53,9 @@ fn encoding(path: &str, utf16_suspected: bool) -> String {
     } else {
         "，也不像带 BOM 或缺 BOM 的 UTF-16"
     };
-    format!("cannot detect text encoding of \"{path}\": 不是有效的 UTF-8/GBK{hint}，请将文件另存为 UTF-8 编码")
+    format!(
+        "cannot detect text encoding of \"{path}\": 不是有效的 UTF-8/GBK{hint}，请将文件另存为 UTF-8 编码"
+    )
 }
 
 fn offset_out_of_range(offset: &str, file: &str, total_lines: u64) -> String {
@@ -73,10 +74,12 @@ const GARBAGE: &[u8] = b"\xFF\x80abc";
 /// 30% plausible; no NUL; 0xFF makes it invalid UTF-8 and invalid GBK. So:
 /// an error, and UTF-16 is suspected.
 fn utf16_suspect() -> Vec<u8> {
-    [0x4E2Du16, 0x4E2D, 0x33FF, 0x4E2D, 0x4E2D, 0x33FF, 0x4E2D, 0x4E2D, 0x33FF, 0x4E2D]
-        .iter()
-        .flat_map(|u| u.to_le_bytes())
-        .collect()
+    [
+        0x4E2Du16, 0x4E2D, 0x33FF, 0x4E2D, 0x4E2D, 0x33FF, 0x4E2D, 0x4E2D, 0x33FF, 0x4E2D,
+    ]
+    .iter()
+    .flat_map(|u| u.to_le_bytes())
+    .collect()
 }
 
 const CH1: &str = "第01章 初遇.md";
@@ -131,29 +134,60 @@ fn library() -> Lib {
 /// default state file pointing nowhere.
 fn novelfs() -> Command {
     let mut cmd = Command::new(BIN);
-    cmd.env_remove("NOVELFS_ROOT").env("DSH_NOVEL_WRITER_STATE", NO_STATE).env("HOME", "/nonexistent");
+    cmd.env_remove("NOVELFS_ROOT")
+        .env("DSH_NOVEL_WRITER_STATE", NO_STATE)
+        .env("HOME", "/nonexistent");
     cmd
 }
 
 fn read<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
-    novelfs().arg("read").arg("--root").arg(&lib.root).arg("--state-file").arg(NO_STATE).args(args).output().unwrap()
+    novelfs()
+        .arg("read")
+        .arg("--root")
+        .arg(&lib.root)
+        .arg("--state-file")
+        .arg(NO_STATE)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn chapters<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
-    novelfs().arg("chapters").arg("--root").arg(&lib.root).arg("--state-file").arg(NO_STATE).args(args).output().unwrap()
+    novelfs()
+        .arg("chapters")
+        .arg("--root")
+        .arg(&lib.root)
+        .arg("--state-file")
+        .arg(NO_STATE)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[track_caller]
 fn assert_error(out: &Output, message: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr, format!("错误：{message}\n"), "stderr");
-    assert_eq!(out.status.code(), Some(1), "exit status (stderr {stderr:?})");
-    assert!(out.stdout.is_empty(), "stdout should be empty: {:?}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exit status (stderr {stderr:?})"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "stdout should be empty: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[track_caller]
 fn assert_page(out: &Output, want: &str) {
-    assert_eq!(String::from_utf8_lossy(&out.stdout), want, "stderr {:?}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        want,
+        "stderr {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success());
     assert!(out.stderr.is_empty());
 }
@@ -179,10 +213,19 @@ fn the_library_reads_before_anything_fails() {
 #[test]
 fn undecodable_chapter_names_its_absolute_path() {
     let lib = library();
-    assert_error(&read(&lib, &[BOOK, "乱码"]), &encoding(&lib.path_of("乱码.md"), false));
-    assert_error(&read(&lib, &[BOOK, "疑似.txt"]), &encoding(&lib.path_of("疑似.txt"), true));
+    assert_error(
+        &read(&lib, &[BOOK, "乱码"]),
+        &encoding(&lib.path_of("乱码.md"), false),
+    );
+    assert_error(
+        &read(&lib, &[BOOK, "疑似.txt"]),
+        &encoding(&lib.path_of("疑似.txt"), true),
+    );
     // The offset is checked after decoding.
-    assert_error(&read(&lib, &[BOOK, "乱码", "--offset", "99"]), &encoding(&lib.path_of("乱码.md"), false));
+    assert_error(
+        &read(&lib, &[BOOK, "乱码", "--offset", "99"]),
+        &encoding(&lib.path_of("乱码.md"), false),
+    );
     // Through a non-canonical root, the path is still the canonical one.
     let out = novelfs()
         .args(["read", "--state-file", NO_STATE, "--root"])
@@ -196,7 +239,10 @@ fn undecodable_chapter_names_its_absolute_path() {
 fn undecodable_bytes() -> impl Strategy<Value = Vec<u8>> {
     (vec(1u8..=255, 0..200), any::<proptest::sample::Index>()).prop_map(|(mut b, at)| {
         b.insert(at.index(b.len() + 1), 0xFF);
-        if b.starts_with(b"\xEF\xBB\xBF") || b.starts_with(b"\xFF\xFE") || b.starts_with(b"\xFE\xFF") {
+        if b.starts_with(b"\xEF\xBB\xBF")
+            || b.starts_with(b"\xFF\xFE")
+            || b.starts_with(b"\xFE\xFF")
+        {
             b.insert(0, b'a');
         }
         if b.len() % 2 == 0 {
@@ -227,7 +273,9 @@ fn unreadable_chapter() {
     let out = read(&lib, &[BOOK, "1"]);
     if std::fs::File::open(&file).is_ok() {
         // Running as root: mode 000 does not stop root, so the page is read.
-        eprintln!("unreadable_chapter: mode 000 is readable here (root); checking the page instead");
+        eprintln!(
+            "unreadable_chapter: mode 000 is readable here (root); checking the page instead"
+        );
         assert_page(&out, &ch1_page(&lib.root));
         return;
     }
@@ -235,7 +283,10 @@ fn unreadable_chapter() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
-    assert!(stderr.starts_with("错误：") && stderr.ends_with('\n') && stderr.lines().count() == 1, "{stderr:?}");
+    assert!(
+        stderr.starts_with("错误：") && stderr.ends_with('\n') && stderr.lines().count() == 1,
+        "{stderr:?}"
+    );
     assert!(stderr.contains(CH1), "{stderr:?}");
 }
 
@@ -244,7 +295,10 @@ fn missing_book() {
     let lib = library();
     assert_error(&read(&lib, &["无此书", "1"]), &no_book(&lib.root, "无此书"));
     // The message names the sanitized book.
-    assert_error(&read(&lib, &[" 无:此*书?. ", "1"]), &no_book(&lib.root, "无此书"));
+    assert_error(
+        &read(&lib, &[" 无:此*书?. ", "1"]),
+        &no_book(&lib.root, "无此书"),
+    );
     // A file is not a book, and neither is `novels` itself.
     std::fs::write(lib.root.join("novels").join("文件"), "x").unwrap();
     assert_error(&read(&lib, &["文件", "1"]), &no_book(&lib.root, "文件"));
@@ -271,23 +325,43 @@ fn empty_and_blank_arguments() {
 #[test]
 fn bad_offset_and_limit() {
     let lib = library();
-    for offset in ["0", "abc", "-1", "1.5", "", "9007199254740992", "99999999999999999999999"] {
+    for offset in [
+        "0",
+        "abc",
+        "-1",
+        "1.5",
+        "",
+        "9007199254740992",
+        "99999999999999999999999",
+    ] {
         assert_error(&read(&lib, &[BOOK, "1", "--offset", offset]), BAD_OFFSET);
     }
     for limit in ["401", "0", "abc", "-5", "1000", "0.5", ""] {
         assert_error(&read(&lib, &[BOOK, "1", "--limit", limit]), BAD_LIMIT);
     }
     // The bounds themselves are valid.
-    assert_page(&read(&lib, &[BOOK, "1", "--limit", "400"]), &ch1_page(&lib.root));
-    assert_page(&read(&lib, &[BOOK, "1", "--offset", "1", "--limit", "400"]), &ch1_page(&lib.root));
+    assert_page(
+        &read(&lib, &[BOOK, "1", "--limit", "400"]),
+        &ch1_page(&lib.root),
+    );
+    assert_page(
+        &read(&lib, &[BOOK, "1", "--offset", "1", "--limit", "400"]),
+        &ch1_page(&lib.root),
+    );
 }
 
 #[test]
 fn offset_beyond_the_end() {
     let lib = library();
-    assert_error(&read(&lib, &[BOOK, "1", "--offset", "4"]), &offset_out_of_range("4", CH1, 3));
+    assert_error(
+        &read(&lib, &[BOOK, "1", "--offset", "4"]),
+        &offset_out_of_range("4", CH1, 3),
+    );
     let max = "9007199254740991";
-    assert_error(&read(&lib, &[BOOK, "1", "--offset", max]), &offset_out_of_range(max, CH1, 3));
+    assert_error(
+        &read(&lib, &[BOOK, "1", "--offset", max]),
+        &offset_out_of_range(max, CH1, 3),
+    );
     // The last line is in range.
     let out = read(&lib, &[BOOK, "1", "--offset", "3"]);
     let want = format!(
@@ -296,7 +370,10 @@ fn offset_beyond_the_end() {
     );
     assert_page(&out, &want);
     // An empty chapter has 0 lines but offset 1 is allowed; 2 is not.
-    assert_error(&read(&lib, &[BOOK, "空章", "--offset", "2"]), &offset_out_of_range("2", "空章.md", 0));
+    assert_error(
+        &read(&lib, &[BOOK, "空章", "--offset", "2"]),
+        &offset_out_of_range("2", "空章.md", 0),
+    );
     let want = format!(
         "<path>{}</path>\n<type>novel-chapter</type>\n<content>\n1: \n\n(本章共 0 行 / 0 字)\n</content>\n",
         lib.path_of("空章.md")
@@ -309,13 +386,28 @@ fn switched_off() {
     let lib = library();
     let off = lib.state("off.json", r#"{"tools":{"novel_read":false}}"#);
     let with_state = |state: &Path, args: &[&str]| {
-        novelfs().arg("read").arg("--root").arg(&lib.root).arg("--state-file").arg(state).args(args).output().unwrap()
+        novelfs()
+            .arg("read")
+            .arg("--root")
+            .arg(&lib.root)
+            .arg("--state-file")
+            .arg(state)
+            .args(args)
+            .output()
+            .unwrap()
     };
     assert_error(&with_state(&off, &[BOOK, "1"]), DISABLED);
     // Checked before the tool runs: a missing book does not matter.
     assert_error(&with_state(&off, &["无此书", "1"]), DISABLED);
     // The default state file is $DSH_NOVEL_WRITER_STATE.
-    let out = novelfs().env("DSH_NOVEL_WRITER_STATE", &off).arg("read").arg("--root").arg(&lib.root).args([BOOK, "1"]).output().unwrap();
+    let out = novelfs()
+        .env("DSH_NOVEL_WRITER_STATE", &off)
+        .arg("read")
+        .arg("--root")
+        .arg(&lib.root)
+        .args([BOOK, "1"])
+        .output()
+        .unwrap();
     assert_error(&out, DISABLED);
     // Only `tools.novel_read === false` switches off; a missing, unreadable
     // (a directory) or malformed state file means enabled.
@@ -391,39 +483,80 @@ fn chapters_lists_duplicates_and_undecodable_files() {
     let lib = library();
     let out = chapters(&lib, &[BOOK]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "stderr {:?}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stderr.is_empty());
-    let files = [CH1, THREES[0], THREES[1], THREES[2], "第11章 长街.md", "空章.md", "乱码.md", "疑似.txt"];
+    let files = [
+        CH1,
+        THREES[0],
+        THREES[1],
+        THREES[2],
+        "第11章 长街.md",
+        "空章.md",
+        "乱码.md",
+        "疑似.txt",
+    ];
     for f in files {
         assert!(stdout.contains(f), "{f} is not listed:\n{stdout}");
     }
-    assert!(!stdout.contains("笔记.json") && !stdout.contains("旧稿"), "{stdout}");
+    assert!(
+        !stdout.contains("笔记.json") && !stdout.contains("旧稿"),
+        "{stdout}"
+    );
     // Chapters in §1.1 order: 1, 3 ×3, 11, then the unnumbered.
     let first = |f: &str| stdout.find(f).unwrap();
     for pair in [CH1, THREES[0], THREES[1], THREES[2], "第11章 长街.md"].windows(2) {
-        assert!(first(pair[0]) < first(pair[1]), "{} should come before {}:\n{stdout}", pair[0], pair[1]);
+        assert!(
+            first(pair[0]) < first(pair[1]),
+            "{} should come before {}:\n{stdout}",
+            pair[0],
+            pair[1]
+        );
     }
     // The group of chapter 3, in order, on one line.
-    let group_line = stdout.lines().find(|l| THREES.iter().all(|f| l.contains(f)));
-    let group_line = group_line.unwrap_or_else(|| panic!("no line lists the chapter-3 group:\n{stdout}"));
+    let group_line = stdout
+        .lines()
+        .find(|l| THREES.iter().all(|f| l.contains(f)));
+    let group_line =
+        group_line.unwrap_or_else(|| panic!("no line lists the chapter-3 group:\n{stdout}"));
     let pos: Vec<usize> = THREES.iter().map(|f| group_line.find(f).unwrap()).collect();
-    assert!(pos.windows(2).all(|w| w[0] < w[1]), "group out of order: {group_line}");
+    assert!(
+        pos.windows(2).all(|w| w[0] < w[1]),
+        "group out of order: {group_line}"
+    );
     // The undecodable chapters show their error instead of failing the listing.
-    assert!(stdout.contains(&encoding(&lib.path_of("乱码.md"), false)), "{stdout}");
-    assert!(stdout.contains(&encoding(&lib.path_of("疑似.txt"), true)), "{stdout}");
+    assert!(
+        stdout.contains(&encoding(&lib.path_of("乱码.md"), false)),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&encoding(&lib.path_of("疑似.txt"), true)),
+        "{stdout}"
+    );
 
     let out = chapters(&lib, &[BOOK, "--json"]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("chapters --json parses");
     let mut arrays = Vec::new();
     string_arrays(&v, &mut arrays);
-    assert!(arrays.iter().any(|a| a == &THREES), "no array holds the chapter-3 group: {v}");
+    assert!(
+        arrays.iter().any(|a| a == &THREES),
+        "no array holds the chapter-3 group: {v}"
+    );
     let mut strings = Vec::new();
     all_strings(&v, &mut strings);
     for f in files {
         assert!(strings.iter().any(|s| s == f), "{f} missing from {v}");
     }
-    assert!(strings.iter().any(|s| s.contains(&encoding(&lib.path_of("乱码.md"), false))), "{v}");
+    assert!(
+        strings
+            .iter()
+            .any(|s| s.contains(&encoding(&lib.path_of("乱码.md"), false))),
+        "{v}"
+    );
 }
 
 #[test]
@@ -462,19 +595,35 @@ fn root_from_novelfs_root_env() {
 #[test]
 fn root_defaults_to_the_current_directory() {
     let lib = library();
-    let out = novelfs().current_dir(&lib.root).args(["read", "--state-file", NO_STATE, BOOK, "1"]).output().unwrap();
+    let out = novelfs()
+        .current_dir(&lib.root)
+        .args(["read", "--state-file", NO_STATE, BOOK, "1"])
+        .output()
+        .unwrap();
     assert_page(&out, &ch1_page(&lib.root));
     // From a sub-directory, the current directory is not a library.
     let sub = lib.root.join("novels");
-    let out = novelfs().current_dir(&sub).args(["read", "--state-file", NO_STATE, BOOK, "1"]).output().unwrap();
+    let out = novelfs()
+        .current_dir(&sub)
+        .args(["read", "--state-file", NO_STATE, BOOK, "1"])
+        .output()
+        .unwrap();
     assert_error(&out, &no_book(&sub, BOOK));
     // A symlinked root prints the canonical path.
     let link = lib.dir.path().join("link");
     std::os::unix::fs::symlink(&lib.root, &link).unwrap();
-    let out = novelfs().current_dir(&link).args(["read", "--state-file", NO_STATE, BOOK, "1"]).output().unwrap();
+    let out = novelfs()
+        .current_dir(&link)
+        .args(["read", "--state-file", NO_STATE, BOOK, "1"])
+        .output()
+        .unwrap();
     assert_page(&out, &ch1_page(&lib.root));
     // JSON through the default root parses and names the canonical path.
-    let out = novelfs().current_dir(&link).args(["read", "--state-file", NO_STATE, "--json", BOOK, "1"]).output().unwrap();
+    let out = novelfs()
+        .current_dir(&link)
+        .args(["read", "--state-file", NO_STATE, "--json", BOOK, "1"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("read --json parses");
     assert_eq!(v["path"], lib.path_of(CH1));
     assert_eq!(v["book"], BOOK);

@@ -22,7 +22,10 @@ fn strict(root: &Path, extra: &[&str]) -> Mount {
 }
 
 fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("第{i}行，风吹过长巷，少年提灯而行。")).collect::<Vec<_>>().join("\n")
+    (1..=n)
+        .map(|i| format!("第{i}行，风吹过长巷，少年提灯而行。"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Runs `f` on another thread and fails if it takes longer than `secs`:
@@ -32,7 +35,8 @@ fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(Duration::from_secs(secs)).unwrap_or_else(|_| panic!("{what}: no answer within {secs} s"))
+    rx.recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: no answer within {secs} s"))
 }
 
 fn ls(p: &Path) -> std::io::Result<Vec<String>> {
@@ -54,12 +58,23 @@ fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
     let mut open = std::fs::File::open(&page).unwrap();
 
     std::fs::remove_dir_all(root.join("novels").join(BOOK)).unwrap();
-    for p in ["书", "书/1", "书/第1章 起.md", "书/第1章 起.md/offset-1.txt", "书/1/offset-1.json", "书/起"] {
+    for p in [
+        "书",
+        "书/1",
+        "书/第1章 起.md",
+        "书/第1章 起.md/offset-1.txt",
+        "书/1/offset-1.json",
+        "书/起",
+    ] {
         let e = std::fs::metadata(m.path().join(p)).unwrap_err();
         assert_eq!(errno(&e), libc::ENOENT, "{p}: {e}");
     }
     assert_eq!(ls(m.path()).unwrap(), ["别的书"]);
-    assert!(std::fs::read_to_string(m.path().join("别的书/1/offset-1.txt")).unwrap().contains("1: 别的"));
+    assert!(
+        std::fs::read_to_string(m.path().join("别的书/1/offset-1.txt"))
+            .unwrap()
+            .contains("1: 别的")
+    );
     // A handle opened before keeps the page it opened.
     let mut kept = Vec::new();
     std::io::Read::read_to_end(&mut open, &mut kept).unwrap();
@@ -81,7 +96,13 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
         move || {
             let mut out = Vec::new();
             out.push(("ls /", ls(&mnt).map(|v| v.len())));
-            for p in ["书", "书/1", "书/1/offset-1.txt", "书/第1章 起.md/offset-1.json", "nothing"] {
+            for p in [
+                "书",
+                "书/1",
+                "书/1/offset-1.txt",
+                "书/第1章 起.md/offset-1.json",
+                "nothing",
+            ] {
                 out.push((p, std::fs::read(mnt.join(p)).map(|b| b.len())));
                 out.push((p, std::fs::metadata(mnt.join(p)).map(|_| 0)));
             }
@@ -98,13 +119,20 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
         }
     }
     let rest: Vec<_> = held_dir.map(|e| e.map(|e| e.file_name())).collect();
-    assert!(rest.iter().all(|e| e.is_ok()) || rest.iter().all(|e| e.is_err()), "{rest:?}");
+    assert!(
+        rest.iter().all(|e| e.is_ok()) || rest.iter().all(|e| e.is_err()),
+        "{rest:?}"
+    );
     assert!(m.alive(), "daemon alive with ROOT gone");
 
     // The same path re-created is served again (the library is found by path).
     std::fs::create_dir_all(root.join("novels/书")).unwrap();
     std::fs::write(root.join("novels/书/第2章 回.md"), "回来了").unwrap();
-    assert!(std::fs::read_to_string(mnt.join("书/2/offset-1.txt")).unwrap().contains("1: 回来了"));
+    assert!(
+        std::fs::read_to_string(mnt.join("书/2/offset-1.txt"))
+            .unwrap()
+            .contains("1: 回来了")
+    );
     std::fs::remove_dir_all(&root).unwrap();
 
     let status = m.terminate().expect("running");
@@ -118,7 +146,11 @@ fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
     let (_g, root) = common::book_library(&[("第1章 起.md", b"short"), ("第2章 承.md", b"fine")]);
     let src = root.join("novels/书/第1章 起.md");
     let mut m = strict(&root, &["--max-chapter-bytes", "64K"]);
-    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: short"));
+    assert!(
+        std::fs::read_to_string(m.path().join("书/1/offset-1.txt"))
+            .unwrap()
+            .contains("1: short")
+    );
 
     // As root, chmod 000 does not stop reading; a file over the limit does.
     std::fs::write(&src, lines(3000)).unwrap();
@@ -128,17 +160,30 @@ fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
     assert_eq!(ls(&dir).unwrap(), ["ERROR"]);
     let error = std::fs::read_to_string(dir.join("ERROR")).unwrap();
     assert!(
-        error.starts_with("错误：") && error.contains(&format!("文件大小 {size} 字节超过上限 65536 字节")) && error.contains("--max-chapter-bytes"),
+        error.starts_with("错误：")
+            && error.contains(&format!("文件大小 {size} 字节超过上限 65536 字节"))
+            && error.contains("--max-chapter-bytes"),
         "{error}"
     );
-    assert_eq!(errno(&std::fs::read(dir.join("offset-1.txt")).unwrap_err()), libc::EIO);
-    assert!(std::fs::read_to_string(m.path().join("书/2/offset-1.txt")).unwrap().contains("1: fine"), "other chapters unaffected");
+    assert_eq!(
+        errno(&std::fs::read(dir.join("offset-1.txt")).unwrap_err()),
+        libc::EIO
+    );
+    assert!(
+        std::fs::read_to_string(m.path().join("书/2/offset-1.txt"))
+            .unwrap()
+            .contains("1: fine"),
+        "other chapters unaffected"
+    );
     assert!(m.alive());
 
     // Back under the limit: pages again, no ERROR.
     std::fs::write(&src, lines(10)).unwrap();
     assert_eq!(ls(&dir).unwrap(), ["offset-1.json", "offset-1.txt"]);
-    assert_eq!(errno(&std::fs::read(dir.join("ERROR")).unwrap_err()), libc::ENOENT);
+    assert_eq!(
+        errno(&std::fs::read(dir.join("ERROR")).unwrap_err()),
+        libc::ENOENT
+    );
     let status = m.terminate().expect("running");
     assert!(status.success());
 }
@@ -157,12 +202,15 @@ fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
     let errors = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
     let threads = (0..n)
         .map(|id| {
-            let (dir, stop, done, errors) = (dir.clone(), stop.clone(), done.clone(), errors.clone());
+            let (dir, stop, done, errors) =
+                (dir.clone(), stop.clone(), done.clone(), errors.clone());
             std::thread::spawn(move || {
                 let mut rng = common::Rng::new(id + 1);
                 while !stop.load(Ordering::Relaxed) {
                     let r = if rng.chance(100) {
-                        std::fs::read_dir(&dir).and_then(|d| d.collect::<std::io::Result<Vec<_>>>()).map(|_| ())
+                        std::fs::read_dir(&dir)
+                            .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
+                            .map(|_| ())
                     } else {
                         let offset = 1 + 400 * rng.below(pages);
                         let ext = if rng.chance(500) { "txt" } else { "json" };
@@ -172,13 +220,24 @@ fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
                         Ok(()) => {
                             done.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(e) => *errors.lock().unwrap().entry(errno_name(errno(&e))).or_default() += 1,
+                        Err(e) => {
+                            *errors
+                                .lock()
+                                .unwrap()
+                                .entry(errno_name(errno(&e)))
+                                .or_default() += 1
+                        }
                     }
                 }
             })
         })
         .collect();
-    Readers { stop, done, errors, threads }
+    Readers {
+        stop,
+        done,
+        errors,
+        threads,
+    }
 }
 
 impl Readers {
@@ -193,7 +252,10 @@ impl Readers {
             }
             t.join().unwrap();
         }
-        (self.done.load(Ordering::Relaxed), self.errors.lock().unwrap().clone())
+        (
+            self.done.load(Ordering::Relaxed),
+            self.errors.lock().unwrap().clone(),
+        )
     }
 }
 
@@ -230,7 +292,10 @@ fn sigterm_with_reads_in_flight_on_a_big_chapter_unmounts_cleanly() {
     assert!(status.success(), "exit status {status}");
     assert!(!is_mounted(&mnt), "mount left behind");
     // After the unmount the paths are plain (empty) directories.
-    assert!(errors.keys().all(|k| k == "ENOENT" || k == "ENOTCONN"), "{errors:?}");
+    assert!(
+        errors.keys().all(|k| k == "ENOENT" || k == "ENOTCONN"),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -238,7 +303,11 @@ fn sigkill_with_reads_in_flight_fails_them_fast() {
     let (_g, root) = big_library();
     let mut m = strict(&root, &[]);
     let mnt = m.path().to_path_buf();
-    assert_eq!(ls(&mnt.join("书/1")).unwrap().len(), 1000, "loaded before the readers start");
+    assert_eq!(
+        ls(&mnt.join("书/1")).unwrap().len(),
+        1000,
+        "loaded before the readers start"
+    );
     let readers = start_readers(mnt.join("书/1"), 500, 6);
     std::thread::sleep(Duration::from_secs(2));
     let before = readers.done.load(Ordering::Relaxed);
@@ -250,9 +319,25 @@ fn sigkill_with_reads_in_flight_fails_them_fast() {
     assert!(before > 0);
     // ENOTCONN once the connection is gone; ECONNABORTED for a request the
     // kernel had already sent to the daemon when it died.
-    assert!(errors.keys().all(|k| k == "ENOTCONN" || k == "ECONNABORTED"), "{errors:?}");
-    assert!(errors.get("ENOTCONN").copied().unwrap_or(0) > 0, "the readers saw the daemon go");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("unmount").arg(&mnt).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        errors
+            .keys()
+            .all(|k| k == "ENOTCONN" || k == "ECONNABORTED"),
+        "{errors:?}"
+    );
+    assert!(
+        errors.get("ENOTCONN").copied().unwrap_or(0) > 0,
+        "the readers saw the daemon go"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!is_mounted(&mnt));
 }

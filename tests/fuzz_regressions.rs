@@ -12,11 +12,21 @@ use std::path::{Path, PathBuf};
 fn inputs(target: &str) -> Vec<PathBuf> {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut files = Vec::new();
-    for (dir, prefix) in [(fuzz.join("corpus").join(target), "seed-"), (fuzz.join("regressions").join(target), "")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+    for (dir, prefix) in [
+        (fuzz.join("corpus").join(target), "seed-"),
+        (fuzz.join("regressions").join(target), ""),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries {
             let path = entry.unwrap().path();
-            if path.file_name().unwrap().to_string_lossy().starts_with(prefix) {
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(prefix)
+            {
                 files.push(path);
             }
         }

@@ -23,7 +23,11 @@ fn all_reference_cases_match_through_the_cli() {
         };
         let run = |json: bool| {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_novelfs"));
-            cmd.arg("read").arg("--root").arg(&root).arg("--state-file").arg(&state_file);
+            cmd.arg("read")
+                .arg("--root")
+                .arg(&root)
+                .arg("--state-file")
+                .arg(&state_file);
             cmd.arg(&case.book).arg(&case.chapter);
             if let Some(o) = case.offset {
                 cmd.arg("--offset").arg(o.to_string());
@@ -36,13 +40,22 @@ fn all_reference_cases_match_through_the_cli() {
             }
             cmd.output().expect("novelfs runs")
         };
-        let label = format!("case {n}: {} / {} offset={:?} limit={:?}", case.book, case.chapter, case.offset, case.limit);
+        let label = format!(
+            "case {n}: {} / {} offset={:?} limit={:?}",
+            case.book, case.chapter, case.offset, case.limit
+        );
         if let Some(error) = &case.error {
             let out = run(false);
             checks += 1;
             let stderr = String::from_utf8_lossy(&out.stderr);
-            if out.status.code() != Some(1) || !out.stdout.is_empty() || stderr != format!("{error}\n") {
-                failures.push(format!("{label}\n  want error {error:?}\n  got status {:?} stderr {stderr:?}", out.status.code()));
+            if out.status.code() != Some(1)
+                || !out.stdout.is_empty()
+                || stderr != format!("{error}\n")
+            {
+                failures.push(format!(
+                    "{label}\n  want error {error:?}\n  got status {:?} stderr {stderr:?}",
+                    out.status.code()
+                ));
             }
             continue;
         }
@@ -50,7 +63,12 @@ fn all_reference_cases_match_through_the_cli() {
         checks += 1;
         let text = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || Some(text.as_ref()) != case.text.as_deref() {
-            failures.push(format!("{label}\n  want text {:?}\n  got {:?} stderr {:?}", case.text, text, String::from_utf8_lossy(&out.stderr)));
+            failures.push(format!(
+                "{label}\n  want text {:?}\n  got {:?} stderr {:?}",
+                case.text,
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         let out = run(true);
         checks += 1;
@@ -60,6 +78,16 @@ fn all_reference_cases_match_through_the_cli() {
             failures.push(format!("{label}\n  want json {want}\n  got {json}"));
         }
     }
-    println!("reference cases through the CLI: {} cases, {checks} checks, {} failures", cases.len(), failures.len());
-    assert!(failures.is_empty(), "{} of {} checks failed:\n{}", failures.len(), checks, failures.join("\n"));
+    println!(
+        "reference cases through the CLI: {} cases, {checks} checks, {} failures",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} checks failed:\n{}",
+        failures.len(),
+        checks,
+        failures.join("\n")
+    );
 }

@@ -26,7 +26,10 @@ fn small_library(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn strict(root: &Path) -> Mount {
-    Mount::new(root, &["--ttl", "0", "--state-file", "/nonexistent/state.json"])
+    Mount::new(
+        root,
+        &["--ttl", "0", "--state-file", "/nonexistent/state.json"],
+    )
 }
 
 /// The three ways a mount stays fresh: asking every time (`--ttl 0`); the
@@ -50,7 +53,10 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         if let Some(v) = f() {
             return v;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "never happened: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "never happened: {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -64,13 +70,20 @@ fn read_errno(p: &Path) -> Option<i32> {
 }
 
 fn sorted_names(p: &Path) -> Option<Vec<String>> {
-    let mut v = std::fs::read_dir(p).ok()?.map(|e| e.map(|e| e.file_name().into_string().unwrap())).collect::<std::io::Result<Vec<_>>>().ok()?;
+    let mut v = std::fs::read_dir(p)
+        .ok()?
+        .map(|e| e.map(|e| e.file_name().into_string().unwrap()))
+        .collect::<std::io::Result<Vec<_>>>()
+        .ok()?;
     v.sort();
     Some(v)
 }
 
 fn lines(n: usize, tag: &str) -> String {
-    (1..=n).map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。")).collect::<Vec<_>>().join("\n")
+    (1..=n)
+        .map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -96,7 +109,12 @@ fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
         let bytes = std::fs::read(f).unwrap();
         let meta = std::fs::metadata(f).unwrap();
         assert_eq!(meta.len(), bytes.len() as u64, "{}", f.display());
-        assert_eq!(meta.blocks(), (bytes.len() as u64).div_ceil(512), "{}", f.display());
+        assert_eq!(
+            meta.blocks(),
+            (bytes.len() as u64).div_ceil(512),
+            "{}",
+            f.display()
+        );
         assert_eq!(meta.permissions().mode() & 0o777, 0o444);
         // seek + small reads
         let mut h = std::fs::File::open(f).unwrap();
@@ -106,9 +124,17 @@ fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
         let n = h.read(&mut buf).unwrap();
         assert_eq!(&buf[..n], &bytes[mid..(mid + 777).min(bytes.len())]);
         h.seek(SeekFrom::Start(bytes.len() as u64 + 10)).unwrap();
-        assert_eq!(h.read(&mut buf).unwrap(), 0, "reading past the end gives EOF");
+        assert_eq!(
+            h.read(&mut buf).unwrap(),
+            0,
+            "reading past the end gives EOF"
+        );
     }
-    let dir_mode = std::fs::metadata(m.path().join("星河旧梦")).unwrap().permissions().mode() & 0o777;
+    let dir_mode = std::fs::metadata(m.path().join("星河旧梦"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(dir_mode, 0o555);
     println!("walked {} files through the mount", files.len());
 }
@@ -123,8 +149,20 @@ fn mmap_returns_the_same_bytes() {
     use std::os::fd::AsRawFd;
     // SAFETY: mapping a read-only file privately; unmapped below.
     let got = unsafe {
-        let ptr = libc::mmap(std::ptr::null_mut(), want.len(), libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0);
-        assert_ne!(ptr, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        let ptr = libc::mmap(
+            std::ptr::null_mut(),
+            want.len(),
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(
+            ptr,
+            libc::MAP_FAILED,
+            "mmap: {}",
+            std::io::Error::last_os_error()
+        );
         let v = std::slice::from_raw_parts(ptr as *const u8, want.len()).to_vec();
         libc::munmap(ptr, want.len());
         v
@@ -137,9 +175,18 @@ fn source_mtime_shows_on_chapter_dirs_and_pages() {
     let (_g, root) = small_library(&[("第1章 起.md", "一\n二")]);
     let src = root.join("novels").join(BOOK).join("第1章 起.md");
     let when = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
-    std::fs::File::options().write(true).open(&src).unwrap().set_modified(when).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
     let m = strict(&root);
-    for p in ["书/第1章 起.md", "书/第1章 起.md/offset-1.txt", "书/1/offset-1.json"] {
+    for p in [
+        "书/第1章 起.md",
+        "书/第1章 起.md/offset-1.txt",
+        "书/1/offset-1.json",
+    ] {
         let meta = std::fs::metadata(m.path().join(p)).unwrap();
         assert_eq!(meta.mtime(), 1_600_000_000, "{p}");
     }
@@ -159,16 +206,35 @@ fn an_edit_shows_at_the_next_open_and_an_open_handle_keeps_its_page() {
         old_handle.read_exact(&mut first).unwrap();
 
         std::fs::write(&src, lines(500, "新")).unwrap();
-        let after = eventually(&format!("{mode}: the edit shows"), || read_string(&page).filter(|s| s.contains("1: 新第1行")));
+        let after = eventually(&format!("{mode}: the edit shows"), || {
+            read_string(&page).filter(|s| s.contains("1: 新第1行"))
+        });
         assert!(after.contains("用 offset=401 继续阅读"), "{mode}: {after}");
-        assert_eq!(std::fs::metadata(&page).unwrap().len(), after.len() as u64, "{mode}");
+        assert_eq!(
+            std::fs::metadata(&page).unwrap().len(),
+            after.len() as u64,
+            "{mode}"
+        );
         let listing = sorted_names(&m.path().join("书/第1章 起.md")).unwrap();
-        assert_eq!(listing, ["offset-1.json", "offset-1.txt", "offset-401.json", "offset-401.txt"], "{mode}: the chain grew to two pages");
+        assert_eq!(
+            listing,
+            [
+                "offset-1.json",
+                "offset-1.txt",
+                "offset-401.json",
+                "offset-401.txt"
+            ],
+            "{mode}: the chain grew to two pages"
+        );
 
         let mut rest = Vec::new();
         old_handle.read_to_end(&mut rest).unwrap();
         first.extend(rest);
-        assert_eq!(String::from_utf8(first).unwrap(), before, "{mode}: the old handle keeps the bytes it opened");
+        assert_eq!(
+            String::from_utf8(first).unwrap(),
+            before,
+            "{mode}: the old handle keeps the bytes it opened"
+        );
     }
 }
 
@@ -181,11 +247,21 @@ fn chapters_appear_and_disappear() {
         let listed = m.path().join(BOOK);
         assert_eq!(sorted_names(&listed).unwrap(), ["第1章 起.md"]);
         std::fs::write(book.join("第2章 承.md"), "b").unwrap();
-        eventually(&format!("{mode}: a new chapter is listed"), || sorted_names(&listed).filter(|v| v == &["第1章 起.md", "第2章 承.md"]));
-        assert!(std::fs::read_to_string(m.path().join("书/2/offset-1.txt")).unwrap().contains("1: b"));
+        eventually(&format!("{mode}: a new chapter is listed"), || {
+            sorted_names(&listed).filter(|v| v == &["第1章 起.md", "第2章 承.md"])
+        });
+        assert!(
+            std::fs::read_to_string(m.path().join("书/2/offset-1.txt"))
+                .unwrap()
+                .contains("1: b")
+        );
         std::fs::remove_file(book.join("第1章 起.md")).unwrap();
-        eventually(&format!("{mode}: a deleted chapter goes"), || sorted_names(&listed).filter(|v| v == &["第2章 承.md"]));
-        eventually(&format!("{mode}: its alias goes"), || read_errno(&m.path().join("书/1/offset-1.txt")).filter(|&e| e == libc::ENOENT));
+        eventually(&format!("{mode}: a deleted chapter goes"), || {
+            sorted_names(&listed).filter(|v| v == &["第2章 承.md"])
+        });
+        eventually(&format!("{mode}: its alias goes"), || {
+            read_errno(&m.path().join("书/1/offset-1.txt")).filter(|&e| e == libc::ENOENT)
+        });
     }
 }
 
@@ -198,21 +274,34 @@ fn cache_never_serves_a_stale_page() {
         let m = mount_in(&root, ttl, "/nonexistent/state.json");
         let page = m.path().join("书/1/offset-1.txt");
         let shows = |text: &str, what: &str| {
-            eventually(&format!("{mode}: {what}"), || read_string(&page).filter(|s| s.contains(&format!("1: {text}\n"))));
+            eventually(&format!("{mode}: {what}"), || {
+                read_string(&page).filter(|s| s.contains(&format!("1: {text}\n")))
+            });
         };
         shows("甲乙丙", "first read");
 
         // Same size, old mtime restored: ctime still changes.
         let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
         std::fs::write(&src, "丁戊己").unwrap();
-        std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&src)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
         shows("丁戊己", "same-size rewrite with old mtime");
         // ... and the listing follows too, though the mtime it shows did not change.
         std::fs::write(&src, lines(401, "长")).unwrap();
-        std::fs::File::options().write(true).open(&src).unwrap().set_modified(mtime).unwrap();
-        eventually(&format!("{mode}: the chain of a rewrite with old mtime"), || {
-            sorted_names(&m.path().join("书/第1章 起.md")).filter(|v| v.len() == 4)
-        });
+        std::fs::File::options()
+            .write(true)
+            .open(&src)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        eventually(
+            &format!("{mode}: the chain of a rewrite with old mtime"),
+            || sorted_names(&m.path().join("书/第1章 起.md")).filter(|v| v.len() == 4),
+        );
 
         // Rename over: a new inode.
         std::fs::write(book.join("tmp"), "庚辛").unwrap();
@@ -227,12 +316,24 @@ fn cache_never_serves_a_stale_page() {
 
         // A new file sharing the number turns the alias into an ambiguous directory.
         let alias = m.path().join("书/1");
-        assert!(std::fs::symlink_metadata(&alias).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&alias)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         std::fs::write(book.join("第01章 另稿.md"), "x").unwrap();
-        eventually(&format!("{mode}: now ambiguous"), || std::fs::symlink_metadata(&alias).ok().filter(|m| m.is_dir()));
+        eventually(&format!("{mode}: now ambiguous"), || {
+            std::fs::symlink_metadata(&alias)
+                .ok()
+                .filter(|m| m.is_dir())
+        });
         let err = std::fs::read_to_string(alias.join("ERROR")).unwrap();
         assert!(err.starts_with("错误：第 1 章有 2 个文件"), "{mode}: {err}");
-        assert_eq!(errno(&std::fs::read(alias.join("offset-1.txt")).unwrap_err()), libc::ENOENT);
+        assert_eq!(
+            errno(&std::fs::read(alias.join("offset-1.txt")).unwrap_err()),
+            libc::ENOENT
+        );
         // A third file: the same ERROR name, a new text.
         std::fs::write(book.join("1-第三稿.md"), "y").unwrap();
         eventually(&format!("{mode}: the ambiguity lists three files"), || {
@@ -241,9 +342,14 @@ fn cache_never_serves_a_stale_page() {
 
         // The book directory renamed.
         std::fs::rename(&book, root.join("novels/新书")).unwrap();
-        eventually(&format!("{mode}: the old book name goes"), || read_errno(&page).filter(|&e| e == libc::ENOENT));
+        eventually(&format!("{mode}: the old book name goes"), || {
+            read_errno(&page).filter(|&e| e == libc::ENOENT)
+        });
         let moved = std::fs::read_to_string(m.path().join("新书/2/offset-1.txt")).unwrap();
-        assert!(moved.contains("/novels/新书/第2章 承.md</path>"), "{mode}: {moved}");
+        assert!(
+            moved.contains("/novels/新书/第2章 承.md</path>"),
+            "{mode}: {moved}"
+        );
     }
 }
 
@@ -251,28 +357,55 @@ fn cache_never_serves_a_stale_page() {
 fn undecodable_and_vanished_sources_never_break_the_mount() {
     for (mode, ttl) in MODES {
         let (_g, root) = small_library(&[("第1章 坏.txt", ""), ("第2章 好.md", "好")]);
-        std::fs::write(root.join("novels/书/第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(50)).unwrap();
+        std::fs::write(
+            root.join("novels/书/第1章 坏.txt"),
+            [0x81u8, 0x20, 0xfe, 0x7f].repeat(50),
+        )
+        .unwrap();
         let m = mount_in(&root, ttl, "/nonexistent/state.json");
-        assert_eq!(errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()), libc::EIO);
+        assert_eq!(
+            errno(&std::fs::read(m.path().join("书/1/offset-1.txt")).unwrap_err()),
+            libc::EIO
+        );
         assert_eq!(sorted_names(&m.path().join("书/1")).unwrap(), ["ERROR"]);
-        assert!(std::fs::read_to_string(m.path().join("书/1/ERROR")).unwrap().contains("cannot detect text encoding"));
+        assert!(
+            std::fs::read_to_string(m.path().join("书/1/ERROR"))
+                .unwrap()
+                .contains("cannot detect text encoding")
+        );
         // Fix the file: the ERROR goes, the pages come.
         std::fs::write(root.join("novels/书/第1章 坏.txt"), "修好了").unwrap();
-        eventually(&format!("{mode}: ERROR goes"), || read_errno(&m.path().join("书/1/ERROR")).filter(|&e| e == libc::ENOENT));
-        assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: 修好了"));
+        eventually(&format!("{mode}: ERROR goes"), || {
+            read_errno(&m.path().join("书/1/ERROR")).filter(|&e| e == libc::ENOENT)
+        });
+        assert!(
+            std::fs::read_to_string(m.path().join("书/1/offset-1.txt"))
+                .unwrap()
+                .contains("1: 修好了")
+        );
         // The whole book vanishes, then ROOT/novels itself.
         std::fs::remove_dir_all(root.join("novels/书")).unwrap();
         eventually(&format!("{mode}: the book goes"), || {
-            std::fs::read_dir(m.path().join(BOOK)).err().filter(|e| errno(e) == libc::ENOENT)
+            std::fs::read_dir(m.path().join(BOOK))
+                .err()
+                .filter(|e| errno(e) == libc::ENOENT)
         });
         std::fs::remove_dir_all(root.join("novels")).unwrap();
         let e = eventually(&format!("{mode}: novels/ goes"), || {
-            std::fs::read_dir(m.path()).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>()).err()
+            std::fs::read_dir(m.path())
+                .and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>())
+                .err()
         });
-        assert_eq!(errno(&e), libc::EIO, "{mode}: a vanished novels/ is an I/O error, not a hang");
+        assert_eq!(
+            errno(&e),
+            libc::EIO,
+            "{mode}: a vanished novels/ is an I/O error, not a hang"
+        );
         std::fs::create_dir_all(root.join("novels/书")).unwrap();
         std::fs::write(root.join("novels/书/第3章.md"), "回来了").unwrap();
-        eventually(&format!("{mode}: novels/ comes back"), || read_string(&m.path().join("书/3/offset-1.txt")).filter(|s| s.contains("回来了")));
+        eventually(&format!("{mode}: novels/ comes back"), || {
+            read_string(&m.path().join("书/3/offset-1.txt")).filter(|s| s.contains("回来了"))
+        });
     }
 }
 
@@ -286,8 +419,20 @@ fn every_write_is_refused_with_erofs() {
         let e = r.expect_err(what);
         assert_eq!(errno(&e), libc::EROFS, "{what}: {e}");
     };
-    ro(std::fs::OpenOptions::new().write(true).open(&page).map(drop), "open for write");
-    ro(std::fs::OpenOptions::new().append(true).open(&page).map(drop), "open for append");
+    ro(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&page)
+            .map(drop),
+        "open for write",
+    );
+    ro(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&page)
+            .map(drop),
+        "open for append",
+    );
     ro(std::fs::File::create(dir.join("new.md")).map(drop), "creat");
     // ("d" would be a chapter alias: it is a substring of "第1章 起.md".)
     ro(std::fs::create_dir(dir.join("新目录")), "mkdir");
@@ -295,17 +440,26 @@ fn every_write_is_refused_with_erofs() {
     ro(std::fs::remove_dir(dir.join("第1章 起.md")), "rmdir");
     ro(std::fs::rename(&page, dir.join("x")), "rename");
     ro(std::os::unix::fs::symlink("a", dir.join("l")), "symlink");
-    ro(std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644)), "chmod");
+    ro(
+        std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644)),
+        "chmod",
+    );
     let c = std::ffi::CString::new(page.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: valid C strings and buffer.
     unsafe {
         assert_eq!(libc::truncate(c.as_ptr(), 0), -1);
         assert_eq!(*libc::__errno_location(), libc::EROFS, "truncate");
         let name = c"user.x";
-        assert_eq!(libc::setxattr(c.as_ptr(), name.as_ptr(), b"v".as_ptr().cast(), 1, 0), -1);
+        assert_eq!(
+            libc::setxattr(c.as_ptr(), name.as_ptr(), b"v".as_ptr().cast(), 1, 0),
+            -1
+        );
         assert_eq!(*libc::__errno_location(), libc::EROFS, "setxattr");
     }
-    assert!(std::fs::read_to_string(&page).unwrap().contains("1: a"), "still readable");
+    assert!(
+        std::fs::read_to_string(&page).unwrap().contains("1: a"),
+        "still readable"
+    );
 }
 
 #[test]
@@ -316,15 +470,37 @@ fn nothing_outside_the_library_is_reachable() {
     std::os::unix::fs::symlink("/etc/passwd", novels.join(BOOK).join("第2章 passwd.md")).unwrap();
     std::os::unix::fs::symlink("/etc", novels.join(BOOK).join("第3章 etc.md")).unwrap();
     let m = strict(&root);
-    let mut top: Vec<_> = std::fs::read_dir(m.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let mut top: Vec<_> = std::fs::read_dir(m.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     top.sort();
     assert_eq!(top, [BOOK]);
-    for p in ["etc", "etc/passwd", "书/2", "书/第2章 passwd.md", "书/第2章 passwd.md/offset-1.txt", "书/3/offset-1.txt", "..", "书/../../etc/passwd"] {
+    for p in [
+        "etc",
+        "etc/passwd",
+        "书/2",
+        "书/第2章 passwd.md",
+        "书/第2章 passwd.md/offset-1.txt",
+        "书/3/offset-1.txt",
+        "..",
+        "书/../../etc/passwd",
+    ] {
         let r = std::fs::read(m.path().join(p));
-        assert!(r.as_ref().map_or(true, |b| !String::from_utf8_lossy(b).contains("root:")), "{p} leaked");
+        assert!(
+            r.as_ref()
+                .map_or(true, |b| !String::from_utf8_lossy(b).contains("root:")),
+            "{p} leaked"
+        );
     }
-    assert_eq!(errno(&std::fs::metadata(m.path().join("etc")).unwrap_err()), libc::ENOENT);
-    let mut listing: Vec<_> = std::fs::read_dir(m.path().join(BOOK)).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(
+        errno(&std::fs::metadata(m.path().join("etc")).unwrap_err()),
+        libc::ENOENT
+    );
+    let mut listing: Vec<_> = std::fs::read_dir(m.path().join(BOOK))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     listing.sort();
     assert_eq!(listing, ["第1章 起.md"]);
 }
@@ -337,7 +513,10 @@ fn book_names_resolve_through_sanitize_segment() {
     assert_eq!(std::fs::read_link(&alias).unwrap(), Path::new(BOOK));
     let page = std::fs::read_to_string(alias.join("1/offset-1.txt")).unwrap();
     assert!(page.contains(&format!("/novels/{BOOK}/第1章 起.md</path>")));
-    assert_eq!(errno(&std::fs::metadata(m.path().join("不存在")).unwrap_err()), libc::ENOENT);
+    assert_eq!(
+        errno(&std::fs::metadata(m.path().join("不存在")).unwrap_err()),
+        libc::ENOENT
+    );
 }
 
 #[test]
@@ -350,12 +529,22 @@ fn switched_off_state_follows_the_state_file() {
         assert!(std::fs::read_to_string(&page).is_ok());
         std::fs::write(&state, r#"{"tools":{"novel_read":false}}"#).unwrap();
         // A watched mount looks at the switch every second at most.
-        eventually(&format!("{mode}: switched off"), || read_errno(&page).filter(|&e| e == libc::EACCES));
-        eventually(&format!("{mode}: the root lists only ERROR"), || sorted_names(m.path()).filter(|v| v == &["ERROR"]));
-        assert!(std::fs::read_to_string(m.path().join("ERROR")).unwrap().contains("当前已在「写作助手功能」UI 中关闭"));
+        eventually(&format!("{mode}: switched off"), || {
+            read_errno(&page).filter(|&e| e == libc::EACCES)
+        });
+        eventually(&format!("{mode}: the root lists only ERROR"), || {
+            sorted_names(m.path()).filter(|v| v == &["ERROR"])
+        });
+        assert!(
+            std::fs::read_to_string(m.path().join("ERROR"))
+                .unwrap()
+                .contains("当前已在「写作助手功能」UI 中关闭")
+        );
         std::fs::write(&state, r#"{"tools":{"novel_read":true}}"#).unwrap();
         eventually(&format!("{mode}: switched on"), || read_string(&page));
-        eventually(&format!("{mode}: the root lists the book"), || sorted_names(m.path()).filter(|v| v == &[BOOK]));
+        eventually(&format!("{mode}: the root lists the book"), || {
+            sorted_names(m.path()).filter(|v| v == &[BOOK])
+        });
     }
 }
 
@@ -365,20 +554,43 @@ fn ordinary_tools_work_on_the_mount() {
     let m = strict(&root);
     let run = |cmd: &mut Command| {
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
-    let ls = run(Command::new("ls").arg("-l").arg(m.path().join("星河旧梦/31/")));
+    let ls = run(Command::new("ls")
+        .arg("-l")
+        .arg(m.path().join("星河旧梦/31/")));
     assert!(ls.contains("offset-401.txt"), "{ls}");
-    let grep = run(Command::new("grep").arg("-rl").arg("超长行").arg(m.path().join("星河旧梦")));
+    let grep = run(Command::new("grep")
+        .arg("-rl")
+        .arg("超长行")
+        .arg(m.path().join("星河旧梦")));
     assert!(grep.contains("第30章 超长行.md/offset-1.txt"), "{grep}");
-    let tail = run(Command::new("tail").arg("-n2").arg(m.path().join("星河旧梦/31/offset-401.txt")));
-    assert!(tail.starts_with("(本章共 520 行 / ") && tail.ends_with(" 字)\n</content>\n"), "{tail:?}");
+    let tail = run(Command::new("tail")
+        .arg("-n2")
+        .arg(m.path().join("星河旧梦/31/offset-401.txt")));
+    assert!(
+        tail.starts_with("(本章共 520 行 / ") && tail.ends_with(" 字)\n</content>\n"),
+        "{tail:?}"
+    );
     let copy = tempfile::tempdir().unwrap();
-    run(Command::new("cp").arg("-r").arg(m.path().join("短篇集")).arg(copy.path()));
+    run(Command::new("cp")
+        .arg("-r")
+        .arg(m.path().join("短篇集"))
+        .arg(copy.path()));
     let copied = std::fs::read(copy.path().join("短篇集/01-短篇1.md/offset-1.txt")).unwrap();
-    assert_eq!(copied, std::fs::read(m.path().join("短篇集/1/offset-1.txt")).unwrap());
-    let py = run(Command::new("python3").arg("-c").arg("import sys; print(len(open(sys.argv[1], encoding='utf-8').read()))").arg(m.path().join("星河旧梦/1/offset-1.txt")));
+    assert_eq!(
+        copied,
+        std::fs::read(m.path().join("短篇集/1/offset-1.txt")).unwrap()
+    );
+    let py = run(Command::new("python3")
+        .arg("-c")
+        .arg("import sys; print(len(open(sys.argv[1], encoding='utf-8').read()))")
+        .arg(m.path().join("星河旧梦/1/offset-1.txt")));
     assert!(py.trim().parse::<usize>().unwrap() > 100);
 }
 
@@ -419,12 +631,24 @@ fn fstab_invocation_form_daemonizes_and_unmounts() {
         .args(["-o", "ro,allow_other,ttl=0,noatime,nodev,nosuid,_netdev"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(is_mounted(mnt.path()), "ready when the command returns");
     let page = std::fs::read_to_string(mnt.path().join("书/1/offset-1.txt"));
-    let un = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("unmount").arg(mnt.path()).output().unwrap();
+    let un = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(mnt.path())
+        .output()
+        .unwrap();
     assert!(page.unwrap().contains("1: a"));
-    assert!(un.status.success(), "{}", String::from_utf8_lossy(&un.stderr));
+    assert!(
+        un.status.success(),
+        "{}",
+        String::from_utf8_lossy(&un.stderr)
+    );
     for _ in 0..100 {
         if !is_mounted(mnt.path()) {
             break;
@@ -437,22 +661,51 @@ fn fstab_invocation_form_daemonizes_and_unmounts() {
 #[test]
 fn mount_refuses_with_a_reason() {
     let (g, root) = small_library(&[("第1章 起.md", "a")]);
-    let novelfs = |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_novelfs")).args(args).output().unwrap();
+    let novelfs = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_novelfs"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let check = |out: std::process::Output, needle: &str| {
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(needle), "want {needle:?}, got {err:?}");
+        assert!(
+            !out.status.success() && err.contains(needle),
+            "want {needle:?}, got {err:?}"
+        );
     };
     let missing = g.path().join("missing");
-    check(novelfs(&["mount".as_ref(), root.as_os_str(), missing.as_os_str()]), "does not exist");
+    check(
+        novelfs(&["mount".as_ref(), root.as_os_str(), missing.as_os_str()]),
+        "does not exist",
+    );
     let file = g.path().join("file");
     std::fs::write(&file, "").unwrap();
-    check(novelfs(&["mount".as_ref(), root.as_os_str(), file.as_os_str()]), "not a directory");
+    check(
+        novelfs(&["mount".as_ref(), root.as_os_str(), file.as_os_str()]),
+        "not a directory",
+    );
     let mnt = g.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    check(novelfs(&["mount".as_ref(), g.path().as_os_str(), mnt.as_os_str()]), "no novels/ directory");
-    check(novelfs(&["mount".as_ref(), root.as_os_str(), mnt.as_os_str(), "-o".as_ref(), "rw".as_ref()]), "read-only");
+    check(
+        novelfs(&["mount".as_ref(), g.path().as_os_str(), mnt.as_os_str()]),
+        "no novels/ directory",
+    );
+    check(
+        novelfs(&[
+            "mount".as_ref(),
+            root.as_os_str(),
+            mnt.as_os_str(),
+            "-o".as_ref(),
+            "rw".as_ref(),
+        ]),
+        "read-only",
+    );
     let m = strict(&root);
-    check(novelfs(&["mount".as_ref(), root.as_os_str(), m.path().as_os_str()]), "already a mount point");
+    check(
+        novelfs(&["mount".as_ref(), root.as_os_str(), m.path().as_os_str()]),
+        "already a mount point",
+    );
 }
 
 #[test]
@@ -466,17 +719,41 @@ fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
     m.child = None;
     let e = std::fs::metadata(m.path()).unwrap_err();
     assert_eq!(errno(&e), libc::ENOTCONN);
-    let out = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("mount").arg(&root).arg(m.path()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("mount")
+        .arg(&root)
+        .arg(m.path())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("stale") && err.contains("novelfs unmount"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("stale") && err.contains("novelfs unmount"),
+        "{err}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
         .args(["mount", "--force", "--ttl", "0"])
         .arg(&root)
         .arg(m.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read_to_string(m.path().join("书/1/offset-1.txt")).unwrap().contains("1: a"));
-    let out = Command::new(env!("CARGO_BIN_EXE_novelfs")).arg("unmount").arg(m.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(m.path().join("书/1/offset-1.txt"))
+            .unwrap()
+            .contains("1: a")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(m.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

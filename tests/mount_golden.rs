@@ -50,18 +50,33 @@ fn all_reference_cases_match_through_the_mount() {
         }
         let chapter_dir: PathBuf = mount.path().join(&case.book).join(&case.chapter);
         let base = chapter_dir.join(page_name(case));
-        let label = format!("case {n} {}/{}/{}", case.book, case.chapter, page_name(case));
+        let label = format!(
+            "case {n} {}/{}/{}",
+            case.book,
+            case.chapter,
+            page_name(case)
+        );
         if let Some(error) = &case.error {
             for ext in ["txt", "json"] {
                 let got = std::fs::read(base.with_extension(ext));
                 let want = expected_errno(error);
-                check(matches!(&got, Err(e) if errno(e) == want), format!("{label}.{ext}: want errno {want}, got {got:?}"));
+                check(
+                    matches!(&got, Err(e) if errno(e) == want),
+                    format!("{label}.{ext}: want errno {want}, got {got:?}"),
+                );
             }
-            if error.contains("无法确定要哪一份") || error.contains("cannot detect text encoding") {
+            if error.contains("无法确定要哪一份") || error.contains("cannot detect text encoding")
+            {
                 let listing = list(&chapter_dir);
-                check(listing == ["ERROR"], format!("{label}: listing {listing:?}, want only ERROR"));
+                check(
+                    listing == ["ERROR"],
+                    format!("{label}: listing {listing:?}, want only ERROR"),
+                );
                 let body = std::fs::read_to_string(chapter_dir.join("ERROR")).unwrap_or_default();
-                check(body == format!("{error}\n"), format!("{label}: ERROR holds {body:?}, want {error:?}"));
+                check(
+                    body == format!("{error}\n"),
+                    format!("{label}: ERROR holds {body:?}, want {error:?}"),
+                );
             }
             continue;
         }
@@ -69,11 +84,17 @@ fn all_reference_cases_match_through_the_mount() {
         let want_text = case.text.as_deref().unwrap();
         check(
             text.as_deref().ok() == Some(want_text.as_bytes()),
-            format!("{label}.txt differs: {:?}", text.map(|b| String::from_utf8_lossy(&b).into_owned())),
+            format!(
+                "{label}.txt differs: {:?}",
+                text.map(|b| String::from_utf8_lossy(&b).into_owned())
+            ),
         );
         let json = std::fs::read(base.with_extension("json"));
         let want_json = common::pretty_json(case.json.as_ref().unwrap());
-        check(json.as_deref().ok() == Some(want_json.as_bytes()), format!("{label}.json differs"));
+        check(
+            json.as_deref().ok() == Some(want_json.as_bytes()),
+            format!("{label}.json differs"),
+        );
         for (ext, want) in [("txt", want_text.len()), ("json", want_json.len())] {
             let size = std::fs::metadata(base.with_extension(ext)).map(|m| (m.len(), m.blocks()));
             check(
@@ -84,20 +105,29 @@ fn all_reference_cases_match_through_the_mount() {
         let file = case.json.as_ref().unwrap()["file"].as_str().unwrap();
         let meta = std::fs::symlink_metadata(&chapter_dir).unwrap();
         if case.chapter == file {
-            check(meta.is_dir(), format!("{label}: a file name must be a directory"));
+            check(
+                meta.is_dir(),
+                format!("{label}: a file name must be a directory"),
+            );
         } else {
             let target = std::fs::read_link(&chapter_dir).ok();
             check(
-                meta.file_type().is_symlink() && target.as_deref() == Some(std::path::Path::new(file)),
+                meta.file_type().is_symlink()
+                    && target.as_deref() == Some(std::path::Path::new(file)),
                 format!("{label}: alias should be a symlink to {file:?}, got {target:?}"),
             );
         }
         if let Some(chain) = &case.chain {
-            let mut want: Vec<String> =
-                chain.iter().flat_map(|o| [format!("offset-{o}.json"), format!("offset-{o}.txt")]).collect();
+            let mut want: Vec<String> = chain
+                .iter()
+                .flat_map(|o| [format!("offset-{o}.json"), format!("offset-{o}.txt")])
+                .collect();
             want.sort();
             let got = list(&chapter_dir);
-            check(got == want, format!("{label}: listing {got:?}, want {want:?}"));
+            check(
+                got == want,
+                format!("{label}: listing {got:?}, want {want:?}"),
+            );
         }
     }
     drop(mount);
@@ -109,19 +139,46 @@ fn all_reference_cases_match_through_the_mount() {
         std::fs::write(&off_state, case.state.as_ref().unwrap().to_string()).unwrap();
         let mount = Mount::new(&root, &["--state-file", off_state.to_str().unwrap()]);
         let error = case.error.as_deref().unwrap();
-        let got = std::fs::read(mount.path().join(&case.book).join(&case.chapter).join(page_name(case) + ".txt"));
-        check(matches!(&got, Err(e) if errno(e) == libc::EACCES), format!("switched off: want EACCES, got {got:?}"));
-        check(list(mount.path()) == ["ERROR"], format!("switched off: root lists {:?}", list(mount.path())));
+        let got = std::fs::read(
+            mount
+                .path()
+                .join(&case.book)
+                .join(&case.chapter)
+                .join(page_name(case) + ".txt"),
+        );
+        check(
+            matches!(&got, Err(e) if errno(e) == libc::EACCES),
+            format!("switched off: want EACCES, got {got:?}"),
+        );
+        check(
+            list(mount.path()) == ["ERROR"],
+            format!("switched off: root lists {:?}", list(mount.path())),
+        );
         let body = std::fs::read_to_string(mount.path().join("ERROR")).unwrap_or_default();
-        check(body == format!("{error}\n"), format!("switched off: ERROR holds {body:?}"));
+        check(
+            body == format!("{error}\n"),
+            format!("switched off: ERROR holds {body:?}"),
+        );
     }
-    println!("reference cases through the mount: {} cases, {checks} checks, {} failures", cases.len(), failures.len());
-    assert!(failures.is_empty(), "{} of {checks} checks failed:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "reference cases through the mount: {} cases, {checks} checks, {} failures",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checks} checks failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn list(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
         Err(e) => vec![format!("<{e}>")],
     };
     names.sort();

@@ -26,12 +26,26 @@ const READ_LIMIT: u32 = 400;
 const BUDGET: usize = 20_000;
 const CUT: usize = 3_000;
 const CUT_SUFFIX: &str = "…（行过长已裁剪）";
-const JSON_KEYS: [&str; 9] = ["book", "chapter", "file", "path", "offset", "totalLines", "chars", "truncated", "lines"];
+const JSON_KEYS: [&str; 9] = [
+    "book",
+    "chapter",
+    "file",
+    "path",
+    "offset",
+    "totalLines",
+    "chars",
+    "truncated",
+    "lines",
+];
 
 /// `cases` cases with the fast XorShift generator: in a debug build the
 /// default ChaCha generator, not the checks, dominates the run time.
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig { cases, rng_algorithm: RngAlgorithm::XorShift, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases,
+        rng_algorithm: RngAlgorithm::XorShift,
+        ..ProptestConfig::default()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -51,8 +65,8 @@ fn text_char() -> impl Strategy<Value = char> {
 }
 
 const SPECIAL: [char; 16] = [
-    '\r', '\t', '"', '\\', '\u{1}', '\u{8}', '\u{b}', '\u{c}', '\u{1f}', '\u{7f}', '\u{3000}', '\u{feff}', '\u{2028}',
-    '\u{fffd}', 'é', '…',
+    '\r', '\t', '"', '\\', '\u{1}', '\u{8}', '\u{b}', '\u{c}', '\u{1f}', '\u{7f}', '\u{3000}',
+    '\u{feff}', '\u{2028}', '\u{fffd}', 'é', '…',
 ];
 
 /// The mix of `text_char`, drawn from a seed: generating thousands of lines
@@ -177,12 +191,23 @@ fn split_lines(text: &str) -> Vec<String> {
     pieces
         .iter()
         .enumerate()
-        .map(|(i, p)| if i + 1 < n { p.strip_suffix('\r').unwrap_or(p) } else { p }.to_string())
+        .map(|(i, p)| {
+            if i + 1 < n {
+                p.strip_suffix('\r').unwrap_or(p)
+            } else {
+                p
+            }
+            .to_string()
+        })
         .collect()
 }
 
 fn model_total_lines(text: &str) -> u64 {
-    if text.is_empty() { 0 } else { split_lines(text).len() as u64 }
+    if text.is_empty() {
+        0
+    } else {
+        split_lines(text).len() as u64
+    }
 }
 
 /// The 3000-unit cut: first 3000 UTF-16 units (a lone half of a split pair
@@ -222,7 +247,13 @@ fn model_page(all: &[String], total_lines: u64, offset: u64, limit: u32) -> Mode
         i += 1;
     }
     let truncated = hit_char_cap || offset - 1 + (lines.len() as u64) < total_lines;
-    ModelPage { offset, total_lines, chars, truncated, lines }
+    ModelPage {
+        offset,
+        total_lines,
+        chars,
+        truncated,
+        lines,
+    }
 }
 
 fn as_model(page: &Page) -> ModelPage {
@@ -231,7 +262,11 @@ fn as_model(page: &Page) -> ModelPage {
         total_lines: page.total_lines,
         chars: page.chars,
         truncated: page.truncated,
-        lines: page.lines.iter().map(|l| (l.number, l.text.clone())).collect(),
+        lines: page
+            .lines
+            .iter()
+            .map(|l| (l.number, l.text.clone()))
+            .collect(),
     }
 }
 
@@ -293,39 +328,75 @@ fn expected_json(book: &str, file: &str, path: &str, m: &ModelPage) -> String {
         out += "    {\n";
         out += &format!("      \"number\": {n},\n");
         out += &format!("      \"text\": {}\n", js_quote(text));
-        out += if i + 1 < m.lines.len() { "    },\n" } else { "    }\n" };
+        out += if i + 1 < m.lines.len() {
+            "    },\n"
+        } else {
+            "    }\n"
+        };
     }
     out + "  ]\n}\n"
 }
 
 /// Everything SPEC §1.5/§1.6 says about one page.
-fn check_page(ct: &ChapterText, all: &[String], offset: u64, limit: u32, src: (&str, &str, &str)) -> Page {
+fn check_page(
+    ct: &ChapterText,
+    all: &[String],
+    offset: u64,
+    limit: u32,
+    src: (&str, &str, &str),
+) -> Page {
     let total = ct.total_lines();
     let page = ct.page(offset, limit);
     let want = model_page(all, total, offset, limit);
     let got = as_model(&page);
-    assert_eq!(got, want, "page(offset={offset}, limit={limit}) differs from the spec's loop");
+    assert_eq!(
+        got, want,
+        "page(offset={offset}, limit={limit}) differs from the spec's loop"
+    );
 
     // The individual properties, stated directly (they also hold for the model).
     let n = page.lines.len();
     assert!(n >= 1, "a page always has a line");
     assert!(n <= limit as usize, "{n} lines > limit {limit}");
     for (k, l) in page.lines.iter().enumerate() {
-        assert_eq!(l.number, offset + k as u64, "line numbers are absolute and consecutive");
+        assert_eq!(
+            l.number,
+            offset + k as u64,
+            "line numbers are absolute and consecutive"
+        );
     }
     let joined: Vec<&str> = page.lines.iter().map(|l| l.text.as_str()).collect();
-    assert_eq!(page.chars, u16len(&joined.join("\n")), "chars = UTF-16 length of lines joined by \\n");
-    assert!(page.chars <= BUDGET || n == 1, "chars {} > {BUDGET} with {n} lines", page.chars);
+    assert_eq!(
+        page.chars,
+        u16len(&joined.join("\n")),
+        "chars = UTF-16 length of lines joined by \\n"
+    );
+    assert!(
+        page.chars <= BUDGET || n == 1,
+        "chars {} > {BUDGET} with {n} lines",
+        page.chars
+    );
     let last = page.lines[n - 1].number;
     assert_eq!(page.last_line(), last);
-    assert_eq!(page.truncated, last < total, "truncated iff the page ends before the last line");
+    assert_eq!(
+        page.truncated,
+        last < total,
+        "truncated iff the page ends before the last line"
+    );
     if n < limit as usize && (last as usize) < all.len() {
         // Stopped early, so only because the next line would break the budget.
         let next = u16len(&shown(&all[last as usize]));
-        assert!(page.chars + 1 + next > BUDGET, "page stopped at {last} with room for line {}", last + 1);
+        assert!(
+            page.chars + 1 + next > BUDGET,
+            "page stopped at {last} with room for line {}",
+            last + 1
+        );
     }
     let layout = ct.layout(offset, limit);
-    assert_eq!((layout.offset, layout.taken, layout.chars, layout.truncated), (offset, n, page.chars, page.truncated));
+    assert_eq!(
+        (layout.offset, layout.taken, layout.chars, layout.truncated),
+        (offset, n, page.chars, page.truncated)
+    );
 
     // Renderings.
     let (book, file, path) = src;
@@ -335,7 +406,10 @@ fn check_page(ct: &ChapterText, all: &[String], offset: u64, limit: u32, src: (&
     let footer = if page.truncated {
         format!("用 offset={} 继续阅读。)\n</content>\n", last + 1)
     } else {
-        format!("\n\n(本章共 {} 行 / {} 字)\n</content>\n", total, page.chars)
+        format!(
+            "\n\n(本章共 {} 行 / {} 字)\n</content>\n",
+            total, page.chars
+        )
     };
     assert!(text.ends_with(&footer), "footer: want …{footer:?}");
 
@@ -343,11 +417,22 @@ fn check_page(ct: &ChapterText, all: &[String], offset: u64, limit: u32, src: (&
     assert_eq!(json, expected_json(book, file, path, &want));
     // Sizes known without rendering (what stat and listings use).
     let stats = ct.line_stats(&layout);
-    assert_eq!(novelfs::library::render::text_len(&source, total, &layout, stats), text.len(), "text_len");
-    assert_eq!(novelfs::library::render::json_len(&source, total, &layout, stats), json.len(), "json_len");
+    assert_eq!(
+        novelfs::library::render::text_len(&source, total, &layout, stats),
+        text.len(),
+        "text_len"
+    );
+    assert_eq!(
+        novelfs::library::render::json_len(&source, total, &layout, stats),
+        json.len(),
+        "json_len"
+    );
     let v: serde_json::Value = serde_json::from_str(&json).expect("render_json parses");
     let obj = v.as_object().expect("an object");
-    assert_eq!(obj.keys().map(String::as_str).collect::<Vec<_>>(), JSON_KEYS);
+    assert_eq!(
+        obj.keys().map(String::as_str).collect::<Vec<_>>(),
+        JSON_KEYS
+    );
     assert_eq!(v["book"], book);
     assert_eq!(v["chapter"], file);
     assert_eq!(v["file"], file);
@@ -440,9 +525,17 @@ proptest! {
 fn whatwg_utf16(bytes: &[u8], little_endian: bool) -> String {
     let units: Vec<u16> = bytes
         .chunks_exact(2)
-        .map(|p| if little_endian { u16::from_le_bytes([p[0], p[1]]) } else { u16::from_be_bytes([p[0], p[1]]) })
+        .map(|p| {
+            if little_endian {
+                u16::from_le_bytes([p[0], p[1]])
+            } else {
+                u16::from_be_bytes([p[0], p[1]])
+            }
+        })
         .collect();
-    let mut out: String = char::decode_utf16(units.iter().copied()).map(|r| r.unwrap_or('\u{FFFD}')).collect();
+    let mut out: String = char::decode_utf16(units.iter().copied())
+        .map(|r| r.unwrap_or('\u{FFFD}'))
+        .collect();
     let pending_lead = units.last().is_some_and(|u| (0xD800..0xDC00).contains(u));
     if bytes.len() % 2 == 1 && !pending_lead {
         out.push('\u{FFFD}');
@@ -463,7 +556,9 @@ fn nul_heavy(bytes: &[u8]) -> Option<bool> {
 }
 
 fn gbk(bytes: &[u8]) -> Option<String> {
-    encoding_rs::GBK.decode_without_bom_handling_and_without_replacement(bytes).map(|c| c.into_owned())
+    encoding_rs::GBK
+        .decode_without_bom_handling_and_without_replacement(bytes)
+        .map(|c| c.into_owned())
 }
 
 fn nul_rich_string() -> impl Strategy<Value = String> {
@@ -475,14 +570,20 @@ fn nul_rich_string() -> impl Strategy<Value = String> {
         1 => Just('\u{feff}'),
         1 => any::<char>(),
     ];
-    (proptest::option::of(Just('\u{feff}')), vec(c, 0..60)).prop_map(|(bom, cs)| bom.into_iter().chain(cs).collect())
+    (proptest::option::of(Just('\u{feff}')), vec(c, 0..60))
+        .prop_map(|(bom, cs)| bom.into_iter().chain(cs).collect())
 }
 
 /// Valid UTF-8 of `20k` bytes with `k - 1`, `k` or `k + 1` NULs: right at
 /// rule 2's "more than 5%".
 fn nul_boundary_string() -> impl Strategy<Value = String> {
-    (1usize..=6, 0usize..3, vec(proptest::char::range('a', 'z'), 120), vec(any::<Index>(), 7)).prop_map(
-        |(k, d, letters, at)| {
+    (
+        1usize..=6,
+        0usize..3,
+        vec(proptest::char::range('a', 'z'), 120),
+        vec(any::<Index>(), 7),
+    )
+        .prop_map(|(k, d, letters, at)| {
             let len = 20 * k;
             let mut cs: Vec<char> = letters[..len].to_vec();
             let nuls = (k + d).saturating_sub(1);
@@ -501,24 +602,39 @@ fn nul_boundary_string() -> impl Strategy<Value = String> {
                 }
             }
             cs.into_iter().collect()
-        },
-    )
+        })
 }
 
 fn byte_soup() -> impl Strategy<Value = Vec<u8>> {
-    let prefix = select(vec![&b""[..], b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF", b"\x00", b"\xFF"]);
+    let prefix = select(vec![
+        &b""[..],
+        b"\xEF\xBB\xBF",
+        b"\xFF\xFE",
+        b"\xFE\xFF",
+        b"\x00",
+        b"\xFF",
+    ]);
     let body = prop_oneof![
         vec(any::<u8>(), 0..64),
-        vec(select(vec![0u8, 0x41, 0x4E, 0xD8, 0xDC, 0x81, 0xFF, 0xFE, 0x30, 0x0A]), 0..64),
+        vec(
+            select(vec![
+                0u8, 0x41, 0x4E, 0xD8, 0xDC, 0x81, 0xFF, 0xFE, 0x30, 0x0A
+            ]),
+            0..64
+        ),
         // Valid GBK, possibly cut short.
-        (vec(proptest::char::range('\u{4E00}', '\u{9FA5}'), 0..20), any::<bool>()).prop_map(|(cs, cut)| {
-            let s: String = cs.into_iter().collect();
-            let mut b = encoding_rs::GBK.encode(&s).0.into_owned();
-            if cut {
-                b.pop();
-            }
-            b
-        }),
+        (
+            vec(proptest::char::range('\u{4E00}', '\u{9FA5}'), 0..20),
+            any::<bool>()
+        )
+            .prop_map(|(cs, cut)| {
+                let s: String = cs.into_iter().collect();
+                let mut b = encoding_rs::GBK.encode(&s).0.into_owned();
+                if cut {
+                    b.pop();
+                }
+                b
+            }),
     ];
     (prefix, body).prop_map(|(p, b)| [p, &b[..]].concat())
 }
@@ -598,7 +714,12 @@ proptest! {
 /// A chapter number written the way `cjk_to_number` reads it (1..=9999).
 fn cjk_numeral(n: u32) -> String {
     const D: [char; 10] = ['零', '一', '二', '三', '四', '五', '六', '七', '八', '九'];
-    let digits = [(n / 1000, "千"), (n / 100 % 10, "百"), (n / 10 % 10, "十"), (n % 10, "")];
+    let digits = [
+        (n / 1000, "千"),
+        (n / 100 % 10, "百"),
+        (n / 10 % 10, "十"),
+        (n % 10, ""),
+    ];
     let mut out = String::new();
     let mut pending_zero = false;
     for (d, unit) in digits {
@@ -699,8 +820,14 @@ proptest! {
 fn is_js_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
-            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
     )
 }
 
@@ -722,34 +849,55 @@ fn model_find(chapters: &[Chapter], arg: &str) -> Lookup {
             _ => f.to_string(),
         }
     };
-    if let Some(i) = chapters.iter().position(|c| without_last_ext(&c.file).to_lowercase() == lower_bare) {
+    if let Some(i) = chapters
+        .iter()
+        .position(|c| without_last_ext(&c.file).to_lowercase() == lower_bare)
+    {
         return Lookup::Found(i);
     }
     if let Some(n) = parse_chapter_number(needle) {
-        let hits: Vec<usize> = (0..chapters.len()).filter(|&i| chapters[i].number == Some(n)).collect();
+        let hits: Vec<usize> = (0..chapters.len())
+            .filter(|&i| chapters[i].number == Some(n))
+            .collect();
         match hits.len() {
             0 => {}
             1 => return Lookup::Found(hits[0]),
-            _ => return Lookup::Ambiguous { number: n, indices: hits },
+            _ => {
+                return Lookup::Ambiguous {
+                    number: n,
+                    indices: hits,
+                };
+            }
         }
     }
     let narrow: String = needle
         .chars()
-        .map(|c| if ('\u{FF10}'..='\u{FF19}').contains(&c) { char::from_u32(c as u32 - 0xFEE0).unwrap() } else { c })
+        .map(|c| {
+            if ('\u{FF10}'..='\u{FF19}').contains(&c) {
+                char::from_u32(c as u32 - 0xFEE0).unwrap()
+            } else {
+                c
+            }
+        })
         .collect();
     if !narrow.is_empty() && narrow.bytes().all(|b| b.is_ascii_digit()) {
         return Lookup::NotFound;
     }
     chapters
         .iter()
-        .position(|c| c.title.to_lowercase().contains(&lower) || c.file.to_lowercase().contains(&lower))
+        .position(|c| {
+            c.title.to_lowercase().contains(&lower) || c.file.to_lowercase().contains(&lower)
+        })
         .map_or(Lookup::NotFound, Lookup::Found)
 }
 
 fn file_name() -> impl Strategy<Value = Vec<u8>> {
     let ext = select(vec![".md", ".MD", ".txt", ".markdown", ".Markdown", ".TXT"]);
-    let title = vec(select(vec!['a', 'B', 'c', '字', '甲', ' ', '-', '.', '_', '1']), 0..5)
-        .prop_map(|v| v.into_iter().collect::<String>());
+    let title = vec(
+        select(vec!['a', 'B', 'c', '字', '甲', ' ', '-', '.', '_', '1']),
+        0..5,
+    )
+    .prop_map(|v| v.into_iter().collect::<String>());
     prop_oneof![
         4 => (any::<bool>(), 0u32..25, select(vec!["章", "回", "-", " ", "."]), title.clone(), ext.clone())
             .prop_map(|(di, n, m, t, e)| format!("{}{n:02}{m}{t}{e}", if di { "第" } else { "" }).into_bytes()),
@@ -827,27 +975,47 @@ fn fixed_cases_of_the_models() {
     assert_eq!(split_lines("a\r\nb\rc\r\r\n"), ["a", "b\rc\r", ""]);
     assert_eq!(model_total_lines(""), 0);
     let line = format!("{}🌙x", "a".repeat(2999));
-    assert_eq!(shown(&line), format!("{}\u{FFFD}{CUT_SUFFIX}", "a".repeat(2999)));
+    assert_eq!(
+        shown(&line),
+        format!("{}\u{FFFD}{CUT_SUFFIX}", "a".repeat(2999))
+    );
     assert_eq!(u16len(&shown(&line)), 3009);
     assert_eq!(cjk_numeral(1001), "一千零一");
     assert_eq!(cjk_numeral(10), "十");
     assert_eq!(cjk_numeral(12), "十二");
     assert_eq!(cjk_numeral(2030), "二千零三十");
-    assert_eq!(js_quote("a\"\\\u{1}\n\t\u{b}"), r#""a\"\\\u0001\n\t\u000b""#);
-    assert_eq!(whatwg_utf16(&[0x41, 0x00, 0x3D, 0xD8, 0x07], true), "A\u{FFFD}");
+    assert_eq!(
+        js_quote("a\"\\\u{1}\n\t\u{b}"),
+        r#""a\"\\\u0001\n\t\u000b""#
+    );
+    assert_eq!(
+        whatwg_utf16(&[0x41, 0x00, 0x3D, 0xD8, 0x07], true),
+        "A\u{FFFD}"
+    );
     assert_eq!(whatwg_utf16(&[0x41, 0x00, 0x07], true), "A\u{FFFD}");
-    assert_eq!(nul_heavy(b"a\0bcdefghijklmnopqrs"), None, "exactly 5% is not more than 5%");
+    assert_eq!(
+        nul_heavy(b"a\0bcdefghijklmnopqrs"),
+        None,
+        "exactly 5% is not more than 5%"
+    );
     assert_eq!(nul_heavy(b"a\0bcdefghijklmnopqr"), Some(true));
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let mut counts = std::collections::BTreeSet::new();
     for _ in 0..64 {
         use proptest::strategy::ValueTree;
-        let s = nul_boundary_string().new_tree(&mut runner).unwrap().current();
+        let s = nul_boundary_string()
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
         let nuls = s.bytes().filter(|&b| b == 0).count();
         assert_eq!(s.len() % 20, 0);
         counts.insert(nuls as i64 - (s.len() / 20) as i64);
     }
-    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [-1, 0, 1], "NUL counts around 5%");
+    assert_eq!(
+        counts.into_iter().collect::<Vec<_>>(),
+        [-1, 0, 1],
+        "NUL counts around 5%"
+    );
 }
 
 /// The generators really produce what the properties are meant to cover: a
@@ -858,7 +1026,10 @@ fn fixed_cases_of_the_models() {
 fn generators_reach_the_edge_cases() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{TestRng, TestRunner};
-    let mut runner = TestRunner::new_with_rng(config(128), TestRng::deterministic_rng(RngAlgorithm::XorShift));
+    let mut runner = TestRunner::new_with_rng(
+        config(128),
+        TestRng::deterministic_rng(RngAlgorithm::XorShift),
+    );
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
     let mut see = |what, yes: bool| *seen.entry(what).or_default() += usize::from(yes);
     for _ in 0..128 {
@@ -866,14 +1037,27 @@ fn generators_reach_the_edge_cases() {
         let all = split_lines(&text);
         see("empty text", text.is_empty());
         see("trailing newline", text.ends_with('\n'));
-        see("no trailing newline", !text.is_empty() && !text.ends_with('\n'));
+        see(
+            "no trailing newline",
+            !text.is_empty() && !text.ends_with('\n'),
+        );
         see("CRLF", text.contains("\r\n"));
-        see("lone CR kept in a line", all.iter().any(|l| l.contains('\r')));
+        see(
+            "lone CR kept in a line",
+            all.iter().any(|l| l.contains('\r')),
+        );
         see("lone CR at the end", text.ends_with('\r'));
         see("over 1200 lines", all.len() > 1200);
         see("line of 3000 units", all.iter().any(|l| u16len(l) == CUT));
-        see("line of 3001 units", all.iter().any(|l| u16len(l) == CUT + 1));
-        see("cut through a pair", all.iter().any(|l| shown(l).ends_with(&format!("\u{FFFD}{CUT_SUFFIX}"))));
+        see(
+            "line of 3001 units",
+            all.iter().any(|l| u16len(l) == CUT + 1),
+        );
+        see(
+            "cut through a pair",
+            all.iter()
+                .any(|l| shown(l).ends_with(&format!("\u{FFFD}{CUT_SUFFIX}"))),
+        );
         let ct = ChapterText::new(text);
         let mut offset = 1;
         loop {
@@ -883,8 +1067,14 @@ fn generators_reach_the_edge_cases() {
                 see("page ends at the end", true);
                 break;
             }
-            see("page ends on the limit", m.lines.len() == READ_LIMIT as usize);
-            see("page ends on the budget", m.lines.len() < READ_LIMIT as usize);
+            see(
+                "page ends on the limit",
+                m.lines.len() == READ_LIMIT as usize,
+            );
+            see(
+                "page ends on the budget",
+                m.lines.len() < READ_LIMIT as usize,
+            );
             offset = last + 1;
         }
     }

@@ -41,7 +41,7 @@ const BOOK: &str = "书";
 const CHAPTERS: u64 = 30;
 /// Chapters that also get in-place (non-atomic) rewrites.
 fn in_place(i: u64) -> bool {
-    i % 5 == 0
+    i.is_multiple_of(5)
 }
 
 const HANZI: &str = "月光落在旧街的石板上风吹过长巷少年提灯而行远山如黛云深不知处江水东流去夜色渐浓灯火阑珊人间烟火气，。！？";
@@ -82,9 +82,19 @@ fn text_of(i: u64, v: &Version) -> String {
     static POOLS: std::sync::LazyLock<[Vec<char>; 2]> = std::sync::LazyLock::new(|| {
         let hanzi: Vec<char> = HANZI.chars().collect();
         let mut rng = Rng::new(7);
-        let with_emoji: Vec<char> =
-            (0..8192).map(|_| if rng.chance(15) { '🌙' } else { hanzi[rng.below(hanzi.len() as u64) as usize] }).collect();
-        let plain = with_emoji.iter().map(|&c| if c == '🌙' { '月' } else { c }).collect();
+        let with_emoji: Vec<char> = (0..8192)
+            .map(|_| {
+                if rng.chance(15) {
+                    '🌙'
+                } else {
+                    hanzi[rng.below(hanzi.len() as u64) as usize]
+                }
+            })
+            .collect();
+        let plain = with_emoji
+            .iter()
+            .map(|&c| if c == '🌙' { '月' } else { c })
+            .collect();
         [with_emoji, plain]
     });
     let pool = &POOLS[usize::from(v.enc == Enc::Gbk)];
@@ -95,7 +105,11 @@ fn text_of(i: u64, v: &Version) -> String {
             out.push_str(if v.crlf { "\r\n" } else { "\n" });
         }
         out.push_str(&format!("[c={i:02} g={:06}]#{n} ", v.version % 1_000_000));
-        let len = if rng.chance(8) { rng.range(3050, 3600) } else { rng.range(8, 60) } as usize;
+        let len = if rng.chance(8) {
+            rng.range(3050, 3600)
+        } else {
+            rng.range(8, 60)
+        } as usize;
         let start = rng.below((pool.len() - len) as u64) as usize;
         out.extend(&pool[start..start + len]);
     }
@@ -173,7 +187,12 @@ struct Counters {
 
 impl Counters {
     fn error(&self, what: &str, e: &std::io::Error) {
-        *self.errors.lock().unwrap().entry(format!("{what}:{}", errno_name(common::errno(e)))).or_default() += 1;
+        *self
+            .errors
+            .lock()
+            .unwrap()
+            .entry(format!("{what}:{}", errno_name(common::errno(e))))
+            .or_default() += 1;
     }
     fn fail(&self, counter: &AtomicU64, msg: String) {
         counter.fetch_add(1, Ordering::Relaxed);
@@ -183,7 +202,13 @@ impl Counters {
         }
     }
     fn count_errors(&self, pred: impl Fn(&str) -> bool) -> u64 {
-        self.errors.lock().unwrap().iter().filter(|(k, _)| pred(k)).map(|(_, v)| v).sum()
+        self.errors
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| pred(k))
+            .map(|(_, v)| v)
+            .sum()
     }
 }
 
@@ -203,7 +228,10 @@ fn check_identity(i: u64, root_prefix: &str, info: &PageInfo) -> Result<(), Stri
             if in_place(i) || *n == info.total_lines.max(1) {
                 continue;
             }
-            return Err(format!("line {n} has no tag: {:?}", text.chars().take(40).collect::<String>()));
+            return Err(format!(
+                "line {n} has no tag: {:?}",
+                text.chars().take(40).collect::<String>()
+            ));
         };
         let (c, g) = tag.split_once(' ').ok_or("tag")?;
         if c != format!("c={i:02}") {
@@ -222,7 +250,10 @@ fn check_identity(i: u64, root_prefix: &str, info: &PageInfo) -> Result<(), Stri
 }
 
 fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 struct Library {
@@ -236,7 +267,15 @@ struct Library {
 }
 
 #[allow(clippy::too_many_lines)]
-fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: Arc<AtomicBool>, c: Arc<Counters>, watched: bool) {
+fn reader(
+    id: u64,
+    mnt: PathBuf,
+    root_prefix: String,
+    lib: Arc<Library>,
+    stop: Arc<AtomicBool>,
+    c: Arc<Counters>,
+    watched: bool,
+) {
     let mut rng = Rng::new(0xA11CE + id);
     let book = mnt.join(BOOK);
     while !stop.load(Ordering::Relaxed) {
@@ -252,20 +291,29 @@ fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: A
         }
         let mode = rng.below(3);
         let arg = match mode {
-            0 => lib.names.lock().unwrap()[(i - 1) as usize].clone().unwrap_or_else(|| name_a(i)),
+            0 => lib.names.lock().unwrap()[(i - 1) as usize]
+                .clone()
+                .unwrap_or_else(|| name_a(i)),
             1 => i.to_string(),
             _ => format!("标题{i}号"),
         };
         let dir = book.join(&arg);
         let epoch_before = lib.vanish[(i - 1) as usize].load(Ordering::SeqCst);
-        let names: Vec<String> = match std::fs::read_dir(&dir).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>()) {
-            Ok(v) => v.into_iter().map(|e| e.file_name().into_string().unwrap()).collect(),
-            Err(e) => {
-                c.error("list", &e);
-                continue;
-            }
-        };
-        if names.is_empty() && (epoch_before % 2 == 1 || lib.vanish[(i - 1) as usize].load(Ordering::SeqCst) != epoch_before) {
+        let names: Vec<String> =
+            match std::fs::read_dir(&dir).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>()) {
+                Ok(v) => v
+                    .into_iter()
+                    .map(|e| e.file_name().into_string().unwrap())
+                    .collect(),
+                Err(e) => {
+                    c.error("list", &e);
+                    continue;
+                }
+            };
+        if names.is_empty()
+            && (epoch_before % 2 == 1
+                || lib.vanish[(i - 1) as usize].load(Ordering::SeqCst) != epoch_before)
+        {
             // The directory was removed after it was opened: readdir gets
             // ENOENT, which glibc's readdir reports as the end of the
             // directory (as for any directory removed while open).
@@ -274,7 +322,8 @@ fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: A
         }
         if names.is_empty() && watched {
             std::thread::sleep(Duration::from_millis(300));
-            let again = std::fs::read_dir(&dir).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>());
+            let again =
+                std::fs::read_dir(&dir).and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>());
             if !matches!(&again, Ok(v) if v.is_empty()) {
                 c.settled_listings.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -283,7 +332,8 @@ fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: A
         c.listings_ok.fetch_add(1, Ordering::Relaxed);
         if names == ["ERROR"] {
             match std::fs::read_to_string(dir.join("ERROR")) {
-                Ok(t) if mode == 1 && t.starts_with(&format!("错误：第 {i} 章有 2 个文件")) => {
+                Ok(t) if mode == 1 && t.starts_with(&format!("错误：第 {i} 章有 2 个文件")) =>
+                {
                     c.ambiguous.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(t) => c.fail(&c.bad_error_file, format!("{arg}: ERROR says {t:?}")),
@@ -297,19 +347,32 @@ fn reader(id: u64, mnt: PathBuf, root_prefix: String, lib: Arc<Library>, stop: A
             continue;
         }
         let page = pages[rng.below(pages.len() as u64) as usize];
-        let offset: u64 = page.strip_prefix("offset-").and_then(|p| p.strip_suffix(".txt")).unwrap().parse().unwrap();
+        let offset: u64 = page
+            .strip_prefix("offset-")
+            .and_then(|p| p.strip_suffix(".txt"))
+            .unwrap()
+            .parse()
+            .unwrap();
         for (name, json) in [(page.clone(), false), (page.replace(".txt", ".json"), true)] {
             let p = dir.join(&name);
             match std::fs::read(&p) {
                 Ok(bytes) => {
-                    let checked = if json { check_json_page(&bytes, offset) } else { check_text_page(&bytes, offset) };
+                    let checked = if json {
+                        check_json_page(&bytes, offset)
+                    } else {
+                        check_text_page(&bytes, offset)
+                    };
                     match checked.and_then(|info| check_identity(i, &root_prefix, &info)) {
                         Ok(()) => {
                             c.pages_ok.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(msg) => {
-                            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned();
-                            c.fail(&c.torn, format!("{arg}/{name}: {msg} ({} bytes: {head:?}…)", bytes.len()));
+                            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
+                                .into_owned();
+                            c.fail(
+                                &c.torn,
+                                format!("{arg}/{name}: {msg} ({} bytes: {head:?}…)", bytes.len()),
+                            );
                         }
                     }
                 }
@@ -341,7 +404,11 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) {
 /// Writes in 4096-byte `write` calls, to widen the window a reader can
 /// catch; `truncate` empties the file first.
 fn write_in_place(path: &Path, bytes: &[u8], truncate: bool) {
-    let mut f = std::fs::OpenOptions::new().write(true).truncate(truncate).open(path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(truncate)
+        .open(path)
+        .unwrap();
     for chunk in bytes.chunks(4096) {
         f.write_all(chunk).unwrap();
     }
@@ -356,13 +423,19 @@ fn mutator(lib: Arc<Library>, versions: &mut [Version], stop: Arc<AtomicBool>) -
         std::thread::sleep(Duration::from_millis(rng.below(4)));
         let i = rng.range(1, CHAPTERS);
         let k = (i - 1) as usize;
-        let Some(name) = lib.names.lock().unwrap()[k].clone() else { continue };
+        let Some(name) = lib.names.lock().unwrap()[k].clone() else {
+            continue;
+        };
         let path = lib.book.join(&name);
         version += 1;
         let v = &mut versions[k];
         let vanish = &lib.vanish[k];
         // The in-place chapters mostly get in-place writes.
-        let op = if in_place(i) && v.enc == Enc::Utf8 && rng.chance(500) { 2 + rng.below(2) } else { rng.below(8) };
+        let op = if in_place(i) && v.enc == Enc::Utf8 && rng.chance(500) {
+            2 + rng.below(2)
+        } else {
+            rng.below(8)
+        };
         match op {
             0 => {
                 v.seed = rng.next();
@@ -394,7 +467,11 @@ fn mutator(lib: Arc<Library>, versions: &mut [Version], stop: Arc<AtomicBool>) -
             }
             4 => {
                 vanish.fetch_add(1, Ordering::SeqCst);
-                let new = if name == name_a(i) { name_b(i) } else { name_a(i) };
+                let new = if name == name_a(i) {
+                    name_b(i)
+                } else {
+                    name_a(i)
+                };
                 std::fs::rename(&path, lib.book.join(&new)).unwrap();
                 lib.names.lock().unwrap()[k] = Some(new);
                 vanish.fetch_add(1, Ordering::SeqCst);
@@ -448,11 +525,16 @@ fn check_at_rest(mnt: &Path, root: &Path) {
     for chapter in &index.chapters {
         let text = lib.load_chapter(OsStr::new(BOOK), chapter).unwrap();
         let dir = mnt.join(BOOK).join(&chapter.file);
-        let mut listed: Vec<String> =
-            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut listed: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         listed.sort();
-        let mut want: Vec<String> =
-            text.chain().iter().flat_map(|o| [format!("offset-{o}.txt"), format!("offset-{o}.json")]).collect();
+        let mut want: Vec<String> = text
+            .chain()
+            .iter()
+            .flat_map(|o| [format!("offset-{o}.txt"), format!("offset-{o}.json")])
+            .collect();
         want.sort();
         assert_eq!(listed, want, "{}: listing at rest", chapter.file);
         for offset in text.chain() {
@@ -463,9 +545,17 @@ fn check_at_rest(mnt: &Path, root: &Path) {
                 page: text.page(offset, 400),
             };
             let got = std::fs::read_to_string(dir.join(format!("offset-{offset}.txt"))).unwrap();
-            assert!(got == out.text(), "{}: offset-{offset}.txt at rest is stale", chapter.file);
+            assert!(
+                got == out.text(),
+                "{}: offset-{offset}.txt at rest is stale",
+                chapter.file
+            );
             let got = std::fs::read_to_string(dir.join(format!("offset-{offset}.json"))).unwrap();
-            assert!(got == out.json(), "{}: offset-{offset}.json at rest is stale", chapter.file);
+            assert!(
+                got == out.json(),
+                "{}: offset-{offset}.json at rest is stale",
+                chapter.file
+            );
         }
     }
 }
@@ -494,7 +584,11 @@ fn soak(ttl: &str) {
         .map(|i| Version {
             seed: seed_rng.next(),
             // A third of the chapters span several pages.
-            lines: if i % 3 == 0 { seed_rng.range(450, 1300) } else { seed_rng.range(1, 400) },
+            lines: if i % 3 == 0 {
+                seed_rng.range(450, 1300)
+            } else {
+                seed_rng.range(1, 400)
+            },
             crlf: i == 7,
             version: 0,
             enc: Enc::Utf8,
@@ -509,7 +603,10 @@ fn soak(ttl: &str) {
         vanish: (1..=CHAPTERS).map(|_| AtomicU64::new(0)).collect(),
     });
 
-    let mut m = Mount::new(&root, &["--ttl", ttl, "--state-file", "/nonexistent/state.json"]);
+    let mut m = Mount::new(
+        &root,
+        &["--ttl", ttl, "--state-file", "/nonexistent/state.json"],
+    );
     let pid = m.pid();
     let mnt = m.path().to_path_buf();
     let root_prefix = format!("{}/novels/{BOOK}/", root.display());
@@ -526,7 +623,7 @@ fn soak(ttl: &str) {
             while !stop.load(Ordering::Relaxed) {
                 if let Some((rss, _)) = common::rss_kib(pid) {
                     peak.fetch_max(rss, Ordering::Relaxed);
-                    if n % 25 == 0 {
+                    if n.is_multiple_of(25) {
                         timeline.push(rss / 1024);
                     }
                 }
@@ -538,7 +635,13 @@ fn soak(ttl: &str) {
     };
     let readers: Vec<_> = (0..threads)
         .map(|id| {
-            let (mnt, prefix, lib, stop, c) = (mnt.clone(), root_prefix.clone(), lib.clone(), stop.clone(), counters.clone());
+            let (mnt, prefix, lib, stop, c) = (
+                mnt.clone(),
+                root_prefix.clone(),
+                lib.clone(),
+                stop.clone(),
+                counters.clone(),
+            );
             let watched = ttl != "0";
             std::thread::spawn(move || reader(id, mnt, prefix, lib, stop, c, watched))
         })
@@ -587,13 +690,38 @@ fn soak(ttl: &str) {
         timeline,
     );
     let failures = c.failures.lock().unwrap().clone();
-    assert_eq!(c.torn.load(Ordering::Relaxed), 0, "torn or invalid reads: {failures:#?}");
-    let (settled, listed) = (c.settled_listings.load(Ordering::Relaxed), c.listings_ok.load(Ordering::Relaxed));
-    assert!(settled * 10 <= listed, "{settled} listings went stale for a moment, of {listed}");
-    assert_eq!(c.bad_error_file.load(Ordering::Relaxed), 0, "ERROR for a decodable chapter: {failures:#?}");
-    assert_eq!(c.count_errors(|k| !k.ends_with(":ENOENT")), 0, "errors other than ENOENT: {errors:?}");
-    assert!(c.pages_ok.load(Ordering::Relaxed) > 100 * threads, "too few reads");
-    assert!(stats.in_place_truncate + stats.in_place_overwrite > 0 && stats.encoding_switch > 0 && stats.shadow > 0);
+    assert_eq!(
+        c.torn.load(Ordering::Relaxed),
+        0,
+        "torn or invalid reads: {failures:#?}"
+    );
+    let (settled, listed) = (
+        c.settled_listings.load(Ordering::Relaxed),
+        c.listings_ok.load(Ordering::Relaxed),
+    );
+    assert!(
+        settled * 10 <= listed,
+        "{settled} listings went stale for a moment, of {listed}"
+    );
+    assert_eq!(
+        c.bad_error_file.load(Ordering::Relaxed),
+        0,
+        "ERROR for a decodable chapter: {failures:#?}"
+    );
+    assert_eq!(
+        c.count_errors(|k| !k.ends_with(":ENOENT")),
+        0,
+        "errors other than ENOENT: {errors:?}"
+    );
+    assert!(
+        c.pages_ok.load(Ordering::Relaxed) > 100 * threads,
+        "too few reads"
+    );
+    assert!(
+        stats.in_place_truncate + stats.in_place_overwrite > 0
+            && stats.encoding_switch > 0
+            && stats.shadow > 0
+    );
     assert!(hwm < 300 * 1024, "daemon VmHWM {hwm} KiB");
     let status = m.terminate().expect("running");
     assert!(status.success(), "exit {status}");

@@ -40,7 +40,11 @@ pub const MMAP_THRESHOLD: usize = 16 * 1024;
 /// pages (on average 2 KiB more than asked, which over thousands of cached
 /// chapters is tens of MiB the budget must count), a small one a header.
 pub fn allocated(bytes: usize) -> usize {
-    if bytes >= MMAP_THRESHOLD { (bytes + 16).next_multiple_of(4096) } else { bytes + 16 }
+    if bytes >= MMAP_THRESHOLD {
+        (bytes + 16).next_multiple_of(4096)
+    } else {
+        bytes + 16
+    }
 }
 
 pub struct Lru<K, V> {
@@ -54,7 +58,13 @@ pub struct Lru<K, V> {
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     pub fn new(budget: usize) -> Self {
-        Lru { entries: HashMap::new(), order: BTreeMap::new(), budget, used: 0, clock: 0 }
+        Lru {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            budget,
+            used: 0,
+            clock: 0,
+        }
     }
 
     pub fn get(&mut self, key: &K) -> Option<V> {
@@ -82,7 +92,9 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// that a value about to be built does not come on top of a full cache.
     pub fn make_room(&mut self, bytes: usize) {
         while self.used + bytes > self.budget && self.used > 0 {
-            let Some((_, oldest)) = self.order.pop_first() else { break };
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
             if let Some((_, b, _)) = self.entries.remove(&oldest) {
                 self.used -= b;
             }
@@ -138,6 +150,10 @@ mod tests {
         assert_eq!(lru.len(), 1);
         lru.insert("e", 5, 4);
         lru.make_room(5);
-        assert_eq!((lru.get(&"d"), lru.get(&"e")), (None, Some(5)), "room for 5 more: the older goes");
+        assert_eq!(
+            (lru.get(&"d"), lru.get(&"e")),
+            (None, Some(5)),
+            "room for 5 more: the older goes"
+        );
     }
 }

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use fuser::{
-    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 use super::model::{Attr, Kind, NovelFs};
@@ -62,7 +62,10 @@ fn errno(code: i32) -> Errno {
 }
 
 /// Runs `f`, turning a panic into EIO (logged with what was being served).
-fn guarded<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T, i32>) -> Result<T, Errno> {
+fn guarded<T>(
+    what: impl FnOnce() -> String,
+    f: impl FnOnce() -> Result<T, i32>,
+) -> Result<T, Errno> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.map_err(errno),
         Err(panic) => {
@@ -103,7 +106,10 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let r = guarded(|| format!("lookup {:?} in {}", name, self.fs.describe(parent.0)), || self.fs.lookup(parent.0, name));
+        let r = guarded(
+            || format!("lookup {:?} in {}", name, self.fs.describe(parent.0)),
+            || self.fs.lookup(parent.0, name),
+        );
         match r {
             Ok(a) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
@@ -115,14 +121,20 @@ impl Filesystem for FuseAdapter {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
+        match guarded(
+            || format!("getattr {}", self.fs.describe(ino.0)),
+            || self.fs.getattr(ino.0),
+        ) {
             Ok(a) => reply.attr(&a.ttl, &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match guarded(|| format!("readlink {}", self.fs.describe(ino.0)), || self.fs.readlink(ino.0)) {
+        match guarded(
+            || format!("readlink {}", self.fs.describe(ino.0)),
+            || self.fs.readlink(ino.0),
+        ) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
         }
@@ -148,7 +160,10 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match guarded(|| format!("read {} at {offset}", self.fs.describe(ino.0)), || self.fs.read(ino.0, offset, size)) {
+        match guarded(
+            || format!("read {} at {offset}", self.fs.describe(ino.0)),
+            || self.fs.read(ino.0, offset, size),
+        ) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -164,9 +179,16 @@ impl Filesystem for FuseAdapter {
         if self.fs.watching() {
             return reply.error(Errno::ENOSYS);
         }
-        match guarded(|| format!("opendir {}", self.fs.describe(ino.0)), || self.fs.opendir(ino.0)) {
+        match guarded(
+            || format!("opendir {}", self.fs.describe(ino.0)),
+            || self.fs.opendir(ino.0),
+        ) {
             Ok(keep_cache) => {
-                let keep = if keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                let keep = if keep_cache {
+                    FopenFlags::FOPEN_KEEP_CACHE
+                } else {
+                    FopenFlags::empty()
+                };
                 // No handle: READDIR finds its listing by offset.
                 reply.opened(FileHandle(0), FopenFlags::FOPEN_CACHE_DIR | keep)
             }
@@ -177,8 +199,18 @@ impl Filesystem for FuseAdapter {
     // Both listings continue the listing their offset names (see
     // `NovelFs::listing`) and give each entry an inode only when it is sent.
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let listing = match guarded(|| format!("readdir {}", self.fs.describe(ino.0)), || self.fs.listing(ino.0, offset)) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let listing = match guarded(
+            || format!("readdir {}", self.fs.describe(ino.0)),
+            || self.fs.listing(ino.0, offset),
+        ) {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
@@ -186,10 +218,21 @@ impl Filesystem for FuseAdapter {
         let r = guarded(
             || format!("readdir {}", self.fs.describe(ino.0)),
             || {
-                let dots = [(ino.0, FileType::Directory, OsStr::new(".")), (ino.0, FileType::Directory, OsStr::new(".."))];
-                let rest = entries.iter().map(|e| (0, kind(e.kind), e.name.as_os_str()));
-                for (i, (dot_ino, kind, name)) in dots.into_iter().chain(rest).enumerate().skip(listing.start) {
-                    let ino = if i < 2 { dot_ino } else { self.fs.listed_ino(&entries[i - 2]) };
+                let dots = [
+                    (ino.0, FileType::Directory, OsStr::new(".")),
+                    (ino.0, FileType::Directory, OsStr::new("..")),
+                ];
+                let rest = entries
+                    .iter()
+                    .map(|e| (0, kind(e.kind), e.name.as_os_str()));
+                for (i, (dot_ino, kind, name)) in
+                    dots.into_iter().chain(rest).enumerate().skip(listing.start)
+                {
+                    let ino = if i < 2 {
+                        dot_ino
+                    } else {
+                        self.fs.listed_ino(&entries[i - 2])
+                    };
                     if reply.add(INodeNo(ino), listing.offset_after(i), kind, name) {
                         break;
                     }
@@ -203,13 +246,26 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let listing = match guarded(|| format!("readdirplus {}", self.fs.describe(ino.0)), || self.fs.listing(ino.0, offset)) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let listing = match guarded(
+            || format!("readdirplus {}", self.fs.describe(ino.0)),
+            || self.fs.listing(ino.0, offset),
+        ) {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
         let entries = &listing.entries;
-        let dir_attr = match guarded(|| format!("getattr {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
+        let dir_attr = match guarded(
+            || format!("getattr {}", self.fs.describe(ino.0)),
+            || self.fs.getattr(ino.0),
+        ) {
             Ok(a) => a,
             Err(e) => return reply.error(e),
         };
@@ -222,10 +278,19 @@ impl Filesystem for FuseAdapter {
                     } else {
                         let e = &entries[i - 2];
                         // Vanished since the listing: skipped (offsets stay those of the listing).
-                        let Some(a) = self.fs.listed_plus(e) else { continue };
+                        let Some(a) = self.fs.listed_plus(e) else {
+                            continue;
+                        };
                         (e.name.as_os_str(), self.attr(&a), a.ttl)
                     };
-                    if reply.add(attr.ino, listing.offset_after(i), name, &ttl, &attr, Generation(0)) {
+                    if reply.add(
+                        attr.ino,
+                        listing.offset_after(i),
+                        name,
+                        &ttl,
+                        &attr,
+                        Generation(0),
+                    ) {
                         // Not sent: the kernel will not forget what it never got.
                         if i >= 2 {
                             self.fs.forget(attr.ino.0, 1);
@@ -250,7 +315,10 @@ impl Filesystem for FuseAdapter {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
-        match guarded(|| format!("access {}", self.fs.describe(ino.0)), || self.fs.getattr(ino.0)) {
+        match guarded(
+            || format!("access {}", self.fs.describe(ino.0)),
+            || self.fs.getattr(ino.0),
+        ) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -283,7 +351,16 @@ impl Filesystem for FuseAdapter {
         reply.error(Errno::EROFS);
     }
 
-    fn mknod(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _r: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _r: u32,
+        reply: ReplyEntry,
+    ) {
         reply.error(Errno::EROFS);
     }
 
@@ -303,7 +380,16 @@ impl Filesystem for FuseAdapter {
         reply.error(Errno::EROFS);
     }
 
-    fn rename(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _np: INodeNo, _nn: &OsStr, _f: RenameFlags, reply: ReplyEmpty) {
+    fn rename(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _np: INodeNo,
+        _nn: &OsStr,
+        _f: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
         reply.error(Errno::EROFS);
     }
 
@@ -326,11 +412,29 @@ impl Filesystem for FuseAdapter {
         reply.error(Errno::EROFS);
     }
 
-    fn create(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _f: i32, reply: ReplyCreate) {
+    fn create(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _f: i32,
+        reply: ReplyCreate,
+    ) {
         reply.error(Errno::EROFS);
     }
 
-    fn setxattr(&self, _req: &Request, _ino: INodeNo, _n: &OsStr, _v: &[u8], _f: i32, _p: u32, reply: ReplyEmpty) {
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _n: &OsStr,
+        _v: &[u8],
+        _f: i32,
+        _p: u32,
+        reply: ReplyEmpty,
+    ) {
         reply.error(Errno::EROFS);
     }
 
@@ -345,10 +449,14 @@ mod tests {
 
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {
-        let r: Result<(), Errno> = guarded(|| "read /书/第1章.md/offset-1.txt".into(), || panic!("boom"));
+        let r: Result<(), Errno> = guarded(
+            || "read /书/第1章.md/offset-1.txt".into(),
+            || panic!("boom"),
+        );
         assert_eq!(r, Err(Errno::EIO));
-        let r: Result<u8, Errno> = guarded(|| unreachable!("only built on panic"), || Err(libc::ENOENT));
+        let r: Result<u8, Errno> =
+            guarded(|| unreachable!("only built on panic"), || Err(libc::ENOENT));
         assert_eq!(r, Err(Errno::ENOENT));
-        assert_eq!(guarded(|| String::new(), || Ok(7)), Ok(7));
+        assert_eq!(guarded(String::new, || Ok(7)), Ok(7));
     }
 }

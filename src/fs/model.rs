@@ -44,17 +44,22 @@ const READ_AHEAD: usize = 8;
 /// the `NovelFs` that holds the sender.
 fn spawn_prefetcher() -> std::sync::mpsc::Sender<PathBuf> {
     let (tx, rx) = std::sync::mpsc::channel::<PathBuf>();
-    let spawned = std::thread::Builder::new().name("novelfs-readahead".into()).spawn(move || {
-        use std::os::unix::fs::OpenOptionsExt;
-        use std::os::fd::AsRawFd;
-        for path in rx {
-            let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path);
-            if let Ok(f) = opened {
-                // SAFETY: advice on an open descriptor; no memory involved.
-                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+    let spawned = std::thread::Builder::new()
+        .name("novelfs-readahead".into())
+        .spawn(move || {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::fs::OpenOptionsExt;
+            for path in rx {
+                let opened = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                    .open(&path);
+                if let Ok(f) = opened {
+                    // SAFETY: advice on an open descriptor; no memory involved.
+                    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+                }
             }
-        }
-    });
+        });
     if let Err(e) = spawned {
         log::warn!("no read-ahead thread: {e}");
     }
@@ -82,7 +87,12 @@ pub struct FsConfig {
 
 impl Default for FsConfig {
     fn default() -> Self {
-        FsConfig { ttl: Duration::from_secs(1), state_file: None, cache_bytes: 256 << 20, watch: true }
+        FsConfig {
+            ttl: Duration::from_secs(1),
+            state_file: None,
+            cache_bytes: 256 << 20,
+            watch: true,
+        }
     }
 }
 
@@ -107,15 +117,39 @@ pub type ChapterRef = Arc<ChapterId>;
 pub enum Node {
     Root,
     RootError,
-    Book { book: Arc<OsStr> },
-    BookAlias { name: Box<OsStr>, target: Arc<OsStr> },
-    Chapter { chapter: ChapterRef },
-    ChapterAlias { name: Box<OsStr>, target: ChapterRef },
-    Ambiguous { book: Arc<OsStr>, name: Box<OsStr> },
+    Book {
+        book: Arc<OsStr>,
+    },
+    BookAlias {
+        name: Box<OsStr>,
+        target: Arc<OsStr>,
+    },
+    Chapter {
+        chapter: ChapterRef,
+    },
+    ChapterAlias {
+        name: Box<OsStr>,
+        target: ChapterRef,
+    },
+    Ambiguous {
+        book: Arc<OsStr>,
+        name: Box<OsStr>,
+    },
     /// `version`: of the book directory, whose files the text names.
-    AmbiguousError { book: Arc<OsStr>, name: Box<OsStr>, version: u64 },
-    ChapterError { chapter: ChapterRef, version: u64 },
-    Page { chapter: ChapterRef, page: PageName, version: u64 },
+    AmbiguousError {
+        book: Arc<OsStr>,
+        name: Box<OsStr>,
+        version: u64,
+    },
+    ChapterError {
+        chapter: ChapterRef,
+        version: u64,
+    },
+    Page {
+        chapter: ChapterRef,
+        page: PageName,
+        version: u64,
+    },
 }
 
 impl Node {
@@ -131,7 +165,9 @@ impl Node {
             Node::Chapter { chapter } => c(chapter),
             Node::ChapterAlias { name, target } => format!("/{}/{}", l(&target.book), l(name)),
             Node::Ambiguous { book, name } => format!("/{}/{}", l(book), l(name)),
-            Node::AmbiguousError { book, name, .. } => format!("/{}/{}/{ERROR_FILE}", l(book), l(name)),
+            Node::AmbiguousError { book, name, .. } => {
+                format!("/{}/{}/{ERROR_FILE}", l(book), l(name))
+            }
             Node::ChapterError { chapter, .. } => format!("{}/{ERROR_FILE}", c(chapter)),
             Node::Page { chapter, page, .. } => format!("{}/{}", c(chapter), page.to_name()),
         }
@@ -141,7 +177,9 @@ impl Node {
     fn book(&self) -> Option<&OsStr> {
         match self {
             Node::Root | Node::RootError | Node::Book { .. } | Node::BookAlias { .. } => None,
-            Node::Chapter { chapter } | Node::ChapterError { chapter, .. } | Node::Page { chapter, .. } => Some(&chapter.book),
+            Node::Chapter { chapter }
+            | Node::ChapterError { chapter, .. }
+            | Node::Page { chapter, .. } => Some(&chapter.book),
             Node::ChapterAlias { target, .. } => Some(&target.book),
             Node::Ambiguous { book, .. } | Node::AmbiguousError { book, .. } => Some(book),
         }
@@ -230,7 +268,10 @@ impl Outline {
         if page.limit.is_some() {
             return None;
         }
-        let i = self.pages.binary_search_by_key(&page.offset, |p| p.0).ok()?;
+        let i = self
+            .pages
+            .binary_search_by_key(&page.offset, |p| p.0)
+            .ok()?;
         Some(match page.format {
             Format::Text => self.pages[i].1,
             Format::Json => self.pages[i].2,
@@ -240,6 +281,10 @@ impl Outline {
 
 /// A version of a chapter's source.
 type VersionKey = (ChapterRef, u64);
+/// A rendered page of one source version.
+type PageKey = (ChapterRef, u64, PageName);
+/// A directory listing with the inode of the directory it lists.
+type InodeListing = (u64, Arc<Vec<Listed>>);
 
 pub struct NovelFs {
     library: Library,
@@ -253,8 +298,8 @@ pub struct NovelFs {
     /// `None` for a chapter that cannot be read (its listing is `ERROR`).
     outlines: Mutex<Lru<VersionKey, Option<Arc<Outline>>>>,
     /// Rendered pages, for the kernel's reads of one page in pieces.
-    pages: Mutex<Lru<(ChapterRef, u64, PageName), Arc<Vec<u8>>>>,
-    listings: Mutex<Lru<u32, (u64, Arc<Vec<Listed>>)>>,
+    pages: Mutex<Lru<PageKey, Arc<Vec<u8>>>>,
+    listings: Mutex<Lru<u32, InodeListing>>,
     next_listing: AtomicU32,
     /// Per directory inode, a digest of what its previous opendir listed.
     last_listed: Mutex<HashMap<u64, u64>>,
@@ -319,7 +364,10 @@ fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
 }
 
 fn chapter_ref(book: &Arc<OsStr>, file: &OsStr) -> ChapterRef {
-    Arc::new(ChapterId { book: book.clone(), file: file.into() })
+    Arc::new(ChapterId {
+        book: book.clone(),
+        file: file.into(),
+    })
 }
 
 impl NovelFs {
@@ -327,11 +375,28 @@ impl NovelFs {
         // The budget is shared: 1/16 each for outlines, rendered pages and
         // listings, the rest for decoded chapters.
         let sixteenth = (config.cache_bytes / 16).max(1 << 20);
-        let texts = config.cache_bytes.saturating_sub(3 * sixteenth).max(1 << 20);
-        let mut inodes = Inodes { next: ROOT_INO + 1, ..Default::default() };
+        let texts = config
+            .cache_bytes
+            .saturating_sub(3 * sixteenth)
+            .max(1 << 20);
+        let mut inodes = Inodes {
+            next: ROOT_INO + 1,
+            ..Default::default()
+        };
         inodes.by_node.insert(Node::Root, ROOT_INO);
-        inodes.entries.insert(ROOT_INO, InodeEntry { node: Node::Root, lookups: 1, last_attr: None });
-        let watch = if config.watch && !config.ttl.is_zero() { Watch::new(&library.novels_dir()) } else { None };
+        inodes.entries.insert(
+            ROOT_INO,
+            InodeEntry {
+                node: Node::Root,
+                lookups: 1,
+                last_attr: None,
+            },
+        );
+        let watch = if config.watch && !config.ttl.is_zero() {
+            Watch::new(&library.novels_dir())
+        } else {
+            None
+        };
         NovelFs {
             library,
             watch,
@@ -365,12 +430,18 @@ impl NovelFs {
 
     /// How long the kernel may keep `node`'s entry and attributes.
     fn ttl_for(&self, node: &Node) -> Duration {
-        let Some(watch) = &self.watch else { return self.config.ttl };
+        let Some(watch) = &self.watch else {
+            return self.config.ttl;
+        };
         let covered = match node.book() {
             None => watch.covers_root(),
             Some(book) => watch.covers_book(book),
         };
-        if covered { WATCHED_TTL } else { self.config.ttl }
+        if covered {
+            WATCHED_TTL
+        } else {
+            self.config.ttl
+        }
     }
 
     /// The configured TTL (what unwatched names get).
@@ -392,7 +463,14 @@ impl NovelFs {
                 let ino = inodes.next;
                 inodes.next += 1;
                 inodes.by_node.insert(node.clone(), ino);
-                inodes.entries.insert(ino, InodeEntry { node, lookups: 0, last_attr: None });
+                inodes.entries.insert(
+                    ino,
+                    InodeEntry {
+                        node,
+                        lookups: 0,
+                        last_attr: None,
+                    },
+                );
                 ino
             }
         };
@@ -406,11 +484,16 @@ impl NovelFs {
 
     /// The path of `ino` for log lines (never fails).
     pub fn describe(&self, ino: u64) -> String {
-        self.node(ino).map_or_else(|_| format!("inode {ino}"), |n| n.path())
+        self.node(ino)
+            .map_or_else(|_| format!("inode {ino}"), |n| n.path())
     }
 
     pub fn node(&self, ino: u64) -> Result<Node> {
-        lock(&self.inodes).entries.get(&ino).map(|e| e.node.clone()).ok_or(libc::ENOENT)
+        lock(&self.inodes)
+            .entries
+            .get(&ino)
+            .map(|e| e.node.clone())
+            .ok_or(libc::ENOENT)
     }
 
     /// The kernel dropped `n` lookups of `ino`.
@@ -419,7 +502,9 @@ impl NovelFs {
             return;
         }
         let mut inodes = lock(&self.inodes);
-        let Some(entry) = inodes.entries.get_mut(&ino) else { return };
+        let Some(entry) = inodes.entries.get_mut(&ino) else {
+            return;
+        };
         entry.lookups = entry.lookups.saturating_sub(n);
         if entry.lookups == 0 {
             let node = inodes.entries.remove(&ino).expect("present").node;
@@ -441,7 +526,10 @@ impl NovelFs {
             Some(p) => Some(p.clone()),
             None => library::state::default_state_file(),
         };
-        let stamp = path.as_deref().and_then(|p| std::fs::metadata(p).ok()).map(|m| Stamp::of(&m));
+        let stamp = path
+            .as_deref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| Stamp::of(&m));
         let mut cached = lock(&self.switch);
         if let Some((s, on)) = *cached
             && s == stamp
@@ -474,7 +562,8 @@ impl NovelFs {
         {
             return Ok((version_of(&stamp), index.clone()));
         }
-        let chapters = library::scan::scan_chapters(&self.library.book_dir(book)).map_err(|_| libc::ENOENT)?;
+        let chapters =
+            library::scan::scan_chapters(&self.library.book_dir(book)).map_err(|_| libc::ENOENT)?;
         let index = Arc::new(BookIndex::new(chapters));
         lock(&self.books).insert(book.to_os_string(), (stamp, index.clone()));
         Ok((version_of(&stamp), index))
@@ -510,7 +599,11 @@ impl NovelFs {
     }
 
     /// `chapter`, with the source already looked at.
-    fn chapter_from(&self, c: &ChapterRef, source: (Arc<BookIndex>, usize, std::fs::Metadata)) -> Result<(u64, Loaded, SystemTime)> {
+    fn chapter_from(
+        &self,
+        c: &ChapterRef,
+        source: (Arc<BookIndex>, usize, std::fs::Metadata),
+    ) -> Result<(u64, Loaded, SystemTime)> {
         let (index, i, meta) = source;
         let version = version_of(&Stamp::of(&meta));
         if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
@@ -529,23 +622,30 @@ impl NovelFs {
         // room for it is made before it is read, not after.
         lock(&self.texts).make_room(meta.len() as usize);
         let chapter = &index.chapters[i];
-        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) = match self.library.open_chapter_file(&c.book, &c.file) {
-            Ok(None) => return Err(libc::ENOENT),
-            Ok(Some((f, meta))) => {
-                let loaded = self
-                    .library
-                    .read_opened_chapter(&c.book, &c.file, f, &meta)
-                    .and_then(|bytes| self.library.decode_chapter(&c.book, chapter, bytes))
-                    .map(Arc::new);
-                (Stamp::of(&meta), mtime_of(&meta), loaded)
-            }
-            // Opening failed for another reason: an error to show, under
-            // the stamp of the name.
-            Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
-        };
+        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =
+            match self.library.open_chapter_file(&c.book, &c.file) {
+                Ok(None) => return Err(libc::ENOENT),
+                Ok(Some((f, meta))) => {
+                    let loaded = self
+                        .library
+                        .read_opened_chapter(&c.book, &c.file, f, &meta)
+                        .and_then(|bytes| self.library.decode_chapter(&c.book, chapter, bytes))
+                        .map(Arc::new);
+                    (Stamp::of(&meta), mtime_of(&meta), loaded)
+                }
+                // Opening failed for another reason: an error to show, under
+                // the stamp of the name.
+                Err(e) => (Stamp::of(&meta), mtime_of(&meta), Err(e)),
+            };
         self.read_ahead(&c.book, &index, i);
         let weight = match &loaded {
-            Ok(text) => text.buffer_bytes().into_iter().map(allocated).sum::<usize>() + 256,
+            Ok(text) => {
+                text.buffer_bytes()
+                    .into_iter()
+                    .map(allocated)
+                    .sum::<usize>()
+                    + 256
+            }
             Err(_) => 256,
         };
         let version = version_of(&stamp);
@@ -588,7 +688,10 @@ impl NovelFs {
         match self.chapter(c) {
             Ok((v, loaded, _)) if v == version => Ok(loaded),
             _ => {
-                log::warn!("{}: the version read changed on disk and left the cache", Node::Chapter { chapter: c.clone() }.path());
+                log::warn!(
+                    "{}: the version read changed on disk and left the cache",
+                    Node::Chapter { chapter: c.clone() }.path()
+                );
                 Err(libc::EIO)
             }
         }
@@ -608,7 +711,17 @@ impl NovelFs {
                 .chain()
                 .into_iter()
                 .map(|offset| {
-                    let size = |format| self.size_of_page(c, PageName { offset, limit: None, format }, &text);
+                    let size = |format| {
+                        self.size_of_page(
+                            c,
+                            PageName {
+                                offset,
+                                limit: None,
+                                format,
+                            },
+                            &text,
+                        )
+                    };
                     (offset, size(Format::Text), size(Format::Json))
                 })
                 .collect::<Vec<_>>();
@@ -644,7 +757,11 @@ impl NovelFs {
         let book_name = c.book.to_string_lossy();
         let file_name = c.file.to_string_lossy();
         let path = self.library.display_path(&book_name, &file_name);
-        let source = library::PageSource { book: &book_name, file: &file_name, path: &path };
+        let source = library::PageSource {
+            book: &book_name,
+            file: &file_name,
+            path: &path,
+        };
         let layout = text.layout(page.offset, page.limit_or_default());
         let lines = text.line_stats(&layout);
         (match page.format {
@@ -700,7 +817,13 @@ impl NovelFs {
         match found {
             Lookup::Ambiguous { number, indices } => Ok((
                 version,
-                NovelError::Ambiguous { number, files: indices.iter().map(|&i| index.chapters[i].file.clone()).collect() },
+                NovelError::Ambiguous {
+                    number,
+                    files: indices
+                        .iter()
+                        .map(|&i| index.chapters[i].file.clone())
+                        .collect(),
+                },
             )),
             _ => Err(libc::ENOENT),
         }
@@ -730,19 +853,44 @@ impl NovelFs {
     /// The size and mtime last reported for an inode whose version is no
     /// longer the current one (it may still be open).
     fn last_attr(&self, ino: u64) -> Result<(u64, SystemTime)> {
-        lock(&self.inodes).entries.get(&ino).and_then(|e| e.last_attr).ok_or(libc::ENOENT)
+        lock(&self.inodes)
+            .entries
+            .get(&ino)
+            .and_then(|e| e.last_attr)
+            .ok_or(libc::ENOENT)
     }
 
     /// The node's current attributes; ENOENT when it no longer exists.
     fn attr_of(&self, ino: u64, node: &Node) -> Result<Attr> {
         let ttl = self.ttl_for(node);
-        let dir = |mtime| Attr { ino, kind: Kind::Directory, size: 0, mtime, ttl };
-        let file = |size: u64, mtime| Attr { ino, kind: Kind::File, size, mtime, ttl };
-        let link = |target: &OsStr, mtime| Attr { ino, kind: Kind::Symlink, size: target.len() as u64, mtime, ttl };
+        let dir = |mtime| Attr {
+            ino,
+            kind: Kind::Directory,
+            size: 0,
+            mtime,
+            ttl,
+        };
+        let file = |size: u64, mtime| Attr {
+            ino,
+            kind: Kind::File,
+            size,
+            mtime,
+            ttl,
+        };
+        let link = |target: &OsStr, mtime| Attr {
+            ino,
+            kind: Kind::Symlink,
+            size: target.len() as u64,
+            mtime,
+            ttl,
+        };
         let older = || self.last_attr(ino).map(|(size, mtime)| file(size, mtime));
         Ok(match node {
             Node::Root => dir(self.dir_mtime(&self.library.novels_dir())),
-            Node::RootError => file(self.root_error()?.len() as u64, self.dir_mtime(&self.library.novels_dir())),
+            Node::RootError => file(
+                self.root_error()?.len() as u64,
+                self.dir_mtime(&self.library.novels_dir()),
+            ),
             Node::Book { book } => {
                 if !self.library.is_book(book) {
                     return Err(libc::ENOENT);
@@ -760,21 +908,35 @@ impl NovelFs {
                 if *self.alias_target(&target.book, name)? != *target.file {
                     return Err(libc::ENOENT);
                 }
-                link(&target.file, self.dir_mtime(&self.library.book_dir(&target.book).join(&*target.file)))
+                link(
+                    &target.file,
+                    self.dir_mtime(&self.library.book_dir(&target.book).join(&*target.file)),
+                )
             }
             Node::Ambiguous { book, name } => {
                 self.ambiguity(book, name)?;
                 dir(self.dir_mtime(&self.library.book_dir(book)))
             }
-            Node::AmbiguousError { book, name, version } => match self.ambiguity(book, name) {
-                Ok((v, error)) if v == *version => file(error.error_line().len() as u64, self.dir_mtime(&self.library.book_dir(book))),
+            Node::AmbiguousError {
+                book,
+                name,
+                version,
+            } => match self.ambiguity(book, name) {
+                Ok((v, error)) if v == *version => file(
+                    error.error_line().len() as u64,
+                    self.dir_mtime(&self.library.book_dir(book)),
+                ),
                 _ => older()?,
             },
             Node::ChapterError { chapter, version } => match self.chapter(chapter) {
                 Ok((v, Err(e), mtime)) if v == *version => file(e.error_line().len() as u64, mtime),
                 _ => older()?,
             },
-            Node::Page { chapter, page, version } => match self.page_size(chapter, *page) {
+            Node::Page {
+                chapter,
+                page,
+                version,
+            } => match self.page_size(chapter, *page) {
                 Ok((size, mtime, v)) if v == *version => file(size, mtime),
                 _ => older()?,
             },
@@ -782,12 +944,20 @@ impl NovelFs {
     }
 
     fn root_error(&self) -> Result<String> {
-        if self.enabled() { Err(libc::ENOENT) } else { Ok(NovelError::Disabled.error_line()) }
+        if self.enabled() {
+            Err(libc::ENOENT)
+        } else {
+            Ok(NovelError::Disabled.error_line())
+        }
     }
 
     /// Switched off, only the root and its `ERROR` remain reachable.
     fn check_switch(&self, node: &Node) -> Result<()> {
-        if matches!(node, Node::Root | Node::RootError) || self.enabled() { Ok(()) } else { Err(libc::EACCES) }
+        if matches!(node, Node::Root | Node::RootError) || self.enabled() {
+            Ok(())
+        } else {
+            Err(libc::EACCES)
+        }
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
@@ -807,19 +977,32 @@ impl NovelFs {
         let node = match parent {
             Node::Root => {
                 if self.library.is_book(name) {
-                    Node::Book { book: Arc::from(name) }
+                    Node::Book {
+                        book: Arc::from(name),
+                    }
                 } else {
-                    Node::BookAlias { target: Arc::from(self.book_alias_target(name)?.as_os_str()), name: name.into() }
+                    Node::BookAlias {
+                        target: Arc::from(self.book_alias_target(name)?.as_os_str()),
+                        name: name.into(),
+                    }
                 }
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
                 if let Some(i) = index.exact(name.as_bytes()) {
-                    Node::Chapter { chapter: chapter_ref(&book, &index.chapters[i].os_name) }
+                    Node::Chapter {
+                        chapter: chapter_ref(&book, &index.chapters[i].os_name),
+                    }
                 } else {
                     match index.find(&name.to_string_lossy()) {
-                        Lookup::Found(i) => Node::ChapterAlias { target: chapter_ref(&book, &index.chapters[i].os_name), name: name.into() },
-                        Lookup::Ambiguous { .. } => Node::Ambiguous { book, name: name.into() },
+                        Lookup::Found(i) => Node::ChapterAlias {
+                            target: chapter_ref(&book, &index.chapters[i].os_name),
+                            name: name.into(),
+                        },
+                        Lookup::Ambiguous { .. } => Node::Ambiguous {
+                            book,
+                            name: name.into(),
+                        },
                         Lookup::NotFound => return Err(libc::ENOENT),
                     }
                 }
@@ -833,12 +1016,20 @@ impl NovelFs {
                 } else {
                     let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
                     let (_, _, version) = self.page_size(&chapter, page)?;
-                    Node::Page { chapter, page, version }
+                    Node::Page {
+                        chapter,
+                        page,
+                        version,
+                    }
                 }
             }
             Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
                 let (version, _) = self.ambiguity(&book, &alias)?;
-                Node::AmbiguousError { book, name: alias, version }
+                Node::AmbiguousError {
+                    book,
+                    name: alias,
+                    version,
+                }
             }
             Node::Ambiguous { .. } => return Err(libc::ENOENT),
             Node::RootError
@@ -854,7 +1045,10 @@ impl NovelFs {
     fn found(&self, node: Node) -> Result<Attr> {
         // Validate before interning, so a name that does not exist leaves no inode behind.
         let attr = self.attr_of(0, &node)?;
-        Ok(Attr { ino: self.intern(node, true, Some(&attr)), ..attr })
+        Ok(Attr {
+            ino: self.intern(node, true, Some(&attr)),
+            ..attr
+        })
     }
 
     pub fn readlink(&self, ino: u64) -> Result<OsString> {
@@ -898,8 +1092,12 @@ impl NovelFs {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         match node {
             Node::Root => (self.enabled(), stamp(&self.library.novels_dir())?).hash(&mut hasher),
-            Node::Book { book } | Node::Ambiguous { book, .. } => stamp(&self.library.book_dir(book))?.hash(&mut hasher),
-            Node::Chapter { chapter } => Stamp::of(&self.chapter_source(chapter).ok()?.2).hash(&mut hasher),
+            Node::Book { book } | Node::Ambiguous { book, .. } => {
+                stamp(&self.library.book_dir(book))?.hash(&mut hasher)
+            }
+            Node::Chapter { chapter } => {
+                Stamp::of(&self.chapter_source(chapter).ok()?.2).hash(&mut hasher)
+            }
             _ => return None,
         }
         Some(hasher.finish())
@@ -918,14 +1116,26 @@ impl NovelFs {
             && let Some((listed_ino, entries)) = lock(&self.listings).get(&number)
             && listed_ino == ino
         {
-            return Ok(Listing { entries, number, start });
+            return Ok(Listing {
+                entries,
+                number,
+                start,
+            });
         }
         let entries = Arc::new(self.list(ino)?);
         // Offsets stay below 2^63 (telldir's long).
         let number = self.next_listing.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff;
-        let weight = 64 + entries.iter().map(|e| e.name.len() + std::mem::size_of::<Listed>()).sum::<usize>();
+        let weight = 64
+            + entries
+                .iter()
+                .map(|e| e.name.len() + std::mem::size_of::<Listed>())
+                .sum::<usize>();
         lock(&self.listings).insert(number, (ino, entries.clone()), weight);
-        Ok(Listing { entries, number, start })
+        Ok(Listing {
+            entries,
+            number,
+            start,
+        })
     }
 
     /// The inode of a listed entry, for readdir (the kernel keeps no
@@ -952,10 +1162,17 @@ impl NovelFs {
     fn list(&self, ino: u64) -> Result<Vec<Listed>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let entry = |node: Node, kind: Kind, name: OsString| Listed { node, kind, name, attr: None };
+        let entry = |node: Node, kind: Kind, name: OsString| Listed {
+            node,
+            kind,
+            name,
+            attr: None,
+        };
         let ttl = self.ttl_for(&node);
         Ok(match node {
-            Node::Root if !self.enabled() => vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())],
+            Node::Root if !self.enabled() => {
+                vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
+            }
             Node::Root => {
                 let mut books: Vec<OsString> = std::fs::read_dir(self.library.novels_dir())
                     .map_err(|_| libc::EIO)?
@@ -963,36 +1180,89 @@ impl NovelFs {
                     .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
                     .map(|e| e.file_name())
                     .collect();
-                books.sort_by(|a, b| library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b)));
-                books.into_iter().map(|b| entry(Node::Book { book: Arc::from(b.as_os_str()) }, Kind::Directory, b)).collect()
+                books.sort_by(|a, b| {
+                    library::scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy())
+                        .then(a.cmp(b))
+                });
+                books
+                    .into_iter()
+                    .map(|b| {
+                        entry(
+                            Node::Book {
+                                book: Arc::from(b.as_os_str()),
+                            },
+                            Kind::Directory,
+                            b,
+                        )
+                    })
+                    .collect()
             }
             Node::Book { book } => {
                 let index = self.book_index(&book)?;
                 index
                     .chapters
                     .iter()
-                    .map(|c| entry(Node::Chapter { chapter: chapter_ref(&book, &c.os_name) }, Kind::Directory, c.os_name.clone()))
+                    .map(|c| {
+                        entry(
+                            Node::Chapter {
+                                chapter: chapter_ref(&book, &c.os_name),
+                            },
+                            Kind::Directory,
+                            c.os_name.clone(),
+                        )
+                    })
                     .collect()
             }
             Node::Chapter { chapter } => match self.outline(&chapter)? {
-                (version, None, _) => vec![entry(Node::ChapterError { chapter, version }, Kind::File, ERROR_FILE.into())],
+                (version, None, _) => vec![entry(
+                    Node::ChapterError { chapter, version },
+                    Kind::File,
+                    ERROR_FILE.into(),
+                )],
                 (version, Some(outline), mtime) => outline
-                        .pages
-                        .iter()
-                        .flat_map(|&(offset, text, json)| {
-                            [(Format::Text, text), (Format::Json, json)].map(|(format, size)| (PageName { offset, limit: None, format }, size))
+                    .pages
+                    .iter()
+                    .flat_map(|&(offset, text, json)| {
+                        [(Format::Text, text), (Format::Json, json)].map(|(format, size)| {
+                            (
+                                PageName {
+                                    offset,
+                                    limit: None,
+                                    format,
+                                },
+                                size,
+                            )
                         })
-                        .map(|(page, size)| Listed {
-                            name: OsString::from(page.to_name()),
-                            node: Node::Page { chapter: chapter.clone(), page, version },
+                    })
+                    .map(|(page, size)| Listed {
+                        name: OsString::from(page.to_name()),
+                        node: Node::Page {
+                            chapter: chapter.clone(),
+                            page,
+                            version,
+                        },
+                        kind: Kind::File,
+                        attr: Some(Attr {
+                            ino: 0,
                             kind: Kind::File,
-                            attr: Some(Attr { ino: 0, kind: Kind::File, size, mtime, ttl }),
-                        })
+                            size,
+                            mtime,
+                            ttl,
+                        }),
+                    })
                     .collect(),
             },
             Node::Ambiguous { book, name } => {
                 let (version, _) = self.ambiguity(&book, &name)?;
-                vec![entry(Node::AmbiguousError { book, name, version }, Kind::File, ERROR_FILE.into())]
+                vec![entry(
+                    Node::AmbiguousError {
+                        book,
+                        name,
+                        version,
+                    },
+                    Kind::File,
+                    ERROR_FILE.into(),
+                )]
             }
             _ => return Err(libc::ENOTDIR),
         })
@@ -1003,15 +1273,25 @@ impl NovelFs {
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
         match node {
             Node::RootError => Ok(Arc::new(self.root_error()?.into_bytes())),
-            Node::AmbiguousError { book, name, version } => match self.ambiguity(book, name)? {
+            Node::AmbiguousError {
+                book,
+                name,
+                version,
+            } => match self.ambiguity(book, name)? {
                 (v, error) if v == *version => Ok(error_bytes(&error)),
                 _ => Err(libc::EIO),
             },
-            Node::ChapterError { chapter, version } => match self.chapter_version(chapter, *version)? {
-                Err(e) => Ok(error_bytes(&e)),
-                Ok(_) => Err(libc::EIO),
-            },
-            Node::Page { chapter, page, version } => self.page_bytes(chapter, *page, *version),
+            Node::ChapterError { chapter, version } => {
+                match self.chapter_version(chapter, *version)? {
+                    Err(e) => Ok(error_bytes(&e)),
+                    Ok(_) => Err(libc::EIO),
+                }
+            }
+            Node::Page {
+                chapter,
+                page,
+                version,
+            } => self.page_bytes(chapter, *page, *version),
             _ => Err(libc::EISDIR),
         }
     }
@@ -1072,9 +1352,12 @@ impl NovelFs {
                     Some(book) => match node {
                         // Their bytes depend on one file only.
                         Node::Page { chapter, .. } | Node::ChapterError { chapter, .. } => {
-                            files.contains(&(&*chapter.book, &*chapter.file)) || gone.iter().any(|b| **b == *book)
+                            files.contains(&(&*chapter.book, &*chapter.file))
+                                || gone.iter().any(|b| **b == *book)
                         }
-                        Node::Chapter { chapter } => sets.contains(book) || files.contains(&(&*chapter.book, &*chapter.file)),
+                        Node::Chapter { chapter } => {
+                            sets.contains(book) || files.contains(&(&*chapter.book, &*chapter.file))
+                        }
                         _ => sets.contains(book),
                     },
                 };
@@ -1091,7 +1374,10 @@ impl NovelFs {
             if let Some(entry) = self.entry_of(&inodes, node) {
                 entries.push(entry);
             }
-            if matches!(node, Node::Root | Node::Book { .. } | Node::Chapter { .. } | Node::Ambiguous { .. }) {
+            if matches!(
+                node,
+                Node::Root | Node::Book { .. } | Node::Chapter { .. } | Node::Ambiguous { .. }
+            ) {
                 dirs.push(Invalidation::Inode(ino));
             }
         }
@@ -1100,7 +1386,11 @@ impl NovelFs {
             Invalidation::Inode(ino) => *ino,
             Invalidation::Entry { .. } => 0,
         });
-        entries.into_iter().map(|(parent, name)| Invalidation::Entry { parent, name }).chain(dirs).collect()
+        entries
+            .into_iter()
+            .map(|(parent, name)| Invalidation::Entry { parent, name })
+            .chain(dirs)
+            .collect()
     }
 
     /// Where the kernel holds `node`: its parent's inode and its name there.
@@ -1110,12 +1400,40 @@ impl NovelFs {
             Node::RootError => (Node::Root, ERROR_FILE.into()),
             Node::Book { book } => (Node::Root, book.to_os_string()),
             Node::BookAlias { name, .. } => (Node::Root, name.to_os_string()),
-            Node::Chapter { chapter } => (Node::Book { book: chapter.book.clone() }, chapter.file.to_os_string()),
-            Node::ChapterAlias { name, target } => (Node::Book { book: target.book.clone() }, name.to_os_string()),
-            Node::Ambiguous { book, name } => (Node::Book { book: book.clone() }, name.to_os_string()),
-            Node::AmbiguousError { book, name, .. } => (Node::Ambiguous { book: book.clone(), name: name.clone() }, ERROR_FILE.into()),
-            Node::ChapterError { chapter, .. } => (Node::Chapter { chapter: chapter.clone() }, ERROR_FILE.into()),
-            Node::Page { chapter, page, .. } => (Node::Chapter { chapter: chapter.clone() }, page.to_name().into()),
+            Node::Chapter { chapter } => (
+                Node::Book {
+                    book: chapter.book.clone(),
+                },
+                chapter.file.to_os_string(),
+            ),
+            Node::ChapterAlias { name, target } => (
+                Node::Book {
+                    book: target.book.clone(),
+                },
+                name.to_os_string(),
+            ),
+            Node::Ambiguous { book, name } => {
+                (Node::Book { book: book.clone() }, name.to_os_string())
+            }
+            Node::AmbiguousError { book, name, .. } => (
+                Node::Ambiguous {
+                    book: book.clone(),
+                    name: name.clone(),
+                },
+                ERROR_FILE.into(),
+            ),
+            Node::ChapterError { chapter, .. } => (
+                Node::Chapter {
+                    chapter: chapter.clone(),
+                },
+                ERROR_FILE.into(),
+            ),
+            Node::Page { chapter, page, .. } => (
+                Node::Chapter {
+                    chapter: chapter.clone(),
+                },
+                page.to_name().into(),
+            ),
         };
         Some((*inodes.by_node.get(&parent)?, name))
     }
@@ -1146,9 +1464,16 @@ mod tests {
         for (name, body) in files {
             std::fs::write(book_dir.join(name), body).unwrap();
         }
-        let config = FsConfig { state_file: Some(dir.path().join("no-state.json")), ..FsConfig::default() };
+        let config = FsConfig {
+            state_file: Some(dir.path().join("no-state.json")),
+            ..FsConfig::default()
+        };
         let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
-        Fixture { _dir: dir, book_dir, fs }
+        Fixture {
+            _dir: dir,
+            book_dir,
+            fs,
+        }
     }
 
     fn walk(fs: &NovelFs, path: &str) -> Result<Attr> {
@@ -1172,10 +1497,19 @@ mod tests {
 
     #[test]
     fn tree_shape_without_a_mount() {
-        let f = fixture(&[("第1章 起.md", "一\n二"), ("第2章 承.md", "x"), ("第02章 另.md", "y")]);
+        let f = fixture(&[
+            ("第1章 起.md", "一\n二"),
+            ("第2章 承.md", "x"),
+            ("第02章 另.md", "y"),
+        ]);
         let book = walk(&f.fs, "书").unwrap();
         assert_eq!(book.kind, Kind::Directory);
-        let names: Vec<_> = f.fs.list(book.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> =
+            f.fs.list(book.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
         assert_eq!(names, ["第1章 起.md", "第02章 另.md", "第2章 承.md"]);
         let alias = f.fs.lookup(book.ino, OsStr::new("1")).unwrap();
         assert_eq!(alias.kind, Kind::Symlink);
@@ -1186,9 +1520,17 @@ mod tests {
         assert!(String::from_utf8(bytes).unwrap().contains("1: 一\n2: 二\n"));
         let ambiguous = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
         assert_eq!(ambiguous.kind, Kind::Directory);
-        let listed: Vec<_> = f.fs.list(ambiguous.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let listed: Vec<_> =
+            f.fs.list(ambiguous.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
         assert_eq!(listed, ["ERROR"]);
-        assert_eq!(f.fs.lookup(ambiguous.ino, OsStr::new("offset-1.txt")), Err(libc::ENOENT));
+        assert_eq!(
+            f.fs.lookup(ambiguous.ino, OsStr::new("offset-1.txt")),
+            Err(libc::ENOENT)
+        );
         assert_eq!(walk(&f.fs, "书/1/offset-3.txt"), Err(libc::ENOENT));
         assert_eq!(walk(&f.fs, "书/1/offset-01.txt"), Err(libc::ENOENT));
         assert_eq!(walk(&f.fs, "书/99"), Err(libc::ENOENT));
@@ -1202,10 +1544,22 @@ mod tests {
         std::fs::write(f.book_dir.join("第1章 起.md"), "新的内容").unwrap();
         let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
         assert_ne!(new.ino, old.ino);
-        assert_eq!(f.fs.getattr(old.ino).unwrap().size, old.size, "an open old version keeps its size");
-        assert_eq!(read_all(&f.fs, old.ino), old_bytes, "the old version is still served from the cache");
+        assert_eq!(
+            f.fs.getattr(old.ino).unwrap().size,
+            old.size,
+            "an open old version keeps its size"
+        );
+        assert_eq!(
+            read_all(&f.fs, old.ino),
+            old_bytes,
+            "the old version is still served from the cache"
+        );
         assert!(String::from_utf8(old_bytes).unwrap().contains("1: 旧\n"));
-        assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 新的内容\n"));
+        assert!(
+            String::from_utf8(read_all(&f.fs, new.ino))
+                .unwrap()
+                .contains("1: 新的内容\n")
+        );
     }
 
     #[test]
@@ -1217,7 +1571,11 @@ mod tests {
         std::fs::write(f.book_dir.join("第1章 起.md"), "改过了").unwrap();
         assert_eq!(f.fs.read(old.ino, 0, u32::MAX), Err(libc::EIO));
         let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
-        assert!(String::from_utf8(read_all(&f.fs, new.ino)).unwrap().contains("1: 改过了\n"));
+        assert!(
+            String::from_utf8(read_all(&f.fs, new.ino))
+                .unwrap()
+                .contains("1: 改过了\n")
+        );
     }
 
     fn old_chapter(fs: &NovelFs, ino: u64) -> ChapterRef {
@@ -1245,7 +1603,10 @@ mod tests {
         std::fs::write(f.book_dir.join("第0章 序.md"), "c").unwrap();
         let next = f.fs.listing(book.ino, resume).unwrap();
         assert_eq!(next.start, 3);
-        assert!(Arc::ptr_eq(&next.entries, &first.entries), "the piece comes from the same listing");
+        assert!(
+            Arc::ptr_eq(&next.entries, &first.entries),
+            "the piece comes from the same listing"
+        );
         let fresh = f.fs.listing(book.ino, 0).unwrap();
         assert_eq!(fresh.entries.len(), 3, "a new listing sees the new chapter");
         assert_ne!(fresh.offset_after(2), resume);
@@ -1263,13 +1624,21 @@ mod tests {
         walk(&f.fs, "书/2/offset-1.json").unwrap();
         let alias = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
         let second = walk(&f.fs, "书/第2章 承.md").unwrap();
-        let entry = |parent, name: &str| Invalidation::Entry { parent, name: name.into() };
+        let entry = |parent, name: &str| Invalidation::Entry {
+            parent,
+            name: name.into(),
+        };
         assert_eq!(
             f.fs.invalidations(&[one()]),
-            [entry(book.ino, "第1章 起.md"), entry(chapter.ino, "offset-1.txt"), Invalidation::Inode(chapter.ino)],
+            [
+                entry(book.ino, "第1章 起.md"),
+                entry(chapter.ino, "offset-1.txt"),
+                Invalidation::Inode(chapter.ino)
+            ],
             "each page by name: a directory in use keeps its children otherwise"
         );
-        let mut set = f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]);
+        let mut set =
+            f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]);
         set.sort_by_key(|i| format!("{i:?}"));
         let mut expected = vec![
             entry(book.ino, "2"),
@@ -1280,15 +1649,28 @@ mod tests {
             Invalidation::Inode(second.ino),
         ];
         expected.sort_by_key(|i| format!("{i:?}"));
-        assert_eq!(set, expected, "aliases may resolve anew; pages keep their bytes");
+        assert_eq!(
+            set, expected,
+            "aliases may resolve anew; pages keep their bytes"
+        );
         assert_eq!(alias.kind, Kind::Symlink);
         assert_eq!(
             f.fs.invalidations(&[Change::Books]),
-            [entry(ROOT_INO, "书"), Invalidation::Inode(ROOT_INO), Invalidation::Inode(book.ino)]
+            [
+                entry(ROOT_INO, "书"),
+                Invalidation::Inode(ROOT_INO),
+                Invalidation::Inode(book.ino)
+            ]
         );
         std::fs::rename(&f.book_dir, f.book_dir.with_file_name("新书")).unwrap();
         let gone = f.fs.invalidations(&[Change::Books]);
-        assert_eq!(gone.iter().filter(|i| matches!(i, Invalidation::Entry { .. })).count(), 6, "a renamed book: all it held {gone:?}");
+        assert_eq!(
+            gone.iter()
+                .filter(|i| matches!(i, Invalidation::Entry { .. }))
+                .count(),
+            6,
+            "a renamed book: all it held {gone:?}"
+        );
     }
 
     #[test]
@@ -1299,12 +1681,24 @@ mod tests {
         assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ttl, WATCHED_TTL);
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
-        let config = FsConfig { watch: false, ..FsConfig::default() };
+        let config = FsConfig {
+            watch: false,
+            ..FsConfig::default()
+        };
         let unwatched = NovelFs::new(Library::open(dir.path()).unwrap(), config);
         assert!(!unwatched.watching());
         assert_eq!(walk(&unwatched, "书").unwrap().ttl, Duration::from_secs(1));
-        let strict = NovelFs::new(Library::open(dir.path()).unwrap(), FsConfig { ttl: Duration::ZERO, ..FsConfig::default() });
-        assert!(!strict.watching(), "ttl 0 asks every time: nothing to watch for");
+        let strict = NovelFs::new(
+            Library::open(dir.path()).unwrap(),
+            FsConfig {
+                ttl: Duration::ZERO,
+                ..FsConfig::default()
+            },
+        );
+        assert!(
+            !strict.watching(),
+            "ttl 0 asks every time: nothing to watch for"
+        );
     }
 
     #[test]
@@ -1317,13 +1711,21 @@ mod tests {
         assert_eq!(ahead(0), 1..9, "the first load asks for the next 8");
         assert_eq!(ahead(1), 9..10);
         assert_eq!(ahead(2), 10..11);
-        assert_eq!(ahead(6), 11..15, "a skip asks only for what was not asked yet");
+        assert_eq!(
+            ahead(6),
+            11..15,
+            "a skip asks only for what was not asked yet"
+        );
         assert_eq!(ahead(0), 1..9, "a jump back asks again from there");
         assert_eq!(ahead(18), 19..20, "never past the last chapter");
         assert_eq!(ahead(19), 20..20);
         let loaded = walk(&f.fs, "书/5/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
-        assert_eq!(lock(&f.fs.read_ahead_to).get(OsStr::new("书")), Some(&13), "loading chapter 5 (index 4) queued up to 13");
+        assert_eq!(
+            lock(&f.fs.read_ahead_to).get(OsStr::new("书")),
+            Some(&13),
+            "loading chapter 5 (index 4) queued up to 13"
+        );
     }
 
     #[test]
@@ -1341,15 +1743,29 @@ mod tests {
     #[test]
     fn undecodable_chapter_shows_only_error() {
         let f = fixture(&[("第1章 坏.txt", "")]);
-        std::fs::write(f.book_dir.join("第1章 坏.txt"), [0x81u8, 0x20, 0xfe, 0x7f].repeat(10)).unwrap();
+        std::fs::write(
+            f.book_dir.join("第1章 坏.txt"),
+            [0x81u8, 0x20, 0xfe, 0x7f].repeat(10),
+        )
+        .unwrap();
         let dir = walk(&f.fs, "书/1").unwrap();
-        let names: Vec<_> = f.fs.list(dir.ino).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> =
+            f.fs.list(dir.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
         assert_eq!(names, ["ERROR"]);
-        assert_eq!(f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")), Err(libc::EIO));
+        assert_eq!(
+            f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")),
+            Err(libc::EIO)
+        );
         let error = f.fs.lookup(dir.ino, OsStr::new("ERROR")).unwrap();
         let text = String::from_utf8(read_all(&f.fs, error.ino)).unwrap();
-        assert!(text.starts_with("错误：cannot detect text encoding of \""), "{text}");
+        assert!(
+            text.starts_with("错误：cannot detect text encoding of \""),
+            "{text}"
+        );
         assert_eq!(text.len() as u64, error.size);
     }
-
 }

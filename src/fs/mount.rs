@@ -49,21 +49,55 @@ pub struct MountOptions {
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
 /// read-only view (or are already implied by it).
 const GENERIC_OPTIONS: &[&str] = &[
-    "defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group", "_netdev", "nofail", "exec",
-    "noexec", "suid", "nosuid", "dev", "nodev", "atime", "noatime", "relatime", "norelatime", "strictatime",
-    "diratime", "nodiratime", "sync", "async", "dirsync", "lazytime", "nolazytime", "silent", "loud",
+    "defaults",
+    "auto",
+    "noauto",
+    "user",
+    "nouser",
+    "users",
+    "owner",
+    "group",
+    "_netdev",
+    "nofail",
+    "exec",
+    "noexec",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "diratime",
+    "nodiratime",
+    "sync",
+    "async",
+    "dirsync",
+    "lazytime",
+    "nolazytime",
+    "silent",
+    "loud",
 ];
 
 pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
     let mut o = MountOptions::default();
-    for opt in list.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+    for opt in list
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         let (key, value) = match opt.split_once('=') {
             Some((k, v)) => (k, Some(v)),
             None => (opt, None),
         };
         match (key, value) {
             ("ro", None) => {}
-            ("rw", None) => return Err("option rw: novelfs is read-only (use ro or nothing)".into()),
+            ("rw", None) => {
+                return Err("option rw: novelfs is read-only (use ro or nothing)".into());
+            }
             ("allow_other", None) => o.allow_other = true,
             ("allow_root", None) => o.allow_root = true,
             ("auto_unmount", None) => o.auto_unmount = true,
@@ -85,7 +119,9 @@ pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
 pub fn parse_ttl(v: &str) -> Result<f64, String> {
     match v.trim().parse::<f64>() {
         Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
-        _ => Err(format!("ttl must be a number of seconds between 0 and 86400, not {v:?}")),
+        _ => Err(format!(
+            "ttl must be a number of seconds between 0 and 86400, not {v:?}"
+        )),
     }
 }
 
@@ -102,7 +138,8 @@ pub fn parse_size(v: &str) -> Result<u64, String> {
         "g" | "gb" | "gib" => 1 << 30,
         _ => return Err(format!("not a size: {v:?} (use e.g. 16M, 256MiB, 1G)")),
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size too large: {v:?}"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size too large: {v:?}"))
 }
 
 /// How a mountpoint looks right now.
@@ -120,7 +157,9 @@ pub fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
     }
 }
 
@@ -129,7 +168,10 @@ fn unescape_mountinfo(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -142,9 +184,13 @@ fn unescape_mountinfo(s: &str) -> Vec<u8> {
 
 /// Whether `path` (absolute) is a mount point according to the kernel.
 pub fn is_mount_point(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
     let want = path.as_os_str().as_bytes();
-    info.lines().filter_map(|l| l.split(' ').nth(4)).any(|mp| unescape_mountinfo(mp) == want)
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .any(|mp| unescape_mountinfo(mp) == want)
 }
 
 pub fn mountpoint_state(path: &Path) -> MountpointState {
@@ -160,7 +206,8 @@ pub fn mountpoint_state(path: &Path) -> MountpointState {
 /// Unmounts `path`; `lazy` detaches even while files are open.
 pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     let path = absolute(path);
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
+    let c =
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
     // SAFETY: c is a valid NUL-terminated path.
     if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
@@ -178,7 +225,10 @@ pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
                     return Ok(());
                 }
             }
-            Err(format!("cannot unmount {}: permission denied (run as root, or install fuse3 for fusermount3)", path.display()))
+            Err(format!(
+                "cannot unmount {}: permission denied (run as root, or install fuse3 for fusermount3)",
+                path.display()
+            ))
         }
         Some(libc::EBUSY) => Err(format!(
             "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
@@ -211,10 +261,24 @@ fn preflight(req: &MountRequest) -> Result<(), String> {
     }
     match mountpoint_state(&req.mountpoint) {
         MountpointState::Ready => {}
-        MountpointState::Missing => return Err(format!("mountpoint {} does not exist (create it with mkdir)", req.mountpoint.display())),
-        MountpointState::NotADirectory => return Err(format!("mountpoint {} is not a directory", req.mountpoint.display())),
+        MountpointState::Missing => {
+            return Err(format!(
+                "mountpoint {} does not exist (create it with mkdir)",
+                req.mountpoint.display()
+            ));
+        }
+        MountpointState::NotADirectory => {
+            return Err(format!(
+                "mountpoint {} is not a directory",
+                req.mountpoint.display()
+            ));
+        }
         MountpointState::AlreadyMounted => {
-            return Err(format!("{} is already a mount point; unmount it first (`novelfs unmount {}`)", req.mountpoint.display(), req.mountpoint.display()));
+            return Err(format!(
+                "{} is already a mount point; unmount it first (`novelfs unmount {}`)",
+                req.mountpoint.display(),
+                req.mountpoint.display()
+            ));
         }
         MountpointState::Stale if req.force => {
             unmount(&req.mountpoint, true)?;
@@ -255,7 +319,9 @@ fn fuser_config(o: &MountOptions, threads: usize) -> Config {
             }
             opts.push(MountOption::AutoUnmount);
         } else {
-            log::warn!("auto_unmount needs fusermount3 (package fuse3); without it novelfs unmounts itself on SIGINT/SIGTERM only");
+            log::warn!(
+                "auto_unmount needs fusermount3 (package fuse3); without it novelfs unmounts itself on SIGINT/SIGTERM only"
+            );
         }
     }
     cfg.mount_options = opts;
@@ -265,7 +331,11 @@ fn fuser_config(o: &MountOptions, threads: usize) -> Config {
 }
 
 fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
 }
 
 fn block_termination_signals() -> libc::sigset_t {
@@ -325,7 +395,8 @@ pub fn run(req: MountRequest) -> i32 {
             return 1;
         }
         // SAFETY: both fds were just created and are owned here.
-        let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: no other threads exist yet (the CLI has not started any), so fork is sound.
         match unsafe { libc::fork() } {
             -1 => {
@@ -348,7 +419,11 @@ pub fn run(req: MountRequest) -> i32 {
                 return match report.strip_prefix("ok") {
                     Some(_) => 0,
                     None => {
-                        let msg = if report.is_empty() { "the mount daemon exited before the mount was ready".into() } else { report };
+                        let msg = if report.is_empty() {
+                            "the mount daemon exited before the mount was ready".into()
+                        } else {
+                            report
+                        };
                         eprintln!("novelfs: {msg}");
                         1
                     }
@@ -374,7 +449,10 @@ pub fn run(req: MountRequest) -> i32 {
         Err(e) => {
             let msg = match e.raw_os_error() {
                 Some(libc::EPERM) | Some(libc::EACCES) => {
-                    format!("cannot mount {}: permission denied ({e}); run as root or install fuse3 (fusermount3)", req.mountpoint.display())
+                    format!(
+                        "cannot mount {}: permission denied ({e}); run as root or install fuse3 (fusermount3)",
+                        req.mountpoint.display()
+                    )
                 }
                 _ => format!("cannot mount {}: {e}", req.mountpoint.display()),
             };
@@ -387,7 +465,11 @@ pub fn run(req: MountRequest) -> i32 {
             return 1;
         }
     };
-    log::info!("mounted {} at {}", req.root.display(), req.mountpoint.display());
+    log::info!(
+        "mounted {} at {}",
+        req.root.display(),
+        req.mountpoint.display()
+    );
     if let Some(fd) = ready_pipe {
         let _ = std::fs::File::from(fd).write_all(b"ok");
         detach_stdio();
@@ -424,7 +506,9 @@ pub fn run(req: MountRequest) -> i32 {
 /// looks at the switch file every TTL (at most every second).
 fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
     let Some(watch) = fs.watch() else { return };
-    let poll = fs.ttl().clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let poll = fs
+        .ttl()
+        .clamp(Duration::from_millis(10), Duration::from_secs(1));
     fs.switch_flipped();
     loop {
         let mut changes = watch.wait(poll);
@@ -440,13 +524,22 @@ fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
         log::debug!("changes: {changes:?}");
         for inv in fs.invalidations(&changes) {
             let sent = match &inv {
-                Invalidation::Entry { parent, name } => notifier.inval_entry(INodeNo(*parent), name),
+                Invalidation::Entry { parent, name } => {
+                    notifier.inval_entry(INodeNo(*parent), name)
+                }
                 Invalidation::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
             };
             match sent {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)) => return,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)
+                    ) =>
+                {
+                    return;
+                }
                 Err(e) => log::warn!("cannot invalidate {inv:?}: {e}"),
             }
         }
@@ -454,7 +547,11 @@ fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
 }
 
 fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         use std::os::fd::AsRawFd;
         for fd in 0..=2 {
             // SAFETY: duplicating a valid fd onto the standard descriptors.
@@ -486,7 +583,10 @@ mod tests {
 
     #[test]
     fn fstab_options() {
-        let o = opts("ro,allow_other,ttl=0.5,fsname=lib,noatime,nodev,nosuid,_netdev,x-systemd.automount").unwrap();
+        let o = opts(
+            "ro,allow_other,ttl=0.5,fsname=lib,noatime,nodev,nosuid,_netdev,x-systemd.automount",
+        )
+        .unwrap();
         assert!(!o.no_watch);
         assert!(opts("nowatch").unwrap().no_watch);
         assert!(o.allow_other);
@@ -509,10 +609,23 @@ mod tests {
 
     #[test]
     fn argv_without_subcommand_mounts() {
-        let v = |a: &[&str]| a.iter().map(|s| std::ffi::OsString::from(*s)).collect::<Vec<_>>();
-        assert_eq!(normalize_argv(v(&["novelfs", "/srv/lib", "/mnt", "-o", "ro"])), v(&["novelfs", "mount", "/srv/lib", "/mnt", "-o", "ro"]));
-        assert_eq!(normalize_argv(v(&["novelfs", "read", "b", "1"])), v(&["novelfs", "read", "b", "1"]));
-        assert_eq!(normalize_argv(v(&["novelfs", "--help"])), v(&["novelfs", "--help"]));
+        let v = |a: &[&str]| {
+            a.iter()
+                .map(|s| std::ffi::OsString::from(*s))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            normalize_argv(v(&["novelfs", "/srv/lib", "/mnt", "-o", "ro"])),
+            v(&["novelfs", "mount", "/srv/lib", "/mnt", "-o", "ro"])
+        );
+        assert_eq!(
+            normalize_argv(v(&["novelfs", "read", "b", "1"])),
+            v(&["novelfs", "read", "b", "1"])
+        );
+        assert_eq!(
+            normalize_argv(v(&["novelfs", "--help"])),
+            v(&["novelfs", "--help"])
+        );
     }
 
     #[test]

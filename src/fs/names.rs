@@ -54,15 +54,25 @@ impl PageName {
         };
         let offset = canonical_decimal(offset).filter(|n| (1..=MAX_OFFSET).contains(n))?;
         let limit = match limit {
-            Some(l) => Some(canonical_decimal(l).filter(|n| (1..=READ_LIMIT as u64).contains(n))? as u32),
+            Some(l) => {
+                Some(canonical_decimal(l).filter(|n| (1..=READ_LIMIT as u64).contains(n))? as u32)
+            }
             None => None,
         };
-        Some(PageName { offset, limit, format })
+        Some(PageName {
+            offset,
+            limit,
+            format,
+        })
     }
 
     pub fn to_name(&self) -> String {
         match self.limit {
-            Some(l) => format!("offset-{}-limit-{l}.{}", self.offset, self.format.extension()),
+            Some(l) => format!(
+                "offset-{}-limit-{l}.{}",
+                self.offset,
+                self.format.extension()
+            ),
             None => format!("offset-{}.{}", self.offset, self.format.extension()),
         }
     }
@@ -70,7 +80,8 @@ impl PageName {
 
 /// Plain decimal digits without a leading zero, within u64.
 fn canonical_decimal(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
         return None;
     }
     s.parse().ok()
@@ -86,19 +97,45 @@ mod tests {
 
     #[test]
     fn valid_names_round_trip() {
-        for name in ["offset-1.txt", "offset-401.json", "offset-7-limit-1.txt", "offset-9007199254740991-limit-400.json"] {
+        for name in [
+            "offset-1.txt",
+            "offset-401.json",
+            "offset-7-limit-1.txt",
+            "offset-9007199254740991-limit-400.json",
+        ] {
             assert_eq!(p(name).unwrap().to_name(), name);
         }
-        assert_eq!(p("offset-2-limit-9.json"), Some(PageName { offset: 2, limit: Some(9), format: Format::Json }));
+        assert_eq!(
+            p("offset-2-limit-9.json"),
+            Some(PageName {
+                offset: 2,
+                limit: Some(9),
+                format: Format::Json
+            })
+        );
     }
 
     #[test]
     fn malformed_names() {
         for bad in [
-            "offset-0.txt", "offset-01.txt", "offset--1.txt", "offset-+1.txt", "offset-1.TXT", "offset-1",
-            "offset-1.md", "offset-1-limit-0.txt", "offset-1-limit-401.txt", "offset-1-limit-01.txt",
-            "offset-99999999999999999999.txt", "offset-9007199254740992.txt", "offset-.txt", "offset-1-limit-.txt",
-            "Offset-1.txt", "offset-1-limit-2-limit-3.txt", " offset-1.txt", "offset-１.txt",
+            "offset-0.txt",
+            "offset-01.txt",
+            "offset--1.txt",
+            "offset-+1.txt",
+            "offset-1.TXT",
+            "offset-1",
+            "offset-1.md",
+            "offset-1-limit-0.txt",
+            "offset-1-limit-401.txt",
+            "offset-1-limit-01.txt",
+            "offset-99999999999999999999.txt",
+            "offset-9007199254740992.txt",
+            "offset-.txt",
+            "offset-1-limit-.txt",
+            "Offset-1.txt",
+            "offset-1-limit-2-limit-3.txt",
+            " offset-1.txt",
+            "offset-１.txt",
         ] {
             assert_eq!(p(bad), None, "{bad}");
         }

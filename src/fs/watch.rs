@@ -46,10 +46,15 @@ const BOOK_EVENTS: u32 = libc::IN_CREATE
     | libc::IN_ATTRIB
     | libc::IN_DELETE_SELF
     | libc::IN_MOVE_SELF;
-const NOVELS_EVENTS: u32 =
-    libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
+const NOVELS_EVENTS: u32 = libc::IN_CREATE
+    | libc::IN_DELETE
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF;
 const SET_EVENTS: u32 = libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
-const GONE_EVENTS: u32 = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED | libc::IN_UNMOUNT;
+const GONE_EVENTS: u32 =
+    libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED | libc::IN_UNMOUNT;
 
 #[derive(Debug, Clone)]
 enum Target {
@@ -73,20 +78,22 @@ pub struct Watch {
 /// Filesystems whose changes may come from elsewhere than this kernel.
 fn remote_filesystem(dir: &Path) -> bool {
     const REMOTE: [i64; 12] = [
-        0x6969,      // NFS
-        0x517b,      // SMB
-        0xff534d42,  // CIFS
-        0xfe534d42,  // SMB2
-        0x65735546,  // FUSE
-        0x01021997,  // 9P
-        0x00c36400,  // Ceph
-        0x5346414f,  // AFS
-        0x73757245,  // Coda
-        0x01161970,  // GFS2
-        0x7461636f,  // OCFS2
-        0x0bd00bd0,  // Lustre
+        0x6969,     // NFS
+        0x517b,     // SMB
+        0xff534d42, // CIFS
+        0xfe534d42, // SMB2
+        0x65735546, // FUSE
+        0x01021997, // 9P
+        0x00c36400, // Ceph
+        0x5346414f, // AFS
+        0x73757245, // Coda
+        0x01161970, // GFS2
+        0x7461636f, // OCFS2
+        0x0bd00bd0, // Lustre
     ];
-    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else { return true };
+    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
+        return true;
+    };
     // SAFETY: statfs writes into a zeroed struct; path is NUL-terminated.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
@@ -100,26 +107,46 @@ impl Watch {
     /// mount relies on its TTL alone).
     pub fn new(novels_dir: &Path) -> Option<Watch> {
         if remote_filesystem(novels_dir) {
-            log::info!("{} is on a network filesystem: changes are seen after the TTL", novels_dir.display());
+            log::info!(
+                "{} is on a network filesystem: changes are seen after the TTL",
+                novels_dir.display()
+            );
             return None;
         }
         // SAFETY: plain syscall; the fd is owned below.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
-            log::warn!("inotify_init1: {}: changes are seen after the TTL", std::io::Error::last_os_error());
+            log::warn!(
+                "inotify_init1: {}: changes are seen after the TTL",
+                std::io::Error::last_os_error()
+            );
             return None;
         }
         // SAFETY: fd was just returned by inotify_init1.
-        let watch = Watch { fd: unsafe { OwnedFd::from_raw_fd(fd) }, novels_dir: novels_dir.to_path_buf(), watched: Mutex::default() };
+        let watch = Watch {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            novels_dir: novels_dir.to_path_buf(),
+            watched: Mutex::default(),
+        };
         watch.watch_novels().then_some(watch)
     }
 
     fn add(&self, dir: &Path, mask: u32) -> Option<i32> {
         let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
         // SAFETY: valid fd and NUL-terminated path.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), mask | libc::IN_ONLYDIR | libc::IN_DONT_FOLLOW) };
+        let wd = unsafe {
+            libc::inotify_add_watch(
+                self.fd.as_raw_fd(),
+                path.as_ptr(),
+                mask | libc::IN_ONLYDIR | libc::IN_DONT_FOLLOW,
+            )
+        };
         if wd < 0 {
-            log::warn!("cannot watch {}: {}", dir.display(), std::io::Error::last_os_error());
+            log::warn!(
+                "cannot watch {}: {}",
+                dir.display(),
+                std::io::Error::last_os_error()
+            );
             return None;
         }
         Some(wd)
@@ -131,7 +158,9 @@ impl Watch {
         if w.novels.is_some() {
             return true;
         }
-        let Some(wd) = self.add(&self.novels_dir, NOVELS_EVENTS) else { return false };
+        let Some(wd) = self.add(&self.novels_dir, NOVELS_EVENTS) else {
+            return false;
+        };
         w.novels = Some(wd);
         w.by_wd.insert(wd, Target::Novels);
         true
@@ -152,7 +181,9 @@ impl Watch {
         if remote_filesystem(&dir) {
             return false;
         }
-        let Some(wd) = self.add(&dir, BOOK_EVENTS) else { return false };
+        let Some(wd) = self.add(&dir, BOOK_EVENTS) else {
+            return false;
+        };
         // Two names for one directory (a rename we have not heard of yet)
         // share a descriptor: the newest name wins.
         if let Some(Target::Book(old)) = w.by_wd.insert(wd, Target::Book(book.to_os_string())) {
@@ -163,7 +194,11 @@ impl Watch {
     }
 
     pub fn covers_root(&self) -> bool {
-        self.watched.lock().unwrap_or_else(|e| e.into_inner()).novels.is_some()
+        self.watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .novels
+            .is_some()
     }
 
     pub fn covers_book(&self, book: &OsStr) -> bool {
@@ -182,7 +217,11 @@ impl Watch {
     /// Waits up to `timeout` for changes and returns them (deduplicated,
     /// possibly none).
     pub fn wait(&self, timeout: Duration) -> Vec<Change> {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         if unsafe { libc::poll(&mut pfd, 1, ms) } <= 0 {
@@ -208,7 +247,8 @@ impl Watch {
         let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
         while bytes.len() >= HEADER {
             // SAFETY: the kernel writes whole events; read_unaligned copes with the buffer's alignment.
-            let event: libc::inotify_event = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
+            let event: libc::inotify_event =
+                unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
             let end = (HEADER + event.len as usize).min(bytes.len());
             let raw = &bytes[HEADER..end];
             let name = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
@@ -241,7 +281,10 @@ impl Watch {
                         }
                         w.by_wd.remove(&event.wd);
                         changes.push(Change::Books);
-                    } else if name.is_empty() || !is_chapter_file_name(name) || mask & libc::IN_ISDIR != 0 {
+                    } else if name.is_empty()
+                        || !is_chapter_file_name(name)
+                        || mask & libc::IN_ISDIR != 0
+                    {
                         // The book's own attributes, or a name that is no chapter.
                         if mask & SET_EVENTS != 0 {
                             changes.push(Change::Chapters(book));
@@ -250,9 +293,15 @@ impl Watch {
                         // A rename over a chapter changes its bytes with no
                         // write to it.
                         changes.push(Change::Chapters(book.clone()));
-                        changes.push(Change::Chapter(book, OsStr::from_bytes(name).to_os_string()));
+                        changes.push(Change::Chapter(
+                            book,
+                            OsStr::from_bytes(name).to_os_string(),
+                        ));
                     } else {
-                        changes.push(Change::Chapter(book, OsStr::from_bytes(name).to_os_string()));
+                        changes.push(Change::Chapter(
+                            book,
+                            OsStr::from_bytes(name).to_os_string(),
+                        ));
                     }
                 }
             }
@@ -288,16 +337,26 @@ mod tests {
         assert!(w.covers_book(OsStr::new("书")));
 
         std::fs::write(novels.join("书/第1章.md"), "b").unwrap();
-        assert_eq!(settle(&w), [Change::Chapter("书".into(), "第1章.md".into())]);
+        assert_eq!(
+            settle(&w),
+            [Change::Chapter("书".into(), "第1章.md".into())]
+        );
         std::fs::write(novels.join("书/notes.tmp"), "x").unwrap();
-        assert_eq!(settle(&w), [Change::Chapters("书".into())], "a new name may change what an alias finds");
+        assert_eq!(
+            settle(&w),
+            [Change::Chapters("书".into())],
+            "a new name may change what an alias finds"
+        );
         std::fs::write(novels.join("书/notes.tmp"), "y").unwrap();
         assert_eq!(settle(&w), [], "a file that is no chapter changes no page");
         std::fs::create_dir(novels.join("新书")).unwrap();
         assert_eq!(settle(&w), [Change::Books]);
         std::fs::rename(novels.join("书"), novels.join("旧书")).unwrap();
         assert!(settle(&w).contains(&Change::Books));
-        assert!(!w.covers_book(OsStr::new("书")), "a renamed book is watched again under its new name");
+        assert!(
+            !w.covers_book(OsStr::new("书")),
+            "a renamed book is watched again under its new name"
+        );
         std::fs::remove_dir_all(&novels).unwrap();
         assert!(settle(&w).contains(&Change::All));
         assert!(!w.covers_root());

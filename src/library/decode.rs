@@ -23,7 +23,8 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
 pub fn decode_owned(mut bytes: Vec<u8>) -> Result<String, UndetectableEncoding> {
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);
-        return Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
+        return Ok(String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
     }
     let bytes = match first_steps(bytes) {
         Ok(text) => return Ok(text),
@@ -56,7 +57,7 @@ fn first_steps(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
 /// Steps 4 to 6.
 fn decode_rest(bytes: &[u8]) -> Result<String, UndetectableEncoding> {
     let mut utf16_suspected = false;
-    if bytes.len() >= 8 && bytes.len() % 2 == 0 && could_be_utf16(bytes) {
+    if bytes.len() >= 8 && bytes.len().is_multiple_of(2) && could_be_utf16(bytes) {
         let le = Utf16Score::of(bytes, true);
         let be = Utf16Score::of(bytes, false);
         let le_wins = le.coherent + le.plausible >= be.coherent + be.plausible;
@@ -170,7 +171,8 @@ mod tests {
             .collect()
     }
 
-    const PROSE: &str = "月光落在旧街的石板上，他推开木门，听见远处有人唱歌。\n“你回来了？”她轻声问。";
+    const PROSE: &str =
+        "月光落在旧街的石板上，他推开木门，听见远处有人唱歌。\n“你回来了？”她轻声问。";
 
     #[test]
     fn utf8_with_and_without_bom() {
@@ -199,7 +201,11 @@ mod tests {
         let mut be = b"\xFE\xFF".to_vec();
         be.extend(utf16_bytes("ab", false));
         be.push(0x41);
-        assert_eq!(decode_text(&be).unwrap(), "ab\u{FFFD}", "BE BOM: odd byte is U+FFFD");
+        assert_eq!(
+            decode_text(&be).unwrap(),
+            "ab\u{FFFD}",
+            "BE BOM: odd byte is U+FFFD"
+        );
     }
 
     #[test]
@@ -225,7 +231,12 @@ mod tests {
     #[test]
     fn garbage_is_an_error_with_the_right_hint() {
         let garbage: Vec<u8> = [0x81u8, 0x20, 0xfe, 0x7f, 0xc3, 0x28].repeat(300);
-        assert_eq!(decode_text(&garbage), Err(UndetectableEncoding { utf16_suspected: false }));
+        assert_eq!(
+            decode_text(&garbage),
+            Err(UndetectableEncoding {
+                utf16_suspected: false
+            })
+        );
     }
 
     #[test]
@@ -233,9 +244,16 @@ mod tests {
         // LE reading: all high bytes coherent, 70% plausible (CJK 0x4EB0),
         // 30% implausible (0x33FF, whose 0xFF byte also defeats GBK). No NULs,
         // so step 2 does not apply, and 0xB0 first makes it invalid UTF-8.
-        let units = [0x4EB0u16, 0x4EB0, 0x33FF, 0x4EB0, 0x4EB0, 0x33FF, 0x4EB0, 0x4EB0, 0x33FF, 0x4EB0];
+        let units = [
+            0x4EB0u16, 0x4EB0, 0x33FF, 0x4EB0, 0x4EB0, 0x33FF, 0x4EB0, 0x4EB0, 0x33FF, 0x4EB0,
+        ];
         let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
-        assert_eq!(decode_text(&bytes), Err(UndetectableEncoding { utf16_suspected: true }));
+        assert_eq!(
+            decode_text(&bytes),
+            Err(UndetectableEncoding {
+                utf16_suspected: true
+            })
+        );
     }
 
     #[test]

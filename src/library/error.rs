@@ -13,13 +13,32 @@ pub enum NovelError {
     BookEmptyAfterSanitize,
     BadOffset,
     BadLimit,
-    BookNotFound { root: String, book: String },
-    ChapterNotFound { book: String, needle: String },
-    Ambiguous { number: ChapterNumber, files: Vec<String> },
-    Encoding { path: String, utf16_suspected: bool },
-    OffsetOutOfRange { offset: u64, file: String, total_lines: u64 },
+    BookNotFound {
+        root: String,
+        book: String,
+    },
+    ChapterNotFound {
+        book: String,
+        needle: String,
+    },
+    Ambiguous {
+        number: ChapterNumber,
+        files: Vec<String>,
+    },
+    Encoding {
+        path: String,
+        utf16_suspected: bool,
+    },
+    OffsetOutOfRange {
+        offset: u64,
+        file: String,
+        total_lines: u64,
+    },
     /// Reading the source failed (permissions, vanished file, too large…).
-    Io { path: String, reason: String },
+    Io {
+        path: String,
+        reason: String,
+    },
 }
 
 impl fmt::Display for NovelError {

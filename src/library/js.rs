@@ -9,15 +9,19 @@
 pub fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
     )
 }
 
 /// The same set as a regex character-class body, for patterns that use `\s`.
-pub const JS_WHITESPACE_CLASS: &str =
-    r"\t\n\x0B\x0C\r \u{A0}\u{1680}\u{2000}-\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}";
+pub const JS_WHITESPACE_CLASS: &str = r"\t\n\x0B\x0C\r \u{A0}\u{1680}\u{2000}-\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}";
 
 /// `String.prototype.trim`.
 pub fn trim(s: &str) -> &str {
@@ -91,7 +95,10 @@ mod tests {
     fn numbers_print_like_javascript() {
         assert_eq!(format_number(4.0), "4");
         assert_eq!(format_number(1002.0), "1002");
-        assert_eq!(format_number(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(
+            format_number(123456789012345680000.0),
+            "123456789012345680000"
+        );
         assert_eq!(format_number(1e21), "1e+21");
         assert_eq!(format_number(1.2345e25), "1.2345e+25");
     }

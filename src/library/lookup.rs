@@ -19,7 +19,10 @@ pub enum Lookup {
     /// Index into the chapter list.
     Found(usize),
     /// Several files share the number the argument names (files in list order).
-    Ambiguous { number: ChapterNumber, indices: Vec<usize> },
+    Ambiguous {
+        number: ChapterNumber,
+        indices: Vec<usize>,
+    },
     NotFound,
 }
 
@@ -42,7 +45,10 @@ fn number_key(n: ChapterNumber) -> u64 {
 
 impl BookIndex {
     pub fn new(chapters: Vec<Chapter>) -> Self {
-        let mut index = BookIndex { chapters, ..Default::default() };
+        let mut index = BookIndex {
+            chapters,
+            ..Default::default()
+        };
         for (i, c) in index.chapters.iter().enumerate() {
             index.by_lower_file.entry(c.lower_file.clone()).or_insert(i);
             index.by_lower_stem.entry(c.lower_stem.clone()).or_insert(i);
@@ -61,7 +67,9 @@ impl BookIndex {
         if self.chapters[i].os_name.as_bytes() == name {
             return Some(i);
         }
-        self.chapters.iter().position(|c| c.os_name.as_bytes() == name)
+        self.chapters
+            .iter()
+            .position(|c| c.os_name.as_bytes() == name)
     }
 
     /// Groups of files sharing a chapter number, in list order.
@@ -92,7 +100,10 @@ impl BookIndex {
             match self.by_number.get(&number_key(n)).map(Vec::as_slice) {
                 Some([i]) => return Lookup::Found(*i),
                 Some(indices) if indices.len() > 1 => {
-                    return Lookup::Ambiguous { number: n, indices: indices.to_vec() };
+                    return Lookup::Ambiguous {
+                        number: n,
+                        indices: indices.to_vec(),
+                    };
                 }
                 _ => {}
             }
@@ -137,10 +148,18 @@ mod tests {
     #[test]
     fn file_name_beats_number() {
         let b = book(&["第51章 两份.md", "第51章 两份.txt"]);
-        assert_eq!(found(&b, "第51章 两份.txt").as_deref(), Some("第51章 两份.txt"));
+        assert_eq!(
+            found(&b, "第51章 两份.txt").as_deref(),
+            Some("第51章 两份.txt")
+        );
         assert_eq!(found(&b, "第51章 两份").as_deref(), Some("第51章 两份.md"));
-        assert_eq!(found(&b, " 第51章 两份.MD ").as_deref(), Some("第51章 两份.md"));
-        assert!(matches!(b.find("51"), Lookup::Ambiguous { number, ref indices } if number == 51.0 && indices == &[0, 1]));
+        assert_eq!(
+            found(&b, " 第51章 两份.MD ").as_deref(),
+            Some("第51章 两份.md")
+        );
+        assert!(
+            matches!(b.find("51"), Lookup::Ambiguous { number, ref indices } if number == 51.0 && indices == &[0, 1])
+        );
     }
 
     #[test]
@@ -155,8 +174,16 @@ mod tests {
     #[test]
     fn exact_is_byte_for_byte() {
         let b = book(&["Ab.md", "ab.md"]);
-        assert_eq!(b.exact("ab.md".as_bytes()).map(|i| b.chapters[i].file.as_str()), Some("ab.md"));
-        assert_eq!(b.exact("Ab.md".as_bytes()).map(|i| b.chapters[i].file.as_str()), Some("Ab.md"));
+        assert_eq!(
+            b.exact("ab.md".as_bytes())
+                .map(|i| b.chapters[i].file.as_str()),
+            Some("ab.md")
+        );
+        assert_eq!(
+            b.exact("Ab.md".as_bytes())
+                .map(|i| b.chapters[i].file.as_str()),
+            Some("Ab.md")
+        );
         assert_eq!(b.exact("AB.md".as_bytes()), None);
     }
 }

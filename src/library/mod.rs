@@ -59,7 +59,11 @@ pub struct PageOutput {
 
 impl PageOutput {
     pub fn source(&self) -> PageSource<'_> {
-        PageSource { book: &self.book, file: &self.file, path: &self.path }
+        PageSource {
+            book: &self.book,
+            file: &self.file,
+            path: &self.path,
+        }
     }
     pub fn text(&self) -> String {
         render::render_text(&self.source(), &self.page)
@@ -82,11 +86,20 @@ pub fn sanitize_segment(s: &str) -> Result<String, NovelError> {
         || ((upper.starts_with("COM") || upper.starts_with("LPT"))
             && upper.len() == 4
             && matches!(upper.as_bytes()[3], b'1'..=b'9'));
-    Ok(if reserved { format!("_{trimmed}") } else { trimmed.to_string() })
+    Ok(if reserved {
+        format!("_{trimmed}")
+    } else {
+        trimmed.to_string()
+    })
 }
 
 /// `optionalInt`: an integer argument in `[min, max]`, else `error`.
-pub fn parse_int_arg(value: Option<&str>, default: u64, max: u64, error: NovelError) -> Result<u64, NovelError> {
+pub fn parse_int_arg(
+    value: Option<&str>,
+    default: u64,
+    max: u64,
+    error: NovelError,
+) -> Result<u64, NovelError> {
     let Some(raw) = value else { return Ok(default) };
     match raw.trim().parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
@@ -100,7 +113,11 @@ impl Library {
     pub fn open(root: &Path) -> std::io::Result<Library> {
         let root = std::fs::canonicalize(root)?;
         let root_display = root.to_string_lossy().into_owned();
-        Ok(Library { root, root_display, max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES })
+        Ok(Library {
+            root,
+            root_display,
+            max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -128,18 +145,27 @@ impl Library {
     /// The metadata of `novels/{book}` when it is a real directory and
     /// `book` a plain name (one `lstat`; a symlink is not followed).
     pub fn book_metadata(&self, book: &OsStr) -> Option<std::fs::Metadata> {
-        let plain = !book.is_empty() && book.as_bytes() != b"." && book.as_bytes() != b".." && !book.as_bytes().contains(&b'/');
-        let meta = std::fs::symlink_metadata(self.book_dir(book)).ok().filter(|_| plain)?;
+        let plain = !book.is_empty()
+            && book.as_bytes() != b"."
+            && book.as_bytes() != b".."
+            && !book.as_bytes().contains(&b'/');
+        let meta = std::fs::symlink_metadata(self.book_dir(book))
+            .ok()
+            .filter(|_| plain)?;
         meta.is_dir().then_some(meta)
     }
 
     /// Scans a book given the sanitized name.
     pub fn scan_book(&self, book: &str) -> Result<BookIndex, NovelError> {
-        let not_found = || NovelError::BookNotFound { root: self.root_display.clone(), book: book.to_string() };
+        let not_found = || NovelError::BookNotFound {
+            root: self.root_display.clone(),
+            book: book.to_string(),
+        };
         if !self.is_book(OsStr::new(book)) {
             return Err(not_found());
         }
-        let chapters = scan::scan_chapters(&self.book_dir(OsStr::new(book))).map_err(|_| not_found())?;
+        let chapters =
+            scan::scan_chapters(&self.book_dir(OsStr::new(book))).map_err(|_| not_found())?;
         Ok(BookIndex::new(chapters))
     }
 
@@ -152,7 +178,12 @@ impl Library {
     }
 
     /// Decodes the bytes of `chapter`.
-    pub fn decode_chapter(&self, book: &OsStr, chapter: &Chapter, bytes: Vec<u8>) -> Result<ChapterText, NovelError> {
+    pub fn decode_chapter(
+        &self,
+        book: &OsStr,
+        chapter: &Chapter,
+        bytes: Vec<u8>,
+    ) -> Result<ChapterText, NovelError> {
         let text = decode::decode_owned(bytes).map_err(|e| NovelError::Encoding {
             path: self.display_path(&book.to_string_lossy(), &chapter.file),
             utf16_suspected: e.utf16_suspected,
@@ -161,7 +192,10 @@ impl Library {
     }
 
     fn io_error(&self, book: &OsStr, file: &OsStr, e: std::io::Error) -> NovelError {
-        NovelError::Io { path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()), reason: e.to_string() }
+        NovelError::Io {
+            path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()),
+            reason: e.to_string(),
+        }
     }
 
     pub fn read_chapter_bytes(&self, book: &OsStr, file: &OsStr) -> Result<Vec<u8>, NovelError> {
@@ -175,11 +209,26 @@ impl Library {
     /// the metadata of the file actually opened. `Ok(None)` when the name
     /// no longer holds a regular file (deleted or renamed since the scan,
     /// or replaced by a symlink or a directory).
-    pub fn open_chapter_file(&self, book: &OsStr, file: &OsStr) -> Result<Option<(std::fs::File, std::fs::Metadata)>, NovelError> {
+    pub fn open_chapter_file(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+    ) -> Result<Option<(std::fs::File, std::fs::Metadata)>, NovelError> {
         let full = self.book_dir(book).join(file);
-        let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&full) {
+        let f = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&full)
+        {
             Ok(f) => f,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => return Ok(None),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)
+                ) =>
+            {
+                return Ok(None);
+            }
             Err(e) => return Err(self.io_error(book, file, e)),
         };
         let meta = f.metadata().map_err(|e| self.io_error(book, file, e))?;
@@ -217,7 +266,11 @@ impl Library {
     }
 
     /// One `novel_read` call, checks in the tool's order.
-    pub fn read(&self, args: &ReadArgs, state_file: Option<&Path>) -> Result<PageOutput, NovelError> {
+    pub fn read(
+        &self,
+        args: &ReadArgs,
+        state_file: Option<&Path>,
+    ) -> Result<PageOutput, NovelError> {
         if !state::tool_enabled(state_file) {
             return Err(NovelError::Disabled);
         }
@@ -228,13 +281,21 @@ impl Library {
             return Err(NovelError::EmptyChapter);
         }
         let offset = parse_int_arg(args.offset, 1, page::MAX_OFFSET, NovelError::BadOffset)?;
-        let limit = parse_int_arg(args.limit, READ_LIMIT as u64, READ_LIMIT as u64, NovelError::BadLimit)? as u32;
+        let limit = parse_int_arg(
+            args.limit,
+            READ_LIMIT as u64,
+            READ_LIMIT as u64,
+            NovelError::BadLimit,
+        )? as u32;
         let book = sanitize_segment(args.book)?;
         let index = self.scan_book(&book)?;
         let i = match index.find(args.chapter) {
             Lookup::Found(i) => i,
             Lookup::Ambiguous { number, indices } => {
-                let files = indices.iter().map(|&i| index.chapters[i].file.clone()).collect();
+                let files = indices
+                    .iter()
+                    .map(|&i| index.chapters[i].file.clone())
+                    .collect();
                 return Err(NovelError::Ambiguous { number, files });
             }
             Lookup::NotFound => {
@@ -273,8 +334,14 @@ mod tests {
         assert_eq!(sanitize_segment("LPT9").unwrap(), "_LPT9");
         assert_eq!(sanitize_segment("COM10").unwrap(), "COM10");
         assert_eq!(sanitize_segment("a/b").unwrap(), "ab");
-        assert_eq!(sanitize_segment("../..").unwrap_err(), NovelError::BookEmptyAfterSanitize);
-        assert_eq!(sanitize_segment("\u{3000}").unwrap_err(), NovelError::BookEmptyAfterSanitize);
+        assert_eq!(
+            sanitize_segment("../..").unwrap_err(),
+            NovelError::BookEmptyAfterSanitize
+        );
+        assert_eq!(
+            sanitize_segment("\u{3000}").unwrap_err(),
+            NovelError::BookEmptyAfterSanitize
+        );
     }
 
     #[test]
@@ -282,7 +349,11 @@ mod tests {
         assert_eq!(parse_int_arg(None, 1, 9, NovelError::BadOffset), Ok(1));
         assert_eq!(parse_int_arg(Some("9"), 1, 9, NovelError::BadOffset), Ok(9));
         for bad in ["0", "10", "-1", "1.5", "abc", "", "99999999999999999999999"] {
-            assert_eq!(parse_int_arg(Some(bad), 1, 9, NovelError::BadLimit), Err(NovelError::BadLimit), "{bad}");
+            assert_eq!(
+                parse_int_arg(Some(bad), 1, 9, NovelError::BadLimit),
+                Err(NovelError::BadLimit),
+                "{bad}"
+            );
         }
     }
 }

@@ -17,13 +17,14 @@ pub type ChapterNumber = f64;
 const CJK_NUMERALS: &str = "零一二三四五六七八九十百千万两";
 
 fn re(pattern: &str) -> Regex {
-    let pattern = pattern.replace(r"\s", JS_WHITESPACE_CLASS).replace("CJK", CJK_NUMERALS);
+    let pattern = pattern
+        .replace(r"\s", JS_WHITESPACE_CLASS)
+        .replace("CJK", CJK_NUMERALS);
     Regex::new(&pattern).expect("static pattern")
 }
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| re(r"第?([0-9]{1,4})[章回话]"));
-static BETWEEN_SEPARATORS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"[-._\s]([0-9]{1,4})[-._\s]"));
+static BETWEEN_SEPARATORS: LazyLock<Regex> = LazyLock::new(|| re(r"[-._\s]([0-9]{1,4})[-._\s]"));
 static LEADING: LazyLock<Regex> = LazyLock::new(|| re(r"^第?([0-9]+)[章回话]?[\s._\-—]*"));
 static TRAILING: LazyLock<Regex> = LazyLock::new(|| re(r"[-._\s]([0-9]{1,4})$"));
 static CJK_NUMBERED: LazyLock<Regex> = LazyLock::new(|| re(r"第([CJK]+)[章回话]"));
@@ -62,7 +63,9 @@ pub fn parse_chapter_number(name: &str) -> Option<ChapterNumber> {
             return caps[1].parse::<f64>().ok();
         }
     }
-    CJK_NUMBERED.captures(stem).and_then(|caps| cjk_to_number(&caps[1]))
+    CJK_NUMBERED
+        .captures(stem)
+        .and_then(|caps| cjk_to_number(&caps[1]))
 }
 
 /// `cjkToNumber`: digits 零一二两三…九 and the units 十 百 千. 万 is not
@@ -141,7 +144,11 @@ mod tests {
         assert_eq!(n("Part-70-English.TXT"), Some(70.0));
         assert_eq!(n("01-短篇1.md"), Some(1.0));
         assert_eq!(n("尾声-9.md"), Some(9.0));
-        assert_eq!(n("x　12　y"), Some(12.0), "U+3000 is a JS whitespace separator");
+        assert_eq!(
+            n("x　12　y"),
+            Some(12.0),
+            "U+3000 is a JS whitespace separator"
+        );
         assert_eq!(n("1"), Some(1.0));
         assert_eq!(n("01"), Some(1.0));
     }

@@ -63,10 +63,17 @@ impl LineStats {
         // ASCII bytes. Only a line past the 3000-unit cut needs the walk
         // by characters.
         let b = line.as_bytes();
-        let units: usize = b.iter().map(|&x| usize::from(x & 0xC0 != 0x80) + usize::from(x >= 0xF0)).sum();
+        let units: usize = b
+            .iter()
+            .map(|&x| usize::from(x & 0xC0 != 0x80) + usize::from(x >= 0xF0))
+            .sum();
         if units <= LINE_CUT {
             let json_extra: usize = b.iter().map(|&x| json_byte_extra(x)).sum();
-            return LineStats { units: units as u32, bytes: b.len() as u32, json_bytes: (b.len() + json_extra) as u32 };
+            return LineStats {
+                units: units as u32,
+                bytes: b.len() as u32,
+                json_bytes: (b.len() + json_extra) as u32,
+            };
         }
         Self::of_long(line)
     }
@@ -87,12 +94,24 @@ impl LineStats {
             None => (units, line.len(), line.len() + json_extra),
             Some((at, kept_units, kept_extra)) => {
                 // A surrogate pair split by the cut leaves U+FFFD (3 bytes).
-                let replacement = if kept_units < LINE_CUT { '\u{FFFD}'.len_utf8() } else { 0 };
+                let replacement = if kept_units < LINE_CUT {
+                    '\u{FFFD}'.len_utf8()
+                } else {
+                    0
+                };
                 let bytes = at + replacement + LINE_CUT_SUFFIX.len();
-                (LINE_CUT + utf16_len(LINE_CUT_SUFFIX), bytes, bytes + kept_extra)
+                (
+                    LINE_CUT + utf16_len(LINE_CUT_SUFFIX),
+                    bytes,
+                    bytes + kept_extra,
+                )
             }
         };
-        LineStats { units: units as u32, bytes: bytes as u32, json_bytes: json_bytes as u32 }
+        LineStats {
+            units: units as u32,
+            bytes: bytes as u32,
+            json_bytes: json_bytes as u32,
+        }
     }
 }
 
@@ -101,17 +120,28 @@ impl ChapterText {
         // Decoders allocate for the worst case; a cached chapter should
         // hold only its text.
         text.shrink_to_fit();
-        assert!(text.len() < u32::MAX as usize, "chapter text of {} bytes", text.len());
+        assert!(
+            text.len() < u32::MAX as usize,
+            "chapter text of {} bytes",
+            text.len()
+        );
         let bytes = text.as_bytes();
         let mut spans = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
         let mut start = 0;
         for i in memchr::memchr_iter(b'\n', bytes) {
-            let end = if i > start && bytes[i - 1] == b'\r' { i - 1 } else { i };
+            let end = if i > start && bytes[i - 1] == b'\r' {
+                i - 1
+            } else {
+                i
+            };
             spans.push((start as u32, end as u32));
             start = i + 1;
         }
         spans.push((start as u32, text.len() as u32));
-        let stats = spans.iter().map(|&(s, e)| LineStats::of(&text[s as usize..e as usize])).collect();
+        let stats = spans
+            .iter()
+            .map(|&(s, e)| LineStats::of(&text[s as usize..e as usize]))
+            .collect();
         ChapterText { text, spans, stats }
     }
 
@@ -121,7 +151,11 @@ impl ChapterText {
 
     /// `countTextLines`: 0 for an empty text, else the number of split pieces.
     pub fn total_lines(&self) -> u64 {
-        if self.text.is_empty() { 0 } else { self.spans.len() as u64 }
+        if self.text.is_empty() {
+            0
+        } else {
+            self.spans.len() as u64
+        }
     }
 
     /// Whether `offset` passes the tool's `offset <= max(totalLines, 1)` check.
@@ -151,7 +185,12 @@ impl ChapterText {
             taken += 1;
         }
         let truncated = hit_char_cap || (first + taken) < self.total_lines() as usize;
-        PageLayout { offset, taken, chars, truncated }
+        PageLayout {
+            offset,
+            taken,
+            chars,
+            truncated,
+        }
     }
 
     /// The shown sizes of the lines a layout takes.
@@ -178,11 +217,24 @@ impl ChapterText {
             .map(|i| {
                 let line = self.line(i);
                 // The stats already tell whether the line is cut.
-                let text = if self.stats[i].units as usize <= LINE_CUT { line.to_string() } else { shown_line(line) };
-                PageLine { number: i as u64 + 1, text }
+                let text = if self.stats[i].units as usize <= LINE_CUT {
+                    line.to_string()
+                } else {
+                    shown_line(line)
+                };
+                PageLine {
+                    number: i as u64 + 1,
+                    text,
+                }
             })
             .collect();
-        Page { offset, total_lines: self.total_lines(), chars: layout.chars, truncated: layout.truncated, lines }
+        Page {
+            offset,
+            total_lines: self.total_lines(),
+            chars: layout.chars,
+            truncated: layout.truncated,
+            lines,
+        }
     }
 
     /// The offsets of the reading chain: 1, then `last + 1` of every
@@ -272,9 +324,17 @@ mod tests {
     fn splitting() {
         assert_eq!(ct("").total_lines(), 0);
         assert_eq!(texts(&ct("").page(1, 400)), [""]);
-        assert_eq!(ct("a\n").total_lines(), 2, "trailing newline makes an empty last line");
+        assert_eq!(
+            ct("a\n").total_lines(),
+            2,
+            "trailing newline makes an empty last line"
+        );
         assert_eq!(texts(&ct("a\r\nb\r\n").page(1, 400)), ["a", "b", ""]);
-        assert_eq!(texts(&ct("a\rb").page(1, 400)), ["a\rb"], "a lone CR is not a break");
+        assert_eq!(
+            texts(&ct("a\rb").page(1, 400)),
+            ["a\rb"],
+            "a lone CR is not a break"
+        );
         assert_eq!(texts(&ct("a\r\r\nb").page(1, 400)), ["a\r", "b"]);
     }
 
@@ -293,7 +353,13 @@ mod tests {
     fn empty_file_page() {
         let p = ct("").page(1, 400);
         assert_eq!((p.total_lines, p.chars, p.truncated), (0, 0, false));
-        assert_eq!(p.lines, [PageLine { number: 1, text: String::new() }]);
+        assert_eq!(
+            p.lines,
+            [PageLine {
+                number: 1,
+                text: String::new()
+            }]
+        );
     }
 
     #[test]
@@ -310,7 +376,10 @@ mod tests {
     fn long_line_cut_with_suffix() {
         let line = "字".repeat(3200);
         let p = ct(&line).page(1, 400);
-        assert_eq!(p.lines[0].text, format!("{}{}", "字".repeat(3000), LINE_CUT_SUFFIX));
+        assert_eq!(
+            p.lines[0].text,
+            format!("{}{}", "字".repeat(3000), LINE_CUT_SUFFIX)
+        );
         assert_eq!(p.chars, 3000 + 9);
     }
 
@@ -318,7 +387,10 @@ mod tests {
     fn cut_splitting_a_surrogate_pair() {
         let line = format!("{}🌙🌙", "a".repeat(2999));
         let p = ct(&line).page(1, 1);
-        assert_eq!(p.lines[0].text, format!("{}\u{FFFD}{}", "a".repeat(2999), LINE_CUT_SUFFIX));
+        assert_eq!(
+            p.lines[0].text,
+            format!("{}\u{FFFD}{}", "a".repeat(2999), LINE_CUT_SUFFIX)
+        );
         assert_eq!(p.chars, 3009);
     }
 
@@ -338,7 +410,10 @@ mod tests {
 
     #[test]
     fn chain_follows_truncated_pages() {
-        let t = ct(&(1..=1000).map(|i| i.to_string()).collect::<Vec<_>>().join("\n"));
+        let t = ct(&(1..=1000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"));
         assert_eq!(t.chain(), [1, 401, 801]);
     }
 }

@@ -31,14 +31,23 @@ pub fn render_text(source: &PageSource, page: &Page) -> String {
         out.push('\n');
     }
     out.push('\n');
-    out.push_str(&footer(page.total_lines, page.offset, page.last_line(), page.chars, page.truncated));
+    out.push_str(&footer(
+        page.total_lines,
+        page.offset,
+        page.last_line(),
+        page.chars,
+        page.truncated,
+    ));
     out.push_str("\n</content>\n");
     out
 }
 
 fn footer(total_lines: u64, offset: u64, last: u64, chars: usize, truncated: bool) -> String {
     if truncated {
-        format!("(输出截断。本章共 {total_lines} 行，已显示 {offset}-{last} 行 / {chars} 字。用 offset={} 继续阅读。)", last + 1)
+        format!(
+            "(输出截断。本章共 {total_lines} 行，已显示 {offset}-{last} 行 / {chars} 字。用 offset={} 继续阅读。)",
+            last + 1
+        )
     } else {
         format!("(本章共 {total_lines} 行 / {chars} 字)")
     }
@@ -55,20 +64,39 @@ fn json_string_len(s: &str) -> usize {
 /// The byte length `render_text` gives for the page `layout` of a chapter
 /// whose taken lines have `lines` sizes — without rendering it, so that
 /// `stat` and listings never build pages nobody reads.
-pub fn text_len(source: &PageSource, total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
-    let head = "<path>".len() + source.path.len() + "</path>\n<type>novel-chapter</type>\n<content>\n".len();
+pub fn text_len(
+    source: &PageSource,
+    total_lines: u64,
+    layout: &PageLayout,
+    lines: &[LineStats],
+) -> usize {
+    let head = "<path>".len()
+        + source.path.len()
+        + "</path>\n<type>novel-chapter</type>\n<content>\n".len();
     let body: usize = lines
         .iter()
         .enumerate()
         .map(|(i, l)| digits(layout.offset + i as u64) + ": ".len() + l.bytes as usize + 1)
         .sum();
     let last = layout.offset + layout.taken.max(1) as u64 - 1;
-    let foot = footer(total_lines, layout.offset, last, layout.chars, layout.truncated).len();
+    let foot = footer(
+        total_lines,
+        layout.offset,
+        last,
+        layout.chars,
+        layout.truncated,
+    )
+    .len();
     head + body + 1 + foot + "\n</content>\n".len()
 }
 
 /// The byte length `render_json` gives, computed like `text_len`.
-pub fn json_len(source: &PageSource, total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
+pub fn json_len(
+    source: &PageSource,
+    total_lines: u64,
+    layout: &PageLayout,
+    lines: &[LineStats],
+) -> usize {
     let file = json_string_len(source.file);
     let fields = [
         "  \"book\": ".len() + json_string_len(source.book),
@@ -80,7 +108,9 @@ pub fn json_len(source: &PageSource, total_lines: u64, layout: &PageLayout, line
         "  \"chars\": ".len() + digits(layout.chars as u64),
         "  \"truncated\": ".len() + if layout.truncated { 4 } else { 5 },
     ];
-    let head: usize = "{\n".len() + fields.iter().map(|f| f + ",\n".len()).sum::<usize>() + "  \"lines\": [\n".len();
+    let head: usize = "{\n".len()
+        + fields.iter().map(|f| f + ",\n".len()).sum::<usize>()
+        + "  \"lines\": [\n".len();
     let items: usize = lines
         .iter()
         .enumerate()
@@ -127,9 +157,20 @@ pub fn render_json(source: &PageSource, page: &Page) -> String {
         total_lines: page.total_lines,
         chars: page.chars,
         truncated: page.truncated,
-        lines: page.lines.iter().map(|l| JsonLine { number: l.number, text: &l.text }).collect(),
+        lines: page
+            .lines
+            .iter()
+            .map(|l| JsonLine {
+                number: l.number,
+                text: &l.text,
+            })
+            .collect(),
     };
-    let body: usize = page.lines.iter().map(|l| l.text.len() + l.text.len() / 8 + 64).sum();
+    let body: usize = page
+        .lines
+        .iter()
+        .map(|l| l.text.len() + l.text.len() / 8 + 64)
+        .sum();
     let mut out = Vec::with_capacity(body + source.path.len() * 2 + source.file.len() * 4 + 512);
     serde_json::to_writer_pretty(&mut out, &value).expect("plain data serializes");
     out.push(b'\n');
@@ -149,25 +190,47 @@ mod tests {
             "a\n\nb\r\nc\"d\\e\tf\u{1}g\u{7f}h".into(),
             format!("{}🌙🌙\n{}", "x".repeat(2999), "🌙".repeat(3000)),
             format!("\"{}\u{2}", "\\".repeat(3100)),
-            (1..=950).map(|i| format!("{i}. 第{i}行")).collect::<Vec<_>>().join("\n"),
+            (1..=950)
+                .map(|i| format!("{i}. 第{i}行"))
+                .collect::<Vec<_>>()
+                .join("\n"),
             vec!["字".repeat(2999); 9].join("\n"),
         ];
-        let src = PageSource { book: "书\"名", file: "第1章\t.md", path: "/r/novels/书\"名/第1章\t.md" };
+        let src = PageSource {
+            book: "书\"名",
+            file: "第1章\t.md",
+            path: "/r/novels/书\"名/第1章\t.md",
+        };
         for text in texts {
             let t = ChapterText::new(text.clone());
-            for offset in [1, 2, 7, 401, 900].into_iter().filter(|&o| t.offset_in_range(o)) {
+            for offset in [1, 2, 7, 401, 900]
+                .into_iter()
+                .filter(|&o| t.offset_in_range(o))
+            {
                 for limit in [1, 3, 400] {
                     let page = t.page(offset, limit);
                     let layout = t.layout(offset, limit);
                     let lines = t.line_stats(&layout);
-                    assert_eq!(text_len(&src, t.total_lines(), &layout, lines), render_text(&src, &page).len(), "{offset} {limit}");
-                    assert_eq!(json_len(&src, t.total_lines(), &layout, lines), render_json(&src, &page).len(), "{offset} {limit}");
+                    assert_eq!(
+                        text_len(&src, t.total_lines(), &layout, lines),
+                        render_text(&src, &page).len(),
+                        "{offset} {limit}"
+                    );
+                    assert_eq!(
+                        json_len(&src, t.total_lines(), &layout, lines),
+                        render_json(&src, &page).len(),
+                        "{offset} {limit}"
+                    );
                 }
             }
         }
     }
 
-    const SRC: PageSource = PageSource { book: "书", file: "第1章.md", path: "/r/novels/书/第1章.md" };
+    const SRC: PageSource = PageSource {
+        book: "书",
+        file: "第1章.md",
+        path: "/r/novels/书/第1章.md",
+    };
 
     #[test]
     fn text_page_with_empty_line_and_footer() {

@@ -46,7 +46,9 @@ impl Chapter {
 
 /// Whether a file name carries a chapter extension (`.md`, `.markdown`, `.txt`, any case).
 pub fn is_chapter_file_name(name: &[u8]) -> bool {
-    let Some(dot) = name.iter().rposition(|&b| b == b'.') else { return false };
+    let Some(dot) = name.iter().rposition(|&b| b == b'.') else {
+        return false;
+    };
     let ext = name[dot + 1..].to_ascii_lowercase();
     matches!(ext.as_slice(), b"md" | b"markdown" | b"txt")
 }
@@ -104,7 +106,11 @@ mod tests {
     fn collation_is_not_byte_order() {
         assert_eq!(locale_compare("a序.md", "B序.md"), Ordering::Less);
         assert_eq!(locale_compare("x番外.md", "Y番外.md"), Ordering::Less);
-        assert_eq!(locale_compare("Y番外.md", "尾声.markdown"), Ordering::Less, "Latin before Han");
+        assert_eq!(
+            locale_compare("Y番外.md", "尾声.markdown"),
+            Ordering::Less,
+            "Latin before Han"
+        );
     }
 
     #[test]
@@ -120,12 +126,34 @@ mod tests {
     #[test]
     fn scan_sorts_and_filters() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["第10章 长街.md", "第2章.md", "楔子.md", "x番外.md", "Y番外.md", "notes.json", "第1章.txt"] {
+        for name in [
+            "第10章 长街.md",
+            "第2章.md",
+            "楔子.md",
+            "x番外.md",
+            "Y番外.md",
+            "notes.json",
+            "第1章.txt",
+        ] {
             std::fs::write(dir.path().join(name), "x").unwrap();
         }
         std::fs::create_dir(dir.path().join("旧稿.md")).unwrap();
         std::os::unix::fs::symlink("第2章.md", dir.path().join("第3章 链接.md")).unwrap();
-        let files: Vec<String> = scan_chapters(dir.path()).unwrap().into_iter().map(|c| c.file).collect();
-        assert_eq!(files, ["第1章.txt", "第2章.md", "第10章 长街.md", "x番外.md", "Y番外.md", "楔子.md"]);
+        let files: Vec<String> = scan_chapters(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|c| c.file)
+            .collect();
+        assert_eq!(
+            files,
+            [
+                "第1章.txt",
+                "第2章.md",
+                "第10章 长街.md",
+                "x番外.md",
+                "Y番外.md",
+                "楔子.md"
+            ]
+        );
     }
 }

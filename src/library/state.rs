@@ -21,8 +21,12 @@ pub fn tool_enabled(state_file: Option<&Path>) -> bool {
             None => return true,
         },
     };
-    let Ok(bytes) = std::fs::read(&path) else { return true };
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return true };
+    let Ok(bytes) = std::fs::read(&path) else {
+        return true;
+    };
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return true;
+    };
     value.pointer("/tools/novel_read") != Some(&serde_json::Value::Bool(false))
 }
 
@@ -40,7 +44,10 @@ mod tests {
         std::fs::write(&p, r#"{"tools":{"novel_read":true}}"#).unwrap();
         assert!(tool_enabled(Some(&p)));
         std::fs::write(&p, r#"{"tools":{"novel_read":0}}"#).unwrap();
-        assert!(tool_enabled(Some(&p)), "only the boolean false switches off");
+        assert!(
+            tool_enabled(Some(&p)),
+            "only the boolean false switches off"
+        );
         std::fs::write(&p, r#"{"tools":{"novel_read":false}}"#).unwrap();
         assert!(!tool_enabled(Some(&p)));
     }

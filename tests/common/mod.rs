@@ -44,7 +44,8 @@ pub fn cases(root: &Path) -> Vec<Case> {
     raw.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
-            let v: Value = serde_json::from_str(&line.replace("@ROOT@", root)).expect("case parses");
+            let v: Value =
+                serde_json::from_str(&line.replace("@ROOT@", root)).expect("case parses");
             let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
             Case {
                 book: s("book").unwrap(),
@@ -53,7 +54,10 @@ pub fn cases(root: &Path) -> Vec<Case> {
                 limit: v.get("limit").and_then(Value::as_u64),
                 text: s("text"),
                 json: v.get("json").cloned(),
-                chain: v.get("chain").and_then(Value::as_array).map(|a| a.iter().map(|x| x.as_u64().unwrap()).collect()),
+                chain: v
+                    .get("chain")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(|x| x.as_u64().unwrap()).collect()),
                 error: s("error"),
                 state: v.get("state").cloned(),
             }
@@ -82,7 +86,10 @@ impl Mount {
     /// Mounts `root` with extra CLI arguments; panics with the daemon's
     /// stderr if it does not become ready.
     pub fn new(root: &Path, extra: &[&str]) -> Mount {
-        let dir = tempfile::Builder::new().prefix("novelfs-mnt").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("novelfs-mnt")
+            .tempdir()
+            .unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
             .arg("mount")
             .arg(root)
@@ -93,17 +100,30 @@ impl Mount {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn novelfs mount");
-        let mut m = Mount { dir, child: Some(child) };
+        let mut m = Mount {
+            dir,
+            child: Some(child),
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while !is_mounted(m.path()) {
             if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
                 let mut err = String::new();
                 use std::io::Read;
-                m.child.as_mut().unwrap().stderr.take().unwrap().read_to_string(&mut err).ok();
+                m.child
+                    .as_mut()
+                    .unwrap()
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .ok();
                 m.child = None;
                 panic!("novelfs mount exited early ({status}): {err}");
             }
-            assert!(std::time::Instant::now() < deadline, "mount not ready in 20 s");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "mount not ready in 20 s"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         m
@@ -141,7 +161,8 @@ impl Drop for Mount {
 pub fn is_mounted(path: &Path) -> bool {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let want = path.to_str().unwrap().replace(' ', "\\040");
-    info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
 }
 
 /// The errno of an io::Error, for assertions.
@@ -169,7 +190,10 @@ impl Mount {
 
     /// The daemon has not exited and the mount still answers a listing.
     pub fn alive(&mut self) -> bool {
-        let running = self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none());
+        let running = self
+            .child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none());
         running && std::fs::read_dir(self.path()).is_ok()
     }
 }
@@ -207,30 +231,46 @@ pub struct PageInfo {
 impl PageInfo {
     fn check_lines(&self, offset: u64) -> Result<(), String> {
         if self.offset != offset {
-            return Err(format!("page offset {} where {offset} was asked", self.offset));
+            return Err(format!(
+                "page offset {} where {offset} was asked",
+                self.offset
+            ));
         }
         if self.lines.is_empty() {
             return Err("a page without lines".into());
         }
         for (k, (n, _)) in self.lines.iter().enumerate() {
             if *n != offset + k as u64 {
-                return Err(format!("line {k} of the page is numbered {n}, want {}", offset + k as u64));
+                return Err(format!(
+                    "line {k} of the page is numbered {n}, want {}",
+                    offset + k as u64
+                ));
             }
         }
         let joined: Vec<&str> = self.lines.iter().map(|(_, t)| t.as_str()).collect();
         let units = utf16_len(&joined.join("\n"));
         if units != self.chars {
-            return Err(format!("chars {} but the lines hold {units} UTF-16 units", self.chars));
+            return Err(format!(
+                "chars {} but the lines hold {units} UTF-16 units",
+                self.chars
+            ));
         }
         let last = self.lines.last().unwrap().0;
         if self.total_lines == 0 {
-            if !(self.lines.len() == 1 && self.lines[0].1.is_empty() && offset == 1 && !self.truncated) {
+            if !(self.lines.len() == 1
+                && self.lines[0].1.is_empty()
+                && offset == 1
+                && !self.truncated)
+            {
                 return Err("an empty chapter must show one empty line 1".into());
             }
         } else if last > self.total_lines {
             return Err(format!("line {last} beyond total {}", self.total_lines));
         } else if !self.truncated && last != self.total_lines {
-            return Err(format!("not truncated but ends at line {last} of {}", self.total_lines));
+            return Err(format!(
+                "not truncated but ends at line {last} of {}",
+                self.total_lines
+            ));
         }
         Ok(())
     }
@@ -241,29 +281,49 @@ impl PageInfo {
 /// whose counts agree with the lines.
 pub fn check_text_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
     let s = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
-    let rest = s.strip_prefix("<path>").ok_or("does not start with <path>")?;
+    let rest = s
+        .strip_prefix("<path>")
+        .ok_or("does not start with <path>")?;
     let (path, rest) = rest.split_once("</path>\n").ok_or("no </path>")?;
-    let body = rest.strip_prefix("<type>novel-chapter</type>\n<content>\n").ok_or("no <type>/<content> header")?;
-    let body = body.strip_suffix("\n</content>\n").ok_or("does not end with </content>\\n")?;
-    let (lines_part, footer) = body.rsplit_once("\n\n").ok_or("no blank line before the footer")?;
+    let body = rest
+        .strip_prefix("<type>novel-chapter</type>\n<content>\n")
+        .ok_or("no <type>/<content> header")?;
+    let body = body
+        .strip_suffix("\n</content>\n")
+        .ok_or("does not end with </content>\\n")?;
+    let (lines_part, footer) = body
+        .rsplit_once("\n\n")
+        .ok_or("no blank line before the footer")?;
     let mut lines = Vec::new();
     for l in lines_part.split('\n') {
-        let (n, t) = l.split_once(": ").ok_or_else(|| format!("unnumbered line {l:?}"))?;
+        let (n, t) = l
+            .split_once(": ")
+            .ok_or_else(|| format!("unnumbered line {l:?}"))?;
         let n: u64 = n.parse().map_err(|_| format!("bad line number in {l:?}"))?;
         lines.push((n, t.to_string()));
     }
-    let num = |s: &str| s.parse::<u64>().map_err(|_| format!("bad number {s:?} in footer {footer:?}"));
-    let (total_lines, chars, truncated) = if let Some(f) = footer.strip_prefix("(输出截断。本章共 ") {
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|_| format!("bad number {s:?} in footer {footer:?}"))
+    };
+    let (total_lines, chars, truncated) = if let Some(f) = footer.strip_prefix("(输出截断。本章共 ")
+    {
         // 本章共 N 行，已显示 a-b 行 / M 字。用 offset=b+1 继续阅读。)
         let (total, f) = f.split_once(" 行，已显示 ").ok_or("truncated footer")?;
         let (range, f) = f.split_once(" 行 / ").ok_or("truncated footer range")?;
-        let (chars, f) = f.split_once(" 字。用 offset=").ok_or("truncated footer chars")?;
-        let next = f.strip_suffix(" 继续阅读。)").ok_or("truncated footer end")?;
+        let (chars, f) = f
+            .split_once(" 字。用 offset=")
+            .ok_or("truncated footer chars")?;
+        let next = f
+            .strip_suffix(" 继续阅读。)")
+            .ok_or("truncated footer end")?;
         let (a, b) = range.split_once('-').ok_or("footer range")?;
         let (a, b, next) = (num(a)?, num(b)?, num(next)?);
         let last = lines.last().map(|l| l.0).unwrap_or(0);
         if a != offset || b != last || next != b + 1 {
-            return Err(format!("footer {footer:?} disagrees with lines {offset}-{last}"));
+            return Err(format!(
+                "footer {footer:?} disagrees with lines {offset}-{last}"
+            ));
         }
         (num(total)?, num(chars)? as usize, true)
     } else if let Some(f) = footer.strip_prefix("(本章共 ") {
@@ -273,7 +333,14 @@ pub fn check_text_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
     } else {
         return Err(format!("unknown footer {footer:?}"));
     };
-    let info = PageInfo { path: path.to_string(), offset, total_lines, chars, truncated, lines };
+    let info = PageInfo {
+        path: path.to_string(),
+        offset,
+        total_lines,
+        chars,
+        truncated,
+        lines,
+    };
     info.check_lines(offset)?;
     Ok(info)
 }
@@ -288,7 +355,17 @@ pub fn check_json_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
     let v: Value = serde_json::from_str(s).map_err(|e| format!("JSON does not parse: {e}"))?;
     let obj = v.as_object().ok_or("not an object")?;
     let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-    let want = ["book", "chapter", "file", "path", "offset", "totalLines", "chars", "truncated", "lines"];
+    let want = [
+        "book",
+        "chapter",
+        "file",
+        "path",
+        "offset",
+        "totalLines",
+        "chars",
+        "truncated",
+        "lines",
+    ];
     if keys != want {
         return Err(format!("keys {keys:?}"));
     }
@@ -305,9 +382,14 @@ pub fn check_json_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
         .ok_or("lines")?
         .iter()
         .map(|l| {
-            let o = l.as_object().filter(|o| o.keys().map(String::as_str).eq(["number", "text"]));
+            let o = l
+                .as_object()
+                .filter(|o| o.keys().map(String::as_str).eq(["number", "text"]));
             let o = o.ok_or_else(|| format!("bad line object {l}"))?;
-            Ok((o["number"].as_u64().ok_or("number")?, o["text"].as_str().ok_or("text")?.to_string()))
+            Ok((
+                o["number"].as_u64().ok_or("number")?,
+                o["text"].as_str().ok_or("text")?.to_string(),
+            ))
         })
         .collect::<Result<Vec<_>, String>>()?;
     let info = PageInfo {
