@@ -62,6 +62,20 @@ const NOTES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "EXIT STATUS",
+        &[
+            ("0", "Success (for mount: the mount is ready)."),
+            (
+                "1",
+                "An error: read and chapters print one 错误：… line on stderr; mount and unmount print novelfs: and the reason.",
+            ),
+            (
+                "2",
+                "A usage error: an unknown subcommand or option, a missing or malformed argument.",
+            ),
+        ],
+    ),
+    (
         "FSTAB AND SYSTEMD",
         &[
             (
