@@ -74,6 +74,18 @@ if [ "$uninstall" = 1 ]; then
   exit 0
 fi
 
+# Say so before a long build rather than after it.
+for dir in "$prefix" "$helper_dir"; do
+  probe=$dir
+  while [ ! -e "$probe" ]; do probe=$(dirname "$probe"); done
+  if [ "$helpers" = 1 ] || [ "$dir" = "$prefix" ]; then
+    [ -w "$probe" ] || {
+      echo "install.sh: cannot write to $probe: run as root, or choose --prefix ~/.local" >&2
+      exit 1
+    }
+  fi
+done
+
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$binary" ]; then
   command -v cargo >/dev/null || {
