@@ -706,6 +706,23 @@ fn mount_refuses_with_a_reason() {
         novelfs(&["mount".as_ref(), root.as_os_str(), m.path().as_os_str()]),
         "already a mount point",
     );
+    // The same mount point written another way must not stack a second mount.
+    let slash = format!("{}/", m.path().display());
+    let dotted = format!("{}/.", m.path().display());
+    let link = root.parent().unwrap().join("link-to-mount");
+    std::os::unix::fs::symlink(m.path(), &link).unwrap();
+    for other in [slash.as_ref(), dotted.as_ref(), link.as_os_str()] {
+        check(
+            novelfs(&["mount".as_ref(), root.as_os_str(), other]),
+            "already a mount point",
+        );
+    }
+    let mounted = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == m.path().to_str())
+        .count();
+    assert_eq!(mounted, 1, "one mount at {}", m.path().display());
 }
 
 #[test]
