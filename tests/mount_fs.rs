@@ -774,3 +774,29 @@ fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn access_reports_the_modes_it_shows() {
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let m = strict(&root);
+    let access = |p: &Path, mode: i32| {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), mode) } == 0 {
+            0
+        } else {
+            std::io::Error::last_os_error().raw_os_error().unwrap()
+        }
+    };
+    let chapter = m.path().join(BOOK).join("第1章 起.md");
+    let page = chapter.join("offset-1.txt");
+    assert_eq!(std::fs::metadata(&page).unwrap().mode() & 0o777, 0o444);
+    assert_eq!(access(&page, libc::R_OK), 0);
+    assert_eq!(
+        access(&page, libc::X_OK),
+        libc::EACCES,
+        "0444 page is not executable"
+    );
+    assert_eq!(access(&page, libc::W_OK), libc::EROFS);
+    assert_eq!(access(&chapter, libc::R_OK | libc::X_OK), 0);
+}
