@@ -800,3 +800,35 @@ fn access_reports_the_modes_it_shows() {
     assert_eq!(access(&page, libc::W_OK), libc::EROFS);
     assert_eq!(access(&chapter, libc::R_OK | libc::X_OK), 0);
 }
+
+#[test]
+fn a_replaced_novels_directory_is_watched_anew() {
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 起.md", "旧")]);
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        let page = m.path().join("书/1/offset-1.txt");
+        let shows = |text: &str, what: &str| {
+            eventually(&format!("{mode}: {what}"), || {
+                read_string(&page).filter(|s| s.contains(&format!("1: {text}\n")))
+            });
+        };
+        shows("旧", "first read");
+        let fresh = root.join("novels.new").join(BOOK);
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::fs::write(fresh.join("第1章 起.md"), "新").unwrap();
+        std::fs::rename(root.join("novels"), root.join("novels.old")).unwrap();
+        std::fs::rename(root.join("novels.new"), root.join("novels")).unwrap();
+        shows("新", "the new tree");
+        // Let the watching thread find the new novels/ (it looks once a
+        // second), so that what is read next is held on the watch's word.
+        std::thread::sleep(Duration::from_millis(1500));
+        shows("新", "the new tree, watched");
+        // An edit inside the new tree must be seen, not only the swap itself.
+        std::fs::write(root.join("novels").join(BOOK).join("第1章 起.md"), "改").unwrap();
+        shows("改", "an edit in the new tree");
+        // ... and an edit in the tree moved aside must change nothing.
+        std::fs::write(root.join("novels.old").join(BOOK).join("第1章 起.md"), "x").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        shows("改", "the old tree's edit ignored");
+    }
+}

@@ -263,9 +263,20 @@ impl Watch {
                 Some(Target::Novels) => {
                     if mask & GONE_EVENTS != 0 {
                         // novels/ itself went: watched again (if it comes
-                        // back) by the waiting loop.
+                        // back) by the waiting loop. A novels/ moved aside
+                        // keeps its books, and their watches would answer for
+                        // the new tree's books of the same names: all go.
                         w.by_wd.remove(&event.wd);
                         w.novels = None;
+                        let fd = self.fd.as_raw_fd();
+                        if mask & libc::IN_IGNORED == 0 {
+                            // SAFETY: plain syscall; a gone descriptor gives EINVAL.
+                            unsafe { libc::inotify_rm_watch(fd, event.wd) };
+                        }
+                        let books: Vec<OsString> = w.books.keys().cloned().collect();
+                        for book in books {
+                            Self::forget_book(&mut w, &book, fd);
+                        }
                         changes.push(Change::All);
                     } else if mask & SET_EVENTS != 0 {
                         if mask & (libc::IN_DELETE | libc::IN_MOVED_FROM) != 0 {
