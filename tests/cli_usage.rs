@@ -179,10 +179,7 @@ fn wait_unmounted(path: &Path) {
 /// with the options it adds (dev, suid).
 #[test]
 fn an_existing_directory_first_mounts_as_fstab_does() {
-    if !Path::new("/dev/fuse").exists() {
-        eprintln!("SKIPPED an_existing_directory_first_mounts_as_fstab_does: no /dev/fuse");
-        return;
-    }
+    require_fuse!();
     let library = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/library");
     let mnt = tempfile::Builder::new()
         .prefix("novelfs-fstab")

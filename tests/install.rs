@@ -6,6 +6,8 @@
 //! A tool that is missing (man, bash, systemd-analyze, unshare) makes its
 //! test say that it skipped; `.ci/run` installs them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -348,10 +350,7 @@ fn example_units_verify() {
 #[test]
 fn mount_t_fuse_novelfs_uses_the_installed_helper() {
     let test = "mount_t_fuse_novelfs_uses_the_installed_helper";
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return skip(test, "needs root (mount namespaces and mount(8))");
-    }
+    require_fuse!();
     for tool in ["unshare", "mount", "umount"] {
         if !have(tool) {
             return skip(
