@@ -240,6 +240,8 @@ pub struct CompletionsCmd {
     pub shell: clap_complete::Shell,
 }
 
+/// `-h` shows the first paragraph of a shared help text, as clap does for a
+/// doc comment (a `const` string cannot be a doc comment).
 const fn first_paragraph(text: &'static str) -> &'static str {
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -318,31 +320,19 @@ pub fn prepare_argv(mut args: Vec<OsString>) -> Invocation {
     if program.to_string_lossy().starts_with("mount.") {
         return helper_argv(&program, &args[1..]);
     }
-    let Some(first) = args.get(1) else {
-        return Invocation::Args {
-            args,
-            fstab_root: None,
-        };
-    };
-    let word = first.to_string_lossy();
-    if word.starts_with('-') || subcommand_names().iter().any(|n| *n == word) {
-        return Invocation::Args {
-            args,
-            fstab_root: None,
-        };
-    }
-    if Path::new(first).is_dir() {
-        let root = first.clone();
+    let fstab_root = args
+        .get(1)
+        .filter(|word| {
+            let w = word.to_string_lossy();
+            !w.starts_with('-')
+                && !subcommand_names().iter().any(|n| *n == w)
+                && Path::new(word).is_dir()
+        })
+        .cloned();
+    if fstab_root.is_some() {
         args.insert(1, OsString::from("mount"));
-        return Invocation::Args {
-            args,
-            fstab_root: Some(root),
-        };
     }
-    Invocation::Args {
-        args,
-        fstab_root: None,
-    }
+    Invocation::Args { args, fstab_root }
 }
 
 fn helper_argv(program: &OsStr, rest: &[OsString]) -> Invocation {
