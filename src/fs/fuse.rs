@@ -17,7 +17,8 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use super::model::{Attr, Kind, NovelFs};
+use super::NovelFs;
+use super::node::{Attr, Kind};
 
 pub struct FuseAdapter {
     fs: Arc<NovelFs>,
