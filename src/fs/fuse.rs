@@ -42,11 +42,7 @@ impl FuseAdapter {
             mtime: a.mtime,
             ctime: a.mtime,
             crtime: a.mtime,
-            kind: match a.kind {
-                Kind::Directory => FileType::Directory,
-                Kind::File => FileType::RegularFile,
-                Kind::Symlink => FileType::Symlink,
-            },
+            kind: kind(a.kind),
             perm: a.perm(),
             nlink: if a.kind == Kind::Directory { 2 } else { 1 },
             uid: self.uid,

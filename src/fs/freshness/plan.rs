@@ -102,3 +102,60 @@ pub fn plan(
         .chain(dirs.into_iter().map(Invalidation::Inode))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::names::PageName;
+    use crate::fs::node::{ROOT_INO, chapter_ref};
+
+    #[test]
+    fn a_book_that_went_takes_everything_the_kernel_holds_in_it() {
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapter = chapter_ref(&book, OsStr::new("第1章.md"));
+        let page = PageName::parse(b"offset-1.txt").unwrap();
+        let known = HashMap::from([
+            (Node::Root, ROOT_INO),
+            (Node::Book { book: book.clone() }, 2),
+            (
+                Node::Chapter {
+                    chapter: chapter.clone(),
+                },
+                3,
+            ),
+            (
+                Node::Page {
+                    chapter,
+                    page,
+                    version: 7,
+                },
+                4,
+            ),
+        ]);
+        let entry = |parent, name: &str| Invalidation::Entry {
+            parent,
+            name: name.into(),
+        };
+        assert_eq!(
+            plan(&[Change::Books], &known, |_| true),
+            [
+                entry(ROOT_INO, "书"),
+                Invalidation::Inode(ROOT_INO),
+                Invalidation::Inode(2)
+            ],
+            "a book still there: its entry and listing go, not what it holds"
+        );
+        assert_eq!(
+            plan(&[Change::Books], &known, |_| false),
+            [
+                entry(ROOT_INO, "书"),
+                entry(2, "第1章.md"),
+                entry(3, "offset-1.txt"),
+                Invalidation::Inode(ROOT_INO),
+                Invalidation::Inode(2),
+                Invalidation::Inode(3),
+            ]
+        );
+        assert_eq!(plan(&[], &known, |_| false), []);
+    }
+}
