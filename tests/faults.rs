@@ -49,6 +49,7 @@ fn ls(p: &Path) -> std::io::Result<Vec<String>> {
 
 #[test]
 fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
     std::fs::create_dir_all(root.join("novels/别的书")).unwrap();
     std::fs::write(root.join("novels/别的书/第1章.md"), "别的").unwrap();
@@ -84,6 +85,7 @@ fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
 
 #[test]
 fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
+    require_fuse!();
     let (g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
     let mut m = strict(&root, &[]);
     let mnt = m.path().to_path_buf();
@@ -143,6 +145,7 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
 
 #[test]
 fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"short"), ("第2章 承.md", b"fine")]);
     let src = root.join("novels/书/第1章 起.md");
     let mut m = strict(&root, &["--max-chapter-bytes", "64K"]);
@@ -266,6 +269,7 @@ fn big_library() -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn sigterm_with_reads_in_flight_on_a_big_chapter_unmounts_cleanly() {
+    require_fuse!();
     let (_g, root) = big_library();
     let mut m = strict(&root, &[]);
     let mnt = m.path().to_path_buf();
@@ -300,6 +304,7 @@ fn sigterm_with_reads_in_flight_on_a_big_chapter_unmounts_cleanly() {
 
 #[test]
 fn sigkill_with_reads_in_flight_fails_them_fast() {
+    require_fuse!();
     let (_g, root) = big_library();
     let mut m = strict(&root, &[]);
     let mnt = m.path().to_path_buf();

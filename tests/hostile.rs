@@ -43,6 +43,7 @@ fn hwm_mib(m: &Mount) -> u64 {
 
 #[test]
 fn a_chapter_of_a_million_short_lines() {
+    require_fuse!();
     let text: String = (1..=1_000_000)
         .map(|i| format!("{i}"))
         .collect::<Vec<_>>()
@@ -100,6 +101,7 @@ fn a_chapter_of_a_million_short_lines() {
 
 #[test]
 fn a_single_50_mb_line_is_one_cut_page() {
+    require_fuse!();
     let line = "长".repeat(50_000_000 / 3);
     let (_g, root) = common::book_library(&[("第1章 一行.md", line.as_bytes())]);
     let mut m = strict(&root, &[]);
@@ -127,6 +129,7 @@ fn a_single_50_mb_line_is_one_cut_page() {
 
 #[test]
 fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第2章 小.md", b"small")]);
     let big = root.join("novels/书/第1章 巨.md");
     std::fs::File::create(&big)
@@ -162,6 +165,7 @@ fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
 
 #[test]
 fn a_book_of_50000_files_lists_and_resolves() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let t = Instant::now();
@@ -204,6 +208,7 @@ fn a_book_of_50000_files_lists_and_resolves() {
 
 #[test]
 fn odd_file_names_are_listed_and_readable() {
+    require_fuse!();
     let long = format!("第9章 {}x.md", "长".repeat(81)); // exactly 255 bytes
     assert_eq!(long.len(), 255);
     let odd: Vec<Vec<u8>> = vec![
@@ -258,6 +263,7 @@ fn odd_file_names_are_listed_and_readable() {
 
 #[test]
 fn malformed_names_are_enoent() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a\nb")]);
     let mut m = strict(&root, &[]);
     let chapter = m.path().join("书/第1章 起.md");
@@ -336,6 +342,7 @@ fn hostile_bytes(rng: &mut Rng, kind: u64) -> Vec<u8> {
 
 #[test]
 fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let mut rng = Rng::new(2024);
@@ -406,6 +413,7 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
 
 #[test]
 fn symlinks_and_dot_dot_names_reach_nothing_outside() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
     let novels = root.join("novels");
     let book = novels.join(BOOK);
@@ -503,6 +511,7 @@ fn ls_as_nobody(mnt: &Path) -> std::process::Output {
 
 #[test]
 fn allow_other_is_off_unless_asked_for() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
     {
         let m = strict(&root, &[]);

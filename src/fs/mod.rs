@@ -1,4 +1,4 @@
-//! The FUSE adapter: the tree of SPEC §2 over the library layer.
+//! The FUSE adapter: the tree of §2 (docs/contract.md) over the library layer.
 //!
 //! `core` holds the request handlers (`NovelFs`), free of FUSE types;
 //! `fuse` only translates fuser's requests to them; each concern the

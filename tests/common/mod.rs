@@ -5,6 +5,39 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod golden;
+
+/// Whether this machine can mount: `/dev/fuse` opens read-write and we are
+/// root (the pure-Rust mount needs no helper then). Otherwise a mount test
+/// says it skipped and why, and passes.
+pub fn fuse_available() -> bool {
+    let why = if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_err()
+    {
+        "/dev/fuse cannot be opened read-write"
+    } else if unsafe { libc::geteuid() } != 0 {
+        "the tests mount as root and this is not root"
+    } else {
+        return true;
+    };
+    eprintln!("SKIPPED (no FUSE here: {why})");
+    false
+}
+
+/// The first line of a test that mounts: returns from it, saying so, where
+/// nothing can be mounted.
+#[macro_export]
+macro_rules! require_fuse {
+    () => {
+        if !common::fuse_available() {
+            return;
+        }
+    };
+}
+
 /// One line of `tests/golden/cases.jsonl` (format in tests/golden/README.md).
 #[derive(Debug, Clone)]
 pub struct Case {
