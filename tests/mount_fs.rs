@@ -15,21 +15,12 @@ const BOOK: &str = "书";
 
 /// A small library: ROOT/novels/书/… ; returns (guard, root).
 fn small_library(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap().join("lib");
-    let book = root.join("novels").join(BOOK);
-    std::fs::create_dir_all(&book).unwrap();
-    for (name, body) in files {
-        std::fs::write(book.join(name), body).unwrap();
-    }
-    (dir, root)
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_bytes())).collect();
+    common::book_library(&files)
 }
 
 fn strict(root: &Path) -> Mount {
-    Mount::new(
-        root,
-        &["--ttl", "0", "--state-file", "/nonexistent/state.json"],
-    )
+    common::strict_mount(root, &[])
 }
 
 /// The three ways a mount stays fresh: asking every time (`--ttl 0`); the
@@ -61,6 +52,13 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Waits until the page at `page` shows `text` as its line 1.
+fn first_line_shows(page: &Path, text: &str, what: &str) {
+    eventually(what, || {
+        read_string(page).filter(|s| s.contains(&format!("1: {text}\n")))
+    });
+}
+
 fn read_string(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok()
 }
@@ -70,20 +68,11 @@ fn read_errno(p: &Path) -> Option<i32> {
 }
 
 fn sorted_names(p: &Path) -> Option<Vec<String>> {
-    let mut v = std::fs::read_dir(p)
-        .ok()?
-        .map(|e| e.map(|e| e.file_name().into_string().unwrap()))
-        .collect::<std::io::Result<Vec<_>>>()
-        .ok()?;
-    v.sort();
-    Some(v)
+    common::sorted_names(p).ok()
 }
 
 fn lines(n: usize, tag: &str) -> String {
-    (1..=n)
-        .map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    common::prose_lines(n, tag)
 }
 
 fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -279,11 +268,8 @@ fn cache_never_serves_a_stale_page() {
         let src = book.join("第1章 起.md");
         let m = mount_in(&root, ttl, "/nonexistent/state.json");
         let page = m.path().join("书/1/offset-1.txt");
-        let shows = |text: &str, what: &str| {
-            eventually(&format!("{mode}: {what}"), || {
-                read_string(&page).filter(|s| s.contains(&format!("1: {text}\n")))
-            });
-        };
+        let shows =
+            |text: &str, what: &str| first_line_shows(&page, text, &format!("{mode}: {what}"));
         shows("甲乙丙", "first read");
 
         // Same size, old mtime restored: ctime still changes.
@@ -825,11 +811,8 @@ fn a_replaced_novels_directory_is_watched_anew() {
         let (_g, root) = small_library(&[("第1章 起.md", "旧")]);
         let m = mount_in(&root, ttl, "/nonexistent/state.json");
         let page = m.path().join("书/1/offset-1.txt");
-        let shows = |text: &str, what: &str| {
-            eventually(&format!("{mode}: {what}"), || {
-                read_string(&page).filter(|s| s.contains(&format!("1: {text}\n")))
-            });
-        };
+        let shows =
+            |text: &str, what: &str| first_line_shows(&page, text, &format!("{mode}: {what}"));
         shows("旧", "first read");
         let fresh = root.join("novels.new").join(BOOK);
         std::fs::create_dir_all(&fresh).unwrap();
