@@ -5,14 +5,15 @@
 #   scripts/bench.sh [--quick] [--books N] [--chapters N] [--big-book N]
 #                    [--small-book N] [--runs N] [--ttl S] [--lookups N]
 #                    [--seed S] [--small-cache-timeout S] [--profile] [--keep]
-#                    [--scale] [--scale-only] [--scale-books N]
+#                    [--scale] [--scale-only] [--no-main] [--scale-books N]
 #                    [--scale-chapters N] [--scale-reads N] [--perf]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
 # --keep: keep the temp dir (library, copies, results.tsv).
 # --scale: also the scale library (2,000 books x 100 small chapters; with
-# --quick 200 x 100); --scale-only: only it. --perf: afterwards, perf
+# --quick 200 x 100); --scale-only: only it; --no-main: no figures of the
+# main library (the reference library and --scale still run). --perf: afterwards, perf
 # record/stat the daemon during the scale find and the reference cold pass
 # (reports in the kept temp dir; implies --keep).
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
@@ -64,9 +65,9 @@ set -euo pipefail
 export LC_ALL=C
 
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
-SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
+SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -82,7 +83,8 @@ while [ $# -gt 0 ]; do
         --keep) KEEP=1; shift ;;
         --small-cache-timeout) SMALL_CACHE_TIMEOUT=$2; shift 2 ;;
         --scale) SCALE=1; shift ;;
-        --scale-only) SCALE=1; MAIN_FIGURES=0; shift ;;
+        --scale-only) SCALE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --no-main) MAIN_FIGURES=0; shift ;;
         --scale-books) SCALE_BOOKS=$2; shift 2 ;;
         --scale-chapters) SCALE_CHAPTERS=$2; shift 2 ;;
         --scale-reads) SCALE_READS=$2; shift 2 ;;
@@ -509,10 +511,8 @@ perf_figures() {
     echo "perf data and reports in $out"
 }
 
-if [ "$MAIN_FIGURES" = 1 ]; then
-    main_figures
-    reference_figures
-fi
+[ "$MAIN_FIGURES" = 0 ] || main_figures
+[ "$REF_FIGURES" = 0 ] || reference_figures
 [ "$SCALE" = 0 ] || scale_figures
 [ "$PERF" = 0 ] || perf_figures
 
