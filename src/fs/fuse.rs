@@ -57,6 +57,28 @@ impl FuseAdapter {
     }
 }
 
+/// Whether the mode bits of `attr` grant `mask` to the caller, as the
+/// kernel's own check would (`access(2)` reaches us only without
+/// `default_permissions`). Root reads everything and may execute what has an
+/// execute bit anywhere; others get the owner's or everyone's bits (the
+/// group bits equal everyone's on every node we serve).
+fn permits(attr: &FileAttr, uid: u32, gid: u32, mask: AccessFlags) -> bool {
+    let want = (mask.bits() & 0o7) as u16;
+    if uid == 0 {
+        return !mask.contains(AccessFlags::X_OK)
+            || attr.kind == FileType::Directory
+            || attr.perm & 0o111 != 0;
+    }
+    let granted = if uid == attr.uid {
+        attr.perm >> 6
+    } else if gid == attr.gid {
+        attr.perm >> 3
+    } else {
+        attr.perm
+    } & 0o7;
+    granted & want == want
+}
+
 fn errno(code: i32) -> Errno {
     Errno::from_i32(code)
 }
@@ -334,7 +356,7 @@ impl Filesystem for FuseAdapter {
         reply.statfs(0, 0, 0, 0, 0, 4096, 255, 4096);
     }
 
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
@@ -342,7 +364,14 @@ impl Filesystem for FuseAdapter {
             || format!("access {}", self.fs.describe(ino.0)),
             || self.fs.getattr(ino.0),
         ) {
-            Ok(_) => reply.ok(),
+            Ok(a) => {
+                let attr = self.attr(&a);
+                if permits(&attr, req.uid(), req.gid(), mask) {
+                    reply.ok()
+                } else {
+                    reply.error(Errno::EACCES)
+                }
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -469,6 +498,40 @@ impl Filesystem for FuseAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn access_follows_the_mode_bits() {
+        let fs = Arc::new(NovelFs::new(
+            crate::library::Library::open(Path::new("/")).unwrap(),
+            Default::default(),
+        ));
+        let adapter = FuseAdapter::new(fs);
+        let node = |kind| Attr {
+            ino: 2,
+            kind,
+            size: 1,
+            mtime: SystemTime::UNIX_EPOCH,
+            ttl: std::time::Duration::ZERO,
+        };
+        let page = adapter.attr(&node(Kind::File));
+        let dir = adapter.attr(&node(Kind::Directory));
+        let (r, x) = (AccessFlags::R_OK, AccessFlags::X_OK);
+        let stranger = (page.uid.wrapping_add(1), page.gid.wrapping_add(1));
+        for (uid, gid) in [(0, 0), (page.uid, page.gid), stranger] {
+            assert!(permits(&page, uid, gid, r), "uid {uid} reads a page");
+            assert!(permits(&page, uid, gid, AccessFlags::F_OK));
+            assert!(!permits(&page, uid, gid, x), "uid {uid} executes a page");
+            assert!(!permits(&page, uid, gid, r | x));
+            assert!(permits(&dir, uid, gid, r | x), "uid {uid} enters a dir");
+        }
+        let owner_only = FileAttr {
+            perm: 0o400,
+            ..page
+        };
+        assert!(permits(&owner_only, page.uid, page.gid, r));
+        assert!(!permits(&owner_only, stranger.0, stranger.1, r));
+        assert!(permits(&owner_only, 0, 0, r));
+    }
 
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {

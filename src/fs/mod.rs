@@ -1,4 +1,4 @@
-//! The FUSE adapter: the tree of SPEC §2 over the library layer.
+//! The FUSE adapter: the tree of §2 (docs/contract.md) over the library layer.
 
 pub mod cache;
 pub mod fuse;

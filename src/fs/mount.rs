@@ -153,14 +153,18 @@ pub enum MountpointState {
     Ready,
 }
 
+/// `path` made absolute and written the way the kernel writes mount points in
+/// mountinfo: no trailing slash, no `.` and no doubled `/`. Lexical only, so it
+/// never stats a mount whose daemon may be hung.
 pub fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
+    let joined = if path.is_absolute() {
         path.to_path_buf()
     } else {
         std::env::current_dir()
             .map(|d| d.join(path))
             .unwrap_or_else(|_| path.to_path_buf())
-    }
+    };
+    joined.components().collect()
 }
 
 fn unescape_mountinfo(s: &str) -> Vec<u8> {
@@ -198,7 +202,13 @@ pub fn mountpoint_state(path: &Path) -> MountpointState {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountpointState::Stale,
         Err(_) => MountpointState::Missing,
         Ok(m) if !m.is_dir() => MountpointState::NotADirectory,
-        Ok(_) if is_mount_point(path) => MountpointState::AlreadyMounted,
+        // The stat above has already been answered, so resolving symlinks and
+        // `..` cannot hang; mountinfo holds the resolved path.
+        Ok(_)
+            if is_mount_point(&std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path))) =>
+        {
+            MountpointState::AlreadyMounted
+        }
         Ok(_) => MountpointState::Ready,
     }
 }
@@ -626,6 +636,20 @@ mod tests {
             normalize_argv(v(&["novelfs", "--help"])),
             v(&["novelfs", "--help"])
         );
+    }
+
+    #[test]
+    fn mount_points_are_written_as_mountinfo_writes_them() {
+        assert_eq!(
+            absolute(Path::new("/mnt/novels/")),
+            Path::new("/mnt/novels")
+        );
+        assert_eq!(
+            absolute(Path::new("/mnt//./novels/.")),
+            Path::new("/mnt/novels")
+        );
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute(Path::new("mnt/")), cwd.join("mnt"));
     }
 
     #[test]
