@@ -146,6 +146,7 @@ fn python_read(pages: &[PathBuf], ask_isatty: bool) -> Vec<(bool, String)> {
 
 #[test]
 fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
+    require_fuse!();
     let (guard, root) = common::reference_library();
     let no_state = guard.path().join("no-state.json");
     let mut mount = Mount::with_log(
