@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use fuser::{Config, INodeNo, MountOption, SessionACL};
 
+use super::Change;
 use super::fuse::FuseAdapter;
-use super::model::{FsConfig, Invalidation, NovelFs};
-use super::watch::Change;
+use super::{FsConfig, Invalidation, NovelFs};
 use crate::library::Library;
 
 /// Everything `novelfs mount` needs.
