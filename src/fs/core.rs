@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::library::{Library, NovelError};
 
-use super::cache::{Budget, Stamp};
+use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
@@ -66,6 +66,7 @@ pub struct NovelFs {
     pages: Pages,
     listings: Listings,
     switch: Switch,
+    heap_trim: HeapTrim,
 }
 
 fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
@@ -75,19 +76,24 @@ fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
 impl NovelFs {
     pub fn new(library: Library, config: FsConfig) -> Self {
         let budget = Budget::split(config.cache_bytes);
+        // On the other core while the first requests come in.
+        let _ = std::thread::Builder::new()
+            .name("novelfs-prepare".into())
+            .spawn(crate::library::prepare_patterns);
         let freshness = Arc::new(Freshness::new(
             &library.novels_dir(),
             config.ttl,
             config.watch,
         ));
         NovelFs {
-            source: Source::new(library, freshness.clone(), budget.texts),
+            source: Source::new(library, freshness.clone(), budget.texts, budget.indexes),
             freshness,
             inodes: InodeTable::default(),
             outlines: Outlines::new(budget.outlines),
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
             switch: Switch::new(config.state_file),
+            heap_trim: HeapTrim::default(),
         }
     }
 
@@ -124,6 +130,7 @@ impl NovelFs {
     pub fn forget(&self, ino: u64, n: u64) {
         if self.inodes.forget(ino, n) {
             self.listings.forget(ino);
+            self.heap_trim.freed();
         }
     }
 

@@ -2,8 +2,7 @@
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -58,6 +57,7 @@ pub struct LoadedChapter {
     pub mtime: SystemTime,
 }
 
+#[derive(Clone)]
 struct CachedIndex {
     stamp: Stamp,
     index: Arc<BookIndex>,
@@ -66,7 +66,9 @@ struct CachedIndex {
 pub struct Source {
     library: Library,
     freshness: Arc<Freshness>,
-    books: Mutex<HashMap<OsString, CachedIndex>>,
+    /// Book indexes, in the cache budget: a library of 2,000 books holds
+    /// about 120 MiB of them, and an evicted one costs one directory scan.
+    books: Mutex<Lru<Arc<OsStr>, CachedIndex>>,
     /// Decoded texts by source version: an inode of an older version can
     /// still be read while its text is cached.
     texts: Mutex<Lru<VersionKey, Loaded>>,
@@ -105,11 +107,16 @@ pub fn version_of(stamp: &Stamp) -> u64 {
 }
 
 impl Source {
-    pub fn new(library: Library, freshness: Arc<Freshness>, texts_budget: usize) -> Source {
+    pub fn new(
+        library: Library,
+        freshness: Arc<Freshness>,
+        texts_budget: usize,
+        indexes_budget: usize,
+    ) -> Source {
         Source {
             library,
             freshness,
-            books: Mutex::new(HashMap::new()),
+            books: Mutex::new(Lru::new(indexes_budget)),
             texts: Mutex::new(Lru::new(texts_budget)),
             big_loads: Mutex::new(()),
             prefetcher: Prefetcher::start(),
@@ -124,9 +131,14 @@ impl Source {
         &self.prefetcher
     }
 
-    /// Bytes held by the decoded texts.
+    /// Bytes held by the decoded texts and the book indexes.
     pub fn cached_bytes(&self) -> usize {
-        lock(&self.texts).used_bytes()
+        lock(&self.texts).used_bytes() + self.index_bytes()
+    }
+
+    /// Bytes held by the book indexes.
+    pub fn index_bytes(&self) -> usize {
+        lock(&self.books).used_bytes()
     }
 
     #[cfg(test)]
@@ -149,12 +161,14 @@ impl Source {
             });
         }
         let index = Arc::new(self.library.index_book(book).map_err(|_| libc::ENOENT)?);
+        let weight = index.heap_bytes() + 2 * book.len() + 128;
         lock(&self.books).insert(
-            book.to_os_string(),
+            Arc::from(book),
             CachedIndex {
                 stamp,
                 index: index.clone(),
             },
+            weight,
         );
         Ok(BookVersion {
             version: version_of(&stamp),

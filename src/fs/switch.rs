@@ -2,12 +2,19 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::library;
 
 use super::cache::Stamp;
 use super::lock;
+
+/// How old a reading of the switch may be: every request asks whether the
+/// tool is on (several times per chapter directory listed), and a `stat`
+/// of the state file each time was a tenth of a cold listing's syscalls.
+/// The README promises the file is looked at "every second at most".
+pub const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The switch as read from the state file with that stamp (`None`: no file).
 #[derive(Clone, Copy)]
@@ -20,8 +27,17 @@ pub struct Switch {
     /// `None` = the default location.
     state_file: Option<PathBuf>,
     last: Mutex<Option<Reading>>,
+    /// The last reading (0 = none yet, 1 = on, 2 = off) and when it was
+    /// taken (microseconds since `start`), read without the lock.
+    current: AtomicU8,
+    checked_at: AtomicU64,
+    start: Instant,
     /// The switch as last reported by `flipped` (0 = not yet, 1 = on, 2 = off).
     seen: AtomicU8,
+}
+
+fn flag(on: bool) -> u8 {
+    if on { 1 } else { 2 }
 }
 
 impl Switch {
@@ -29,13 +45,35 @@ impl Switch {
         Switch {
             state_file,
             last: Mutex::new(None),
+            current: AtomicU8::new(0),
+            checked_at: AtomicU64::new(0),
+            start: Instant::now(),
             seen: AtomicU8::new(0),
         }
     }
 
-    /// Whether `novel_read` is switched on; the state file is re-read only
-    /// when its stamp changes.
+    fn now_micros(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Whether `novel_read` is switched on, as read at most
+    /// `SWITCH_CHECK_INTERVAL` ago.
     pub fn enabled(&self) -> bool {
+        let current = self.current.load(Ordering::Acquire);
+        if current != 0
+            && self
+                .now_micros()
+                .saturating_sub(self.checked_at.load(Ordering::Acquire))
+                < SWITCH_CHECK_INTERVAL.as_micros() as u64
+        {
+            return current == 1;
+        }
+        self.check()
+    }
+
+    /// Looks at the state file now; it is parsed again only when its stamp
+    /// changed.
+    fn check(&self) -> bool {
         let path = match &self.state_file {
             Some(p) => Some(p.clone()),
             None => library::state::default_state_file(),
@@ -45,21 +83,49 @@ impl Switch {
             .and_then(|p| std::fs::metadata(p).ok())
             .map(|m| Stamp::of(&m));
         let mut last = lock(&self.last);
-        if let Some(reading) = *last
-            && reading.stamp == stamp
-        {
-            return reading.on;
-        }
-        let on = library::state::tool_enabled(path.as_deref());
-        *last = Some(Reading { stamp, on });
+        let on = match *last {
+            Some(reading) if reading.stamp == stamp => reading.on,
+            _ => {
+                let on = library::state::tool_enabled(path.as_deref());
+                *last = Some(Reading { stamp, on });
+                on
+            }
+        };
+        self.current.store(flag(on), Ordering::Release);
+        self.checked_at.store(self.now_micros(), Ordering::Release);
         on
     }
 
     /// Whether the switch flipped since the previous call (the first call
-    /// only records it).
+    /// only records it). Always looks at the file, so that what requests
+    /// see is never older than what the caller acts on.
     pub fn flipped(&self) -> bool {
-        let now = if self.enabled() { 1 } else { 2 };
+        let now = flag(self.check());
         let before = self.seen.swap(now, Ordering::Relaxed);
         before != 0 && before != now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reading_is_reused_for_the_interval_and_flipped_looks_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state.json");
+        let switch = Switch::new(Some(file.clone()));
+        assert!(switch.enabled(), "no file: on");
+        assert!(!switch.flipped(), "the first call only records");
+        std::fs::write(&file, r#"{"tools":{"novel_read":false}}"#).unwrap();
+        assert!(switch.flipped(), "flipped reads the file at once");
+        assert!(!switch.enabled(), "and requests see what it read");
+        std::fs::remove_file(&file).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !switch.enabled() {
+            assert!(Instant::now() < deadline, "the switch never came back on");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(switch.flipped());
     }
 }

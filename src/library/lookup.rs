@@ -38,6 +38,11 @@ pub struct BookIndex {
 static CHAPTER_EXTENSION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\.(md|markdown|txt)$").expect("static pattern"));
 
+/// Compiles the pattern now (see `number::compile_patterns`).
+pub fn compile_patterns() {
+    LazyLock::force(&CHAPTER_EXTENSION);
+}
+
 fn number_key(n: ChapterNumber) -> u64 {
     // +0.0 and -0.0 are the same number; nothing else aliases.
     (n + 0.0).to_bits()
@@ -57,6 +62,55 @@ impl BookIndex {
             }
         }
         index
+    }
+
+    /// The bytes the index holds on the heap (what a cache holding it must
+    /// count): the chapter list, every owned name and the lookup maps,
+    /// each allocation rounded the way malloc rounds it.
+    pub fn heap_bytes(&self) -> usize {
+        fn chunk(bytes: usize) -> usize {
+            if bytes == 0 {
+                0
+            } else {
+                (bytes + 8).next_multiple_of(16).max(32)
+            }
+        }
+        fn table<K, V>(map: &HashMap<K, V>) -> usize {
+            // hashbrown: a power-of-two bucket count at most 7/8 full, one
+            // control byte per bucket.
+            let buckets = (map.capacity() * 8 / 7 + 1).next_power_of_two();
+            chunk(buckets * (std::mem::size_of::<(K, V)>() + 1))
+        }
+        let chapters = chunk(self.chapters.capacity() * std::mem::size_of::<Chapter>())
+            + self
+                .chapters
+                .iter()
+                .map(|c| {
+                    chunk(c.file.capacity())
+                        + chunk(c.os_name.capacity())
+                        + chunk(c.title.capacity())
+                        + chunk(c.lower_file.capacity())
+                        + chunk(c.lower_stem.capacity())
+                        + chunk(c.lower_title.capacity())
+                })
+                .sum::<usize>();
+        let keys = self
+            .by_lower_file
+            .keys()
+            .chain(self.by_lower_stem.keys())
+            .map(|k| chunk(k.capacity()))
+            .sum::<usize>()
+            + self
+                .by_number
+                .values()
+                .map(|v| chunk(v.capacity() * std::mem::size_of::<usize>()))
+                .sum::<usize>();
+        std::mem::size_of::<BookIndex>()
+            + chapters
+            + keys
+            + table(&self.by_lower_file)
+            + table(&self.by_lower_stem)
+            + table(&self.by_number)
     }
 
     /// Index of the chapter whose file name is byte for byte `name`.
@@ -169,6 +223,21 @@ mod tests {
         assert_eq!(found(&b, "ENGLISH").as_deref(), Some("Part-70-English.TXT"));
         assert_eq!(found(&b, "第一章").as_deref(), Some("第1章 启程.md"));
         assert_eq!(found(&b, "不存在"), None);
+    }
+
+    #[test]
+    fn heap_bytes_counts_every_chapter_name() {
+        let names: Vec<String> = (1..=100).map(|i| format!("第{i}章 某个标题.md")).collect();
+        let small = book(&["第1章 某个标题.md"]);
+        let big = book(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let per_chapter = (big.heap_bytes() - small.heap_bytes()) / 99;
+        // Six names of 20-odd bytes, the `Chapter`, two map entries with
+        // their keys and a number list: a few hundred bytes, never nothing.
+        assert!(
+            (300..2000).contains(&per_chapter),
+            "{per_chapter} bytes per chapter"
+        );
+        assert!(small.heap_bytes() > std::mem::size_of::<Chapter>());
     }
 
     #[test]

@@ -23,6 +23,15 @@ pub use page::{ChapterText, Page, READ_LIMIT};
 pub use render::PageSource;
 pub use scan::Chapter;
 
+/// Builds what file-name parsing and sorting need (regexes, collation
+/// tables) ahead of the first request: a mount calls it on a thread of its
+/// own, so the first listing finds them ready.
+pub fn prepare_patterns() {
+    number::compile_patterns();
+    lookup::compile_patterns();
+    scan::load_collator();
+}
+
 /// Chapters above this size are refused rather than read into memory.
 pub const DEFAULT_MAX_CHAPTER_BYTES: u64 = 256 << 20;
 

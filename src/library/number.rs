@@ -33,6 +33,24 @@ static NUMBERED_ANY: LazyLock<Regex> = LazyLock::new(|| re(r"第?[0-9]{1,4}[章�
 static SEPARATOR_RUNS: LazyLock<Regex> = LazyLock::new(|| re(r"[_\-.]+"));
 static LAST_EXTENSION: LazyLock<Regex> = LazyLock::new(|| re(r"\.[^.]+$"));
 
+/// Compiles the patterns now: a fresh daemon spent a tenth of its first
+/// pass compiling them on first use, in the requests that needed them.
+pub fn compile_patterns() {
+    for pattern in [
+        &NUMBERED,
+        &BETWEEN_SEPARATORS,
+        &LEADING,
+        &TRAILING,
+        &CJK_NUMBERED,
+        &CJK_NUMBERED_ANY,
+        &NUMBERED_ANY,
+        &SEPARATOR_RUNS,
+        &LAST_EXTENSION,
+    ] {
+        LazyLock::force(pattern);
+    }
+}
+
 /// Full-width `０-９ － ． ／` to ASCII (code point − 0xFEE0), as the tool's
 /// `normalizeChapterWidth` does before any number parsing.
 pub fn normalize_width(s: &str) -> String {

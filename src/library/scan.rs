@@ -60,6 +60,11 @@ static COLLATOR: LazyLock<CollatorBorrowed<'static>> = LazyLock::new(|| {
         .expect("compiled-in root collation data")
 });
 
+/// Loads the collation tables now (see `number::compile_patterns`).
+pub fn load_collator() {
+    LazyLock::force(&COLLATOR);
+}
+
 pub fn locale_compare(a: &str, b: &str) -> Ordering {
     COLLATOR.compare(a, b)
 }
