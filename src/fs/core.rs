@@ -832,8 +832,8 @@ mod tests {
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         assert_eq!(
             f.fs.source.prefetcher().queued_to(OsStr::new("书")),
-            Some(13),
-            "loading chapter 5 (index 4) queued up to 13"
+            Some(20),
+            "loading chapter 5 (index 4) queued up to 21, the end of the book"
         );
     }
 

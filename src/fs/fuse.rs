@@ -281,12 +281,16 @@ impl Filesystem for FuseAdapter {
             Err(e) => return reply.error(e),
         };
         let entries = &listing.entries;
-        let dir_attr = match guarded(
-            || format!("getattr {}", self.fs.describe(ino.0)),
-            || self.fs.getattr(ino.0),
-        ) {
-            Ok(a) => a,
-            Err(e) => return reply.error(e),
+        // The kernel skips the attributes of "." and ".." in a READDIRPLUS
+        // reply (`fuse_direntplus_link`), and only their inode number
+        // reaches the caller: none are looked up for them (a `getattr` per
+        // piece was a tenth of a cold listing).
+        let dir_attr = Attr {
+            ino: ino.0,
+            kind: Kind::Directory,
+            size: 0,
+            mtime: std::time::UNIX_EPOCH,
+            ttl: std::time::Duration::ZERO,
         };
         let r = guarded(
             || format!("readdirplus {}", self.fs.describe(ino.0)),

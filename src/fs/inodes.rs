@@ -468,11 +468,7 @@ mod tests {
         let json = table.intern(page(&chapter, "offset-1.json", 3), true, None);
         table.intern(page(&chapter, "offset-1.json", 3), true, None);
         assert_eq!(table.len(), 2);
-        assert_eq!(
-            table.last_attr(text),
-            Err(libc::ENOENT),
-            "no size reported"
-        );
+        assert_eq!(table.last_attr(text), Err(libc::ENOENT), "no size reported");
         assert!(!table.forget(text, 1));
         assert!(!table.forget(json, 1), "json still holds one lookup");
         assert!(table.node(json).is_ok());
