@@ -10,7 +10,9 @@
 //! a fifth of that.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use hashbrown::HashTable;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -117,6 +119,109 @@ fn split_page_ino(ino: u64) -> Option<(u32, u32)> {
     (ino & PAGE_BIT != 0).then_some((((ino & !PAGE_BIT) >> 32) as u32, ino as u32))
 }
 
+/// Values under increasing ids that are never reused, in chunks: no hash
+/// table and no spare capacity per value, and a chunk whose values all
+/// went is freed (each is its own mapping: the memory goes back at once).
+struct Slab<T> {
+    chunks: Vec<Option<Chunk<T>>>,
+    next: u64,
+}
+
+struct Chunk<T> {
+    slots: Box<[Option<T>]>,
+    used: u32,
+}
+
+const CHUNK: u64 = 1024;
+
+impl<T> Slab<T> {
+    fn new(first: u64) -> Slab<T> {
+        Slab {
+            chunks: Vec::new(),
+            next: first,
+        }
+    }
+
+    fn push(&mut self, value: T) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        let c = (id / CHUNK) as usize;
+        if self.chunks.len() <= c {
+            self.chunks.resize_with(c + 1, || None);
+        }
+        let chunk = self.chunks[c].get_or_insert_with(|| Chunk {
+            slots: (0..CHUNK).map(|_| None).collect(),
+            used: 0,
+        });
+        chunk.slots[(id % CHUNK) as usize] = Some(value);
+        chunk.used += 1;
+        id
+    }
+
+    fn get(&self, id: u64) -> Option<&T> {
+        let chunk = self.chunks.get((id / CHUNK) as usize)?.as_ref()?;
+        chunk.slots[(id % CHUNK) as usize].as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let chunk = self.chunks.get_mut((id / CHUNK) as usize)?.as_mut()?;
+        chunk.slots[(id % CHUNK) as usize].as_mut()
+    }
+
+    fn remove(&mut self, id: u64) -> Option<T> {
+        let c = (id / CHUNK) as usize;
+        let chunk = self.chunks.get_mut(c)?.as_mut()?;
+        let value = chunk.slots[(id % CHUNK) as usize].take()?;
+        chunk.used -= 1;
+        // A chunk that will get no new ids and holds nothing goes.
+        if chunk.used == 0 && (c as u64 + 1) * CHUNK <= self.next {
+            self.chunks[c] = None;
+        }
+        Some(value)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(c, chunk)| Some((c, chunk.as_ref()?)))
+            .flat_map(|(c, chunk)| {
+                chunk
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(i, v)| Some((c as u64 * CHUNK + i as u64, v.as_ref()?)))
+            })
+    }
+}
+
+fn fx_hash(value: &impl Hash) -> u64 {
+    let mut h = FxHasher::default();
+    value.hash(&mut h);
+    h.finish()
+}
+
+/// A hash index of a slab's ids by a key each value holds: the key is
+/// stored once, in the slab (a map from key to id stored every node twice).
+struct Index {
+    ids: HashTable<u64>,
+}
+
+impl Index {
+    fn new() -> Index {
+        Index {
+            ids: HashTable::new(),
+        }
+    }
+
+    /// Shrinks the table once it is mostly empty (after many FORGETs).
+    fn shrink(&mut self, rehash: impl Fn(&u64) -> u64) {
+        if self.ids.capacity() > 4096 && self.ids.len() < self.ids.capacity() / 4 {
+            self.ids.shrink_to(self.ids.len() * 2, rehash);
+        }
+    }
+}
+
 struct Entry {
     node: Node,
     /// Lookups the kernel holds (entries returned by lookup and readdirplus).
@@ -132,20 +237,25 @@ struct PageBlock {
     lookups: u64,
     mtime: SystemTime,
     /// Each page given, by its low bits, with its last reported size
-    /// (`u64::MAX`: none reported yet).
-    pages: Vec<(u32, u64)>,
+    /// (`UNKNOWN_SIZE`: none reported, or too big to keep here).
+    pages: Vec<(u32, u32)>,
+}
+
+const UNKNOWN_SIZE: u32 = u32::MAX;
+
+fn block_key(chapter: &ChapterRef, version: u64) -> u64 {
+    fx_hash(&(&**chapter, version))
 }
 
 struct Table {
-    by_node: FxMap<Node, u64>,
-    entries: FxMap<u64, Entry>,
+    /// By inode number.
+    entries: Slab<Entry>,
+    by_node: Index,
     /// Only for files (what `last_attr` serves); directories and links
     /// never need theirs.
     last_attrs: FxMap<u64, LastAttr>,
-    next: u64,
-    blocks: FxMap<u32, PageBlock>,
-    block_of: FxMap<(ChapterRef, u64), u32>,
-    next_block: u64,
+    blocks: Slab<PageBlock>,
+    block_of: Index,
 }
 
 pub struct InodeTable {
@@ -155,22 +265,14 @@ pub struct InodeTable {
 impl Default for InodeTable {
     fn default() -> Self {
         let mut table = Table {
-            by_node: FxMap::default(),
-            entries: FxMap::default(),
+            entries: Slab::new(ROOT_INO),
+            by_node: Index::new(),
             last_attrs: FxMap::default(),
-            next: ROOT_INO + 1,
-            blocks: FxMap::default(),
-            block_of: FxMap::default(),
-            next_block: 0,
+            blocks: Slab::new(0),
+            block_of: Index::new(),
         };
-        table.by_node.insert(Node::Root, ROOT_INO);
-        table.entries.insert(
-            ROOT_INO,
-            Entry {
-                node: Node::Root,
-                lookups: 1,
-            },
-        );
+        table.own_entry(Node::Root);
+        table.entries.get_mut(ROOT_INO).expect("root").lookups = 1;
         InodeTable {
             table: Mutex::new(table),
         }
@@ -178,6 +280,24 @@ impl Default for InodeTable {
 }
 
 impl Table {
+    /// The number of a node with an entry of its own, created if new.
+    fn own_entry(&mut self, node: Node) -> u64 {
+        let hash = fx_hash(&node);
+        let Table {
+            entries, by_node, ..
+        } = self;
+        if let Some(&ino) = by_node.ids.find(hash, |&ino| {
+            entries.get(ino).is_some_and(|e| e.node == node)
+        }) {
+            return ino;
+        }
+        let ino = entries.push(Entry { node, lookups: 0 });
+        by_node.ids.insert_unique(hash, ino, |&ino| {
+            fx_hash(&entries.get(ino).expect("indexed").node)
+        });
+        ino
+    }
+
     /// The number of a page with a derived number (`None`: it needs an
     /// entry of its own, or the blocks ran out).
     fn intern_page(
@@ -188,37 +308,46 @@ impl Table {
         counted: bool,
         attr: Option<&Attr>,
     ) -> Option<u64> {
-        let block = match self.block_of.get(&(chapter.clone(), version)) {
+        let hash = block_key(chapter, version);
+        let Table {
+            blocks, block_of, ..
+        } = self;
+        let found = block_of.ids.find(hash, |&b| {
+            blocks
+                .get(b)
+                .is_some_and(|pb| pb.version == version && *pb.chapter == **chapter)
+        });
+        let block = match found {
             Some(&b) => b,
             None => {
-                if self.next_block > MAX_BLOCK {
+                if blocks.next > MAX_BLOCK {
                     return None;
                 }
-                let b = self.next_block as u32;
-                self.next_block += 1;
-                self.block_of.insert((chapter.clone(), version), b);
-                self.blocks.insert(
-                    b,
-                    PageBlock {
-                        chapter: chapter.clone(),
-                        version,
-                        lookups: 0,
-                        mtime: SystemTime::UNIX_EPOCH,
-                        pages: Vec::new(),
-                    },
-                );
+                let b = blocks.push(PageBlock {
+                    chapter: chapter.clone(),
+                    version,
+                    lookups: 0,
+                    mtime: SystemTime::UNIX_EPOCH,
+                    pages: Vec::new(),
+                });
+                block_of.ids.insert_unique(hash, b, |&b| {
+                    let pb = blocks.get(b).expect("indexed");
+                    block_key(&pb.chapter, pb.version)
+                });
                 b
             }
         };
-        let entry = self.blocks.get_mut(&block).expect("interned");
+        let entry = blocks.get_mut(block).expect("interned");
         entry.lookups += u64::from(counted);
-        let size = attr.map_or(u64::MAX, |a| a.size);
+        let size = attr.map_or(UNKNOWN_SIZE, |a| {
+            u32::try_from(a.size).unwrap_or(UNKNOWN_SIZE)
+        });
         if let Some(a) = attr {
             entry.mtime = a.mtime;
         }
         match entry.pages.iter_mut().find(|(s, _)| *s == slot) {
             Some((_, known)) => {
-                if size != u64::MAX {
+                if attr.is_some() {
                     *known = size;
                 }
             }
@@ -230,17 +359,61 @@ impl Table {
                 }
             }
         }
-        Some(PAGE_BIT | (u64::from(block) << 32) | u64::from(slot))
+        Some(PAGE_BIT | (block << 32) | u64::from(slot))
     }
 
     fn page_node(&self, ino: u64) -> Option<Node> {
         let (block, slot) = split_page_ino(ino)?;
-        let b = self.blocks.get(&block)?;
+        let b = self.blocks.get(u64::from(block))?;
         b.pages.iter().any(|(s, _)| *s == slot).then(|| Node::Page {
             chapter: b.chapter.clone(),
             page: page_of_slot(slot),
             version: b.version,
         })
+    }
+
+    fn forget_page(&mut self, block: u64, n: u64) -> bool {
+        let Some(b) = self.blocks.get_mut(block) else {
+            return false;
+        };
+        b.lookups = b.lookups.saturating_sub(n);
+        if b.lookups > 0 {
+            return false;
+        }
+        let hash = {
+            let b = self.blocks.get(block).expect("present");
+            block_key(&b.chapter, b.version)
+        };
+        if let Ok(found) = self.block_of.ids.find_entry(hash, |&id| id == block) {
+            found.remove();
+        }
+        self.blocks.remove(block);
+        let blocks = &self.blocks;
+        self.block_of.shrink(|&b| {
+            let pb = blocks.get(b).expect("indexed");
+            block_key(&pb.chapter, pb.version)
+        });
+        true
+    }
+
+    fn forget_own(&mut self, ino: u64, n: u64) -> bool {
+        let Some(entry) = self.entries.get_mut(ino) else {
+            return false;
+        };
+        entry.lookups = entry.lookups.saturating_sub(n);
+        if entry.lookups > 0 {
+            return false;
+        }
+        let hash = fx_hash(&entry.node);
+        if let Ok(found) = self.by_node.ids.find_entry(hash, |&id| id == ino) {
+            found.remove();
+        }
+        self.entries.remove(ino);
+        self.last_attrs.remove(&ino);
+        let entries = &self.entries;
+        self.by_node
+            .shrink(|&ino| fx_hash(&entries.get(ino).expect("indexed").node));
+        true
     }
 }
 
@@ -261,18 +434,8 @@ impl InodeTable {
         }
         let is_file = !node.is_directory()
             && !matches!(node, Node::BookAlias { .. } | Node::ChapterAlias { .. });
-        let ino = match table.by_node.get(&node) {
-            Some(&ino) => ino,
-            None => {
-                let ino = table.next;
-                table.next += 1;
-                table.by_node.insert(node.clone(), ino);
-                table.entries.insert(ino, Entry { node, lookups: 0 });
-                ino
-            }
-        };
-        let entry = table.entries.get_mut(&ino).expect("interned");
-        entry.lookups += u64::from(counted);
+        let ino = table.own_entry(node);
+        table.entries.get_mut(ino).expect("interned").lookups += u64::from(counted);
         if let Some(a) = attr
             && is_file
         {
@@ -294,7 +457,7 @@ impl InodeTable {
         }
         table
             .entries
-            .get(&ino)
+            .get(ino)
             .map(|e| e.node.clone())
             .ok_or(libc::ENOENT)
     }
@@ -312,36 +475,17 @@ impl InodeTable {
             return false;
         }
         let mut table = lock(&self.table);
-        if let Some((block, _)) = split_page_ino(ino) {
-            let Some(b) = table.blocks.get_mut(&block) else {
-                return false;
-            };
-            b.lookups = b.lookups.saturating_sub(n);
-            if b.lookups > 0 {
-                return false;
-            }
-            let b = table.blocks.remove(&block).expect("present");
-            table.block_of.remove(&(b.chapter, b.version));
-            return true;
+        match split_page_ino(ino) {
+            Some((block, _)) => table.forget_page(u64::from(block), n),
+            None => table.forget_own(ino, n),
         }
-        let Some(entry) = table.entries.get_mut(&ino) else {
-            return false;
-        };
-        entry.lookups = entry.lookups.saturating_sub(n);
-        if entry.lookups > 0 {
-            return false;
-        }
-        let node = table.entries.remove(&ino).expect("present").node;
-        table.by_node.remove(&node);
-        table.last_attrs.remove(&ino);
-        true
     }
 
     /// Entries held: one per node with a number of its own, one per block
     /// of pages.
     pub fn len(&self) -> usize {
         let table = lock(&self.table);
-        table.entries.len() + table.blocks.len()
+        table.by_node.ids.len() + table.block_of.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -352,13 +496,13 @@ impl InodeTable {
     pub fn last_attr(&self, ino: u64) -> Result<LastAttr> {
         let table = lock(&self.table);
         if let Some((block, slot)) = split_page_ino(ino) {
-            let b = table.blocks.get(&block).ok_or(libc::ENOENT)?;
+            let b = table.blocks.get(u64::from(block)).ok_or(libc::ENOENT)?;
             return b
                 .pages
                 .iter()
-                .find(|(s, size)| *s == slot && *size != u64::MAX)
+                .find(|(s, size)| *s == slot && *size != UNKNOWN_SIZE)
                 .map(|&(_, size)| LastAttr {
-                    size,
+                    size: u64::from(size),
                     mtime: b.mtime,
                 })
                 .ok_or(libc::ENOENT);
@@ -372,11 +516,11 @@ impl InodeTable {
     pub fn with_known<R>(&self, f: impl FnOnce(&HashMap<Node, u64>) -> R) -> R {
         let table = lock(&self.table);
         let mut known: HashMap<Node, u64> = table
-            .by_node
+            .entries
             .iter()
-            .map(|(n, &ino)| (n.clone(), ino))
+            .map(|(ino, e)| (e.node.clone(), ino))
             .collect();
-        for (&block, b) in &table.blocks {
+        for (block, b) in table.blocks.iter() {
             for &(slot, _) in &b.pages {
                 known.insert(
                     Node::Page {
@@ -384,7 +528,7 @@ impl InodeTable {
                         page: page_of_slot(slot),
                         version: b.version,
                     },
-                    PAGE_BIT | (u64::from(block) << 32) | u64::from(slot),
+                    PAGE_BIT | (block << 32) | u64::from(slot),
                 );
             }
         }
@@ -478,6 +622,45 @@ mod tests {
         assert_eq!(table.node(text), Err(libc::ENOENT));
         let again = table.intern(page(&chapter, "offset-1.txt", 3), true, None);
         assert_ne!(again, text, "numbers are never reused");
+    }
+
+    #[test]
+    fn forgetting_everything_frees_the_chunks_and_shrinks_the_index() {
+        let table = InodeTable::default();
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapters: Vec<ChapterRef> = (0..5000)
+            .map(|i| chapter_ref(&book, OsStr::new(&format!("第{i}章.md"))))
+            .collect();
+        let mut given = Vec::new();
+        for c in &chapters {
+            let dir = Node::Chapter { chapter: c.clone() };
+            given.push(table.intern(dir, true, None));
+            given.push(table.intern(page(c, "offset-1.txt", 1), true, None));
+        }
+        assert_eq!(table.len(), 1 + 2 * 5000);
+        let grown = lock(&table.table).by_node.ids.capacity();
+        for &ino in given.iter().rev() {
+            assert!(table.forget(ino, 1));
+        }
+        assert_eq!(table.len(), 1, "the root is left");
+        let t = lock(&table.table);
+        assert_eq!(
+            t.entries.chunks.iter().flatten().count(),
+            2,
+            "only the root's chunk and the one that will hold the next numbers"
+        );
+        assert_eq!(t.blocks.chunks.iter().flatten().count(), 1);
+        assert!(t.by_node.ids.capacity() < grown, "the index shrank");
+        drop(t);
+        assert_eq!(table.node(ROOT_INO), Ok(Node::Root));
+        let again = table.intern(
+            Node::Chapter {
+                chapter: chapters[0].clone(),
+            },
+            true,
+            None,
+        );
+        assert!(!given.contains(&again), "a new number");
     }
 
     #[test]
