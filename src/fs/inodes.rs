@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use hashbrown::HashTable;
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::lock;
 use super::names::{Format, PageName};
@@ -28,7 +28,7 @@ pub struct LastAttr {
     pub mtime: SystemTime,
 }
 
-/// FxHash (rustc's): the keys are the daemon's own nodes and numbers, not
+/// FxHash (rustc's) with murmur3's finalizer: the keys are the daemon's own nodes and numbers, not
 /// chosen by an attacker who could aim at collisions, and SipHash over
 /// every node was 5% of a cold listing.
 #[derive(Default, Clone, Copy)]
@@ -75,9 +75,13 @@ impl Hasher for FxHasher {
     fn write_usize(&mut self, i: usize) {
         self.add(i as u64);
     }
+    /// With a final mix: a product's low bits depend only on the low bits
+    /// of what went in, and the table picks buckets by the low bits.
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash
+        let h = self.hash ^ (self.hash >> 33);
+        let h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
     }
 }
 
@@ -228,17 +232,65 @@ struct Entry {
     lookups: u64,
 }
 
-/// The pages of one version of a chapter that the kernel was given.
+/// The pages of one version of a chapter that the kernel was given: 64
+/// bytes, with no allocation of its own for the usual one or two pages.
 struct PageBlock {
     chapter: ChapterRef,
     version: u64,
+    /// The mtime reported with the pages (nanoseconds from the epoch).
+    mtime_nanos: i64,
     /// Lookups the kernel holds on all these pages together: the block goes
-    /// when it forgot the last of them.
-    lookups: u64,
-    mtime: SystemTime,
+    /// when it forgot the last of them (saturated: it stays).
+    lookups: u32,
     /// Each page given, by its low bits, with its last reported size
-    /// (`UNKNOWN_SIZE`: none reported, or too big to keep here).
-    pages: Vec<(u32, u32)>,
+    /// (`UNKNOWN_SIZE`: none reported, or too big to keep here): the first
+    /// two inline, any further ones in `more`.
+    first: [(u32, u32); 2],
+    first_len: u8,
+    more: Box<[(u32, u32)]>,
+}
+
+impl PageBlock {
+    fn pages(&self) -> impl Iterator<Item = &(u32, u32)> {
+        self.first[..usize::from(self.first_len)]
+            .iter()
+            .chain(self.more.iter())
+    }
+
+    fn page_mut(&mut self, slot: u32) -> Option<&mut u32> {
+        self.first[..usize::from(self.first_len)]
+            .iter_mut()
+            .chain(self.more.iter_mut())
+            .find(|(s, _)| *s == slot)
+            .map(|(_, size)| size)
+    }
+
+    fn add_page(&mut self, slot: u32, size: u32) {
+        if usize::from(self.first_len) < self.first.len() {
+            self.first[usize::from(self.first_len)] = (slot, size);
+            self.first_len += 1;
+        } else {
+            let mut more = std::mem::take(&mut self.more).into_vec();
+            more.push((slot, size));
+            self.more = more.into_boxed_slice();
+        }
+    }
+
+    fn mtime(&self) -> SystemTime {
+        let since = Duration::from_nanos(self.mtime_nanos.unsigned_abs());
+        if self.mtime_nanos >= 0 {
+            SystemTime::UNIX_EPOCH + since
+        } else {
+            SystemTime::UNIX_EPOCH - since
+        }
+    }
+
+    fn set_mtime(&mut self, mtime: SystemTime) {
+        self.mtime_nanos = match mtime.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+        };
+    }
 }
 
 const UNKNOWN_SIZE: u32 = u32::MAX;
@@ -326,9 +378,11 @@ impl Table {
                 let b = blocks.push(PageBlock {
                     chapter: chapter.clone(),
                     version,
+                    mtime_nanos: 0,
                     lookups: 0,
-                    mtime: SystemTime::UNIX_EPOCH,
-                    pages: Vec::new(),
+                    first: [(0, 0); 2],
+                    first_len: 0,
+                    more: Box::default(),
                 });
                 block_of.ids.insert_unique(hash, b, |&b| {
                     let pb = blocks.get(b).expect("indexed");
@@ -338,26 +392,20 @@ impl Table {
             }
         };
         let entry = blocks.get_mut(block).expect("interned");
-        entry.lookups += u64::from(counted);
+        entry.lookups = entry.lookups.saturating_add(u32::from(counted));
         let size = attr.map_or(UNKNOWN_SIZE, |a| {
             u32::try_from(a.size).unwrap_or(UNKNOWN_SIZE)
         });
         if let Some(a) = attr {
-            entry.mtime = a.mtime;
+            entry.set_mtime(a.mtime);
         }
-        match entry.pages.iter_mut().find(|(s, _)| *s == slot) {
-            Some((_, known)) => {
+        match entry.page_mut(slot) {
+            Some(known) => {
                 if attr.is_some() {
                     *known = size;
                 }
             }
-            None => {
-                entry.pages.push((slot, size));
-                // Most chapters have one or two pages: no spare room.
-                if entry.pages.len() <= 4 {
-                    entry.pages.shrink_to_fit();
-                }
-            }
+            None => entry.add_page(slot, size),
         }
         Some(PAGE_BIT | (block << 32) | u64::from(slot))
     }
@@ -365,7 +413,7 @@ impl Table {
     fn page_node(&self, ino: u64) -> Option<Node> {
         let (block, slot) = split_page_ino(ino)?;
         let b = self.blocks.get(u64::from(block))?;
-        b.pages.iter().any(|(s, _)| *s == slot).then(|| Node::Page {
+        b.pages().any(|(s, _)| *s == slot).then(|| Node::Page {
             chapter: b.chapter.clone(),
             page: page_of_slot(slot),
             version: b.version,
@@ -376,7 +424,12 @@ impl Table {
         let Some(b) = self.blocks.get_mut(block) else {
             return false;
         };
-        b.lookups = b.lookups.saturating_sub(n);
+        if b.lookups == u32::MAX {
+            return false;
+        }
+        b.lookups = b
+            .lookups
+            .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
         if b.lookups > 0 {
             return false;
         }
@@ -498,12 +551,11 @@ impl InodeTable {
         if let Some((block, slot)) = split_page_ino(ino) {
             let b = table.blocks.get(u64::from(block)).ok_or(libc::ENOENT)?;
             return b
-                .pages
-                .iter()
+                .pages()
                 .find(|(s, size)| *s == slot && *size != UNKNOWN_SIZE)
                 .map(|&(_, size)| LastAttr {
                     size: u64::from(size),
-                    mtime: b.mtime,
+                    mtime: b.mtime(),
                 })
                 .ok_or(libc::ENOENT);
         }
@@ -521,7 +573,7 @@ impl InodeTable {
             .map(|(ino, e)| (e.node.clone(), ino))
             .collect();
         for (block, b) in table.blocks.iter() {
-            for &(slot, _) in &b.pages {
+            for &(slot, _) in b.pages() {
                 known.insert(
                     Node::Page {
                         chapter: b.chapter.clone(),
@@ -589,7 +641,13 @@ mod tests {
                         ino,
                         "the same node, the same number"
                     );
-                    assert_eq!(table.last_attr(ino).map(|a| a.size), Ok(9));
+                    assert_eq!(
+                        table.last_attr(ino),
+                        Ok(LastAttr {
+                            size: 9,
+                            mtime: file_attr(9).mtime
+                        })
+                    );
                 }
             }
         }
@@ -601,6 +659,21 @@ mod tests {
         for (node, ino) in &known {
             assert_eq!(table.node(*ino).as_ref(), Ok(node));
         }
+    }
+
+    #[test]
+    fn a_block_is_small_and_keeps_mtimes_before_the_epoch() {
+        assert!(std::mem::size_of::<PageBlock>() <= 64);
+        let table = InodeTable::default();
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapter = chapter_ref(&book, OsStr::new("第1章.md"));
+        let old = SystemTime::UNIX_EPOCH - Duration::new(86_400, 5);
+        let attr = Attr {
+            mtime: old,
+            ..file_attr(3)
+        };
+        let ino = table.intern(page(&chapter, "offset-1.txt", 1), true, Some(&attr));
+        assert_eq!(table.last_attr(ino).map(|a| a.mtime), Ok(old));
     }
 
     #[test]
