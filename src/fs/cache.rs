@@ -109,6 +109,12 @@ pub fn trim_heap() {
     }
 }
 
+/// Bytes the daemon holds outside its caches that the budget must cover
+/// all the same: the inode table, which grows with what the kernel holds
+/// (about 250 bytes per chapter it was given) and cannot be evicted. The
+/// decoded texts give way to it, so that `--cache-size` bounds the whole.
+pub type Charge = std::sync::Arc<AtomicUsize>;
+
 /// The cache budget of a mount, split by what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -120,6 +126,9 @@ pub struct Budget {
     /// they were 120 MiB outside any bound.
     pub indexes: usize,
 }
+
+/// The least the decoded texts keep, however big the inode table grows.
+pub const MIN_TEXTS_BUDGET: usize = 1 << 20;
 
 impl Budget {
     /// 1/16 each (at least 1 MiB) for outlines, rendered pages, listings
@@ -185,6 +194,12 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self.used += bytes;
         self.order.insert(self.clock, key.clone());
         self.entries.insert(key, (value, bytes, self.clock));
+    }
+
+    /// Changes the budget (what is over it goes at the next insert or
+    /// `make_room`).
+    pub fn set_budget(&mut self, budget: usize) {
+        self.budget = budget;
     }
 
     /// Evicts the least recently used entries until `bytes` more fit, so

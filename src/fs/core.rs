@@ -85,10 +85,17 @@ impl NovelFs {
             config.ttl,
             config.watch,
         ));
+        let inodes = InodeTable::default();
         NovelFs {
-            source: Source::new(library, freshness.clone(), budget.texts, budget.indexes),
+            source: Source::new(
+                library,
+                freshness.clone(),
+                budget.texts,
+                budget.indexes,
+                inodes.bytes(),
+            ),
             freshness,
-            inodes: InodeTable::default(),
+            inodes,
             outlines: Outlines::new(budget.outlines),
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
@@ -132,6 +139,13 @@ impl NovelFs {
             self.listings.forget(ino);
             self.heap_trim.freed();
         }
+    }
+
+    /// Bytes the inode table holds (inside the cache budget).
+    pub fn inode_table_bytes(&self) -> usize {
+        self.inodes
+            .bytes()
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Inodes currently known (for tests of `forget`).
@@ -579,6 +593,10 @@ mod tests {
     }
 
     fn fixture(files: &[(&str, &str)]) -> Fixture {
+        fixture_with_cache(files, FsConfig::default().cache_bytes)
+    }
+
+    fn fixture_with_cache(files: &[(&str, &str)], cache_bytes: usize) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let book_dir = dir.path().join("novels/书");
         std::fs::create_dir_all(&book_dir).unwrap();
@@ -587,6 +605,7 @@ mod tests {
         }
         let config = FsConfig {
             state_file: Some(dir.path().join("no-state.json")),
+            cache_bytes,
             ..FsConfig::default()
         };
         let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
@@ -835,6 +854,34 @@ mod tests {
             Some(20),
             "loading chapter 5 (index 4) queued up to 21, the end of the book"
         );
+    }
+
+    #[test]
+    fn decoded_texts_give_way_to_the_inode_table() {
+        let body = "字\n".repeat(100_000);
+        let files: Vec<(String, &str)> = (1..=4).map(|n| (format!("第{n}章.md"), &*body)).collect();
+        let files: Vec<(&str, &str)> = files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        // 16 MiB: the texts' share is 12 MiB.
+        let f = fixture_with_cache(&files[..3], 16 << 20);
+        for n in 1..=3 {
+            walk(&f.fs, &format!("书/{n}/offset-1.txt")).unwrap();
+        }
+        let texts = || f.fs.source.cached_bytes() - f.fs.source.index_bytes();
+        let three = texts();
+        assert!(three > 3 * body.len(), "all three texts are kept");
+        // The kernel is given 100,000 more chapters: the table outgrows
+        // the texts' share, and the next load keeps only the minimum.
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        for i in 0..100_000 {
+            let chapter = chapter_ref(&book, OsStr::new(&format!("第{i}章 某.md")));
+            f.fs.inodes.intern(Node::Chapter { chapter }, true, None);
+        }
+        assert!(f.fs.inode_table_bytes() > 12 << 20);
+        std::fs::write(f.book_dir.join(files[3].0), &body).unwrap();
+        walk(&f.fs, "书/4/offset-1.txt").unwrap();
+        // Each text (with its line index) outweighs the 1 MiB minimum: the
+        // new one is kept alone.
+        assert_eq!(texts(), three / 3, "only the text just loaded is left");
     }
 
     #[test]

@@ -14,8 +14,10 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use hashbrown::HashTable;
 use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
+use super::cache::Charge;
 use super::lock;
 use super::names::{Format, PageName};
 use super::node::{Attr, ChapterRef, Node, ROOT_INO, Result};
@@ -129,6 +131,7 @@ fn split_page_ino(ino: u64) -> Option<(u32, u32)> {
 struct Slab<T> {
     chunks: Vec<Option<Chunk<T>>>,
     next: u64,
+    live_chunks: usize,
 }
 
 struct Chunk<T> {
@@ -143,6 +146,7 @@ impl<T> Slab<T> {
         Slab {
             chunks: Vec::new(),
             next: first,
+            live_chunks: 0,
         }
     }
 
@@ -152,6 +156,9 @@ impl<T> Slab<T> {
         let c = (id / CHUNK) as usize;
         if self.chunks.len() <= c {
             self.chunks.resize_with(c + 1, || None);
+        }
+        if self.chunks[c].is_none() {
+            self.live_chunks += 1;
         }
         let chunk = self.chunks[c].get_or_insert_with(|| Chunk {
             slots: (0..CHUNK).map(|_| None).collect(),
@@ -180,8 +187,15 @@ impl<T> Slab<T> {
         // A chunk that will get no new ids and holds nothing goes.
         if chunk.used == 0 && (c as u64 + 1) * CHUNK <= self.next {
             self.chunks[c] = None;
+            self.live_chunks -= 1;
         }
         Some(value)
+    }
+
+    /// What the chunks take.
+    fn bytes(&self) -> usize {
+        self.live_chunks * (CHUNK as usize) * std::mem::size_of::<Option<T>>()
+            + self.chunks.capacity() * std::mem::size_of::<Option<Chunk<T>>>()
     }
 
     fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
@@ -218,11 +232,32 @@ impl Index {
         }
     }
 
+    /// What the table takes: a number and a control byte per bucket, at
+    /// most 7/8 of them used.
+    fn bytes(&self) -> usize {
+        (self.ids.capacity() * 8 / 7) * 9
+    }
+
     /// Shrinks the table once it is mostly empty (after many FORGETs).
     fn shrink(&mut self, rehash: impl Fn(&u64) -> u64) {
         if self.ids.capacity() > 4096 && self.ids.len() < self.ids.capacity() / 4 {
             self.ids.shrink_to(self.ids.len() * 2, rehash);
         }
+    }
+}
+
+/// What a node holds on the heap on its own (the names it owns; a
+/// chapter's `ChapterId` is shared with its pages, and counted here).
+fn node_heap_bytes(node: &Node) -> usize {
+    let chunk = |n: usize| (n + 8).next_multiple_of(16).max(32);
+    match node {
+        Node::Chapter { chapter } => chunk(48) + chunk(chapter.file.len()),
+        Node::BookAlias { name, .. }
+        | Node::ChapterAlias { name, .. }
+        | Node::Ambiguous { name, .. }
+        | Node::AmbiguousError { name, .. } => chunk(name.len()),
+        Node::Book { book } => chunk(16 + book.len()),
+        _ => 0,
     }
 }
 
@@ -308,10 +343,16 @@ struct Table {
     last_attrs: FxMap<u64, LastAttr>,
     blocks: Slab<PageBlock>,
     block_of: Index,
+    /// Heap bytes of the nodes with an entry (`node_heap_bytes`) and of
+    /// the page lists of blocks beyond their first two pages.
+    owned_heap: usize,
 }
 
 pub struct InodeTable {
     table: Mutex<Table>,
+    /// What the table takes, as of its last change (counted in the cache
+    /// budget, see `cache::Charge`).
+    bytes: Charge,
 }
 
 impl Default for InodeTable {
@@ -322,27 +363,43 @@ impl Default for InodeTable {
             last_attrs: FxMap::default(),
             blocks: Slab::new(0),
             block_of: Index::new(),
+            owned_heap: 0,
         };
         table.own_entry(Node::Root);
         table.entries.get_mut(ROOT_INO).expect("root").lookups = 1;
+        let bytes = Charge::new(table.bytes().into());
         InodeTable {
             table: Mutex::new(table),
+            bytes,
         }
     }
 }
 
 impl Table {
+    fn bytes(&self) -> usize {
+        self.entries.bytes()
+            + self.blocks.bytes()
+            + self.by_node.bytes()
+            + self.block_of.bytes()
+            + self.last_attrs.capacity() * 40
+            + self.owned_heap
+    }
+
     /// The number of a node with an entry of its own, created if new.
     fn own_entry(&mut self, node: Node) -> u64 {
         let hash = fx_hash(&node);
         let Table {
-            entries, by_node, ..
+            entries,
+            by_node,
+            owned_heap,
+            ..
         } = self;
         if let Some(&ino) = by_node.ids.find(hash, |&ino| {
             entries.get(ino).is_some_and(|e| e.node == node)
         }) {
             return ino;
         }
+        *owned_heap += node_heap_bytes(&node);
         let ino = entries.push(Entry { node, lookups: 0 });
         by_node.ids.insert_unique(hash, ino, |&ino| {
             fx_hash(&entries.get(ino).expect("indexed").node)
@@ -362,7 +419,10 @@ impl Table {
     ) -> Option<u64> {
         let hash = block_key(chapter, version);
         let Table {
-            blocks, block_of, ..
+            blocks,
+            block_of,
+            owned_heap,
+            ..
         } = self;
         let found = block_of.ids.find(hash, |&b| {
             blocks
@@ -405,7 +465,12 @@ impl Table {
                     *known = size;
                 }
             }
-            None => entry.add_page(slot, size),
+            None => {
+                if usize::from(entry.first_len) == entry.first.len() {
+                    *owned_heap += 8;
+                }
+                entry.add_page(slot, size)
+            }
         }
         Some(PAGE_BIT | (block << 32) | u64::from(slot))
     }
@@ -440,7 +505,9 @@ impl Table {
         if let Ok(found) = self.block_of.ids.find_entry(hash, |&id| id == block) {
             found.remove();
         }
-        self.blocks.remove(block);
+        if let Some(b) = self.blocks.remove(block) {
+            self.owned_heap -= 8 * b.more.len();
+        }
         let blocks = &self.blocks;
         self.block_of.shrink(|&b| {
             let pb = blocks.get(b).expect("indexed");
@@ -461,7 +528,9 @@ impl Table {
         if let Ok(found) = self.by_node.ids.find_entry(hash, |&id| id == ino) {
             found.remove();
         }
-        self.entries.remove(ino);
+        if let Some(e) = self.entries.remove(ino) {
+            self.owned_heap -= node_heap_bytes(&e.node);
+        }
         self.last_attrs.remove(&ino);
         let entries = &self.entries;
         self.by_node
@@ -483,6 +552,7 @@ impl InodeTable {
             && let Some(slot) = page_slot(page)
             && let Some(ino) = table.intern_page(chapter, *version, slot, counted, attr)
         {
+            self.bytes.store(table.bytes(), Ordering::Relaxed);
             return ino;
         }
         let is_file = !node.is_directory()
@@ -500,7 +570,14 @@ impl InodeTable {
                 },
             );
         }
+        self.bytes.store(table.bytes(), Ordering::Relaxed);
         ino
+    }
+
+    /// What the table takes, kept up to date (shared with the texts cache,
+    /// which gives way to it).
+    pub fn bytes(&self) -> Charge {
+        self.bytes.clone()
     }
 
     pub fn node(&self, ino: u64) -> Result<Node> {
@@ -528,10 +605,14 @@ impl InodeTable {
             return false;
         }
         let mut table = lock(&self.table);
-        match split_page_ino(ino) {
+        let freed = match split_page_ino(ino) {
             Some((block, _)) => table.forget_page(u64::from(block), n),
             None => table.forget_own(ino, n),
+        };
+        if freed {
+            self.bytes.store(table.bytes(), Ordering::Relaxed);
         }
+        freed
     }
 
     /// Entries held: one per node with a number of its own, one per block
@@ -711,11 +792,26 @@ mod tests {
             given.push(table.intern(page(c, "offset-1.txt", 1), true, None));
         }
         assert_eq!(table.len(), 1 + 2 * 5000);
+        let full_bytes = table.bytes().load(Ordering::Relaxed);
+        // A chapter entry, its shared name and a page block: no less than
+        // their sizes, no more than twice (slack of chunks and tables).
+        let least = 5000
+            * (std::mem::size_of::<Option<Entry>>()
+                + 64
+                + std::mem::size_of::<Option<PageBlock>>());
+        assert!(
+            (least..2 * least).contains(&full_bytes),
+            "{full_bytes} bytes for 5,000 chapters and pages"
+        );
         let grown = lock(&table.table).by_node.ids.capacity();
         for &ino in given.iter().rev() {
             assert!(table.forget(ino, 1));
         }
         assert_eq!(table.len(), 1, "the root is left");
+        assert!(
+            table.bytes().load(Ordering::Relaxed) < full_bytes / 4,
+            "the table's bytes went with its entries"
+        );
         let t = lock(&table.table);
         assert_eq!(
             t.entries.chunks.iter().flatten().count(),

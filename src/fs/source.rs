@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::library::{BookIndex, ChapterText, Library, NovelError};
 
-use super::cache::{Lru, Stamp, allocated};
+use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
 use super::lock;
 use super::node::{ChapterId, ChapterRef, Node, Result};
@@ -72,6 +72,10 @@ pub struct Source {
     /// Decoded texts by source version: an inode of an older version can
     /// still be read while its text is cached.
     texts: Mutex<Lru<VersionKey, Loaded>>,
+    /// The texts' share of the budget, before the inode table's bytes
+    /// (`table_bytes`) are taken from it.
+    texts_budget: usize,
+    table_bytes: Charge,
     big_loads: Mutex<()>,
     prefetcher: Prefetcher,
 }
@@ -112,12 +116,15 @@ impl Source {
         freshness: Arc<Freshness>,
         texts_budget: usize,
         indexes_budget: usize,
+        table_bytes: Charge,
     ) -> Source {
         Source {
             library,
             freshness,
             books: Mutex::new(Lru::new(indexes_budget)),
             texts: Mutex::new(Lru::new(texts_budget)),
+            texts_budget,
+            table_bytes,
             big_loads: Mutex::new(()),
             prefetcher: Prefetcher::start(),
         }
@@ -235,7 +242,16 @@ impl Source {
         }
         // The text will take about the file's size (exactly, for UTF-8):
         // room for it is made before it is read, not after.
-        lock(&self.texts).make_room(source.meta.len() as usize);
+        {
+            let mut texts = lock(&self.texts);
+            let table = self.table_bytes.load(std::sync::atomic::Ordering::Relaxed);
+            texts.set_budget(
+                self.texts_budget
+                    .saturating_sub(table)
+                    .max(MIN_TEXTS_BUDGET),
+            );
+            texts.make_room(source.meta.len() as usize);
+        }
         let chapter = &source.index.chapters[source.position];
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
