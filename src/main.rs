@@ -39,6 +39,10 @@ struct LibraryArgs {
     /// The library root (the directory holding novels/).
     #[arg(long, env = "NOVELFS_ROOT", default_value = ".")]
     root: PathBuf,
+    /// The root to write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library, where a sandbox sees the library).
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
+    path_root: Option<String>,
     /// The assistant's state file (default: $DSH_NOVEL_WRITER_STATE, else ~/.dsh/dsh-novel-writer/state.json).
     #[arg(long)]
     state_file: Option<PathBuf>,
@@ -71,7 +75,7 @@ struct MountCmd {
     /// Stay attached and log to stderr (RUST_LOG=debug for more).
     #[arg(short, long)]
     foreground: bool,
-    /// Mount options: ro, allow_other, allow_root, auto_unmount, default_permissions, fsname=, ttl=, nowatch.
+    /// Mount options: ro, allow_other, allow_root, auto_unmount, default_permissions, fsname=, ttl=, path_root=, nowatch.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Seconds the kernel may cache names and attributes that are not
@@ -82,6 +86,11 @@ struct MountCmd {
     /// The assistant's state file (see `read --help`).
     #[arg(long)]
     state_file: Option<PathBuf>,
+    /// The root pages write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library where a sandbox binds the mount);
+    /// sizes follow. Same as -o path_root=DIR.
+    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    path_root: Option<String>,
     /// Memory for decoded chapters and rendered pages (e.g. 16M, 256MiB).
     #[arg(long, default_value = "256MiB")]
     cache_size: String,
@@ -152,10 +161,19 @@ fn main() -> ExitCode {
 }
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
-    Library::open(&args.root).map_err(|e| NovelError::Io {
+    let library = Library::open(&args.root).map_err(|e| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
         reason: e.to_string(),
-    })
+    })?;
+    match &args.path_root {
+        None => Ok(library),
+        Some(root) => library
+            .with_path_root(root)
+            .map_err(|reason| NovelError::Io {
+                path: root.clone(),
+                reason,
+            }),
+    }
 }
 
 fn read(cmd: ReadCmd) -> Result<String, NovelError> {
@@ -286,6 +304,7 @@ fn mount_command(cmd: MountCmd) -> ExitCode {
             options: cmd.options.clone(),
             ttl: cmd.ttl.as_deref().map(mount::parse_ttl).transpose()?,
             state_file: cmd.state_file.clone(),
+            path_root: cmd.path_root.clone(),
             cache_size: Some(mount::parse_size(&cmd.cache_size)?),
             max_chapter_bytes: Some(mount::parse_size(&cmd.max_chapter_bytes)?),
             threads: cmd.threads,

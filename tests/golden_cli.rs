@@ -6,8 +6,19 @@ use std::process::Command;
 
 #[test]
 fn all_reference_cases_match_through_the_cli() {
+    reference_cases_through_the_cli(None);
+}
+
+/// With `--path-root /library`, every page, JSON and error text is the
+/// reference one with `/library` as its root, wherever the library lives.
+#[test]
+fn all_reference_cases_match_through_the_cli_with_a_path_root() {
+    reference_cases_through_the_cli(Some("/library"));
+}
+
+fn reference_cases_through_the_cli(path_root: Option<&str>) {
     let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
+    let cases = common::cases(path_root.map_or(root.as_path(), std::path::Path::new));
     assert_eq!(cases.len(), 181, "the reference set has 181 cases");
     let no_state = guard.path().join("no-state.json");
     let mut failures = Vec::new();
@@ -28,6 +39,9 @@ fn all_reference_cases_match_through_the_cli() {
                 .arg(&root)
                 .arg("--state-file")
                 .arg(&state_file);
+            if let Some(p) = path_root {
+                cmd.arg("--path-root").arg(p);
+            }
             cmd.arg(&case.book).arg(&case.chapter);
             if let Some(o) = case.offset {
                 cmd.arg("--offset").arg(o.to_string());
@@ -79,7 +93,7 @@ fn all_reference_cases_match_through_the_cli() {
         }
     }
     println!(
-        "reference cases through the CLI: {} cases, {checks} checks, {} failures",
+        "reference cases through the CLI (path root {path_root:?}): {} cases, {checks} checks, {} failures",
         cases.len(),
         failures.len()
     );

@@ -31,10 +31,57 @@ fn expected_errno(error: &str) -> i32 {
 
 #[test]
 fn all_reference_cases_match_through_the_mount() {
+    reference_cases_through_the_mount(&[]);
+}
+
+/// Pages, sizes and ERROR files with `/library` written as the root, as a
+/// sandbox that binds the mount at /library sees them.
+#[test]
+fn all_reference_cases_match_through_the_mount_with_a_path_root() {
+    reference_cases_through_the_mount(&["--path-root", "/library"]);
+}
+
+/// `-o path_root=` is the same option, for fstab.
+#[test]
+fn path_root_mount_option_writes_the_given_root() {
     let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
     let no_state = guard.path().join("no-state.json");
-    let mount = Mount::new(&root, &["--state-file", no_state.to_str().unwrap()]);
+    let mount = Mount::new(
+        &root,
+        &[
+            "--state-file",
+            no_state.to_str().unwrap(),
+            "-o",
+            "ro,path_root=/srv/books/",
+        ],
+    );
+    let case = common::cases(std::path::Path::new("/srv/books"))
+        .into_iter()
+        .find(|c| c.error.is_none() && c.state.is_none() && c.limit.is_none())
+        .unwrap();
+    let page = mount
+        .path()
+        .join(&case.book)
+        .join(&case.chapter)
+        .join(page_name(&case) + ".txt");
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        case.text.unwrap(),
+        "{page:?}"
+    );
+}
+
+fn reference_cases_through_the_mount(extra: &[&str]) {
+    let path_root = extra
+        .iter()
+        .position(|a| *a == "--path-root")
+        .map(|i| std::path::Path::new(extra[i + 1]));
+    let (guard, root) = common::reference_library();
+    let cases = common::cases(path_root.unwrap_or(&root));
+    let no_state = guard.path().join("no-state.json");
+    let mut args = vec!["--state-file", no_state.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let mount = Mount::new(&root, &args);
     let off_state = guard.path().join("off.json");
     let mut failures = Vec::new();
     let mut checks = 0usize;
@@ -137,7 +184,9 @@ fn all_reference_cases_match_through_the_mount() {
     assert!(!off_cases.is_empty());
     for case in off_cases {
         std::fs::write(&off_state, case.state.as_ref().unwrap().to_string()).unwrap();
-        let mount = Mount::new(&root, &["--state-file", off_state.to_str().unwrap()]);
+        let mut args = vec!["--state-file", off_state.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mount = Mount::new(&root, &args);
         let error = case.error.as_deref().unwrap();
         let got = std::fs::read(
             mount

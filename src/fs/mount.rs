@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Config, INodeNo, MountOption, SessionACL};
+use fuser::{Config, INodeNo};
 
+use super::access::Access;
+use super::attach::{MountSpec, Watchdog};
 use super::fuse::FuseAdapter;
 use super::model::{FsConfig, Invalidation, NovelFs};
 use super::watch::Change;
@@ -25,6 +27,8 @@ pub struct MountRequest {
     pub options: Vec<String>,
     pub ttl: Option<f64>,
     pub state_file: Option<PathBuf>,
+    /// Written in pages instead of the library's canonical root.
+    pub path_root: Option<String>,
     pub cache_size: Option<u64>,
     pub max_chapter_bytes: Option<u64>,
     pub threads: usize,
@@ -44,6 +48,7 @@ pub struct MountOptions {
     pub subtype: Option<String>,
     pub ttl: Option<f64>,
     pub no_watch: bool,
+    pub path_root: Option<String>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -103,7 +108,8 @@ pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("auto_unmount", None) => o.auto_unmount = true,
             ("default_permissions", None) => o.default_permissions = true,
             ("fsname", Some(v)) => o.fsname = Some(v.to_string()),
-            ("subtype", Some(v)) => o.subtype = Some(v.to_string()),
+            ("subtype", Some(v)) => o.subtype = Some(parse_subtype(v)?),
+            ("path_root", Some(v)) => o.path_root = Some(crate::library::normalize_path_root(v)?),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
             ("nowatch", None) => o.no_watch = true,
             (k, _) if k.starts_with("x-") || k == "comment" || GENERIC_OPTIONS.contains(&k) => {}
@@ -114,6 +120,20 @@ pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
         return Err("allow_other and allow_root are mutually exclusive".into());
     }
     Ok(o)
+}
+
+/// The part after `fuse.` in the mount's type: a plain word.
+fn parse_subtype(v: &str) -> Result<String, String> {
+    let plain = !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'));
+    if plain {
+        Ok(v.to_string())
+    } else {
+        Err(format!(
+            "subtype must be a plain word (letters, digits, _ - . +), not {v:?}"
+        ))
+    }
 }
 
 pub fn parse_ttl(v: &str) -> Result<f64, String> {
@@ -167,7 +187,7 @@ pub fn absolute(path: &Path) -> PathBuf {
     joined.components().collect()
 }
 
-fn unescape_mountinfo(s: &str) -> Vec<u8> {
+pub(crate) fn unescape_mountinfo(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -225,21 +245,7 @@ pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     }
     let err = std::io::Error::last_os_error();
     match err.raw_os_error() {
-        Some(libc::EPERM) => {
-            for helper in ["fusermount3", "fusermount"] {
-                let mut cmd = std::process::Command::new(helper);
-                cmd.arg(if lazy { "-uz" } else { "-u" }).arg(&path);
-                if let Ok(status) = cmd.status()
-                    && status.success()
-                {
-                    return Ok(());
-                }
-            }
-            Err(format!(
-                "cannot unmount {}: permission denied (run as root, or install fuse3 for fusermount3)",
-                path.display()
-            ))
-        }
+        Some(libc::EPERM) => unmount_with_helper(&path, lazy),
         Some(libc::EBUSY) => Err(format!(
             "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
             path.display()
@@ -247,6 +253,42 @@ pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
         Some(libc::EINVAL) => Err(format!("{} is not a mount point", path.display())),
         _ => Err(format!("cannot unmount {}: {err}", path.display())),
     }
+}
+
+/// A user who is not root unmounts through fusermount3, which checks that
+/// the mount is theirs. Its refusals are passed on in its own words, after
+/// the two causes this side can name itself.
+fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !is_mount_point(path) && !is_mount_point(&resolved) {
+        return Err(format!("{} is not a mount point", path.display()));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let Some(helper) = super::attach::fusermount() else {
+        return Err(format!(
+            "cannot unmount {} as uid {uid}: only root may call umount(2), and fusermount3 (which unmounts a user's own FUSE mounts) is not installed: install the package fuse3, or run as root",
+            path.display()
+        ));
+    };
+    let out = std::process::Command::new(&helper)
+        .arg(if lazy { "-uz" } else { "-u" })
+        .arg("--")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", helper.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if said.contains("busy") {
+        return Err(format!(
+            "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
+            path.display()
+        ));
+    }
+    Err(format!("cannot unmount {}: {said}", path.display()))
 }
 
 fn stale_message(mnt: &Path) -> String {
@@ -299,53 +341,37 @@ fn preflight(req: &MountRequest) -> Result<(), String> {
         MountpointState::Stale => return Err(stale_message(&req.mountpoint)),
     }
     if !Path::new("/dev/fuse").exists() {
-        return Err("/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or, in a container, pass the device (--device /dev/fuse)".into());
+        return Err(super::attach::missing_dev_fuse());
     }
     Ok(())
 }
 
-fn fuser_config(o: &MountOptions, threads: usize) -> Config {
-    let mut cfg = Config::default();
-    let mut opts = vec![
-        MountOption::RO,
-        MountOption::NoAtime,
-        MountOption::FSName(o.fsname.clone().unwrap_or_else(|| "novelfs".into())),
-        MountOption::Subtype(o.subtype.clone().unwrap_or_else(|| "novelfs".into())),
-    ];
-    if o.default_permissions {
-        opts.push(MountOption::DefaultPermissions);
+/// The kernel mount novelfs asks for: read-only, `fuse.novelfs` (or
+/// `fuse.SUBTYPE`), the library root (or `fsname=`) as its source, and the
+/// access the options name, enforced by the kernel (see `access`).
+fn mount_spec<'a>(
+    o: &'a MountOptions,
+    access: Access,
+    mountpoint: &'a Path,
+    library_root: &'a str,
+) -> MountSpec<'a> {
+    MountSpec {
+        mountpoint,
+        source: o.fsname.as_deref().unwrap_or(library_root),
+        subtype: o.subtype.as_deref().unwrap_or("novelfs"),
+        allow_other: access.kernel_allow_other(),
+        default_permissions: o.default_permissions || access.needs_default_permissions(),
     }
-    cfg.acl = if o.allow_other {
-        SessionACL::All
-    } else if o.allow_root {
-        SessionACL::RootAndOwner
-    } else {
-        SessionACL::Owner
-    };
-    if o.auto_unmount {
-        if which("fusermount3").is_some() || which("fusermount").is_some() {
-            if cfg.acl == SessionACL::Owner {
-                cfg.acl = SessionACL::RootAndOwner;
-            }
-            opts.push(MountOption::AutoUnmount);
-        } else {
-            log::warn!(
-                "auto_unmount needs fusermount3 (package fuse3); without it novelfs unmounts itself on SIGINT/SIGTERM only"
-            );
-        }
-    }
-    cfg.mount_options = opts;
-    cfg.n_threads = Some(threads.max(1));
-    cfg.clone_fd = threads > 1;
-    cfg
 }
 
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
+fn fuser_config(access: Access, threads: usize, can_clone: bool) -> Config {
+    let mut cfg = Config::default();
+    cfg.acl = access.session_acl();
+    cfg.n_threads = Some(threads.max(1));
+    // Cloning the connection per worker opens /dev/fuse again, which a
+    // user mounting through fusermount3 may not do.
+    cfg.clone_fd = threads > 1 && can_clone;
+    cfg
 }
 
 fn block_termination_signals() -> libc::sigset_t {
@@ -388,6 +414,20 @@ pub fn run(req: MountRequest) -> i32 {
     if let Some(max) = req.max_chapter_bytes {
         library.max_chapter_bytes = max;
     }
+    if let Some(root) = req.path_root.as_ref().or(options.path_root.as_ref()) {
+        library = match library.with_path_root(root) {
+            Ok(l) => l,
+            Err(msg) => {
+                eprintln!("novelfs: {msg}");
+                return 1;
+            }
+        };
+    }
+    // The kernel compares resolved paths (mountinfo, fusermount3); the
+    // preflight has just stat'ed this one, so resolving it cannot hang.
+    let mountpoint = std::fs::canonicalize(&req.mountpoint).unwrap_or(req.mountpoint.clone());
+    let library_root = library.root().to_string_lossy().into_owned();
+    let access = Access::from_options(options.allow_other, options.allow_root);
     let ttl = req.ttl.or(options.ttl).unwrap_or(1.0);
     let config = FsConfig {
         ttl: Duration::from_secs_f64(ttl),
@@ -450,28 +490,43 @@ pub fn run(req: MountRequest) -> i32 {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, super::cache::MMAP_THRESHOLD as i32);
     }
+    // Forked while this process still has one thread.
+    let mut watchdog = None;
+    if options.auto_unmount {
+        match Watchdog::start(&mountpoint) {
+            Ok(w) => watchdog = Some(w),
+            Err(e) => {
+                let msg = format!("auto_unmount: cannot start its watchdog process: {e}");
+                report_failure(ready_pipe, &msg);
+                return 1;
+            }
+        }
+    }
     let signals = block_termination_signals();
     let fs = Arc::new(NovelFs::new(library, config));
-    let cfg = fuser_config(&options, req.threads);
-    let session = fuser::Session::new(FuseAdapter::new(fs.clone()), &req.mountpoint, &cfg);
-    let mut session = match session {
+    let spec = mount_spec(&options, access, &mountpoint, &library_root);
+    let attached = match super::attach::attach(&spec) {
+        Ok(a) => a,
+        Err(msg) => {
+            report_failure(ready_pipe, &msg);
+            return 1;
+        }
+    };
+    let mount_id = super::attach::mount_id(&mountpoint);
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+        w.arm(id);
+    }
+    let cfg = fuser_config(access, req.threads, attached.can_clone);
+    let adapter = FuseAdapter::new(fs.clone()).with_mode_mask(access.mode_mask());
+    let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,
         Err(e) => {
-            let msg = match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => {
-                    format!(
-                        "cannot mount {}: permission denied ({e}); run as root or install fuse3 (fusermount3)",
-                        req.mountpoint.display()
-                    )
-                }
-                _ => format!("cannot mount {}: {e}", req.mountpoint.display()),
-            };
-            match ready_pipe {
-                Some(fd) => {
-                    let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
-                }
-                None => eprintln!("novelfs: {msg}"),
-            }
+            detach_if_ours(&mountpoint, mount_id);
+            let msg = format!(
+                "cannot mount {}: FUSE handshake failed: {e}",
+                mountpoint.display()
+            );
+            report_failure(ready_pipe, &msg);
             return 1;
         }
     };
@@ -491,24 +546,43 @@ pub fn run(req: MountRequest) -> i32 {
     } else {
         drop(fs);
     }
-    let mut unmounter = session.unmount_callable();
-    let mountpoint = req.mountpoint.clone();
+    let signal_mountpoint = mountpoint.clone();
     std::thread::spawn(move || {
         let mut sig = 0;
         // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
         unsafe { libc::sigwait(&signals, &mut sig) };
-        log::info!("signal {sig}: unmounting {}", mountpoint.display());
-        if unmounter.unmount().is_err() {
+        log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
+        if unmount(&signal_mountpoint, false).is_err() {
             // Busy: detach now; the kernel finishes once open files close.
-            let _ = unmount(&mountpoint, true);
+            let _ = unmount(&signal_mountpoint, true);
         }
     });
-    match session.run() {
+    let code = match session.run() {
         Ok(()) => 0,
         Err(e) => {
             log::error!("session ended with an error: {e}");
             1
         }
+    };
+    // The loop also ends when serving fails, with the mount still there.
+    detach_if_ours(&mountpoint, mount_id);
+    code
+}
+
+/// Tells the waiting CLI (or, in the foreground, stderr) why the mount failed.
+fn report_failure(ready_pipe: Option<OwnedFd>, msg: &str) {
+    match ready_pipe {
+        Some(fd) => {
+            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
+        }
+        None => eprintln!("novelfs: {msg}"),
+    }
+}
+
+/// Detaches the mount this daemon made, if it is still the one at `mountpoint`.
+fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
+    if mount_id.is_some() && super::attach::mount_id(mountpoint) == mount_id {
+        let _ = unmount(mountpoint, true);
     }
 }
 
