@@ -680,6 +680,28 @@ mod tests {
         assert!(opts("bogus").unwrap_err().contains("unknown"));
         assert!(opts("allow_other,allow_root").is_err());
         assert!(opts("ttl=-1").is_err());
+        assert_eq!(
+            opts("path_root=/library/").unwrap().path_root.as_deref(),
+            Some("/library")
+        );
+        assert!(opts("path_root=library").is_err());
+        assert!(opts("subtype=a,b").is_ok_and(|o| o.subtype.as_deref() == Some("a")));
+        assert!(opts("subtype=a b").is_err());
+    }
+
+    #[test]
+    fn access_options_become_kernel_options() {
+        let o = opts("allow_root").unwrap();
+        let access = Access::from_options(o.allow_other, o.allow_root);
+        let spec = mount_spec(&o, access, Path::new("/mnt"), "/srv/lib");
+        assert!(spec.allow_other && spec.default_permissions);
+        assert_eq!((spec.source, spec.subtype), ("/srv/lib", "novelfs"));
+        // auto_unmount adds nothing the kernel would let others in with.
+        let o = opts("auto_unmount,fsname=books").unwrap();
+        let access = Access::from_options(o.allow_other, o.allow_root);
+        let spec = mount_spec(&o, access, Path::new("/mnt"), "/srv/lib");
+        assert!(!spec.allow_other && !spec.default_permissions);
+        assert_eq!(spec.source, "books");
     }
 
     #[test]
