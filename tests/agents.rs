@@ -23,11 +23,6 @@ fn sample_library() -> PathBuf {
     std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/library")).unwrap()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// `novelfs read --path-root /library …`: what every page must hold.
 fn cli_page(root: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
@@ -58,10 +53,7 @@ fn found(program: &str) -> bool {
 
 #[test]
 fn bubblewrap_reads_the_mount_read_only_at_library() {
-    if !is_root() {
-        println!("SKIPPED: mounting needs root");
-        return;
-    }
+    require_fuse!();
     if !found("bwrap") {
         println!("SKIPPED: bwrap is missing (apt-get install bubblewrap; .ci/run does)");
         return;
@@ -215,10 +207,7 @@ impl Drop for McpClient {
 
 #[test]
 fn the_mcp_filesystem_server_lists_follows_aliases_and_reads_pages_and_errors() {
-    if !is_root() {
-        println!("SKIPPED: mounting needs root");
-        return;
-    }
+    require_fuse!();
     let Some(server) = mcp_server() else {
         println!(
             "SKIPPED: @modelcontextprotocol/server-filesystem is not installed (.ci/run installs it into ~/.cache/novelfs/mcp-server-filesystem; or set NOVELFS_MCP_SERVER)"

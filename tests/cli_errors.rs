@@ -267,27 +267,45 @@ proptest! {
 #[test]
 fn unreadable_chapter() {
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let lib = library();
     let file = lib.book_dir().join(CH1);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = read(&lib, &[BOOK, "1"]);
-    if std::fs::File::open(&file).is_ok() {
-        // Running as root: mode 000 does not stop root, so the page is read.
-        eprintln!(
-            "unreadable_chapter: mode 000 is readable here (root); checking the page instead"
-        );
-        assert_page(&out, &ch1_page(&lib.root));
-        return;
-    }
-    // No §1.7 text for this case: an error line naming the file.
+    // SAFETY: geteuid has no preconditions.
+    let out = if unsafe { libc::geteuid() } == 0 {
+        // Mode 000 does not stop root, who reads the page ...
+        assert_page(&read(&lib, &[BOOK, "1"]), &ch1_page(&lib.root));
+        // ... so the error path runs as an unprivileged user, with a copy of
+        // the binary and a library that user may walk (tempdirs are 0700).
+        let bin = lib.dir.path().join("novelfs");
+        std::fs::copy(BIN, &bin).unwrap();
+        for dir in [lib.dir.path(), &lib.root] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Command::new(&bin)
+            .env_remove("NOVELFS_ROOT")
+            .env("DSH_NOVEL_WRITER_STATE", NO_STATE)
+            .env("HOME", "/nonexistent")
+            .args(["read", "--root"])
+            .arg(&lib.root)
+            .args(["--state-file", NO_STATE, BOOK, "1"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap()
+    } else {
+        read(&lib, &[BOOK, "1"])
+    };
+    // No §1.7 text for this case: one error line naming the file and why.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(1), "{stderr:?}");
     assert!(out.stdout.is_empty());
     assert!(
         stderr.starts_with("错误：") && stderr.ends_with('\n') && stderr.lines().count() == 1,
         "{stderr:?}"
     );
     assert!(stderr.contains(CH1), "{stderr:?}");
+    assert!(stderr.contains("Permission denied"), "{stderr:?}");
 }
 
 #[test]

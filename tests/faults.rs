@@ -6,53 +6,26 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Mount, errno, errno_name, is_mounted};
+use common::{errno, errno_name, is_mounted, sorted_names, strict_mount, within};
 
 const BOOK: &str = "书";
 
-fn strict(root: &Path, extra: &[&str]) -> Mount {
-    let mut args = vec!["--ttl", "0", "--state-file", "/nonexistent/state.json"];
-    args.extend_from_slice(extra);
-    Mount::new(root, &args)
-}
-
 fn lines(n: usize) -> String {
-    (1..=n)
-        .map(|i| format!("第{i}行，风吹过长巷，少年提灯而行。"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Runs `f` on another thread and fails if it takes longer than `secs`:
-/// a hung FUSE request must not hang the test runner silently.
-fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(secs))
-        .unwrap_or_else(|_| panic!("{what}: no answer within {secs} s"))
-}
-
-fn ls(p: &Path) -> std::io::Result<Vec<String>> {
-    let mut v: Vec<String> = std::fs::read_dir(p)?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<std::io::Result<_>>()?;
-    v.sort();
-    Ok(v)
+    common::prose_lines(n, "")
 }
 
 #[test]
 fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
     std::fs::create_dir_all(root.join("novels/别的书")).unwrap();
     std::fs::write(root.join("novels/别的书/第1章.md"), "别的").unwrap();
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let page = m.path().join("书/1/offset-1.txt");
     let before = std::fs::read(&page).unwrap();
     let mut open = std::fs::File::open(&page).unwrap();
@@ -69,7 +42,7 @@ fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
         let e = std::fs::metadata(m.path().join(p)).unwrap_err();
         assert_eq!(errno(&e), libc::ENOENT, "{p}: {e}");
     }
-    assert_eq!(ls(m.path()).unwrap(), ["别的书"]);
+    assert_eq!(sorted_names(m.path()).unwrap(), ["别的书"]);
     assert!(
         std::fs::read_to_string(m.path().join("别的书/1/offset-1.txt"))
             .unwrap()
@@ -84,8 +57,9 @@ fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
 
 #[test]
 fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
+    require_fuse!();
     let (g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
     assert!(std::fs::read(mnt.join("书/1/offset-1.txt")).is_ok());
     let held_dir = std::fs::read_dir(mnt.join(BOOK)).unwrap(); // a directory handle open across the removal
@@ -95,7 +69,7 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
         let mnt = mnt.clone();
         move || {
             let mut out = Vec::new();
-            out.push(("ls /", ls(&mnt).map(|v| v.len())));
+            out.push(("ls /", sorted_names(&mnt).map(|v| v.len())));
             for p in [
                 "书",
                 "书/1",
@@ -143,9 +117,10 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
 
 #[test]
 fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"short"), ("第2章 承.md", b"fine")]);
     let src = root.join("novels/书/第1章 起.md");
-    let mut m = strict(&root, &["--max-chapter-bytes", "64K"]);
+    let mut m = strict_mount(&root, &["--max-chapter-bytes", "64K"]);
     assert!(
         std::fs::read_to_string(m.path().join("书/1/offset-1.txt"))
             .unwrap()
@@ -157,7 +132,7 @@ fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
     let size = std::fs::metadata(&src).unwrap().len();
     assert!(size > 64 * 1024);
     let dir = m.path().join("书/1");
-    assert_eq!(ls(&dir).unwrap(), ["ERROR"]);
+    assert_eq!(sorted_names(&dir).unwrap(), ["ERROR"]);
     let error = std::fs::read_to_string(dir.join("ERROR")).unwrap();
     assert!(
         error.starts_with("错误：")
@@ -179,7 +154,10 @@ fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
 
     // Back under the limit: pages again, no ERROR.
     std::fs::write(&src, lines(10)).unwrap();
-    assert_eq!(ls(&dir).unwrap(), ["offset-1.json", "offset-1.txt"]);
+    assert_eq!(
+        sorted_names(&dir).unwrap(),
+        ["offset-1.json", "offset-1.txt"]
+    );
     assert_eq!(
         errno(&std::fs::read(dir.join("ERROR")).unwrap_err()),
         libc::ENOENT
@@ -266,12 +244,13 @@ fn big_library() -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn sigterm_with_reads_in_flight_on_a_big_chapter_unmounts_cleanly() {
+    require_fuse!();
     let (_g, root) = big_library();
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
     let dir = mnt.join("书/1");
     let t = Instant::now();
-    assert_eq!(ls(&dir).unwrap().len(), 1000, "500 pages listed");
+    assert_eq!(sorted_names(&dir).unwrap().len(), 1000, "500 pages listed");
     let first_listing = t.elapsed();
     let readers = start_readers(dir.clone(), 500, 6);
     // A handle held open across the signal makes the unmount busy: the
@@ -300,11 +279,12 @@ fn sigterm_with_reads_in_flight_on_a_big_chapter_unmounts_cleanly() {
 
 #[test]
 fn sigkill_with_reads_in_flight_fails_them_fast() {
+    require_fuse!();
     let (_g, root) = big_library();
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
     assert_eq!(
-        ls(&mnt.join("书/1")).unwrap().len(),
+        sorted_names(&mnt.join("书/1")).unwrap().len(),
         1000,
         "loaded before the readers start"
     );

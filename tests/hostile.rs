@@ -7,27 +7,13 @@ mod common;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{Mount, Rng, check_json_page, check_text_page, errno, is_mounted};
+use common::{
+    Mount, Rng, check_json_page, check_text_page, errno, is_mounted, strict_mount, within,
+};
 
 const BOOK: &str = "书";
-
-fn strict(root: &Path, extra: &[&str]) -> Mount {
-    let mut args = vec!["--ttl", "0", "--state-file", "/nonexistent/state.json"];
-    args.extend_from_slice(extra);
-    Mount::new(root, &args)
-}
-
-/// Runs `f` on another thread; fails if it takes longer than `secs`.
-fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(secs))
-        .unwrap_or_else(|_| panic!("{what}: no answer within {secs} s"))
-}
 
 fn names(p: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
     std::fs::read_dir(p)?
@@ -43,12 +29,13 @@ fn hwm_mib(m: &Mount) -> u64 {
 
 #[test]
 fn a_chapter_of_a_million_short_lines() {
+    require_fuse!();
     let text: String = (1..=1_000_000)
         .map(|i| format!("{i}"))
         .collect::<Vec<_>>()
         .join("\n");
     let (_g, root) = common::book_library(&[("第1章 百万行.md", text.as_bytes())]);
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let dir = m.path().join("书/1");
 
     let t = Instant::now();
@@ -100,9 +87,10 @@ fn a_chapter_of_a_million_short_lines() {
 
 #[test]
 fn a_single_50_mb_line_is_one_cut_page() {
+    require_fuse!();
     let line = "长".repeat(50_000_000 / 3);
     let (_g, root) = common::book_library(&[("第1章 一行.md", line.as_bytes())]);
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let dir = m.path().join("书/1");
     let t = Instant::now();
     let listed = names(&dir).unwrap();
@@ -127,13 +115,14 @@ fn a_single_50_mb_line_is_one_cut_page() {
 
 #[test]
 fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第2章 小.md", b"small")]);
     let big = root.join("novels/书/第1章 巨.md");
     std::fs::File::create(&big)
         .unwrap()
         .set_len(1 << 30)
         .unwrap();
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let dir = m.path().join("书/1");
     let t = Instant::now();
     assert_eq!(names(&dir).unwrap(), ["ERROR"]);
@@ -162,6 +151,7 @@ fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
 
 #[test]
 fn a_book_of_50000_files_lists_and_resolves() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let t = Instant::now();
@@ -171,7 +161,7 @@ fn a_book_of_50000_files_lists_and_resolves() {
         std::fs::write(book.join(format!("{i:05}.md")), body).unwrap();
     }
     let created = t.elapsed();
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
     let t = Instant::now();
     let listed = within(300, "ls of a 50,000-chapter book", {
@@ -204,6 +194,7 @@ fn a_book_of_50000_files_lists_and_resolves() {
 
 #[test]
 fn odd_file_names_are_listed_and_readable() {
+    require_fuse!();
     let long = format!("第9章 {}x.md", "长".repeat(81)); // exactly 255 bytes
     assert_eq!(long.len(), 255);
     let odd: Vec<Vec<u8>> = vec![
@@ -227,7 +218,7 @@ fn odd_file_names_are_listed_and_readable() {
         )
         .unwrap();
     }
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let bookdir = m.path().join(BOOK);
     let mut listed: Vec<Vec<u8>> = names(&bookdir)
         .unwrap()
@@ -258,8 +249,9 @@ fn odd_file_names_are_listed_and_readable() {
 
 #[test]
 fn malformed_names_are_enoent() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a\nb")]);
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let chapter = m.path().join("书/第1章 起.md");
     assert!(chapter.join("offset-1.txt").exists());
     let n255 = format!("offset-1{}.txt", "0".repeat(255 - "offset-1.txt".len()));
@@ -336,6 +328,7 @@ fn hostile_bytes(rng: &mut Rng, kind: u64) -> Vec<u8> {
 
 #[test]
 fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let mut rng = Rng::new(2024);
@@ -347,7 +340,7 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
         )
         .unwrap();
     }
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt: PathBuf = m.path().to_path_buf();
     let (pages, errors) = within(240, "reading random chapters", move || {
         let (mut pages, mut errors) = (0, 0);
@@ -406,6 +399,7 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
 
 #[test]
 fn symlinks_and_dot_dot_names_reach_nothing_outside() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
     let novels = root.join("novels");
     let book = novels.join(BOOK);
@@ -418,7 +412,7 @@ fn symlinks_and_dot_dot_names_reach_nothing_outside() {
     std::fs::write(book.join("..第6章..md"), "点点").unwrap(); // dots in a real chapter name
     std::os::unix::fs::symlink("/etc", novels.join("..etc")).unwrap(); // book-level, a name with dots
     std::os::unix::fs::symlink(&book, novels.join("书的链接")).unwrap(); // a link to a real book
-    let mut m = strict(&root, &[]);
+    let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
 
     let mut top: Vec<_> = names(&mnt).unwrap();
@@ -503,9 +497,10 @@ fn ls_as_nobody(mnt: &Path) -> std::process::Output {
 
 #[test]
 fn allow_other_is_off_unless_asked_for() {
+    require_fuse!();
     let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
     {
-        let m = strict(&root, &[]);
+        let m = strict_mount(&root, &[]);
         let line = mount_line(m.path());
         assert!(!line.contains("allow_other"), "{line}");
         assert!(line.contains(" ro,") || line.contains(" ro "), "{line}");
@@ -519,7 +514,7 @@ fn allow_other_is_off_unless_asked_for() {
             "{out:?}"
         );
     }
-    let m = strict(&root, &["-o", "allow_other"]);
+    let m = strict_mount(&root, &["-o", "allow_other"]);
     let line = mount_line(m.path());
     assert!(line.contains("allow_other"), "{line}");
     let out = ls_as_nobody(m.path());

@@ -15,21 +15,12 @@ const BOOK: &str = "书";
 
 /// A small library: ROOT/novels/书/… ; returns (guard, root).
 fn small_library(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap().join("lib");
-    let book = root.join("novels").join(BOOK);
-    std::fs::create_dir_all(&book).unwrap();
-    for (name, body) in files {
-        std::fs::write(book.join(name), body).unwrap();
-    }
-    (dir, root)
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_bytes())).collect();
+    common::book_library(&files)
 }
 
 fn strict(root: &Path) -> Mount {
-    Mount::new(
-        root,
-        &["--ttl", "0", "--state-file", "/nonexistent/state.json"],
-    )
+    common::strict_mount(root, &[])
 }
 
 /// The three ways a mount stays fresh: asking every time (`--ttl 0`); the
@@ -61,6 +52,13 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Waits until the page at `page` shows `text` as its line 1.
+fn first_line_shows(page: &Path, text: &str, what: &str) {
+    eventually(what, || {
+        read_string(page).filter(|s| s.contains(&format!("1: {text}\n")))
+    });
+}
+
 fn read_string(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok()
 }
@@ -70,20 +68,11 @@ fn read_errno(p: &Path) -> Option<i32> {
 }
 
 fn sorted_names(p: &Path) -> Option<Vec<String>> {
-    let mut v = std::fs::read_dir(p)
-        .ok()?
-        .map(|e| e.map(|e| e.file_name().into_string().unwrap()))
-        .collect::<std::io::Result<Vec<_>>>()
-        .ok()?;
-    v.sort();
-    Some(v)
+    common::sorted_names(p).ok()
 }
 
 fn lines(n: usize, tag: &str) -> String {
-    (1..=n)
-        .map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    common::prose_lines(n, tag)
 }
 
 fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -100,6 +89,7 @@ fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
+    require_fuse!();
     let (_g, root) = common::reference_library();
     let m = strict(&root);
     let mut files = Vec::new();
@@ -141,6 +131,7 @@ fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
 
 #[test]
 fn mmap_returns_the_same_bytes() {
+    require_fuse!();
     let (_g, root) = common::reference_library();
     let m = strict(&root);
     let p = m.path().join("星河旧梦/31/offset-1.txt");
@@ -172,6 +163,7 @@ fn mmap_returns_the_same_bytes() {
 
 #[test]
 fn source_mtime_shows_on_chapter_dirs_and_pages() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "一\n二")]);
     let src = root.join("novels").join(BOOK).join("第1章 起.md");
     let when = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
@@ -194,6 +186,7 @@ fn source_mtime_shows_on_chapter_dirs_and_pages() {
 
 #[test]
 fn an_edit_shows_at_the_next_open_and_an_open_handle_keeps_its_page() {
+    require_fuse!();
     for (mode, ttl) in MODES {
         let (_g, root) = small_library(&[("第1章 起.md", &lines(3, "旧"))]);
         let src = root.join("novels").join(BOOK).join("第1章 起.md");
@@ -240,6 +233,7 @@ fn an_edit_shows_at_the_next_open_and_an_open_handle_keeps_its_page() {
 
 #[test]
 fn chapters_appear_and_disappear() {
+    require_fuse!();
     for (mode, ttl) in MODES {
         let (_g, root) = small_library(&[("第1章 起.md", "a")]);
         let book = root.join("novels").join(BOOK);
@@ -267,17 +261,15 @@ fn chapters_appear_and_disappear() {
 
 #[test]
 fn cache_never_serves_a_stale_page() {
+    require_fuse!();
     for (mode, ttl) in MODES {
         let (_g, root) = small_library(&[("第1章 起.md", "甲乙丙"), ("第2章 承.md", "b")]);
         let book = root.join("novels").join(BOOK);
         let src = book.join("第1章 起.md");
         let m = mount_in(&root, ttl, "/nonexistent/state.json");
         let page = m.path().join("书/1/offset-1.txt");
-        let shows = |text: &str, what: &str| {
-            eventually(&format!("{mode}: {what}"), || {
-                read_string(&page).filter(|s| s.contains(&format!("1: {text}\n")))
-            });
-        };
+        let shows =
+            |text: &str, what: &str| first_line_shows(&page, text, &format!("{mode}: {what}"));
         shows("甲乙丙", "first read");
 
         // Same size, old mtime restored: ctime still changes.
@@ -355,6 +347,7 @@ fn cache_never_serves_a_stale_page() {
 
 #[test]
 fn undecodable_and_vanished_sources_never_break_the_mount() {
+    require_fuse!();
     for (mode, ttl) in MODES {
         let (_g, root) = small_library(&[("第1章 坏.txt", ""), ("第2章 好.md", "好")]);
         std::fs::write(
@@ -411,6 +404,7 @@ fn undecodable_and_vanished_sources_never_break_the_mount() {
 
 #[test]
 fn every_write_is_refused_with_erofs() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let m = strict(&root);
     let page = m.path().join("书/1/offset-1.txt");
@@ -464,6 +458,7 @@ fn every_write_is_refused_with_erofs() {
 
 #[test]
 fn nothing_outside_the_library_is_reachable() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let novels = root.join("novels");
     std::os::unix::fs::symlink("/etc", novels.join("etc")).unwrap();
@@ -507,6 +502,7 @@ fn nothing_outside_the_library_is_reachable() {
 
 #[test]
 fn book_names_resolve_through_sanitize_segment() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let m = strict(&root);
     let alias = m.path().join("书.");
@@ -521,6 +517,7 @@ fn book_names_resolve_through_sanitize_segment() {
 
 #[test]
 fn switched_off_state_follows_the_state_file() {
+    require_fuse!();
     for (mode, ttl) in MODES {
         let (g, root) = small_library(&[("第1章 起.md", "a")]);
         let state = g.path().join("state.json");
@@ -550,6 +547,7 @@ fn switched_off_state_follows_the_state_file() {
 
 #[test]
 fn ordinary_tools_work_on_the_mount() {
+    require_fuse!();
     let (_g, root) = common::reference_library();
     let m = strict(&root);
     let run = |cmd: &mut Command| {
@@ -596,6 +594,7 @@ fn ordinary_tools_work_on_the_mount() {
 
 #[test]
 fn sigterm_unmounts_cleanly_even_with_reads_in_flight() {
+    require_fuse!();
     let (_g, root) = common::reference_library();
     let mut m = strict(&root);
     let path = m.path().to_path_buf();
@@ -623,6 +622,7 @@ fn sigterm_unmounts_cleanly_even_with_reads_in_flight() {
 /// `novelfs ROOT MOUNTPOINT -o …` is how mount.fuse3 runs a `fuse.novelfs` fstab line.
 #[test]
 fn fstab_invocation_form_daemonizes_and_unmounts() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let mnt = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
@@ -660,6 +660,7 @@ fn fstab_invocation_form_daemonizes_and_unmounts() {
 
 #[test]
 fn mount_refuses_with_a_reason() {
+    require_fuse!();
     let (g, root) = small_library(&[("第1章 起.md", "a")]);
     let novelfs = |args: &[&std::ffi::OsStr]| {
         Command::new(env!("CARGO_BIN_EXE_novelfs"))
@@ -727,6 +728,7 @@ fn mount_refuses_with_a_reason() {
 
 #[test]
 fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let mut m = strict(&root);
     let child = m.child.as_mut().unwrap();
@@ -777,6 +779,7 @@ fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
 
 #[test]
 fn access_reports_the_modes_it_shows() {
+    require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let m = strict(&root);
     let access = |p: &Path, mode: i32| {
@@ -799,4 +802,34 @@ fn access_reports_the_modes_it_shows() {
     );
     assert_eq!(access(&page, libc::W_OK), libc::EROFS);
     assert_eq!(access(&chapter, libc::R_OK | libc::X_OK), 0);
+}
+
+#[test]
+fn a_replaced_novels_directory_is_watched_anew() {
+    require_fuse!();
+    for (mode, ttl) in MODES {
+        let (_g, root) = small_library(&[("第1章 起.md", "旧")]);
+        let m = mount_in(&root, ttl, "/nonexistent/state.json");
+        let page = m.path().join("书/1/offset-1.txt");
+        let shows =
+            |text: &str, what: &str| first_line_shows(&page, text, &format!("{mode}: {what}"));
+        shows("旧", "first read");
+        let fresh = root.join("novels.new").join(BOOK);
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::fs::write(fresh.join("第1章 起.md"), "新").unwrap();
+        std::fs::rename(root.join("novels"), root.join("novels.old")).unwrap();
+        std::fs::rename(root.join("novels.new"), root.join("novels")).unwrap();
+        shows("新", "the new tree");
+        // Let the watching thread find the new novels/ (it looks once a
+        // second), so that what is read next is held on the watch's word.
+        std::thread::sleep(Duration::from_millis(1500));
+        shows("新", "the new tree, watched");
+        // An edit inside the new tree must be seen, not only the swap itself.
+        std::fs::write(root.join("novels").join(BOOK).join("第1章 起.md"), "改").unwrap();
+        shows("改", "an edit in the new tree");
+        // ... and an edit in the tree moved aside must change nothing.
+        std::fs::write(root.join("novels.old").join(BOOK).join("第1章 起.md"), "x").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        shows("改", "the old tree's edit ignored");
+    }
 }

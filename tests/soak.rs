@@ -575,6 +575,7 @@ fn soak_watched() {
 }
 
 fn soak(ttl: &str) {
+    require_fuse!();
     let threads = env_num("NOVELFS_SOAK_THREADS", 8);
     let secs = env_num("NOVELFS_SOAK_SECS", 12);
     let (_g, root) = common::book_library(&[]);

@@ -12,7 +12,7 @@
 //! changes made through another client of a network filesystem, and such
 //! books keep the plain TTL.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -67,6 +67,13 @@ struct Watched {
     novels: Option<i32>,
     books: HashMap<OsString, i32>,
     by_wd: HashMap<i32, Target>,
+    /// Books that could not be watched (a network filesystem, the inotify
+    /// limit, gone), so that a lookup does not pay a statfs and an
+    /// inotify_add_watch, nor log, each time. Tried again once `novels/`
+    /// reports a change to that name.
+    unwatchable: HashSet<OsString>,
+    /// How many times a book's watch was attempted (for tests).
+    attempts: usize,
 }
 
 pub struct Watch {
@@ -177,11 +184,16 @@ impl Watch {
         if w.books.contains_key(book) {
             return true;
         }
-        let dir = self.novels_dir.join(book);
-        if remote_filesystem(&dir) {
+        if w.unwatchable.contains(book) {
             return false;
         }
-        let Some(wd) = self.add(&dir, BOOK_EVENTS) else {
+        w.attempts += 1;
+        let dir = self.novels_dir.join(book);
+        let Some(wd) = (!remote_filesystem(&dir))
+            .then(|| self.add(&dir, BOOK_EVENTS))
+            .flatten()
+        else {
+            w.unwatchable.insert(book.to_os_string());
             return false;
         };
         // Two names for one directory (a rename we have not heard of yet)
@@ -263,11 +275,24 @@ impl Watch {
                 Some(Target::Novels) => {
                     if mask & GONE_EVENTS != 0 {
                         // novels/ itself went: watched again (if it comes
-                        // back) by the waiting loop.
+                        // back) by the waiting loop. A novels/ moved aside
+                        // keeps its books, and their watches would answer for
+                        // the new tree's books of the same names: all go.
                         w.by_wd.remove(&event.wd);
                         w.novels = None;
+                        let fd = self.fd.as_raw_fd();
+                        if mask & libc::IN_IGNORED == 0 {
+                            // SAFETY: plain syscall; a gone descriptor gives EINVAL.
+                            unsafe { libc::inotify_rm_watch(fd, event.wd) };
+                        }
+                        let books: Vec<OsString> = w.books.keys().cloned().collect();
+                        for book in books {
+                            Self::forget_book(&mut w, &book, fd);
+                        }
+                        w.unwatchable.clear();
                         changes.push(Change::All);
                     } else if mask & SET_EVENTS != 0 {
+                        w.unwatchable.remove(OsStr::from_bytes(name));
                         if mask & (libc::IN_DELETE | libc::IN_MOVED_FROM) != 0 {
                             Self::forget_book(&mut w, OsStr::from_bytes(name), self.fd.as_raw_fd());
                         }
@@ -322,6 +347,32 @@ mod tests {
             }
             all.extend(got);
         }
+    }
+
+    fn attempts(w: &Watch) -> usize {
+        w.watched.lock().unwrap().attempts
+    }
+
+    #[test]
+    fn a_book_that_cannot_be_watched_is_not_tried_again_until_novels_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let novels = dir.path().join("novels");
+        std::fs::create_dir_all(&novels).unwrap();
+        let w = Watch::new(&novels).unwrap();
+        // A file is no directory: inotify_add_watch with IN_ONLYDIR refuses it.
+        std::fs::write(novels.join("书"), "").unwrap();
+        settle(&w);
+        assert!(!w.watch_book(OsStr::new("书")));
+        assert!(!w.watch_book(OsStr::new("书")));
+        assert_eq!(attempts(&w), 1, "the refusal is remembered");
+        std::fs::remove_file(novels.join("书")).unwrap();
+        std::fs::create_dir(novels.join("书")).unwrap();
+        settle(&w);
+        assert!(
+            w.watch_book(OsStr::new("书")),
+            "a change to the name forgets it"
+        );
+        assert_eq!(attempts(&w), 2);
     }
 
     #[test]

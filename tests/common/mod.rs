@@ -5,6 +5,79 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod golden;
+
+/// Whether this machine can mount: `/dev/fuse` opens read-write and we are
+/// root (the pure-Rust mount needs no helper then). Otherwise a mount test
+/// says it skipped and why, and passes.
+pub fn fuse_available() -> bool {
+    let why = if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_err()
+    {
+        "/dev/fuse cannot be opened read-write"
+    } else if unsafe { libc::geteuid() } != 0 {
+        "the tests mount as root and this is not root"
+    } else {
+        return true;
+    };
+    eprintln!("SKIPPED (no FUSE here: {why})");
+    false
+}
+
+/// A mount that asks the daemon about every name (`--ttl 0`) with no
+/// switch file, plus `extra` arguments.
+pub fn strict_mount(root: &Path, extra: &[&str]) -> Mount {
+    let mut args = vec!["--ttl", "0", "--state-file", "/nonexistent/state.json"];
+    args.extend_from_slice(extra);
+    Mount::new(root, &args)
+}
+
+/// Runs `f` on another thread and fails if it takes longer than `secs`:
+/// a hung FUSE request must not hang the test runner silently.
+pub fn within<T: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: no answer within {secs} s"))
+}
+
+/// `n` numbered lines of Chinese prose, each line starting with `tag`.
+pub fn prose_lines(n: usize, tag: &str) -> String {
+    (1..=n)
+        .map(|i| format!("{tag}第{i}行，月光落在旧街的石板上。"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A directory's names, sorted.
+pub fn sorted_names(p: &Path) -> std::io::Result<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(p)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    v.sort();
+    Ok(v)
+}
+
+/// The first line of a test that mounts: returns from it, saying so, where
+/// nothing can be mounted.
+#[macro_export]
+macro_rules! require_fuse {
+    () => {
+        if !common::fuse_available() {
+            return;
+        }
+    };
+}
+
 /// One line of `tests/golden/cases.jsonl` (format in tests/golden/README.md).
 #[derive(Debug, Clone)]
 pub struct Case {
