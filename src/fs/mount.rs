@@ -685,8 +685,12 @@ mod tests {
             Some("/library")
         );
         assert!(opts("path_root=library").is_err());
-        assert!(opts("subtype=a,b").is_ok_and(|o| o.subtype.as_deref() == Some("a")));
+        assert_eq!(
+            opts("subtype=novels2").unwrap().subtype.as_deref(),
+            Some("novels2")
+        );
         assert!(opts("subtype=a b").is_err());
+        assert!(opts("subtype=a/b").is_err());
     }
 
     #[test]
