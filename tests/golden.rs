@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::golden::{Refusal, Stat, Tree, Way, check_every_case, page_name};
 use common::{Case, Mount};
-use novelfs::fs::model::{FsConfig, Kind, NovelFs, ROOT_INO};
+use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
 use novelfs::library::Library;
 use serde_json::Value;
 

@@ -1,4 +1,5 @@
-//! A byte-bounded LRU map for decoded chapters and rendered pages.
+//! The byte-bounded LRU maps that hold decoded chapters, outlines,
+//! rendered pages and listings, and how the one budget is split among them.
 //!
 //! Entries are validated by the caller against a stamp of the source (see
 //! `Stamp`), so the cache never decides freshness itself; it only bounds
@@ -44,6 +45,30 @@ pub fn allocated(bytes: usize) -> usize {
         (bytes + 16).next_multiple_of(4096)
     } else {
         bytes + 16
+    }
+}
+
+/// The cache budget of a mount, split by what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub texts: usize,
+    pub outlines: usize,
+    pub pages: usize,
+    pub listings: usize,
+}
+
+impl Budget {
+    /// 1/16 each (at least 1 MiB) for outlines, rendered pages and
+    /// listings, the rest (at least 1 MiB) for decoded chapters: a text is
+    /// what costs a decode to get back.
+    pub fn split(total: usize) -> Budget {
+        let sixteenth = (total / 16).max(1 << 20);
+        Budget {
+            texts: total.saturating_sub(3 * sixteenth).max(1 << 20),
+            outlines: sixteenth,
+            pages: sixteenth,
+            listings: sixteenth,
+        }
     }
 }
 
@@ -124,6 +149,18 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_goes_mostly_to_texts() {
+        let b = Budget::split(256 << 20);
+        assert_eq!(
+            (b.outlines, b.pages, b.listings),
+            (16 << 20, 16 << 20, 16 << 20)
+        );
+        assert_eq!(b.texts, 208 << 20);
+        let tiny = Budget::split(0);
+        assert_eq!((tiny.texts, tiny.outlines), (1 << 20, 1 << 20));
+    }
 
     #[test]
     fn mapped_buffers_count_whole_pages() {

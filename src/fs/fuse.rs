@@ -17,7 +17,8 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use super::model::{Attr, Kind, NovelFs};
+use super::NovelFs;
+use super::node::{Attr, Kind};
 
 pub struct FuseAdapter {
     fs: Arc<NovelFs>,
@@ -55,11 +56,7 @@ impl FuseAdapter {
             mtime: a.mtime,
             ctime: a.mtime,
             crtime: a.mtime,
-            kind: match a.kind {
-                Kind::Directory => FileType::Directory,
-                Kind::File => FileType::RegularFile,
-                Kind::Symlink => FileType::Symlink,
-            },
+            kind: kind(a.kind),
             perm: a.perm() & self.mode_mask,
             nlink: if a.kind == Kind::Directory { 2 } else { 1 },
             uid: self.uid,
@@ -178,7 +175,7 @@ impl Filesystem for FuseAdapter {
 
     /// ENOSYS: the kernel then opens every file without asking (and never
     /// sends RELEASE), keeping its page cache: an inode's bytes never
-    /// change (see `model`), and everything is read by inode. Writes never
+    /// change (see `core`), and everything is read by inode. Writes never
     /// get here: the mount is read-only.
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use fuser::{Config, INodeNo};
 
+use super::Change;
 use super::access::Access;
 use super::attach::{MountSpec, Watchdog};
 use super::fuse::FuseAdapter;
-use super::model::{FsConfig, Invalidation, NovelFs};
-use super::watch::Change;
+use super::{FsConfig, Invalidation, NovelFs};
 use crate::library::Library;
 
 /// Everything `novelfs mount` needs.

@@ -9,11 +9,7 @@ use crate::library::page::{MAX_OFFSET, READ_LIMIT};
 /// The name of the file that explains why a directory holds no pages.
 pub const ERROR_FILE: &str = "ERROR";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use crate::library::PageFormat as Format;
 
 impl Format {
     pub fn extension(self) -> &'static str {

@@ -11,7 +11,7 @@ pub mod render;
 pub mod scan;
 pub mod state;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
@@ -71,6 +71,19 @@ impl PageOutput {
     pub fn json(&self) -> String {
         render::render_json(&self.source(), &self.page)
     }
+    pub fn rendered(&self, format: PageFormat) -> String {
+        match format {
+            PageFormat::Text => self.text(),
+            PageFormat::Json => self.json(),
+        }
+    }
+}
+
+/// The two renderings of a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PageFormat {
+    Text,
+    Json,
 }
 
 /// `sanitizeSegment`: strip characters Windows forbids, leading and trailing
@@ -190,9 +203,92 @@ impl Library {
         if !self.is_book(OsStr::new(book)) {
             return Err(not_found());
         }
-        let chapters =
-            scan::scan_chapters(&self.book_dir(OsStr::new(book))).map_err(|_| not_found())?;
-        Ok(BookIndex::new(chapters))
+        self.index_book(OsStr::new(book)).map_err(|_| not_found())
+    }
+
+    /// The chapter index of the book directory `book`, named as it is on
+    /// disk (not sanitized).
+    pub fn index_book(&self, book: &OsStr) -> std::io::Result<BookIndex> {
+        Ok(BookIndex::new(scan::scan_chapters(&self.book_dir(book))?))
+    }
+
+    /// The book directories in `novels/` (symlinks are no books), in the
+    /// order a listing shows them.
+    pub fn book_names(&self) -> std::io::Result<Vec<OsString>> {
+        let mut books: Vec<OsString> = std::fs::read_dir(self.novels_dir())?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name())
+            .collect();
+        books.sort_by(|a, b| {
+            scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b))
+        });
+        Ok(books)
+    }
+
+    /// The metadata of the chapter file `file` of `book` when the name
+    /// holds a regular file (one `lstat`; a symlink is not followed).
+    pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<std::fs::Metadata> {
+        let meta = std::fs::symlink_metadata(self.book_dir(book).join(file)).ok()?;
+        meta.is_file().then_some(meta)
+    }
+
+    /// Reads and decodes a chapter file opened with `open_chapter_file`.
+    pub fn load_opened_chapter(
+        &self,
+        book: &OsStr,
+        chapter: &Chapter,
+        f: std::fs::File,
+        meta: &std::fs::Metadata,
+    ) -> Result<ChapterText, NovelError> {
+        let bytes = self.read_opened_chapter(book, &chapter.os_name, f, meta)?;
+        self.decode_chapter(book, chapter, bytes)
+    }
+
+    /// A page of `file` in `book` with the names it is rendered with.
+    pub fn page_output(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        text: &ChapterText,
+        offset: u64,
+        limit: u32,
+    ) -> PageOutput {
+        let book = book.to_string_lossy().into_owned();
+        let file = file.to_string_lossy().into_owned();
+        PageOutput {
+            path: self.display_path(&book, &file),
+            book,
+            file,
+            page: text.page(offset, limit),
+        }
+    }
+
+    /// The byte size of that page rendered as `format`, computed from line
+    /// sizes without rendering it. `offset` must be in range.
+    pub fn page_len(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        text: &ChapterText,
+        offset: u64,
+        limit: u32,
+        format: PageFormat,
+    ) -> u64 {
+        let book = book.to_string_lossy();
+        let file = file.to_string_lossy();
+        let path = self.display_path(&book, &file);
+        let source = PageSource {
+            book: &book,
+            file: &file,
+            path: &path,
+        };
+        let layout = text.layout(offset, limit);
+        let lines = text.line_stats(&layout);
+        (match format {
+            PageFormat::Text => render::text_len(&source, text.total_lines(), &layout, lines),
+            PageFormat::Json => render::json_len(&source, text.total_lines(), &layout, lines),
+        }) as u64
     }
 
     /// Reads and decodes a chapter file. The file is opened without

@@ -6,7 +6,7 @@
 //! asked again: a reader of a whole book pays a round trip per name. With
 //! `novels/` and each book directory watched, the kernel may keep entries
 //! for long, and a change is pushed to it as soon as inotify reports it
-//! (`NovelFs::invalidations` says what to drop).
+//! (`freshness::plan` says what to drop).
 //!
 //! Only directories on local filesystems are watched: inotify does not see
 //! changes made through another client of a network filesystem, and such
@@ -205,17 +205,15 @@ impl Watch {
         true
     }
 
-    pub fn covers_root(&self) -> bool {
-        self.watched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .novels
-            .is_some()
+    /// Whether a change in `book` (`None`: in `novels/` itself) is
+    /// reported: a book is covered only while `novels/` is.
+    pub fn covers(&self, book: Option<&OsStr>) -> bool {
+        let w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        w.novels.is_some() && book.is_none_or(|b| w.books.contains_key(b))
     }
 
-    pub fn covers_book(&self, book: &OsStr) -> bool {
-        let w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
-        w.novels.is_some() && w.books.contains_key(book)
+    pub fn covers_root(&self) -> bool {
+        self.covers(None)
     }
 
     fn forget_book(w: &mut Watched, book: &OsStr, fd: i32) {
@@ -383,9 +381,9 @@ mod tests {
         std::fs::write(novels.join("书/第1章.md"), "a").unwrap();
         let w = Watch::new(&novels).expect("a local directory can be watched");
         assert!(w.covers_root());
-        assert!(!w.covers_book(OsStr::new("书")));
+        assert!(!w.covers(Some(OsStr::new("书"))));
         assert!(w.watch_book(OsStr::new("书")));
-        assert!(w.covers_book(OsStr::new("书")));
+        assert!(w.covers(Some(OsStr::new("书"))));
 
         std::fs::write(novels.join("书/第1章.md"), "b").unwrap();
         assert_eq!(
@@ -405,7 +403,7 @@ mod tests {
         std::fs::rename(novels.join("书"), novels.join("旧书")).unwrap();
         assert!(settle(&w).contains(&Change::Books));
         assert!(
-            !w.covers_book(OsStr::new("书")),
+            !w.covers(Some(OsStr::new("书"))),
             "a renamed book is watched again under its new name"
         );
         std::fs::remove_dir_all(&novels).unwrap();

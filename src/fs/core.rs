@@ -1,0 +1,873 @@
+//! The request handlers, free of FUSE types: which names exist, what they
+//! are, what bytes they hold. `fuse.rs` only translates requests to these.
+//!
+//! Nothing here is trusted across requests: every operation re-validates
+//! its node against the source (through stamp-checked caches), so a change
+//! on disk shows at the next lookup.
+//!
+//! Files are read by inode, without handles (the mount answers OPEN with
+//! ENOSYS, so the kernel stops sending OPEN and RELEASE and keeps each
+//! file's page cache): that is sound because every file whose bytes depend
+//! on a source carries the version of that source in its node, so an
+//! inode's bytes never change. An edit makes the same name a new inode.
+
+use std::ffi::{OsStr, OsString};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::library::{Library, NovelError};
+
+use super::cache::{Budget, Stamp};
+use super::freshness::{self, Change, Freshness, Invalidation, Watch};
+use super::inodes::InodeTable;
+use super::listing::{Listed, Listing, Listings};
+use super::names::{ERROR_FILE, Format, PageName};
+use super::node::{Attr, ChapterRef, Kind, Node, Result, chapter_ref};
+use super::outline::Outlines;
+use super::pages::Pages;
+use super::resolve;
+use super::source::{Source, dir_mtime, stamp_of};
+use super::switch::Switch;
+
+/// Settings of one mount.
+#[derive(Debug, Clone)]
+pub struct FsConfig {
+    /// How long the kernel may cache entries and attributes of what is
+    /// not watched; 0 = ask every time (and nothing is watched).
+    pub ttl: Duration,
+    /// The assistant's switch file; `None` = the default location.
+    pub state_file: Option<PathBuf>,
+    /// Bytes of decoded chapters, outlines, rendered pages and listings
+    /// kept in memory.
+    pub cache_bytes: usize,
+    /// Watch the library for changes (inotify) so that the kernel may
+    /// cache for long; only with a non-zero `ttl`.
+    pub watch: bool,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig {
+            ttl: Duration::from_secs(1),
+            state_file: None,
+            cache_bytes: 256 << 20,
+            watch: true,
+        }
+    }
+}
+
+pub struct NovelFs {
+    source: Source,
+    freshness: Arc<Freshness>,
+    inodes: InodeTable,
+    outlines: Outlines,
+    pages: Pages,
+    listings: Listings,
+    switch: Switch,
+}
+
+fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
+    Arc::new(e.error_line().into_bytes())
+}
+
+impl NovelFs {
+    pub fn new(library: Library, config: FsConfig) -> Self {
+        let budget = Budget::split(config.cache_bytes);
+        let freshness = Arc::new(Freshness::new(
+            &library.novels_dir(),
+            config.ttl,
+            config.watch,
+        ));
+        NovelFs {
+            source: Source::new(library, freshness.clone(), budget.texts),
+            freshness,
+            inodes: InodeTable::default(),
+            outlines: Outlines::new(budget.outlines),
+            pages: Pages::new(budget.pages),
+            listings: Listings::new(budget.listings),
+            switch: Switch::new(config.state_file),
+        }
+    }
+
+    /// The watch over the library, when changes are pushed to the kernel.
+    pub fn watch(&self) -> Option<&Watch> {
+        self.freshness.watch()
+    }
+
+    /// Whether the kernel is told of changes (then directories need no
+    /// OPENDIR: their cached listings are dropped on change).
+    pub fn watching(&self) -> bool {
+        self.freshness.covered(None)
+    }
+
+    /// The configured TTL (what unwatched names get).
+    pub fn ttl(&self) -> Duration {
+        self.freshness.ttl()
+    }
+
+    pub fn library(&self) -> &Library {
+        self.source.library()
+    }
+
+    /// The path of `ino` for log lines (never fails).
+    pub fn describe(&self, ino: u64) -> String {
+        self.inodes.describe(ino)
+    }
+
+    pub fn node(&self, ino: u64) -> Result<Node> {
+        self.inodes.node(ino)
+    }
+
+    /// The kernel dropped `n` lookups of `ino`.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if self.inodes.forget(ino, n) {
+            self.listings.forget(ino);
+        }
+    }
+
+    /// Inodes currently known (for tests of `forget`).
+    pub fn inode_count(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// Whether `novel_read` is switched on.
+    pub fn enabled(&self) -> bool {
+        self.switch.enabled()
+    }
+
+    /// Whether the switch flipped since the previous call (the first call
+    /// only records it).
+    pub fn switch_flipped(&self) -> bool {
+        self.switch.flipped()
+    }
+
+    /// Bytes held by the caches (for benchmarks and tests).
+    pub fn cache_bytes(&self) -> usize {
+        self.source.cached_bytes()
+            + self.outlines.cached_bytes()
+            + self.pages.cached_bytes()
+            + self.listings.cached_bytes()
+    }
+
+    /// The node's current attributes; ENOENT when it no longer exists.
+    fn attr_of(&self, ino: u64, node: &Node) -> Result<Attr> {
+        let ttl = self.freshness.ttl_for(node);
+        let library = self.library();
+        let dir = |mtime| Attr {
+            ino,
+            kind: Kind::Directory,
+            size: 0,
+            mtime,
+            ttl,
+        };
+        let file = |size: u64, mtime| Attr {
+            ino,
+            kind: Kind::File,
+            size,
+            mtime,
+            ttl,
+        };
+        let link = |target: &OsStr, mtime| Attr {
+            ino,
+            kind: Kind::Symlink,
+            size: target.len() as u64,
+            mtime,
+            ttl,
+        };
+        // A version that is no longer the current one (it may still be open).
+        let older = || {
+            self.inodes
+                .last_attr(ino)
+                .map(|last| file(last.size, last.mtime))
+        };
+        Ok(match node {
+            Node::Root => dir(dir_mtime(&library.novels_dir())),
+            Node::RootError => file(
+                self.root_error()?.len() as u64,
+                dir_mtime(&library.novels_dir()),
+            ),
+            Node::Book { book } => {
+                if !library.is_book(book) {
+                    return Err(libc::ENOENT);
+                }
+                dir(dir_mtime(&library.book_dir(book)))
+            }
+            Node::BookAlias { name, target } => {
+                if *resolve::book_alias_target(library, name)? != **target {
+                    return Err(libc::ENOENT);
+                }
+                link(target, dir_mtime(&library.book_dir(target)))
+            }
+            Node::Chapter { chapter } => dir(self.source.chapter_source(chapter)?.mtime()),
+            Node::ChapterAlias { name, target } => {
+                if *resolve::alias_target(&self.source, &target.book, name)? != *target.file {
+                    return Err(libc::ENOENT);
+                }
+                link(
+                    &target.file,
+                    dir_mtime(&library.book_dir(&target.book).join(&*target.file)),
+                )
+            }
+            Node::Ambiguous { book, name } => {
+                resolve::ambiguity(&self.source, book, name)?;
+                dir(dir_mtime(&library.book_dir(book)))
+            }
+            Node::AmbiguousError {
+                book,
+                name,
+                version,
+            } => match resolve::ambiguity(&self.source, book, name) {
+                Ok(a) if a.version == *version => file(
+                    a.error.error_line().len() as u64,
+                    dir_mtime(&library.book_dir(book)),
+                ),
+                _ => older()?,
+            },
+            Node::ChapterError { chapter, version } => match self.source.chapter(chapter) {
+                Ok(now) if now.version == *version => match now.loaded {
+                    Err(e) => file(e.error_line().len() as u64, now.mtime),
+                    Ok(_) => older()?,
+                },
+                _ => older()?,
+            },
+            Node::Page {
+                chapter,
+                page,
+                version,
+            } => match self.outlines.page_size(&self.source, chapter, *page) {
+                Ok(now) if now.version == *version => file(now.size, now.mtime),
+                _ => older()?,
+            },
+        })
+    }
+
+    fn root_error(&self) -> Result<String> {
+        if self.enabled() {
+            Err(libc::ENOENT)
+        } else {
+            Ok(NovelError::Disabled.error_line())
+        }
+    }
+
+    /// Switched off, only the root and its `ERROR` remain reachable.
+    fn check_switch(&self, node: &Node) -> Result<()> {
+        if matches!(node, Node::Root | Node::RootError) || self.enabled() {
+            Ok(())
+        } else {
+            Err(libc::EACCES)
+        }
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        self.attr_of(ino, &node)
+    }
+
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
+        let parent = self.node(parent)?;
+        if !self.enabled() {
+            return match parent {
+                Node::Root if name == ERROR_FILE => self.found(Node::RootError),
+                _ => Err(libc::EACCES),
+            };
+        }
+        let node = match parent {
+            Node::Root => resolve::in_root(self.library(), name)?,
+            Node::Book { book } => resolve::in_book(&self.source, book, name)?,
+            Node::Chapter { chapter } => self.in_chapter(chapter, name)?,
+            Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
+                let version = resolve::ambiguity(&self.source, &book, &alias)?.version;
+                Node::AmbiguousError {
+                    book,
+                    name: alias,
+                    version,
+                }
+            }
+            Node::Ambiguous { .. } => return Err(libc::ENOENT),
+            Node::RootError
+            | Node::AmbiguousError { .. }
+            | Node::ChapterError { .. }
+            | Node::Page { .. }
+            | Node::BookAlias { .. }
+            | Node::ChapterAlias { .. } => return Err(libc::ENOTDIR),
+        };
+        self.found(node)
+    }
+
+    /// The node `name` names in a chapter directory: its `ERROR`, or a page
+    /// of the source's current version.
+    fn in_chapter(&self, chapter: ChapterRef, name: &OsStr) -> Result<Node> {
+        if name == ERROR_FILE {
+            let now = self.source.chapter(&chapter)?;
+            return match now.loaded {
+                Err(_) => Ok(Node::ChapterError {
+                    chapter,
+                    version: now.version,
+                }),
+                Ok(_) => Err(libc::ENOENT),
+            };
+        }
+        use std::os::unix::ffi::OsStrExt;
+        let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
+        let version = self
+            .outlines
+            .page_size(&self.source, &chapter, page)?
+            .version;
+        Ok(Node::Page {
+            chapter,
+            page,
+            version,
+        })
+    }
+
+    fn found(&self, node: Node) -> Result<Attr> {
+        // Validate before interning, so a name that does not exist leaves no inode behind.
+        let attr = self.attr_of(0, &node)?;
+        Ok(Attr {
+            ino: self.inodes.intern(node, true, Some(&attr)),
+            ..attr
+        })
+    }
+
+    pub fn readlink(&self, ino: u64) -> Result<OsString> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        match &node {
+            Node::BookAlias { target, .. } => {
+                self.attr_of(ino, &node)?;
+                Ok(target.to_os_string())
+            }
+            Node::ChapterAlias { target, .. } => {
+                self.attr_of(ino, &node)?;
+                Ok(target.file.to_os_string())
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+
+    /// Opens a directory, in mounts that are not watched (there OPENDIR
+    /// gets ENOSYS and the kernel keeps listings until told otherwise).
+    ///
+    /// True when the kernel may list the directory from its own cache:
+    /// only when what the listing depends on (the source of a chapter, the
+    /// book directory, `novels/` and the switch) has the same stamp as at
+    /// the previous opendir of this inode.
+    pub fn opendir(&self, ino: u64) -> Result<bool> {
+        if self.getattr(ino)?.kind != Kind::Directory {
+            return Err(libc::ENOTDIR);
+        }
+        let digest = self.listing_digest(&self.node(ino)?);
+        Ok(self.listings.opened(ino, digest))
+    }
+
+    /// A digest of what a listing of `node` depends on.
+    fn listing_digest(&self, node: &Node) -> Option<u64> {
+        let library = self.library();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        match node {
+            Node::Root => (self.enabled(), stamp_of(&library.novels_dir())?).hash(&mut hasher),
+            Node::Book { book } | Node::Ambiguous { book, .. } => {
+                stamp_of(&library.book_dir(book))?.hash(&mut hasher)
+            }
+            Node::Chapter { chapter } => {
+                Stamp::of(&self.source.chapter_source(chapter).ok()?.meta).hash(&mut hasher)
+            }
+            _ => return None,
+        }
+        Some(hasher.finish())
+    }
+
+    /// The listing a READDIR of `ino` at `offset` continues (see
+    /// `Listings::continue_or_take`).
+    pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
+        self.listings
+            .continue_or_take(ino, offset, || self.list(ino))
+    }
+
+    /// The inode of a listed entry, for readdir (the kernel keeps no
+    /// reference to it, so no lookup is counted).
+    pub fn listed_ino(&self, e: &Listed) -> u64 {
+        self.inodes.intern(e.node.clone(), false, None)
+    }
+
+    /// The attributes of a listed entry, for readdirplus: the entry now
+    /// counts as a lookup (undo with `forget` if it is not sent). `None`
+    /// when it vanished since the listing was taken.
+    pub fn listed_plus(&self, e: &Listed) -> Option<Attr> {
+        let attr = match e.attr {
+            Some(a) => a,
+            None => self.attr_of(0, &e.node).ok()?,
+        };
+        let ino = self.inodes.intern(e.node.clone(), true, Some(&attr));
+        Some(Attr { ino, ..attr })
+    }
+
+    /// The entries of a directory. The pages of a chapter carry their
+    /// attributes, taken from the same version of the chapter as their
+    /// names, so a listing taken while the chapter changes is whole.
+    fn list(&self, ino: u64) -> Result<Vec<Listed>> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        let entry = |node: Node, kind: Kind, name: OsString| Listed {
+            node,
+            kind,
+            name,
+            attr: None,
+        };
+        let ttl = self.freshness.ttl_for(&node);
+        Ok(match node {
+            Node::Root if !self.enabled() => {
+                vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
+            }
+            Node::Root => self
+                .library()
+                .book_names()
+                .map_err(|_| libc::EIO)?
+                .into_iter()
+                .map(|b| {
+                    entry(
+                        Node::Book {
+                            book: Arc::from(b.as_os_str()),
+                        },
+                        Kind::Directory,
+                        b,
+                    )
+                })
+                .collect(),
+            Node::Book { book } => self
+                .source
+                .book_index(&book)?
+                .chapters
+                .iter()
+                .map(|c| {
+                    entry(
+                        Node::Chapter {
+                            chapter: chapter_ref(&book, &c.os_name),
+                        },
+                        Kind::Directory,
+                        c.os_name.clone(),
+                    )
+                })
+                .collect(),
+            Node::Chapter { chapter } => {
+                let now = self.outlines.outline(&self.source, &chapter)?;
+                let Some(outline) = now.outline else {
+                    return Ok(vec![entry(
+                        Node::ChapterError {
+                            chapter,
+                            version: now.version,
+                        },
+                        Kind::File,
+                        ERROR_FILE.into(),
+                    )]);
+                };
+                outline
+                    .pages
+                    .iter()
+                    .flat_map(|p| {
+                        [(Format::Text, p.text_bytes), (Format::Json, p.json_bytes)].map(
+                            |(format, size)| {
+                                let page = PageName {
+                                    offset: p.offset,
+                                    limit: None,
+                                    format,
+                                };
+                                (page, size)
+                            },
+                        )
+                    })
+                    .map(|(page, size)| Listed {
+                        name: OsString::from(page.to_name()),
+                        node: Node::Page {
+                            chapter: chapter.clone(),
+                            page,
+                            version: now.version,
+                        },
+                        kind: Kind::File,
+                        attr: Some(Attr {
+                            ino: 0,
+                            kind: Kind::File,
+                            size,
+                            mtime: now.mtime,
+                            ttl,
+                        }),
+                    })
+                    .collect()
+            }
+            Node::Ambiguous { book, name } => {
+                let version = resolve::ambiguity(&self.source, &book, &name)?.version;
+                vec![entry(
+                    Node::AmbiguousError {
+                        book,
+                        name,
+                        version,
+                    },
+                    Kind::File,
+                    ERROR_FILE.into(),
+                )]
+            }
+            _ => return Err(libc::ENOTDIR),
+        })
+    }
+
+    /// The bytes of a file inode. They never change: an inode of a version
+    /// that is gone is served from the cache, or not at all (EIO).
+    fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
+        match node {
+            Node::RootError => Ok(Arc::new(self.root_error()?.into_bytes())),
+            Node::AmbiguousError {
+                book,
+                name,
+                version,
+            } => match resolve::ambiguity(&self.source, book, name)? {
+                a if a.version == *version => Ok(error_bytes(&a.error)),
+                _ => Err(libc::EIO),
+            },
+            Node::ChapterError { chapter, version } => {
+                match self.source.chapter_version(chapter, *version)? {
+                    Err(e) => Ok(error_bytes(&e)),
+                    Ok(_) => Err(libc::EIO),
+                }
+            }
+            Node::Page {
+                chapter,
+                page,
+                version,
+            } => self.pages.bytes(&self.source, chapter, *page, *version),
+            _ => Err(libc::EISDIR),
+        }
+    }
+
+    /// `size` bytes of the file `ino` from `offset`.
+    pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let node = self.node(ino)?;
+        self.check_switch(&node)?;
+        let bytes = self.content(&node)?;
+        let start = (offset.min(bytes.len() as u64)) as usize;
+        let end = start.saturating_add(size as usize).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
+    }
+
+    /// What the kernel must drop after `changes` (see `freshness::plan`).
+    pub fn invalidations(&self, changes: &[Change]) -> Vec<Invalidation> {
+        let library = self.library();
+        self.inodes
+            .with_known(|known| freshness::plan(changes, known, |book| library.is_book(book)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::freshness::WATCHED_TTL;
+    use crate::fs::node::ROOT_INO;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        book_dir: PathBuf,
+        fs: NovelFs,
+    }
+
+    fn fixture(files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let book_dir = dir.path().join("novels/书");
+        std::fs::create_dir_all(&book_dir).unwrap();
+        for (name, body) in files {
+            std::fs::write(book_dir.join(name), body).unwrap();
+        }
+        let config = FsConfig {
+            state_file: Some(dir.path().join("no-state.json")),
+            ..FsConfig::default()
+        };
+        let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        Fixture {
+            _dir: dir,
+            book_dir,
+            fs,
+        }
+    }
+
+    fn walk(fs: &NovelFs, path: &str) -> Result<Attr> {
+        let mut attr = fs.getattr(ROOT_INO)?;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            let node = fs.node(attr.ino)?;
+            attr = fs.lookup(attr.ino, OsStr::new(part))?;
+            // Follow aliases the way the kernel would.
+            if attr.kind == Kind::Symlink {
+                let target = fs.readlink(attr.ino)?;
+                let parent = fs.inodes.intern(node, false, None);
+                attr = fs.lookup(parent, &target)?;
+            }
+        }
+        Ok(attr)
+    }
+
+    fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
+        fs.read(ino, 0, u32::MAX).unwrap()
+    }
+
+    #[test]
+    fn tree_shape_without_a_mount() {
+        let f = fixture(&[
+            ("第1章 起.md", "一\n二"),
+            ("第2章 承.md", "x"),
+            ("第02章 另.md", "y"),
+        ]);
+        let book = walk(&f.fs, "书").unwrap();
+        assert_eq!(book.kind, Kind::Directory);
+        let names: Vec<_> =
+            f.fs.list(book.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+        assert_eq!(names, ["第1章 起.md", "第02章 另.md", "第2章 承.md"]);
+        let alias = f.fs.lookup(book.ino, OsStr::new("1")).unwrap();
+        assert_eq!(alias.kind, Kind::Symlink);
+        assert_eq!(f.fs.readlink(alias.ino).unwrap(), "第1章 起.md");
+        let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let bytes = read_all(&f.fs, page.ino);
+        assert_eq!(bytes.len() as u64, page.size);
+        assert!(String::from_utf8(bytes).unwrap().contains("1: 一\n2: 二\n"));
+        let ambiguous = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
+        assert_eq!(ambiguous.kind, Kind::Directory);
+        let listed: Vec<_> =
+            f.fs.list(ambiguous.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+        assert_eq!(listed, ["ERROR"]);
+        assert_eq!(
+            f.fs.lookup(ambiguous.ino, OsStr::new("offset-1.txt")),
+            Err(libc::ENOENT)
+        );
+        assert_eq!(walk(&f.fs, "书/1/offset-3.txt"), Err(libc::ENOENT));
+        assert_eq!(walk(&f.fs, "书/1/offset-01.txt"), Err(libc::ENOENT));
+        assert_eq!(walk(&f.fs, "书/99"), Err(libc::ENOENT));
+    }
+
+    #[test]
+    fn a_new_version_is_a_new_inode_and_the_old_one_keeps_its_bytes() {
+        let f = fixture(&[("第1章 起.md", "旧")]);
+        let old = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let old_bytes = read_all(&f.fs, old.ino);
+        std::fs::write(f.book_dir.join("第1章 起.md"), "新的内容").unwrap();
+        let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert_ne!(new.ino, old.ino);
+        assert_eq!(
+            f.fs.getattr(old.ino).unwrap().size,
+            old.size,
+            "an open old version keeps its size"
+        );
+        assert_eq!(
+            read_all(&f.fs, old.ino),
+            old_bytes,
+            "the old version is still served from the cache"
+        );
+        assert!(String::from_utf8(old_bytes).unwrap().contains("1: 旧\n"));
+        assert!(
+            String::from_utf8(read_all(&f.fs, new.ino))
+                .unwrap()
+                .contains("1: 新的内容\n")
+        );
+    }
+
+    #[test]
+    fn an_old_version_that_left_the_cache_is_eio_never_new_bytes() {
+        let f = fixture(&[("第1章 起.md", "旧")]);
+        let old = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        // Not read yet: nothing of it is cached but the text, which goes.
+        f.fs.source
+            .drop_text(&(old_chapter(&f.fs, old.ino), version(&f.fs, old.ino)));
+        std::fs::write(f.book_dir.join("第1章 起.md"), "改过了").unwrap();
+        assert_eq!(f.fs.read(old.ino, 0, u32::MAX), Err(libc::EIO));
+        let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert!(
+            String::from_utf8(read_all(&f.fs, new.ino))
+                .unwrap()
+                .contains("1: 改过了\n")
+        );
+    }
+
+    fn old_chapter(fs: &NovelFs, ino: u64) -> ChapterRef {
+        match fs.node(ino).unwrap() {
+            Node::Page { chapter, .. } => chapter,
+            n => panic!("not a page: {n:?}"),
+        }
+    }
+
+    fn version(fs: &NovelFs, ino: u64) -> u64 {
+        match fs.node(ino).unwrap() {
+            Node::Page { version, .. } => version,
+            n => panic!("not a page: {n:?}"),
+        }
+    }
+
+    #[test]
+    fn readdir_pieces_continue_their_own_listing() {
+        let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
+        let book = walk(&f.fs, "书").unwrap();
+        let first = f.fs.listing(book.ino, 0).unwrap();
+        assert_eq!(first.start, 0);
+        // The kernel continues after entry 2 (the first chapter).
+        let resume = first.offset_after(2);
+        std::fs::write(f.book_dir.join("第0章 序.md"), "c").unwrap();
+        let next = f.fs.listing(book.ino, resume).unwrap();
+        assert_eq!(next.start, 3);
+        assert!(
+            Arc::ptr_eq(&next.entries, &first.entries),
+            "the piece comes from the same listing"
+        );
+        let fresh = f.fs.listing(book.ino, 0).unwrap();
+        assert_eq!(fresh.entries.len(), 3, "a new listing sees the new chapter");
+        assert_ne!(fresh.offset_after(2), resume);
+        assert!(resume < 1 << 63);
+    }
+
+    #[test]
+    fn changes_invalidate_only_what_the_kernel_was_given() {
+        let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
+        let one = || Change::Chapter("书".into(), "第1章 起.md".into());
+        assert_eq!(f.fs.invalidations(&[one()]), []);
+        let book = walk(&f.fs, "书").unwrap();
+        let chapter = walk(&f.fs, "书/第1章 起.md").unwrap();
+        walk(&f.fs, "书/第1章 起.md/offset-1.txt").unwrap();
+        walk(&f.fs, "书/2/offset-1.json").unwrap();
+        let alias = f.fs.lookup(book.ino, OsStr::new("2")).unwrap();
+        let second = walk(&f.fs, "书/第2章 承.md").unwrap();
+        let entry = |parent, name: &str| Invalidation::Entry {
+            parent,
+            name: name.into(),
+        };
+        assert_eq!(
+            f.fs.invalidations(&[one()]),
+            [
+                entry(book.ino, "第1章 起.md"),
+                entry(chapter.ino, "offset-1.txt"),
+                Invalidation::Inode(chapter.ino)
+            ],
+            "each page by name: a directory in use keeps its children otherwise"
+        );
+        let mut set =
+            f.fs.invalidations(&[Change::Chapters("书".into()), Change::Chapters("书".into())]);
+        set.sort_by_key(|i| format!("{i:?}"));
+        let mut expected = vec![
+            entry(book.ino, "2"),
+            entry(book.ino, "第1章 起.md"),
+            entry(book.ino, "第2章 承.md"),
+            Invalidation::Inode(book.ino),
+            Invalidation::Inode(chapter.ino),
+            Invalidation::Inode(second.ino),
+        ];
+        expected.sort_by_key(|i| format!("{i:?}"));
+        assert_eq!(
+            set, expected,
+            "aliases may resolve anew; pages keep their bytes"
+        );
+        assert_eq!(alias.kind, Kind::Symlink);
+        assert_eq!(
+            f.fs.invalidations(&[Change::Books]),
+            [
+                entry(ROOT_INO, "书"),
+                Invalidation::Inode(ROOT_INO),
+                Invalidation::Inode(book.ino)
+            ]
+        );
+        std::fs::rename(&f.book_dir, f.book_dir.with_file_name("新书")).unwrap();
+        let gone = f.fs.invalidations(&[Change::Books]);
+        assert_eq!(
+            gone.iter()
+                .filter(|i| matches!(i, Invalidation::Entry { .. }))
+                .count(),
+            6,
+            "a renamed book: all it held {gone:?}"
+        );
+    }
+
+    #[test]
+    fn ttls_are_long_only_where_the_watch_reports_changes() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        assert!(f.fs.watching(), "a temp dir is local and watchable");
+        assert_eq!(walk(&f.fs, "书").unwrap().ttl, WATCHED_TTL);
+        assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ttl, WATCHED_TTL);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
+        let config = FsConfig {
+            watch: false,
+            ..FsConfig::default()
+        };
+        let unwatched = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        assert!(!unwatched.watching());
+        assert_eq!(walk(&unwatched, "书").unwrap().ttl, Duration::from_secs(1));
+        let strict = NovelFs::new(
+            Library::open(dir.path()).unwrap(),
+            FsConfig {
+                ttl: Duration::ZERO,
+                ..FsConfig::default()
+            },
+        );
+        assert!(
+            !strict.watching(),
+            "ttl 0 asks every time: nothing to watch for"
+        );
+    }
+
+    #[test]
+    fn loading_a_chapter_queues_the_next_ones() {
+        let names: Vec<String> = (1..=20).map(|i| format!("第{i}章.md")).collect();
+        let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+        let f = fixture(&files);
+        let loaded = walk(&f.fs, "书/5/offset-1.txt").unwrap();
+        assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
+        assert_eq!(
+            f.fs.source.prefetcher().queued_to(OsStr::new("书")),
+            Some(13),
+            "loading chapter 5 (index 4) queued up to 13"
+        );
+    }
+
+    #[test]
+    fn forgotten_inodes_are_freed() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        let before = f.fs.inode_count();
+        let page = walk(&f.fs, "书/第1章 起.md/offset-1.json").unwrap();
+        let grown = f.fs.inode_count();
+        assert!(grown > before);
+        f.fs.forget(page.ino, 1);
+        assert_eq!(f.fs.inode_count(), grown - 1);
+        assert_eq!(f.fs.getattr(page.ino), Err(libc::ENOENT));
+    }
+
+    #[test]
+    fn undecodable_chapter_shows_only_error() {
+        let f = fixture(&[("第1章 坏.txt", "")]);
+        std::fs::write(
+            f.book_dir.join("第1章 坏.txt"),
+            [0x81u8, 0x20, 0xfe, 0x7f].repeat(10),
+        )
+        .unwrap();
+        let dir = walk(&f.fs, "书/1").unwrap();
+        let names: Vec<_> =
+            f.fs.list(dir.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+        assert_eq!(names, ["ERROR"]);
+        assert_eq!(
+            f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")),
+            Err(libc::EIO)
+        );
+        let error = f.fs.lookup(dir.ino, OsStr::new("ERROR")).unwrap();
+        let text = String::from_utf8(read_all(&f.fs, error.ino)).unwrap();
+        assert!(
+            text.starts_with("错误：cannot detect text encoding of \""),
+            "{text}"
+        );
+        assert_eq!(text.len() as u64, error.size);
+    }
+}

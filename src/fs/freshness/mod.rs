@@ -1,0 +1,73 @@
+//! How long the kernel may keep what the mount told it, and what it must
+//! drop when the library changes.
+//!
+//! One question decides both: is the directory a name lies in watched
+//! (`Freshness::covered`)? A watched name may be kept for long, since a
+//! change there is pushed to the kernel (`plan` says what to drop); any
+//! other name only for the configured TTL.
+
+pub mod plan;
+pub mod watch;
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::Duration;
+
+pub use plan::{Invalidation, plan};
+pub use watch::{Change, Watch};
+
+use super::node::Node;
+
+/// How long the kernel may keep what a watched directory holds: changes
+/// there are pushed to it, so this only bounds a change inotify missed.
+pub const WATCHED_TTL: Duration = Duration::from_secs(3600);
+
+pub struct Freshness {
+    /// For what is not watched; 0 = ask every time (and nothing is watched).
+    ttl: Duration,
+    watch: Option<Watch>,
+}
+
+impl Freshness {
+    /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0.
+    pub fn new(novels_dir: &Path, ttl: Duration, watch: bool) -> Freshness {
+        let watch = if watch && !ttl.is_zero() {
+            Watch::new(novels_dir)
+        } else {
+            None
+        };
+        Freshness { ttl, watch }
+    }
+
+    pub fn watch(&self) -> Option<&Watch> {
+        self.watch.as_ref()
+    }
+
+    /// The configured TTL (what unwatched names get).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Whether changes in `book` (`None`: in `novels/` itself) are pushed
+    /// to the kernel.
+    pub fn covered(&self, book: Option<&OsStr>) -> bool {
+        self.watch.as_ref().is_some_and(|w| w.covers(book))
+    }
+
+    /// How long the kernel may keep `node`'s entry and attributes.
+    pub fn ttl_for(&self, node: &Node) -> Duration {
+        if self.covered(node.book()) {
+            WATCHED_TTL
+        } else {
+            self.ttl
+        }
+    }
+
+    /// Starts watching `book` (if the library is watched): called before
+    /// the book is read, so that a change after the read is reported.
+    pub fn watch_book(&self, book: &OsStr) {
+        if let Some(w) = &self.watch {
+            w.watch_book(book);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! What a name in the tree is (`Node`), and what `stat` shows of it.
+
+use std::ffi::{OsStr, OsString};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::names::{ERROR_FILE, PageName};
+
+pub type Errno = i32;
+pub type Result<T> = std::result::Result<T, Errno>;
+
+pub const ROOT_INO: u64 = 1;
+
+/// A chapter file of a book: shared by its directory and all its pages, so
+/// that a page inode costs a pointer, not two names.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ChapterId {
+    pub book: Arc<OsStr>,
+    pub file: Box<OsStr>,
+}
+
+pub type ChapterRef = Arc<ChapterId>;
+
+pub fn chapter_ref(book: &Arc<OsStr>, file: &OsStr) -> ChapterRef {
+    Arc::new(ChapterId {
+        book: book.clone(),
+        file: file.into(),
+    })
+}
+
+/// Every kind of name the tree can hold. A node is its own inode key, so
+/// the same path always gets the same inode, and an alias whose target
+/// changed is a different symlink.
+///
+/// A file whose bytes come from a source carries that source's version:
+/// an edit makes the same name a new inode, so an inode's bytes (and the
+/// kernel's page cache of them) never change.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    Root,
+    RootError,
+    Book {
+        book: Arc<OsStr>,
+    },
+    BookAlias {
+        name: Box<OsStr>,
+        target: Arc<OsStr>,
+    },
+    Chapter {
+        chapter: ChapterRef,
+    },
+    ChapterAlias {
+        name: Box<OsStr>,
+        target: ChapterRef,
+    },
+    Ambiguous {
+        book: Arc<OsStr>,
+        name: Box<OsStr>,
+    },
+    /// `version`: of the book directory, whose files the text names.
+    AmbiguousError {
+        book: Arc<OsStr>,
+        name: Box<OsStr>,
+        version: u64,
+    },
+    ChapterError {
+        chapter: ChapterRef,
+        version: u64,
+    },
+    Page {
+        chapter: ChapterRef,
+        page: PageName,
+        version: u64,
+    },
+}
+
+/// Where the kernel holds a node: its parent directory and its name there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub parent: Node,
+    pub name: OsString,
+}
+
+impl Node {
+    /// The node's path in the mount, for log lines.
+    pub fn path(&self) -> String {
+        let l = |s: &OsStr| s.to_string_lossy().into_owned();
+        let c = |c: &ChapterId| format!("/{}/{}", l(&c.book), l(&c.file));
+        match self {
+            Node::Root => "/".into(),
+            Node::RootError => format!("/{ERROR_FILE}"),
+            Node::Book { book } => format!("/{}", l(book)),
+            Node::BookAlias { name, .. } => format!("/{}", l(name)),
+            Node::Chapter { chapter } => c(chapter),
+            Node::ChapterAlias { name, target } => format!("/{}/{}", l(&target.book), l(name)),
+            Node::Ambiguous { book, name } => format!("/{}/{}", l(book), l(name)),
+            Node::AmbiguousError { book, name, .. } => {
+                format!("/{}/{}/{ERROR_FILE}", l(book), l(name))
+            }
+            Node::ChapterError { chapter, .. } => format!("{}/{ERROR_FILE}", c(chapter)),
+            Node::Page { chapter, page, .. } => format!("{}/{}", c(chapter), page.to_name()),
+        }
+    }
+
+    /// The book the node lies in (`None` at the root level).
+    pub fn book(&self) -> Option<&OsStr> {
+        match self {
+            Node::Root | Node::RootError | Node::Book { .. } | Node::BookAlias { .. } => None,
+            Node::Chapter { chapter }
+            | Node::ChapterError { chapter, .. }
+            | Node::Page { chapter, .. } => Some(&chapter.book),
+            Node::ChapterAlias { target, .. } => Some(&target.book),
+            Node::Ambiguous { book, .. } | Node::AmbiguousError { book, .. } => Some(book),
+        }
+    }
+
+    /// Whether the node is a directory (whose listing the kernel may cache).
+    pub fn is_directory(&self) -> bool {
+        matches!(
+            self,
+            Node::Root | Node::Book { .. } | Node::Chapter { .. } | Node::Ambiguous { .. }
+        )
+    }
+
+    /// Its parent and its name there (`None` for the root).
+    pub fn placement(&self) -> Option<Placement> {
+        let (parent, name): (Node, OsString) = match self {
+            Node::Root => return None,
+            Node::RootError => (Node::Root, ERROR_FILE.into()),
+            Node::Book { book } => (Node::Root, book.to_os_string()),
+            Node::BookAlias { name, .. } => (Node::Root, name.to_os_string()),
+            Node::Chapter { chapter } => (
+                Node::Book {
+                    book: chapter.book.clone(),
+                },
+                chapter.file.to_os_string(),
+            ),
+            Node::ChapterAlias { name, target } => (
+                Node::Book {
+                    book: target.book.clone(),
+                },
+                name.to_os_string(),
+            ),
+            Node::Ambiguous { book, name } => {
+                (Node::Book { book: book.clone() }, name.to_os_string())
+            }
+            Node::AmbiguousError { book, name, .. } => (
+                Node::Ambiguous {
+                    book: book.clone(),
+                    name: name.clone(),
+                },
+                ERROR_FILE.into(),
+            ),
+            Node::ChapterError { chapter, .. } => (
+                Node::Chapter {
+                    chapter: chapter.clone(),
+                },
+                ERROR_FILE.into(),
+            ),
+            Node::Page { chapter, page, .. } => (
+                Node::Chapter {
+                    chapter: chapter.clone(),
+                },
+                page.to_name().into(),
+            ),
+        };
+        Some(Placement { parent, name })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Directory,
+    File,
+    Symlink,
+}
+
+/// What `stat` shows, and how long the kernel may keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+    pub mtime: SystemTime,
+    pub ttl: Duration,
+}
+
+impl Attr {
+    pub fn perm(&self) -> u16 {
+        match self.kind {
+            Kind::Directory => 0o555,
+            Kind::File => 0o444,
+            Kind::Symlink => 0o777,
+        }
+    }
+    pub fn blocks(&self) -> u64 {
+        self.size.div_ceil(512)
+    }
+}

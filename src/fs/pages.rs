@@ -1,0 +1,58 @@
+//! Rendered pages, kept for the kernel's reads of one page in pieces.
+
+use std::sync::{Arc, Mutex};
+
+use super::cache::{Lru, allocated};
+use super::lock;
+use super::names::PageName;
+use super::node::{ChapterRef, Result};
+use super::source::Source;
+
+/// A rendered page of one source version.
+type PageKey = (ChapterRef, u64, PageName);
+
+pub struct Pages {
+    cache: Mutex<Lru<PageKey, Arc<Vec<u8>>>>,
+}
+
+impl Pages {
+    pub fn new(budget: usize) -> Pages {
+        Pages {
+            cache: Mutex::new(Lru::new(budget)),
+        }
+    }
+
+    pub fn cached_bytes(&self) -> usize {
+        lock(&self.cache).used_bytes()
+    }
+
+    /// The bytes of a page version.
+    pub fn bytes(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        page: PageName,
+        version: u64,
+    ) -> Result<Arc<Vec<u8>>> {
+        let key = (c.clone(), version, page);
+        if let Some(bytes) = lock(&self.cache).get(&key) {
+            return Ok(bytes);
+        }
+        let text = source.chapter_version(c, version)?.map_err(|_| libc::EIO)?;
+        if !text.offset_in_range(page.offset) {
+            return Err(libc::ENOENT);
+        }
+        let out = source.library().page_output(
+            &c.book,
+            &c.file,
+            &text,
+            page.offset,
+            page.limit_or_default(),
+        );
+        let mut rendered = out.rendered(page.format).into_bytes();
+        rendered.shrink_to_fit();
+        let bytes = Arc::new(rendered);
+        lock(&self.cache).insert(key, bytes.clone(), allocated(bytes.len()) + 128);
+        Ok(bytes)
+    }
+}

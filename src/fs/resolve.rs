@@ -1,0 +1,112 @@
+//! Names that are not byte for byte a file name (SPEC §1.3): book aliases,
+//! chapter aliases, and ambiguous chapter numbers.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+
+use crate::library::{self, BookIndex, Library, Lookup, NovelError};
+
+use super::node::{Node, Result, chapter_ref};
+use super::source::Source;
+
+/// A name resolved in a book, with the version of the book directory it
+/// was resolved in.
+struct Resolved {
+    version: u64,
+    index: Arc<BookIndex>,
+    found: Lookup,
+}
+
+/// The error of an ambiguous name, with the book version it holds for.
+pub struct Ambiguity {
+    pub version: u64,
+    pub error: NovelError,
+}
+
+/// §1.3 for a name in a book that is not byte for byte a file name (such
+/// a name is the chapter's own directory, never an alias).
+fn resolve_other_name(source: &Source, book: &OsStr, name: &OsStr) -> Result<Resolved> {
+    let now = source.book(book)?;
+    if now.index.exact(name.as_bytes()).is_some() {
+        return Err(libc::ENOENT);
+    }
+    let found = now.index.find(&name.to_string_lossy());
+    Ok(Resolved {
+        version: now.version,
+        index: now.index,
+        found,
+    })
+}
+
+/// What `name` in `book` is ambiguous between; ENOENT when it is not.
+pub fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<Ambiguity> {
+    let r = resolve_other_name(source, book, name)?;
+    match r.found {
+        Lookup::Ambiguous { number, indices } => Ok(Ambiguity {
+            version: r.version,
+            error: NovelError::Ambiguous {
+                number,
+                files: indices
+                    .iter()
+                    .map(|&i| r.index.chapters[i].file.clone())
+                    .collect(),
+            },
+        }),
+        _ => Err(libc::ENOENT),
+    }
+}
+
+/// The chapter file an alias in `book` names.
+pub fn alias_target(source: &Source, book: &OsStr, name: &OsStr) -> Result<OsString> {
+    let r = resolve_other_name(source, book, name)?;
+    match r.found {
+        Lookup::Found(i) => Ok(r.index.chapters[i].os_name.clone()),
+        _ => Err(libc::ENOENT),
+    }
+}
+
+/// The book an alias in the root names (its sanitized form).
+pub fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsString> {
+    let text = std::str::from_utf8(name.as_bytes()).map_err(|_| libc::ENOENT)?;
+    let target = library::sanitize_segment(text).map_err(|_| libc::ENOENT)?;
+    if target.as_bytes() == name.as_bytes() || !library.is_book(OsStr::new(&target)) {
+        return Err(libc::ENOENT);
+    }
+    Ok(OsString::from(target))
+}
+
+/// The node `name` names in the root, while the switch is on.
+pub fn in_root(library: &Library, name: &OsStr) -> Result<Node> {
+    Ok(if library.is_book(name) {
+        Node::Book {
+            book: Arc::from(name),
+        }
+    } else {
+        Node::BookAlias {
+            target: Arc::from(book_alias_target(library, name)?.as_os_str()),
+            name: name.into(),
+        }
+    })
+}
+
+/// The node `name` names in `book`.
+pub fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result<Node> {
+    let index = source.book_index(&book)?;
+    if let Some(i) = index.exact(name.as_bytes()) {
+        return Ok(Node::Chapter {
+            chapter: chapter_ref(&book, &index.chapters[i].os_name),
+        });
+    }
+    Ok(match index.find(&name.to_string_lossy()) {
+        Lookup::Found(i) => Node::ChapterAlias {
+            target: chapter_ref(&book, &index.chapters[i].os_name),
+            name: name.into(),
+        },
+        Lookup::Ambiguous { .. } => Node::Ambiguous {
+            book,
+            name: name.into(),
+        },
+        Lookup::NotFound => return Err(libc::ENOENT),
+    })
+}
