@@ -179,8 +179,9 @@ pub struct MountCmd {
     #[arg(short, long)]
     pub foreground: bool,
     /// Mount options, comma-separated, as other FUSE filesystems take them:
-    /// ro, allow_other, allow_root, auto_unmount, default_permissions,
-    /// fsname=NAME, subtype=NAME, ttl=SECONDS, path_root=DIR, nowatch.
+    /// ro, allow_other, allow_root, auto_unmount (adds no access),
+    /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
+    /// path_root=DIR, nowatch.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
