@@ -5,10 +5,17 @@
 #   scripts/bench.sh [--quick] [--books N] [--chapters N] [--big-book N]
 #                    [--small-book N] [--runs N] [--ttl S] [--lookups N]
 #                    [--seed S] [--small-cache-timeout S] [--profile] [--keep]
+#                    [--scale] [--scale-only] [--no-main] [--scale-books N]
+#                    [--scale-chapters N] [--scale-reads N] [--perf]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
 # --keep: keep the temp dir (library, copies, results.tsv).
+# --scale: also the scale library (2,000 books x 100 small chapters; with
+# --quick 200 x 100); --scale-only: only it; --no-main: no figures of the
+# main library (the reference library and --scale still run). --perf: afterwards, perf
+# record/stat the daemon during the scale find and the reference cold pass
+# (reports in the kept temp dir; implies --keep).
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -32,6 +39,23 @@
 #          500 stats. Figure = per-op time ratio.
 #   grep   grep -r WORD over the whole mount vs over the copies (one untimed
 #          pass each first: the mount renders .json pages for the first time).
+#   cached cold  the cold read again, but with the sources in the page cache
+#          (the CPU-bound cost): a fresh mount, the sources read once right
+#          before; baseline: cat of the (cached) sources.
+#   python the same reads from Python (scripts/bench_lib.py pyread: list every
+#          chapter dir, open() + read() every offset-N.txt; the default open()
+#          probes isatty(), an IOCTL per file): cold = fresh mount, sources
+#          cached, vs Python reading the cached sources; warm = median of 5
+#          passes on a warm mount vs on the page copies.
+#   reference  the library of tests/golden/make_library.py (the reference
+#          shape): cold pass from Python through a fresh mount with the
+#          sources cached vs Python reading the sources; warm pass (median of
+#          20) vs plain copies of the same tree.
+#   scale  (--scale) BOOKS x CHAPTERS small chapters, sources cached: `find
+#          MNT -name offset-1.txt` through a fresh mount (cold), per chapter
+#          dir, and again (warm) vs find over the sources; then cat of
+#          --scale-reads (50,000) listed pages and the daemon's VmHWM.
+#   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
 #          mount; its VmHWM is printed as a note), and of a --cache-size 16M
@@ -41,8 +65,9 @@ set -euo pipefail
 export LC_ALL=C
 
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
-SMALL_CACHE_TIMEOUT=600
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
+PERF=0
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -57,6 +82,13 @@ while [ $# -gt 0 ]; do
         --profile) PROFILE=1; shift ;;
         --keep) KEEP=1; shift ;;
         --small-cache-timeout) SMALL_CACHE_TIMEOUT=$2; shift 2 ;;
+        --scale) SCALE=1; shift ;;
+        --scale-only) SCALE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --no-main) MAIN_FIGURES=0; shift ;;
+        --scale-books) SCALE_BOOKS=$2; shift 2 ;;
+        --scale-chapters) SCALE_CHAPTERS=$2; shift 2 ;;
+        --scale-reads) SCALE_READS=$2; shift 2 ;;
+        --perf) PERF=1; KEEP=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -104,14 +136,18 @@ drop_caches() {
     if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then DROP_OK=1; else DROP_OK=0; fi
 }
 
-# The daemon serving mountpoint $1 (the forked child keeps the command line).
-daemon_pid() { pgrep -f -- "novelfs mount $ROOT $1( |\$)" | head -n1; }
+# The daemon serving mountpoint $1 (the forked child keeps the command line;
+# every mountpoint is a unique path in $WORK).
+daemon_pid() { pgrep -f -- "novelfs mount [^ ]+ $1( |\$)" | head -n1; }
 
-# mount_fs MNT [novelfs options...]; sets DPID.
-mount_fs() {
-    local mnt=$1; shift
+# mount_fs MNT [novelfs options...]: mounts the main library; sets DPID.
+mount_fs() { mount_lib "$ROOT" "$@"; }
+
+# mount_lib LIBROOT MNT [novelfs options...]; sets DPID.
+mount_lib() {
+    local lib=$1 mnt=$2; shift 2
     mkdir -p "$mnt"
-    "$BIN" mount "$ROOT" "$mnt" "$@"
+    "$BIN" mount "$lib" "$mnt" "$@"
     MOUNTED+=("$mnt")
     DPID=$(daemon_pid "$mnt")
     [ -n "$DPID" ] || { echo "bench.sh: no daemon for $mnt" >&2; exit 1; }
@@ -142,19 +178,34 @@ alive() {
 
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 
-# timed KIND FIGURE CMD...: runs CMD, appends its wall time to the results.
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# timed KIND FIGURE CMD...: runs CMD, appends its wall time (and the load)
+# to the results.
 timed() {
     local kind=$1 fig=$2; shift 2
     local t0=$EPOCHREALTIME
     "$@"
     local t1=$EPOCHREALTIME
-    printf '%s\t%s\t%s\n' "$kind" "$fig" "$(elapsed "$t0" "$t1")" >> "$RES"
+    printf '%s\t%s\t%s\t%s\n' "$kind" "$fig" "$(elapsed "$t0" "$t1")" "$(load1)" >> "$RES"
+}
+
+# pytimed KIND FIGURE DIR pages|files PASSES: the Python reader, timed
+# inside Python (interpreter start-up excluded).
+pytimed() {
+    local kind=$1 fig=$2 secs n bytes
+    read -r secs n bytes < <($LIB pyread "$3" "$4" --passes "$5")
+    [ "$n" -gt 0 ] || { echo "bench.sh: the Python reader found nothing in $3" >&2; exit 1; }
+    printf '%s\t%s\t%s\t%s\n' "$kind" "$fig" "$secs" "$(load1)" >> "$RES"
 }
 
 read_chains() { # every offset-N.txt listed in every chapter dir
     find "$1" -mindepth 3 -maxdepth 3 -type f -name 'offset-*.txt' -print0 | xargs -0 -r cat > /dev/null
 }
 cat_source() { find "$ROOT/novels" -type f -print0 | xargs -0 -r cat > /dev/null; }
+cat_tree() { find "$1" -type f -print0 | xargs -0 -r cat > /dev/null; }
+# find_first_pages DIR [OUT]: every chapter's first page (lists every chapter dir).
+find_first_pages() { find "$1" -name offset-1.txt > "${2:-/dev/null}"; }
 ls_l() { ls -l "$1" > /dev/null; }
 # Not to /dev/null: GNU grep stops at the first match when its output is /dev/null.
 grep_r() { grep -r -- "$WORD" "$1" > "$WORK/grep.out"; }
@@ -169,6 +220,7 @@ echo "kernel:  $(uname -srm)"
 echo "novelfs: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?') ($BIN)"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg)"
 
+main_figures() {
 echo "== library"
 GEN=(gen "$ROOT" --seed "$SEED")
 [ -n "$QUICK" ] && GEN+=(--quick)
@@ -186,6 +238,9 @@ label warm "warm read of every chain vs the page copies"
 label ls "ls -l of the ${big_count}-chapter book vs its source dir"
 label lookup "alias stat, per op: ${big_count}-ch book vs ${small_count}-ch book"
 label grep "grep -r over the mount vs over the page copies"
+label coldc "cold read, sources cached, vs cat of the cached sources"
+label pycold "Python cold read, sources cached, vs Python reading the sources"
+label pywarm "Python warm read vs Python reading the page copies"
 
 echo "== page copies"
 mount_fs "$WORK/copy-mnt" --ttl "$TTL"
@@ -210,11 +265,41 @@ for r in $(seq "$RUNS"); do
 done
 [ "$DROP_OK" = 1 ] || echo "note	page cache could NOT be dropped: cold figures are not cold" >> "$RES"
 
+MAIN_DPID=$DPID
+echo "== cold read, sources cached ($RUNS runs, fresh mount each)"
+CMNT=$WORK/mnt-cached
+for r in $(seq "$RUNS"); do
+    cat_source
+    timed base coldc cat_source
+    mount_fs "$CMNT" --ttl "$TTL"
+    timed nfs coldc read_chains "$CMNT"
+    alive "$CMNT"
+    unmount_fs "$CMNT"
+done
+
+echo "== Python cold read, sources cached ($RUNS runs, fresh mount each)"
+for r in $(seq "$RUNS"); do
+    $LIB pyread "$ROOT/novels" files > /dev/null
+    pytimed base pycold "$ROOT/novels" files 1
+    mount_fs "$CMNT" --ttl "$TTL"
+    pytimed nfs pycold "$CMNT" pages 1
+    alive "$CMNT"
+    unmount_fs "$CMNT"
+done
+DPID=$MAIN_DPID
+
 echo "== warm read (same mount)"
 read_chains "$COPIES"   # the copies were evicted by the drops above
 for r in $(seq "$RUNS"); do
     timed nfs "$F_WARM" read_chains "$MAIN"
     timed base "$F_WARM" read_chains "$COPIES"
+done
+alive "$MAIN"
+
+echo "== Python warm read (same mount, median of 5 passes a run)"
+for r in $(seq "$RUNS"); do
+    pytimed nfs pywarm "$MAIN" pages 5
+    pytimed base pywarm "$COPIES" pages 5
 done
 alive "$MAIN"
 
@@ -321,6 +406,115 @@ if [ "$PROFILE" = 1 ]; then
     profile "grep -r (second pass)" "$TTL" p_grep p_grep
     profile "2000 alias stats, ${big_count}-ch book, ttl 0" 0 p_prewarm p_look
 fi
+
+}
+
+# The reference shape: the library the golden cases are made from.
+reference_figures() {
+    echo "== reference-shaped library (tests/golden/make_library.py)"
+    REF=$WORK/ref
+    python3 "$REPO/tests/golden/make_library.py" "$REF"
+    label refcold "reference library, cold pass from Python, sources cached, vs Python reading the sources"
+    label refwarm "reference library, warm pass from Python vs plain copies"
+    local rmnt=$WORK/ref-mnt r
+    mount_lib "$REF" "$rmnt" --ttl "$TTL"
+    mkdir -p "$WORK/ref-copies"
+    cp -r "$rmnt/." "$WORK/ref-copies/"
+    unmount_fs "$rmnt"
+    echo "sources: $($LIB walk "$REF/novels"); pages: $($LIB walk "$WORK/ref-copies")"
+    for r in $(seq "$RUNS"); do
+        $LIB pyread "$REF/novels" files > /dev/null
+        pytimed base refcold "$REF/novels" files 1
+        mount_lib "$REF" "$rmnt" --ttl "$TTL"
+        pytimed nfs refcold "$rmnt" pages 1
+        alive "$rmnt"
+        [ "$r" = "$RUNS" ] || unmount_fs "$rmnt"
+    done
+    $LIB pyread "$WORK/ref-copies" pages > /dev/null
+    for r in $(seq "$RUNS"); do
+        pytimed nfs refwarm "$rmnt" pages 20
+        pytimed base refwarm "$WORK/ref-copies" pages 20
+    done
+    alive "$rmnt"
+    unmount_fs "$rmnt"
+}
+
+# The scale library: many books of small chapters, sources cached.
+scale_figures() {
+    local books=${SCALE_BOOKS:-2000} chapters
+    [ -n "$SCALE_BOOKS" ] || [ -z "$QUICK" ] || books=200
+    chapters=$((books * SCALE_CHAPTERS))
+    echo "== scale library: $books books x $SCALE_CHAPTERS chapters"
+    SROOT=$WORK/scale
+    $LIB gen-scale "$SROOT" --books "$books" --chapters "$SCALE_CHAPTERS" --seed "$SEED"
+    label scfind "scale: find -name offset-1.txt, cold (fresh mount, sources cached), vs find over the sources"
+    label scwarm "scale: the same find again (warm) vs find over the sources"
+    cat_tree "$SROOT/novels"
+    find_first_pages "$SROOT/novels"
+    timed base scfind find_first_pages "$SROOT/novels"
+    local smnt=$WORK/scale-mnt n reads every
+    mount_lib "$SROOT" "$smnt" --ttl "$TTL"
+    timed nfs scfind find_first_pages "$smnt" "$WORK/scale-pages"
+    alive "$smnt"
+    n=$(wc -l < "$WORK/scale-pages")
+    [ "$n" = "$chapters" ] || { echo "bench.sh: find saw $n offset-1.txt, expected $chapters" >&2; exit 1; }
+    awk -F'\t' '$1 == "nfs" && $2 == "scfind" { print "limit\tscale: per chapter directory listed cold\t" $3 / '"$chapters"' "\t0.000020\t" $4 }' "$RES" > "$RES.tmp"
+    cat "$RES.tmp" >> "$RES"
+    timed nfs scwarm find_first_pages "$smnt"
+    timed base scwarm find_first_pages "$SROOT/novels"
+    reads=$SCALE_READS
+    [ "$reads" -le "$chapters" ] || reads=$chapters
+    every=$((chapters / reads))
+    t0=$EPOCHREALTIME
+    awk -v k="$every" -v m="$reads" 'NR % k == 0 && c < m { print; c++ }' "$WORK/scale-pages" | tr '\n' '\0' | xargs -0 -r cat > /dev/null
+    echo "note	scale: cat of $reads listed pages took $(elapsed "$t0" "$EPOCHREALTIME") s (load $(load1))" >> "$RES"
+    alive "$smnt"
+    read -r hwm rss < <($LIB rss "$DPID")
+    printf 'rss\t%s\t%s\t%s\n' "scale, default cache 256M, after listing $chapters chapters and reading $reads pages" "$hwm" $((256 << 20)) >> "$RES"
+    echo "note	scale mount: VmRSS at the end $((rss / 1024)) MiB" >> "$RES"
+    unmount_fs "$smnt"
+}
+
+# perf on the daemon: where the cold time goes (scale find, reference cold
+# pass). Not timed figures: perf slows the daemon.
+perf_figures() {
+    command -v perf > /dev/null || { echo "bench.sh: --perf needs perf" >&2; return; }
+    local out=$WORK/perf pmnt=$WORK/perf-mnt
+    mkdir -p "$out"
+    # perf_run NAME LIBROOT FREQ CMD...: a fresh mount of LIBROOT, CMD run
+    # with perf record (dwarf call graphs: no frame pointers) and perf stat
+    # attached to its daemon.
+    perf_run() {
+        local name=$1 lib=$2 freq=$3; shift 3
+        mount_lib "$lib" "$pmnt" --ttl "$TTL"
+        perf record -q -F "$freq" --call-graph dwarf,16384 -p "$DPID" -o "$out/$name.data" 2> /dev/null &
+        local rec=$!
+        perf stat -e task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations -p "$DPID" -o "$out/$name.stat" &
+        local st=$!
+        sleep 1
+        local t0=$EPOCHREALTIME
+        "$@"
+        echo "$name: $(elapsed "$t0" "$EPOCHREALTIME") s under perf (load $(load1))" | tee -a "$out/summary.txt"
+        kill -INT "$rec" "$st"
+        wait "$rec" "$st" || true
+        read -r hwm rss < <($LIB rss "$DPID")
+        echo "$name: daemon VmHWM $((hwm / 1024)) MiB, VmRSS $((rss / 1024)) MiB" | tee -a "$out/summary.txt"
+        unmount_fs "$pmnt"
+        perf report -i "$out/$name.data" --stdio --no-children --sort symbol -g none --percent-limit 0.3 2> /dev/null > "$out/$name.self.txt" || true
+        perf report -i "$out/$name.data" --stdio --children --sort symbol -g none --percent-limit 1 2> /dev/null > "$out/$name.children.txt" || true
+        perf report -i "$out/$name.data" --stdio --no-children --sort symbol -g caller,0.5,callee --percent-limit 2 2> /dev/null > "$out/$name.graph.txt" || true
+    }
+    p_scale_find() { find "$pmnt" -name offset-1.txt > /dev/null; }
+    p_ref_cold() { $LIB pyread "$pmnt" pages > /dev/null; }
+    [ -z "${SROOT:-}" ] || perf_run scale-find "$SROOT" 199 p_scale_find
+    [ -z "${REF:-}" ] || perf_run ref-cold "$REF" 4999 p_ref_cold
+    echo "perf data and reports in $out"
+}
+
+[ "$MAIN_FIGURES" = 0 ] || main_figures
+[ "$REF_FIGURES" = 0 ] || reference_figures
+[ "$SCALE" = 0 ] || scale_figures
+[ "$PERF" = 0 ] || perf_figures
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"

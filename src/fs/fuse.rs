@@ -12,9 +12,9 @@ use std::time::SystemTime;
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 use super::NovelFs;
@@ -324,6 +324,29 @@ impl Filesystem for FuseAdapter {
             Ok(reply) => reply.ok(),
             Err(_) => log::error!("readdirplus {} failed mid-listing", ino.0),
         }
+    }
+
+    /// ENOTTY at once, touching nothing: no page is a terminal or a device.
+    /// The kernel forwards every ioctl it does not know on a regular file,
+    /// above all the TCGETS of `isatty()`, which Python's `open()` makes on
+    /// every file: on a warm pass this is the only request that reaches
+    /// the daemon. Nothing stops the kernel from sending it (there is no
+    /// init flag, and it does not remember an ENOSYS for ioctls as it does
+    /// for OPEN: it only turns it into ENOTTY for the caller), so the
+    /// answer must be as cheap as possible; fuser's default would also log
+    /// a warning per request.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

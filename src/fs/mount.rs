@@ -1,7 +1,7 @@
 //! Mounting: option parsing, the checks that give a clear reason instead
 //! of a cryptic failure, daemonizing, and clean unmount on signals.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -570,19 +570,6 @@ fn detach_stdio() {
     }
 }
 
-/// `novelfs ROOT MOUNTPOINT -o …` (how mount.fuse3 calls a helper) means
-/// `novelfs mount ROOT MOUNTPOINT -o …`.
-pub fn normalize_argv(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const SUBCOMMANDS: &[&str] = &["mount", "unmount", "umount", "read", "chapters", "help"];
-    if let Some(first) = args.get(1) {
-        let s = first.to_string_lossy();
-        if !s.starts_with('-') && !SUBCOMMANDS.contains(&s.as_ref()) {
-            args.insert(1, OsStr::new("mount").to_os_string());
-        }
-    }
-    args
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,27 +602,6 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("").is_err());
-    }
-
-    #[test]
-    fn argv_without_subcommand_mounts() {
-        let v = |a: &[&str]| {
-            a.iter()
-                .map(|s| std::ffi::OsString::from(*s))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            normalize_argv(v(&["novelfs", "/srv/lib", "/mnt", "-o", "ro"])),
-            v(&["novelfs", "mount", "/srv/lib", "/mnt", "-o", "ro"])
-        );
-        assert_eq!(
-            normalize_argv(v(&["novelfs", "read", "b", "1"])),
-            v(&["novelfs", "read", "b", "1"])
-        );
-        assert_eq!(
-            normalize_argv(v(&["novelfs", "--help"])),
-            v(&["novelfs", "--help"])
-        );
     }
 
     #[test]

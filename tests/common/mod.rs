@@ -159,6 +159,12 @@ impl Mount {
     /// Mounts `root` with extra CLI arguments; panics with the daemon's
     /// stderr if it does not become ready.
     pub fn new(root: &Path, extra: &[&str]) -> Mount {
+        Mount::with_log(root, extra, "warn")
+    }
+
+    /// Like `new`, with `RUST_LOG=log_filter` for the daemon. Its stderr is
+    /// piped: a test that asks for much logging must drain it.
+    pub fn with_log(root: &Path, extra: &[&str], log_filter: &str) -> Mount {
         let dir = tempfile::Builder::new()
             .prefix("novelfs-mnt")
             .tempdir()
@@ -169,7 +175,7 @@ impl Mount {
             .arg(dir.path())
             .arg("-f")
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", log_filter)
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn novelfs mount");

@@ -1,0 +1,221 @@
+//! Reading through a real mount from Python, whose `open()` asks `isatty()`
+//! (ioctl TCGETS) of every file. The kernel forwards that ioctl to the
+//! daemon on every open; once pages, names and attributes are cached it is
+//! the only request a pass makes. The daemon's requests are watched in
+//! fuser's debug log.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Mount;
+
+/// The daemon's stderr, line by line, collected by a thread so that the
+/// debug log never fills the pipe and blocks the daemon.
+struct DaemonLog {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl DaemonLog {
+    fn follow(mount: &mut Mount) -> DaemonLog {
+        let stderr = mount
+            .child
+            .as_mut()
+            .and_then(|c| c.stderr.take())
+            .expect("daemon stderr is piped");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).split(b'\n') {
+                let Ok(line) = line else { break };
+                sink.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&line).into_owned());
+            }
+        });
+        DaemonLog { lines }
+    }
+
+    fn len(&self) -> usize {
+        self.lines.lock().unwrap().len()
+    }
+
+    /// The opcodes of the requests logged from line `from` up to the
+    /// LOOKUP of `sentinel`, which the caller makes last: every request
+    /// before it has been logged once it shows.
+    fn requests_until(&self, from: usize, sentinel: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let lines = self.lines.lock().unwrap();
+                let tail = &lines[from.min(lines.len())..];
+                if let Some(end) = tail
+                    .iter()
+                    .position(|l| l.contains("LOOKUP") && l.contains(sentinel))
+                {
+                    return tail[..end].iter().filter_map(|l| opcode(l)).collect();
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel lookup never showed in the daemon's log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn contains(&self, what: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
+    }
+}
+
+/// The opcode of a fuser debug line `... FUSE(  12) ino 0x.. OPCODE ...`.
+fn opcode(line: &str) -> Option<String> {
+    let rest = &line[line.find("FUSE(")?..];
+    let rest = &rest[rest.find(") ino ")? + ") ino ".len()..];
+    let mut words = rest.split_whitespace();
+    words.next()?; // the inode
+    Some(words.next()?.to_string())
+}
+
+/// Every `offset-N.txt` listed in every chapter directory.
+fn listed_pages(mnt: &Path) -> Vec<PathBuf> {
+    let mut pages = Vec::new();
+    for book in std::fs::read_dir(mnt).unwrap() {
+        let book = book.unwrap().path();
+        for chapter in std::fs::read_dir(&book).unwrap() {
+            let chapter = chapter.unwrap().path();
+            if !chapter.is_dir() {
+                continue;
+            }
+            for page in std::fs::read_dir(&chapter).unwrap() {
+                let page = page.unwrap().path();
+                let name = page.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with("offset-") && name.ends_with(".txt") {
+                    pages.push(page);
+                }
+            }
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// Reads each path given on stdin (one a line) with Python's `open()` in
+/// the default (buffered, isatty-probing) mode; prints per page whether
+/// `isatty()` said yes (asked only with the argument `ask-isatty`: that is
+/// one more ioctl), then the text, as JSON.
+const PYTHON_READER: &str = r#"
+import json, sys
+ask = sys.argv[1:] == ["ask-isatty"]
+out = []
+for path in sys.stdin.read().split("\n"):
+    if path:
+        with open(path, encoding="utf-8") as f:
+            out.append([ask and f.isatty(), f.read()])
+json.dump(out, sys.stdout)
+"#;
+
+fn python_read(pages: &[PathBuf], ask_isatty: bool) -> Vec<(bool, String)> {
+    use std::io::Write;
+    let mut child = Command::new("python3")
+        .args(["-c", PYTHON_READER])
+        .args(ask_isatty.then_some("ask-isatty"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let list: Vec<&str> = pages.iter().map(|p| p.to_str().unwrap()).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(list.join("\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the Python reader failed");
+    let v: Vec<(bool, String)> = serde_json::from_slice(&out.stdout).expect("reader JSON");
+    assert_eq!(v.len(), pages.len());
+    v
+}
+
+#[test]
+fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
+    require_fuse!();
+    let (guard, root) = common::reference_library();
+    let no_state = guard.path().join("no-state.json");
+    let mut mount = Mount::with_log(
+        &root,
+        &["--state-file", no_state.to_str().unwrap()],
+        "fuser=debug",
+    );
+    let log = DaemonLog::follow(&mut mount);
+    let pages = listed_pages(mount.path());
+    assert!(pages.len() > 50, "only {} pages listed", pages.len());
+
+    // Cold: every page Python reads is the page a plain read gets.
+    let cold = python_read(&pages, true);
+    for (page, (tty, text)) in pages.iter().zip(&cold) {
+        assert!(!tty, "{} claims to be a terminal", page.display());
+        let plain = std::fs::read_to_string(page).unwrap();
+        assert!(
+            *text == plain,
+            "{}: Python read {} bytes, a plain read {}",
+            page.display(),
+            text.len(),
+            plain.len()
+        );
+    }
+
+    // Warm: nothing but the isatty() probes reaches the daemon, one at most
+    // per open (a newer Python may not probe regular files at all).
+    let mark = log.len();
+    let warm = python_read(&pages, false);
+    assert!(
+        warm.iter().map(|w| &w.1).eq(cold.iter().map(|c| &c.1)),
+        "the warm pass read other bytes"
+    );
+    let _ = std::fs::metadata(mount.path().join("warm-pass-done"));
+    let requests = log.requests_until(mark, "warm-pass-done");
+    let others: Vec<&String> = requests.iter().filter(|op| *op != "IOCTL").collect();
+    assert!(
+        others.is_empty(),
+        "a warm pass of {} opens sent {others:?}",
+        pages.len()
+    );
+    assert!(
+        requests.len() <= pages.len(),
+        "{} IOCTLs for {} opens",
+        requests.len(),
+        pages.len()
+    );
+
+    // The probe itself: ENOTTY, for a page and for a chapter directory,
+    // answered by the daemon (not by fuser's "not implemented" path).
+    let mark = log.len();
+    for path in [&pages[0], &pages[0].parent().unwrap().to_path_buf()] {
+        let f = std::fs::File::open(path).unwrap();
+        // SAFETY: TCGETS writes one termios into `term`, a valid out pointer.
+        let mut term: libc::termios = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::TCGETS, &mut term) };
+        let err = std::io::Error::last_os_error();
+        assert_eq!(r, -1, "TCGETS succeeded on {}", path.display());
+        assert_eq!(common::errno(&err), libc::ENOTTY, "{}", path.display());
+    }
+    let _ = std::fs::metadata(mount.path().join("probe-done"));
+    let requests = log.requests_until(mark, "probe-done");
+    assert!(
+        requests.iter().any(|op| op == "IOCTL"),
+        "the page's TCGETS never reached the daemon: {requests:?}"
+    );
+    assert!(
+        !log.contains("[Not Implemented] ioctl"),
+        "ioctls fell through to fuser's default handler"
+    );
+    assert!(mount.alive());
+}
