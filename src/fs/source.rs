@@ -153,6 +153,11 @@ impl LoadBudget {
         }
     }
 
+    /// Bytes taken by the loads under way.
+    pub fn in_use(&self) -> u64 {
+        *lock(&self.in_use)
+    }
+
     /// Takes `bytes` if they fit now.
     pub fn try_admit(&self, bytes: u64) -> Option<Admission<'_>> {
         let mut in_use = lock(&self.in_use);
@@ -401,11 +406,16 @@ impl Source {
         // A big chapter's bytes and text are both in memory while it is
         // read and decoded: a budget, not a lock, bounds how many are at
         // once, so one slow read does not hold up every other big chapter.
-        let _admitted = (source.meta.len() > BIG_CHAPTER_BYTES)
+        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES)
             .then(|| self.big_loads.admit(source.meta.len()));
         // The text will take about the file's size (exactly, for UTF-8):
-        // room for it is made before it is read, not after.
-        lock(&self.texts).make_room(source.meta.len() as usize);
+        // room for it is made before it is read, not after, and for the
+        // other big texts under way too, which are not in the cache yet.
+        let coming = match &admitted {
+            Some(_) => self.big_loads.in_use(),
+            None => source.meta.len(),
+        };
+        lock(&self.texts).make_room(coming as usize);
         #[cfg(test)]
         self.at(|s| &s.loading, c);
         let chapter = &source.index.chapters[source.position];
@@ -484,8 +494,9 @@ mod tests {
         drop(four);
         let huge = budget.try_admit(100).expect("alone, any size is let in");
         assert!(budget.try_admit(1).is_none());
+        assert_eq!(budget.in_use(), 100);
         drop(huge);
         drop(budget.admit(10));
-        assert_eq!(*lock(&budget.in_use), 0, "every admission was given back");
+        assert_eq!(budget.in_use(), 0, "every admission was given back");
     }
 }
