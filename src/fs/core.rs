@@ -1048,6 +1048,32 @@ mod tests {
     }
 
     #[test]
+    fn a_load_that_panics_leaves_the_chapter_loadable() {
+        let f = fixture(&[("第1章.md", "一")]);
+        let panics = Arc::new(AtomicUsize::new(1));
+        let p = panics.clone();
+        with_seams(
+            &f,
+            Seams {
+                loading: Some(Box::new(move |_| {
+                    if p.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        panic!("a load fails halfway");
+                    }
+                })),
+                ..Seams::default()
+            },
+        );
+        let c = chapter_ref(&Arc::from(OsStr::new("书")), OsStr::new("第1章.md"));
+        let failed = std::thread::scope(|s| s.spawn(|| f.fs.source.chapter(&c)).join());
+        assert!(failed.is_err(), "the first load panicked");
+        let again =
+            f.fs.source
+                .chapter(&c)
+                .expect("not left waiting on the failed load");
+        assert!(again.loaded.is_ok());
+    }
+
+    #[test]
     fn invalidation_planning_asks_the_disk_without_the_inode_lock() {
         let f = fixture(&[("第1章 起.md", "a")]);
         walk(&f.fs, "书/1/offset-1.txt").unwrap();
