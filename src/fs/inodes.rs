@@ -137,9 +137,17 @@ impl InodeTable {
             .ok_or(libc::ENOENT)
     }
 
-    /// Runs `f` over every node the kernel was given, by inode, with the
-    /// table held still.
-    pub fn with_known<R>(&self, f: impl FnOnce(&HashMap<Node, u64>) -> R) -> R {
-        f(&lock(&self.table).by_node)
+    /// Every node the kernel was given, by inode, as the table is now: a
+    /// copy, so that what is done with it (asking the disk) runs without
+    /// the lock every lookup needs.
+    pub fn known(&self) -> HashMap<Node, u64> {
+        lock(&self.table).by_node.clone()
+    }
+
+    /// Whether no one holds the table's lock (for tests of what runs
+    /// without it).
+    #[cfg(test)]
+    pub fn is_free(&self) -> bool {
+        self.table.try_lock().is_ok()
     }
 }
