@@ -159,8 +159,18 @@ fn workspace() -> Workspace {
             .unwrap()
             .success()
     );
+    // Copied by cp, not here: a file this process holds open for writing
+    // can leak into a child another test thread forks at that moment, and
+    // exec then fails with ETXTBSY.
     let bin = dir.path().join("novelfs");
-    std::fs::copy(env!("CARGO_BIN_EXE_novelfs"), &bin).unwrap();
+    assert!(
+        Command::new("cp")
+            .arg(env!("CARGO_BIN_EXE_novelfs"))
+            .arg(&bin)
+            .status()
+            .unwrap()
+            .success()
+    );
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let lib = std::fs::canonicalize(lib).unwrap();
     Workspace { dir, lib, bin }
