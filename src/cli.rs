@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::fs::mount;
+use crate::fs::{daemon, mountpoint, options};
 use crate::library::{self, Library, NovelError, ReadArgs};
 
 const LONG_ABOUT: &str = "\
@@ -473,7 +473,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mount(cmd) => return mount_command(cmd),
         Command::Unmount(cmd) => {
-            return match mount::unmount(&cmd.mountpoint, cmd.lazy) {
+            return match mountpoint::unmount(&cmd.mountpoint, cmd.lazy) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(msg) => {
                     eprintln!("novelfs: {msg}");
@@ -733,24 +733,24 @@ fn mount_command(cmd: MountCmd) -> ExitCode {
     // keep it quiet there unless asked.
     let level = if cmd.foreground { "info" } else { "warn" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
-    let parse = || -> Result<mount::MountRequest, String> {
-        Ok(mount::MountRequest {
-            root: mount::absolute(&cmd.root),
+    let parse = || -> Result<daemon::MountRequest, String> {
+        Ok(daemon::MountRequest {
+            root: mountpoint::absolute(&cmd.root),
             mountpoint: cmd.mountpoint.clone(),
             foreground: cmd.foreground,
             options: cmd.options.clone(),
-            ttl: cmd.ttl.as_deref().map(mount::parse_ttl).transpose()?,
+            ttl: cmd.ttl.as_deref().map(options::parse_ttl).transpose()?,
             state_file: cmd.state_file.clone(),
             path_root: cmd.path_root.clone(),
-            cache_size: Some(mount::parse_size(&cmd.cache_size)?),
-            max_chapter_bytes: Some(mount::parse_size(&cmd.max_chapter_bytes)?),
+            cache_size: Some(options::parse_size(&cmd.cache_size)?),
+            max_chapter_bytes: Some(options::parse_size(&cmd.max_chapter_bytes)?),
             threads: cmd.threads,
             force: cmd.force,
             no_watch: cmd.no_watch,
         })
     };
     match parse() {
-        Ok(req) => ExitCode::from(mount::run(req) as u8),
+        Ok(req) => ExitCode::from(daemon::run(req) as u8),
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             ExitCode::FAILURE

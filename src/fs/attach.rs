@@ -311,7 +311,7 @@ pub fn mount_id(mountpoint: &Path) -> Option<u64> {
         let mut fields = l.split(' ');
         let id = fields.next()?.parse::<u64>().ok()?;
         let mp = fields.nth(3)?;
-        (super::mount::unescape_mountinfo(mp) == want).then_some(id)
+        (super::mountpoint::unescape_mountinfo(mp) == want).then_some(id)
     })
 }
 
