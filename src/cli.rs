@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::fs::mount;
+use crate::fs::{daemon, mountpoint, options};
 use crate::library::{self, Library, NovelError, ReadArgs};
 
 const LONG_ABOUT: &str = "\
@@ -142,6 +142,10 @@ pub struct LibraryArgs {
     /// The library root (the directory holding novels/).
     #[arg(long, env = "NOVELFS_ROOT", default_value = ".")]
     pub root: PathBuf,
+    /// The root to write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library, where a sandbox sees the library).
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
+    pub path_root: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -175,8 +179,9 @@ pub struct MountCmd {
     #[arg(short, long)]
     pub foreground: bool,
     /// Mount options, comma-separated, as other FUSE filesystems take them:
-    /// ro, allow_other, allow_root, auto_unmount (needs fusermount3),
-    /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS, nowatch.
+    /// ro, allow_other, allow_root, auto_unmount (adds no access),
+    /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
+    /// path_root=DIR, nowatch.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -188,6 +193,11 @@ pub struct MountCmd {
     pub ttl: Option<String>,
     #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
+    /// The root pages write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library where a sandbox binds the mount);
+    /// sizes follow. Same as -o path_root=DIR.
+    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    pub path_root: Option<String>,
     /// Memory for decoded chapters and rendered pages (e.g. 16M, 256MiB).
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub cache_size: String,
@@ -463,7 +473,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mount(cmd) => return mount_command(cmd),
         Command::Unmount(cmd) => {
-            return match mount::unmount(&cmd.mountpoint, cmd.lazy) {
+            return match mountpoint::unmount(&cmd.mountpoint, cmd.lazy) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(msg) => {
                     eprintln!("novelfs: {msg}");
@@ -588,10 +598,19 @@ pub fn man_page() -> String {
 // The one-shot commands.
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
-    Library::open(&args.root).map_err(|e| NovelError::Io {
+    let library = Library::open(&args.root).map_err(|e| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
         reason: e.to_string(),
-    })
+    })?;
+    match &args.path_root {
+        None => Ok(library),
+        Some(root) => library
+            .with_path_root(root)
+            .map_err(|reason| NovelError::Io {
+                path: root.clone(),
+                reason,
+            }),
+    }
 }
 
 fn read(cmd: ReadCmd) -> Result<String, NovelError> {
@@ -714,23 +733,24 @@ fn mount_command(cmd: MountCmd) -> ExitCode {
     // keep it quiet there unless asked.
     let level = if cmd.foreground { "info" } else { "warn" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
-    let parse = || -> Result<mount::MountRequest, String> {
-        Ok(mount::MountRequest {
-            root: mount::absolute(&cmd.root),
+    let parse = || -> Result<daemon::MountRequest, String> {
+        Ok(daemon::MountRequest {
+            root: mountpoint::absolute(&cmd.root),
             mountpoint: cmd.mountpoint.clone(),
             foreground: cmd.foreground,
             options: cmd.options.clone(),
-            ttl: cmd.ttl.as_deref().map(mount::parse_ttl).transpose()?,
+            ttl: cmd.ttl.as_deref().map(options::parse_ttl).transpose()?,
             state_file: cmd.state_file.clone(),
-            cache_size: Some(mount::parse_size(&cmd.cache_size)?),
-            max_chapter_bytes: Some(mount::parse_size(&cmd.max_chapter_bytes)?),
+            path_root: cmd.path_root.clone(),
+            cache_size: Some(options::parse_size(&cmd.cache_size)?),
+            max_chapter_bytes: Some(options::parse_size(&cmd.max_chapter_bytes)?),
             threads: cmd.threads,
             force: cmd.force,
             no_watch: cmd.no_watch,
         })
     };
     match parse() {
-        Ok(req) => ExitCode::from(mount::run(req) as u8),
+        Ok(req) => ExitCode::from(daemon::run(req) as u8),
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             ExitCode::FAILURE

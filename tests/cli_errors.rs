@@ -278,7 +278,10 @@ fn unreadable_chapter() {
         // ... so the error path runs as an unprivileged user, with a copy of
         // the binary and a library that user may walk (tempdirs are 0700).
         let bin = lib.dir.path().join("novelfs");
-        std::fs::copy(BIN, &bin).unwrap();
+        // Copied by a child process: a write handle of ours could leak into
+        // a test forking meanwhile and make the exec fail with ETXTBSY.
+        let copied = Command::new("cp").arg(BIN).arg(&bin).status().unwrap();
+        assert!(copied.success());
         for dir in [lib.dir.path(), &lib.root] {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }

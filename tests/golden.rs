@@ -27,6 +27,8 @@ fn write_state(file: &Path, state: Option<&Value>) {
 struct Cli {
     root: PathBuf,
     state_file: PathBuf,
+    /// `--path-root`, when the cases are written with that root.
+    path_root: Option<&'static str>,
 }
 
 impl Way for Cli {
@@ -39,9 +41,11 @@ impl Way for Cli {
             .arg("--root")
             .arg(&self.root)
             .arg("--state-file")
-            .arg(&self.state_file)
-            .arg(&case.book)
-            .arg(&case.chapter);
+            .arg(&self.state_file);
+        if let Some(p) = self.path_root {
+            cmd.arg("--path-root").arg(p);
+        }
+        cmd.arg(&case.book).arg(&case.chapter);
         if let Some(o) = case.offset {
             cmd.arg("--offset").arg(o.to_string());
         }
@@ -75,9 +79,26 @@ fn every_reference_case_through_the_cli() {
     let mut way = Cli {
         root,
         state_file: guard.path().join("state.json"),
+        path_root: None,
     };
     check_every_case("through the CLI", &cases, &mut way);
 }
+
+/// `--path-root /library`: every page, JSON and error text is the reference
+/// one with `/library` as its root, wherever the library really is.
+#[test]
+fn every_reference_case_through_the_cli_with_a_path_root() {
+    let (guard, root) = common::reference_library();
+    let cases = common::cases(Path::new(PATH_ROOT));
+    let mut way = Cli {
+        root,
+        state_file: guard.path().join("state.json"),
+        path_root: Some(PATH_ROOT),
+    };
+    check_every_case("through the CLI with a path root", &cases, &mut way);
+}
+
+const PATH_ROOT: &str = "/library";
 
 /// `NovelFs` driven as the kernel drives it: lookups from the root, aliases
 /// followed by readlink, reads and listings by inode.
@@ -192,6 +213,8 @@ fn every_reference_case_in_process_without_fuse() {
 struct Mounted {
     root: PathBuf,
     state_file: PathBuf,
+    /// More `novelfs mount` arguments.
+    extra: Vec<&'static str>,
     mount: Option<Mount>,
 }
 
@@ -222,10 +245,9 @@ impl Way for Mounted {
         // The switch file is read at most once a second: a new mount sees
         // the new state at once.
         self.mount = None;
-        self.mount = Some(Mount::new(
-            &self.root,
-            &["--state-file", self.state_file.to_str().unwrap()],
-        ));
+        let mut args = vec!["--state-file", self.state_file.to_str().unwrap()];
+        args.extend_from_slice(&self.extra);
+        self.mount = Some(Mount::new(&self.root, &args));
     }
     fn tree(&self) -> Option<&dyn Tree> {
         Some(self)
@@ -240,10 +262,33 @@ fn every_reference_case_through_a_mount() {
     let mut way = Mounted {
         root,
         state_file: guard.path().join("state.json"),
+        extra: vec![],
         mount: None,
     };
     check_every_case("through a mount", &cases, &mut way);
     // Each listed page name was checked above through the cases; this
     // makes sure the case set does reach the mount's special names.
     assert!(cases.iter().any(|c| page_name(c).contains("-limit-")));
+}
+
+/// Pages, sizes and ERROR files with `/library` as the root, as a sandbox
+/// that binds the mount at /library sees them; `-o path_root=` is the same
+/// option, for fstab.
+#[test]
+fn every_reference_case_through_a_mount_with_a_path_root() {
+    require_fuse!();
+    let (guard, root) = common::reference_library();
+    let cases = common::cases(Path::new(PATH_ROOT));
+    for extra in [
+        vec!["--path-root", PATH_ROOT],
+        vec!["-o", "ro,path_root=/library/"],
+    ] {
+        let mut way = Mounted {
+            root: root.clone(),
+            state_file: guard.path().join("state.json"),
+            extra,
+            mount: None,
+        };
+        check_every_case("through a mount with a path root", &cases, &mut way);
+    }
 }

@@ -172,6 +172,8 @@ fn encode(i: u64, v: &Version) -> Vec<u8> {
 #[derive(Default)]
 struct Counters {
     pages_ok: AtomicU64,
+    /// Valid pages read, per reader: each must make progress.
+    pages_by_reader: Vec<AtomicU64>,
     listings_ok: AtomicU64,
     vanished_listings: AtomicU64,
     /// Watched mounts: a listing through a name the kernel still held a
@@ -365,6 +367,7 @@ fn reader(
                     match checked.and_then(|info| check_identity(i, &root_prefix, &info)) {
                         Ok(()) => {
                             c.pages_ok.fetch_add(1, Ordering::Relaxed);
+                            c.pages_by_reader[id as usize].fetch_add(1, Ordering::Relaxed);
                         }
                         Err(msg) => {
                             let head = String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
@@ -612,7 +615,10 @@ fn soak(ttl: &str) {
     let mnt = m.path().to_path_buf();
     let root_prefix = format!("{}/novels/{BOOK}/", root.display());
     let stop = Arc::new(AtomicBool::new(false));
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(Counters {
+        pages_by_reader: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        ..Counters::default()
+    });
 
     let peak_rss = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -656,6 +662,19 @@ fn soak(ttl: &str) {
         })
     };
     std::thread::sleep(Duration::from_secs(secs));
+    // Not a throughput figure (tests assert no speed): the run only ends
+    // once every reader has read a valid page, however loaded the machine
+    // is, so the checks below have something to check. A reader that gets
+    // none in a further minute is stuck, which fails below.
+    let progress_guard = Instant::now();
+    while !counters
+        .pages_by_reader
+        .iter()
+        .all(|n| n.load(Ordering::Relaxed) > 0)
+        && progress_guard.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     stop.store(true, Ordering::Relaxed);
     let (stats, _versions) = mutator_thread.join().unwrap();
     for r in readers {
@@ -714,9 +733,14 @@ fn soak(ttl: &str) {
         0,
         "errors other than ENOENT: {errors:?}"
     );
+    let by_reader: Vec<u64> = c
+        .pages_by_reader
+        .iter()
+        .map(|n| n.load(Ordering::Relaxed))
+        .collect();
     assert!(
-        c.pages_ok.load(Ordering::Relaxed) > 100 * threads,
-        "too few reads"
+        by_reader.iter().all(|&n| n > 0),
+        "a reader read no valid page (stuck, or every read failed): {by_reader:?}"
     );
     assert!(
         stats.in_place_truncate + stats.in_place_overwrite > 0

@@ -36,7 +36,7 @@ impl Stamp {
 }
 
 /// Buffers at least this big get their own mapping from the allocator
-/// (the daemon sets glibc's `M_MMAP_THRESHOLD` to it, see `mount.rs`).
+/// (the daemon sets glibc's `M_MMAP_THRESHOLD` to it, see `daemon.rs`).
 pub const MMAP_THRESHOLD: usize = 16 * 1024;
 
 /// What a buffer of `bytes` really costs: a mapped one takes whole 4 KiB

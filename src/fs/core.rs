@@ -69,6 +69,12 @@ pub struct NovelFs {
     heap_trim: HeapTrim,
 }
 
+/// A name resolved with its attributes, both of the same look at its source.
+struct Found {
+    node: Node,
+    attr: Attr,
+}
+
 fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
     Arc::new(e.error_line().into_bytes())
 }
@@ -240,10 +246,7 @@ impl NovelFs {
                 name,
                 version,
             } => match resolve::ambiguity(&self.source, book, name) {
-                Ok(a) if a.version == *version => file(
-                    a.error.error_line().len() as u64,
-                    dir_mtime(&library.book_dir(book)),
-                ),
+                Ok(a) if a.version == *version => file(a.error.error_line().len() as u64, a.mtime),
                 _ => older()?,
             },
             Node::ChapterError { chapter, version } => match self.source.chapter(chapter) {
@@ -295,17 +298,19 @@ impl NovelFs {
                 _ => Err(libc::EACCES),
             };
         }
-        let node = match parent {
-            Node::Root => resolve::in_root(self.library(), name)?,
-            Node::Book { book } => resolve::in_book(&self.source, book, name)?,
+        let found = match parent {
+            Node::Root => self.checked(resolve::in_root(self.library(), name)?)?,
+            Node::Book { book } => self.checked(resolve::in_book(&self.source, book, name)?)?,
             Node::Chapter { chapter } => self.in_chapter(chapter, name)?,
             Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
-                let version = resolve::ambiguity(&self.source, &book, &alias)?.version;
-                Node::AmbiguousError {
+                let a = resolve::ambiguity(&self.source, &book, &alias)?;
+                let node = Node::AmbiguousError {
                     book,
                     name: alias,
-                    version,
-                }
+                    version: a.version,
+                };
+                let attr = self.file_attr(&node, a.error.error_line().len() as u64, a.mtime);
+                Found { node, attr }
             }
             Node::Ambiguous { .. } => return Err(libc::ENOENT),
             Node::RootError
@@ -315,42 +320,68 @@ impl NovelFs {
             | Node::BookAlias { .. }
             | Node::ChapterAlias { .. } => return Err(libc::ENOTDIR),
         };
-        self.found(node)
+        Ok(self.intern(found))
     }
 
-    /// The node `name` names in a chapter directory: its `ERROR`, or a page
-    /// of the source's current version.
-    fn in_chapter(&self, chapter: ChapterRef, name: &OsStr) -> Result<Node> {
+    /// The node `name` names in a chapter directory (its `ERROR`, or a
+    /// page of the source's current version) with its attributes, both of
+    /// one look at the source: asked twice, an edit in between would make
+    /// the version of the name not the version of the attributes, and a
+    /// name that exists in both versions ENOENT.
+    fn in_chapter(&self, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
         if name == ERROR_FILE {
             let now = self.source.chapter(&chapter)?;
-            return match now.loaded {
-                Err(_) => Ok(Node::ChapterError {
-                    chapter,
-                    version: now.version,
-                }),
-                Ok(_) => Err(libc::ENOENT),
+            let Err(e) = now.loaded else {
+                return Err(libc::ENOENT);
             };
+            let node = Node::ChapterError {
+                chapter,
+                version: now.version,
+            };
+            let attr = self.file_attr(&node, e.error_line().len() as u64, now.mtime);
+            return Ok(Found { node, attr });
         }
         use std::os::unix::ffi::OsStrExt;
         let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
-        let version = self
-            .outlines
-            .page_size(&self.source, &chapter, page)?
-            .version;
-        Ok(Node::Page {
+        let now = self.outlines.page_size(&self.source, &chapter, page)?;
+        let node = Node::Page {
             chapter,
             page,
-            version,
-        })
+            version: now.version,
+        };
+        let attr = self.file_attr(&node, now.size, now.mtime);
+        Ok(Found { node, attr })
+    }
+
+    /// The attributes of a file whose size and mtime are known (its inode
+    /// is set when it is interned).
+    fn file_attr(&self, node: &Node, size: u64, mtime: std::time::SystemTime) -> Attr {
+        Attr {
+            ino: 0,
+            kind: Kind::File,
+            size,
+            mtime,
+            ttl: self.freshness.ttl_for(node),
+        }
+    }
+
+    /// `node` with its current attributes; ENOENT when it does not exist.
+    fn checked(&self, node: Node) -> Result<Found> {
+        let attr = self.attr_of(0, &node)?;
+        Ok(Found { node, attr })
+    }
+
+    /// The inode of a name found by a lookup (the kernel now holds it).
+    fn intern(&self, found: Found) -> Attr {
+        Attr {
+            ino: self.inodes.intern(found.node, true, Some(&found.attr)),
+            ..found.attr
+        }
     }
 
     fn found(&self, node: Node) -> Result<Attr> {
-        // Validate before interning, so a name that does not exist leaves no inode behind.
-        let attr = self.attr_of(0, &node)?;
-        Ok(Attr {
-            ino: self.inodes.intern(node, true, Some(&attr)),
-            ..attr
-        })
+        // Validated before interning, so a name that does not exist leaves no inode behind.
+        Ok(self.intern(self.checked(node)?))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<OsString> {
@@ -475,15 +506,21 @@ impl NovelFs {
                 .collect(),
             Node::Chapter { chapter } => {
                 let now = self.outlines.outline(&self.source, &chapter)?;
-                let Some(outline) = now.outline else {
-                    return Ok(vec![entry(
-                        Node::ChapterError {
+                let outline = match now.outline {
+                    Ok(outline) => outline,
+                    Err(e) => {
+                        // Its attributes come with it, from the same look
+                        // at the source as its version.
+                        let node = Node::ChapterError {
                             chapter,
                             version: now.version,
-                        },
-                        Kind::File,
-                        ERROR_FILE.into(),
-                    )]);
+                        };
+                        let attr = self.file_attr(&node, e.error_line().len() as u64, now.mtime);
+                        return Ok(vec![Listed {
+                            attr: Some(attr),
+                            ..entry(node, Kind::File, ERROR_FILE.into())
+                        }]);
+                    }
                 };
                 outline
                     .pages
@@ -519,16 +556,17 @@ impl NovelFs {
                     .collect()
             }
             Node::Ambiguous { book, name } => {
-                let version = resolve::ambiguity(&self.source, &book, &name)?.version;
-                vec![entry(
-                    Node::AmbiguousError {
-                        book,
-                        name,
-                        version,
-                    },
-                    Kind::File,
-                    ERROR_FILE.into(),
-                )]
+                let a = resolve::ambiguity(&self.source, &book, &name)?;
+                let node = Node::AmbiguousError {
+                    book,
+                    name,
+                    version: a.version,
+                };
+                let attr = self.file_attr(&node, a.error.error_line().len() as u64, a.mtime);
+                vec![Listed {
+                    attr: Some(attr),
+                    ..entry(node, Kind::File, ERROR_FILE.into())
+                }]
             }
             _ => return Err(libc::ENOTDIR),
         })
@@ -575,8 +613,21 @@ impl NovelFs {
     /// What the kernel must drop after `changes` (see `freshness::plan`).
     pub fn invalidations(&self, changes: &[Change]) -> Vec<Invalidation> {
         let library = self.library();
-        self.inodes
-            .with_known(|known| freshness::plan(changes, known, |book| library.is_book(book)))
+        self.plan_invalidations(changes, |book| library.is_book(book))
+    }
+
+    /// `invalidations`, with how a book is looked up on disk given. The
+    /// plan is made over a snapshot of the inode table, taken and released
+    /// before the disk is asked anything: lookups go on meanwhile. (A node
+    /// interned after the snapshot was looked up after the change, so it
+    /// is already of the new state.)
+    fn plan_invalidations(
+        &self,
+        changes: &[Change],
+        is_book: impl Fn(&OsStr) -> bool,
+    ) -> Vec<Invalidation> {
+        let known = self.inodes.known();
+        freshness::plan(changes, &known, is_book)
     }
 }
 
@@ -585,6 +636,9 @@ mod tests {
     use super::*;
     use crate::fs::freshness::WATCHED_TTL;
     use crate::fs::node::ROOT_INO;
+    use crate::fs::source::{BIG_CHAPTER_BYTES, Seams};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
 
     struct Fixture {
         _dir: tempfile::TempDir,
@@ -894,6 +948,207 @@ mod tests {
         f.fs.forget(page.ino, 1);
         assert_eq!(f.fs.inode_count(), grown - 1);
         assert_eq!(f.fs.getattr(page.ino), Err(libc::ENOENT));
+    }
+
+    /// Runs `f` with `seams` set on a fixture's source.
+    fn with_seams(f: &Fixture, seams: Seams) {
+        assert!(f.fs.source.seams.set(seams).is_ok(), "seams are set once");
+    }
+
+    /// Rewrites `path` with a different size before every look at a
+    /// chapter's source, so no two looks see the same version.
+    fn edit_before_every_stat(
+        path: PathBuf,
+        body: impl Fn(usize) -> Vec<u8> + Send + Sync + 'static,
+    ) -> Seams {
+        let edits = AtomicUsize::new(0);
+        Seams {
+            before_stat: Some(Box::new(move |_| {
+                let n = edits.fetch_add(1, Ordering::SeqCst) + 1;
+                std::fs::write(&path, body(n)).unwrap();
+            })),
+            ..Seams::default()
+        }
+    }
+
+    #[test]
+    fn a_page_lookup_answers_from_one_look_at_a_source_edited_meanwhile() {
+        let f = fixture(&[("第1章 起.md", "一")]);
+        let chapter = walk(&f.fs, "书/第1章 起.md").unwrap();
+        let path = f.book_dir.join("第1章 起.md");
+        with_seams(
+            &f,
+            edit_before_every_stat(path, |n| "一\n".repeat(n).into_bytes()),
+        );
+        for name in ["offset-1.txt", "offset-1.json", "offset-1-limit-1.txt"] {
+            let page = f.fs.lookup(chapter.ino, OsStr::new(name));
+            assert!(page.is_ok(), "{name} exists in every version: {page:?}");
+            let page = page.unwrap();
+            assert_eq!(
+                read_all(&f.fs, page.ino).len() as u64,
+                page.size,
+                "{name}: the size is of the version read"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_lookup_and_listing_answer_from_one_look_at_a_source_edited_meanwhile() {
+        let undecodable = |n: usize| [0x81u8, 0x20, 0xfe, 0x7f].repeat(10 + n);
+        let f = fixture(&[("第1章 坏.txt", "")]);
+        let path = f.book_dir.join("第1章 坏.txt");
+        std::fs::write(&path, undecodable(0)).unwrap();
+        let chapter = walk(&f.fs, "书/1").unwrap();
+        with_seams(&f, edit_before_every_stat(path, undecodable));
+        let error = f.fs.lookup(chapter.ino, OsStr::new("ERROR"));
+        assert!(error.is_ok(), "ERROR exists in every version: {error:?}");
+        let listed = f.fs.list(chapter.ino).unwrap();
+        assert_eq!(listed.len(), 1);
+        let plus = f.fs.listed_plus(&listed[0]);
+        assert!(plus.is_some(), "readdirplus drops the listed ERROR");
+        let plus = plus.unwrap();
+        assert_eq!(read_all(&f.fs, plus.ino).len() as u64, plus.size);
+    }
+
+    fn big_chapter(fill: &str) -> String {
+        let line = format!("{}\n", fill.repeat(200));
+        line.repeat((BIG_CHAPTER_BYTES as usize) / line.len() + 2)
+    }
+
+    /// How long a test waits for something that should happen at once
+    /// before it fails instead of hanging (never reached when it passes).
+    const HANG_GUARD: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn two_different_big_chapters_load_at_once() {
+        let (one, two) = (big_chapter("一"), big_chapter("二"));
+        let f = fixture(&[("第1章.md", &one), ("第2章.md", &two)]);
+        let entered = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let met = Arc::new(Mutex::new(Vec::new()));
+        let (e, m) = (entered.clone(), met.clone());
+        with_seams(
+            &f,
+            Seams {
+                loading: Some(Box::new(move |_| {
+                    let (count, changed) = &*e;
+                    let mut n = count.lock().unwrap();
+                    *n += 1;
+                    changed.notify_all();
+                    // Each load waits, inside, for the other to be inside too.
+                    let (n, _) = changed
+                        .wait_timeout_while(n, HANG_GUARD, |n| *n < 2)
+                        .unwrap();
+                    m.lock().unwrap().push(*n >= 2);
+                })),
+                ..Seams::default()
+            },
+        );
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        std::thread::scope(|s| {
+            for file in ["第1章.md", "第2章.md"] {
+                let c = chapter_ref(&book, OsStr::new(file));
+                let fs = &f.fs;
+                s.spawn(move || assert!(fs.source.chapter(&c).unwrap().loaded.is_ok()));
+            }
+        });
+        assert_eq!(
+            *met.lock().unwrap(),
+            [true, true],
+            "each big load was under way while the other was"
+        );
+    }
+
+    #[test]
+    fn readers_of_one_big_chapter_wait_for_one_decode() {
+        let f = fixture(&[("第1章.md", &big_chapter("一"))]);
+        let joined = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let loads = Arc::new(AtomicUsize::new(0));
+        let (j, l, j2) = (joined.clone(), loads.clone(), joined.clone());
+        with_seams(
+            &f,
+            Seams {
+                loading: Some(Box::new(move |_| {
+                    l.fetch_add(1, Ordering::SeqCst);
+                    // The first load goes on once the second reader waits for it.
+                    let (count, changed) = &*j;
+                    let n = count.lock().unwrap();
+                    drop(
+                        changed
+                            .wait_timeout_while(n, HANG_GUARD, |n| *n < 1)
+                            .unwrap(),
+                    );
+                })),
+                joined: Some(Box::new(move |_| {
+                    let (count, changed) = &*j2;
+                    *count.lock().unwrap() += 1;
+                    changed.notify_all();
+                })),
+                ..Seams::default()
+            },
+        );
+        let c = chapter_ref(&Arc::from(OsStr::new("书")), OsStr::new("第1章.md"));
+        let texts: Vec<_> = std::thread::scope(|s| {
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (fs, c) = (&f.fs, c.clone());
+                    s.spawn(move || fs.source.chapter(&c).unwrap().loaded.unwrap())
+                })
+                .collect();
+            readers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "decoded once");
+        assert_eq!(*joined.0.lock().unwrap(), 1, "the second reader waited");
+        assert!(Arc::ptr_eq(&texts[0], &texts[1]), "both got the one text");
+    }
+
+    #[test]
+    fn a_load_that_panics_leaves_the_chapter_loadable() {
+        let f = fixture(&[("第1章.md", "一")]);
+        let panics = Arc::new(AtomicUsize::new(1));
+        let p = panics.clone();
+        with_seams(
+            &f,
+            Seams {
+                loading: Some(Box::new(move |_| {
+                    if p.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        panic!("a load fails halfway");
+                    }
+                })),
+                ..Seams::default()
+            },
+        );
+        let c = chapter_ref(&Arc::from(OsStr::new("书")), OsStr::new("第1章.md"));
+        let failed = std::thread::scope(|s| s.spawn(|| f.fs.source.chapter(&c)).join());
+        assert!(failed.is_err(), "the first load panicked");
+        let again =
+            f.fs.source
+                .chapter(&c)
+                .expect("not left waiting on the failed load");
+        assert!(again.loaded.is_ok());
+    }
+
+    #[test]
+    fn invalidation_planning_asks_the_disk_without_the_inode_lock() {
+        let f = fixture(&[("第1章 起.md", "a")]);
+        walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        std::fs::rename(&f.book_dir, f.book_dir.with_file_name("新书")).unwrap();
+        let asked = AtomicUsize::new(0);
+        let locked = AtomicUsize::new(0);
+        let planned = f.fs.plan_invalidations(&[Change::Books], |book| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            if !f.fs.inodes.is_free() {
+                locked.fetch_add(1, Ordering::SeqCst);
+            }
+            f.fs.library().is_book(book)
+        });
+        assert!(asked.load(Ordering::SeqCst) > 0, "the disk was asked");
+        assert_eq!(
+            locked.load(Ordering::SeqCst),
+            0,
+            "the inode table was locked while the disk was asked"
+        );
+        assert_eq!(planned, f.fs.invalidations(&[Change::Books]));
+        assert!(planned.len() >= 3, "{planned:?}");
     }
 
     #[test]

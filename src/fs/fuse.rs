@@ -24,13 +24,27 @@ pub struct FuseAdapter {
     fs: Arc<NovelFs>,
     uid: u32,
     gid: u32,
+    /// Mode bits every node keeps (owner-only for `allow_root`; see `access`).
+    mode_mask: u16,
 }
 
 impl FuseAdapter {
     pub fn new(fs: Arc<NovelFs>) -> Self {
-        // SAFETY: getuid/getgid have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        FuseAdapter { fs, uid, gid }
+        // The mount's owner is the effective user (mount(2) and fusermount3
+        // both record it as user_id); the modes are judged against it.
+        // SAFETY: geteuid/getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        FuseAdapter {
+            fs,
+            uid,
+            gid,
+            mode_mask: 0o777,
+        }
+    }
+
+    pub fn with_mode_mask(mut self, mask: u16) -> Self {
+        self.mode_mask = mask;
+        self
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
@@ -43,7 +57,7 @@ impl FuseAdapter {
             ctime: a.mtime,
             crtime: a.mtime,
             kind: kind(a.kind),
-            perm: a.perm(),
+            perm: a.perm() & self.mode_mask,
             nlink: if a.kind == Kind::Directory { 2 } else { 1 },
             uid: self.uid,
             gid: self.gid,

@@ -643,10 +643,11 @@ impl InodeTable {
         table.last_attrs.get(&ino).copied().ok_or(libc::ENOENT)
     }
 
-    /// Runs `f` over every node the kernel was given, by inode, with the
-    /// table held still. (Builds the map of every page: only for the rare
-    /// changes on disk.)
-    pub fn with_known<R>(&self, f: impl FnOnce(&HashMap<Node, u64>) -> R) -> R {
+    /// Every node the kernel was given, by inode, as the table is now: a
+    /// copy, so that what is done with it (asking the disk) runs without
+    /// the lock every lookup needs. (Pages have no entries: their nodes are
+    /// made here, from the blocks.)
+    pub fn known(&self) -> HashMap<Node, u64> {
         let table = lock(&self.table);
         let mut known: HashMap<Node, u64> = table
             .entries
@@ -665,7 +666,14 @@ impl InodeTable {
                 );
             }
         }
-        f(&known)
+        known
+    }
+
+    /// Whether no one holds the table's lock (for tests of what runs
+    /// without it).
+    #[cfg(test)]
+    pub fn is_free(&self) -> bool {
+        self.table.try_lock().is_ok()
     }
 }
 
@@ -735,7 +743,7 @@ mod tests {
         let derived = seen.iter().filter(|&&i| i & PAGE_BIT != 0).count();
         assert_eq!(derived, 4 * 4, "the listed spellings that fit are derived");
         assert_eq!(table.len(), 1 + 4 + 4 * 2, "root, 4 blocks, 8 own entries");
-        let known = table.with_known(|k| k.clone());
+        let known = table.known();
         assert_eq!(known.len(), 1 + seen.len());
         for (node, ino) in &known {
             assert_eq!(table.node(*ino).as_ref(), Ok(node));

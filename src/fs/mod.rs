@@ -4,19 +4,24 @@
 //! `fuse` only translates fuser's requests to them; each concern the
 //! handlers rely on has its own module and owner.
 
+pub mod access;
+pub mod attach;
 pub mod cache;
 pub mod core;
+pub mod daemon;
 pub mod freshness;
 pub mod fuse;
 pub mod inodes;
 pub mod listing;
-pub mod mount;
+pub mod mountpoint;
 pub mod names;
 pub mod node;
+pub mod options;
 pub mod outline;
 pub mod pages;
 pub mod prefetch;
 pub mod resolve;
+pub mod session;
 pub mod source;
 pub mod switch;
 

@@ -5,13 +5,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::library::ChapterText;
+use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
 use super::lock;
 use super::names::{Format, PageName};
 use super::node::{ChapterId, ChapterRef, Result};
-use super::source::{Source, VersionKey};
+use super::source::{LoadedChapter, Source, VersionKey};
 
 /// One page of a chapter's reading chain and its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +42,11 @@ impl Outline {
     }
 }
 
-/// A chapter's outline as the source is now: `None` for a chapter that
-/// cannot be read (its listing is `ERROR`).
+/// A chapter's outline as the source is now, or the error that stops the
+/// chapter from being read (its listing is `ERROR`).
 pub struct ChapterOutline {
     pub version: u64,
-    pub outline: Option<Arc<Outline>>,
+    pub outline: std::result::Result<Arc<Outline>, NovelError>,
     pub mtime: SystemTime,
 }
 
@@ -57,8 +57,10 @@ pub struct PageSize {
     pub version: u64,
 }
 
+type Outlined = std::result::Result<Arc<Outline>, NovelError>;
+
 pub struct Outlines {
-    cache: Mutex<Lru<VersionKey, Option<Arc<Outline>>>>,
+    cache: Mutex<Lru<VersionKey, Outlined>>,
 }
 
 /// The byte size of a page — computed from line sizes, never by rendering
@@ -87,6 +89,10 @@ impl Outlines {
 
     /// The chapter's outline as the source is now (decoding it only when
     /// the outline is not cached for the source's current version).
+    ///
+    /// Each answer comes from one look at the source: the outline, its
+    /// version and its mtime are of the same `lstat` (or, when the file
+    /// had to be read, of the file read), never of two.
     pub fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
         let now = source.chapter_source(c)?;
         let version = now.version();
@@ -98,60 +104,86 @@ impl Outlines {
             });
         }
         let loaded = source.chapter_from(c, now)?;
-        let outline = loaded.loaded.ok().map(|text| {
-            let pages = text
-                .chain()
-                .into_iter()
-                .map(|offset| {
-                    let size = |format| {
-                        let page = PageName {
-                            offset,
-                            limit: None,
-                            format,
-                        };
-                        size_of_page(source, c, page, &text)
-                    };
-                    OutlinePage {
-                        offset,
-                        text_bytes: size(Format::Text),
-                        json_bytes: size(Format::Json),
-                    }
-                })
-                .collect::<Vec<_>>();
-            Arc::new(Outline { pages })
-        });
-        let weight = 128 + outline.as_ref().map_or(0, |o| o.pages.capacity() * 24);
-        lock(&self.cache).insert((c.clone(), loaded.version), outline.clone(), weight);
         Ok(ChapterOutline {
             version: loaded.version,
-            outline,
+            outline: self.outline_of(source, c, &loaded),
             mtime: loaded.mtime,
         })
     }
 
+    /// The outline of a loaded version, cached under that version.
+    fn outline_of(&self, source: &Source, c: &ChapterRef, loaded: &LoadedChapter) -> Outlined {
+        let key = (c.clone(), loaded.version);
+        if let Some(outline) = lock(&self.cache).get(&key) {
+            return outline;
+        }
+        let outline = match &loaded.loaded {
+            Err(e) => Err(e.clone()),
+            Ok(text) => {
+                let pages = text
+                    .chain()
+                    .into_iter()
+                    .map(|offset| {
+                        let size = |format| {
+                            let page = PageName {
+                                offset,
+                                limit: None,
+                                format,
+                            };
+                            size_of_page(source, c, page, text)
+                        };
+                        OutlinePage {
+                            offset,
+                            text_bytes: size(Format::Text),
+                            json_bytes: size(Format::Json),
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                Ok(Arc::new(Outline { pages }))
+            }
+        };
+        let weight = 128
+            + match &outline {
+                Ok(o) => o.pages.capacity() * 24,
+                Err(e) => e.error_line().len(),
+            };
+        lock(&self.cache).insert(key, outline.clone(), weight);
+        outline
+    }
+
     /// The byte size of a page as the source is now, with the version of
-    /// that source.
+    /// that source: from one look at it (a page off the reading chain is
+    /// measured on the text of the version looked at, not of a second look).
     pub fn page_size(&self, source: &Source, c: &ChapterRef, page: PageName) -> Result<PageSize> {
-        let now = self.outline(source, c)?;
-        match now.outline {
-            None => return Err(libc::EIO),
-            Some(o) => {
+        let now = source.chapter_source(c)?;
+        let version = now.version();
+        let cached = lock(&self.cache).get(&(c.clone(), version));
+        match &cached {
+            Some(Err(_)) => return Err(libc::EIO),
+            Some(Ok(o)) => {
                 if let Some(size) = o.size(page) {
                     return Ok(PageSize {
                         size,
-                        mtime: now.mtime,
-                        version: now.version,
+                        mtime: now.mtime(),
+                        version,
                     });
                 }
             }
+            None => {}
         }
-        let loaded = source.chapter(c)?;
+        let loaded = source.chapter_from(c, now)?;
+        let outline = match cached {
+            Some(outline) if loaded.version == version => outline,
+            _ => self.outline_of(source, c, &loaded),
+        };
         let text = loaded.loaded.map_err(|_| libc::EIO)?;
-        if !text.offset_in_range(page.offset) {
-            return Err(libc::ENOENT);
-        }
+        let size = match outline.ok().and_then(|o| o.size(page)) {
+            Some(size) => size,
+            None if text.offset_in_range(page.offset) => size_of_page(source, c, page, &text),
+            None => return Err(libc::ENOENT),
+        };
         Ok(PageSize {
-            size: size_of_page(source, c, page, &text),
+            size,
             mtime: loaded.mtime,
             version: loaded.version,
         })

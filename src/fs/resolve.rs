@@ -4,6 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::library::{self, BookIndex, Library, Lookup, NovelError};
 
@@ -14,6 +15,7 @@ use super::source::Source;
 /// was resolved in.
 struct Resolved {
     version: u64,
+    mtime: SystemTime,
     index: Arc<BookIndex>,
     found: Lookup,
 }
@@ -21,6 +23,8 @@ struct Resolved {
 /// The error of an ambiguous name, with the book version it holds for.
 pub struct Ambiguity {
     pub version: u64,
+    /// Of the book directory, from the same look as `version`.
+    pub mtime: SystemTime,
     pub error: NovelError,
 }
 
@@ -34,6 +38,7 @@ fn resolve_other_name(source: &Source, book: &OsStr, name: &OsStr) -> Result<Res
     let found = now.index.find(&name.to_string_lossy());
     Ok(Resolved {
         version: now.version,
+        mtime: now.mtime,
         index: now.index,
         found,
     })
@@ -45,6 +50,7 @@ pub fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<Ambiguit
     match r.found {
         Lookup::Ambiguous { number, indices } => Ok(Ambiguity {
             version: r.version,
+            mtime: r.mtime,
             error: NovelError::Ambiguous {
                 number,
                 files: indices

@@ -2,12 +2,14 @@
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::library::{BookIndex, ChapterText, Library, NovelError};
@@ -24,13 +26,21 @@ pub type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
 /// A version of a chapter's source.
 pub type VersionKey = (ChapterRef, u64);
 
-/// Chapter files above this size are loaded one at a time.
-const BIG_CHAPTER_BYTES: u64 = 4 << 20;
+/// Chapter files above this size are loaded within `BIG_LOADS_BYTES`.
+pub const BIG_CHAPTER_BYTES: u64 = 4 << 20;
+
+/// How many bytes of big chapters may be read and decoded at once (a
+/// bigger one is loaded alone): what loads add to the daemon's memory
+/// besides the cache stays bounded, while two big chapters of the usual
+/// size load side by side.
+pub const BIG_LOADS_BYTES: u64 = 4 * BIG_CHAPTER_BYTES;
 
 /// A book's chapter index with the version of its directory.
 pub struct BookVersion {
     pub version: u64,
     pub index: Arc<BookIndex>,
+    /// Of the directory, from the same look as `version`.
+    pub mtime: SystemTime,
 }
 
 /// A chapter's source file as it is now, not yet read.
@@ -51,10 +61,122 @@ impl ChapterSource {
 }
 
 /// A chapter as loaded: the version of the source it was read from.
+#[derive(Clone)]
 pub struct LoadedChapter {
     pub version: u64,
     pub loaded: Loaded,
     pub mtime: SystemTime,
+}
+
+/// A load in progress: requests for the same version wait for its result.
+#[derive(Default)]
+struct Flight {
+    result: Mutex<Option<Result<LoadedChapter>>>,
+    done: Condvar,
+}
+
+impl Flight {
+    fn wait(&self) -> Result<LoadedChapter> {
+        let mut result = lock(&self.result);
+        loop {
+            if let Some(r) = &*result {
+                return r.clone();
+            }
+            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The request that loads a version for every request waiting on it.
+/// However it ends (a panic included, as EIO), its waiters are answered
+/// and the version can be loaded again.
+struct Leader<'a> {
+    loads: &'a Mutex<HashMap<VersionKey, Arc<Flight>>>,
+    key: VersionKey,
+    flight: Arc<Flight>,
+}
+
+impl Leader<'_> {
+    fn finish(self, result: &Result<LoadedChapter>) {
+        *lock(&self.flight.result) = Some(result.clone());
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        lock(self.loads).remove(&self.key);
+        let mut result = lock(&self.flight.result);
+        if result.is_none() {
+            *result = Some(Err(libc::EIO));
+        }
+        self.flight.done.notify_all();
+    }
+}
+
+/// A number of bytes shared by the loads under way. A load that does not
+/// fit waits for others to end; one is always let in, however big.
+pub struct LoadBudget {
+    capacity: u64,
+    in_use: Mutex<u64>,
+    freed: Condvar,
+}
+
+/// Bytes of a `LoadBudget` taken by one load, given back when dropped.
+pub struct Admission<'a> {
+    budget: &'a LoadBudget,
+    bytes: u64,
+}
+
+impl LoadBudget {
+    pub fn new(capacity: u64) -> LoadBudget {
+        LoadBudget {
+            capacity,
+            in_use: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn fits(&self, in_use: u64, bytes: u64) -> bool {
+        in_use == 0 || in_use.saturating_add(bytes) <= self.capacity
+    }
+
+    /// Takes `bytes`, waiting until they fit.
+    pub fn admit(&self, bytes: u64) -> Admission<'_> {
+        let mut in_use = lock(&self.in_use);
+        while !self.fits(*in_use, bytes) {
+            in_use = self.freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
+        }
+        *in_use += bytes;
+        Admission {
+            budget: self,
+            bytes,
+        }
+    }
+
+    /// Bytes taken by the loads under way.
+    pub fn in_use(&self) -> u64 {
+        *lock(&self.in_use)
+    }
+
+    /// Takes `bytes` if they fit now.
+    pub fn try_admit(&self, bytes: u64) -> Option<Admission<'_>> {
+        let mut in_use = lock(&self.in_use);
+        if !self.fits(*in_use, bytes) {
+            return None;
+        }
+        *in_use += bytes;
+        Some(Admission {
+            budget: self,
+            bytes,
+        })
+    }
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        *lock(&self.budget.in_use) -= self.bytes;
+        self.budget.freed.notify_all();
+    }
 }
 
 #[derive(Clone)]
@@ -76,8 +198,29 @@ pub struct Source {
     /// (`table_bytes`) are taken from it.
     texts_budget: usize,
     table_bytes: Charge,
-    big_loads: Mutex<()>,
+    /// Loads in progress, by the version looked at.
+    loads: Mutex<HashMap<VersionKey, Arc<Flight>>>,
+    big_loads: LoadBudget,
     prefetcher: Prefetcher,
+    /// Where tests step into a request (set once, before the requests).
+    #[cfg(test)]
+    pub seams: std::sync::OnceLock<Seams>,
+}
+
+/// Code a test runs at a point of a request, to make an interleaving with
+/// an edit or another request happen there, deterministically.
+#[cfg(test)]
+pub type Seam = Box<dyn Fn(&ChapterId) + Send + Sync>;
+
+#[cfg(test)]
+#[derive(Default)]
+pub struct Seams {
+    /// Before a chapter's source is looked at (its `lstat`).
+    pub before_stat: Option<Seam>,
+    /// In a load that was let in, before the file is opened.
+    pub loading: Option<Seam>,
+    /// When a request waits for another request's load of the chapter.
+    pub joined: Option<Seam>,
 }
 
 pub fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
@@ -125,8 +268,18 @@ impl Source {
             texts: Mutex::new(Lru::new(texts_budget)),
             texts_budget,
             table_bytes,
-            big_loads: Mutex::new(()),
+            loads: Mutex::new(HashMap::new()),
+            big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             prefetcher: Prefetcher::start(),
+            #[cfg(test)]
+            seams: std::sync::OnceLock::new(),
+        }
+    }
+
+    #[cfg(test)]
+    fn at(&self, seam: fn(&Seams) -> &Option<Seam>, c: &ChapterId) {
+        if let Some(run) = self.seams.get().and_then(|s| seam(s).as_ref()) {
+            run(c);
         }
     }
 
@@ -165,6 +318,7 @@ impl Source {
             return Ok(BookVersion {
                 version: version_of(&stamp),
                 index: cached.index.clone(),
+                mtime: mtime_of(&meta),
             });
         }
         let index = Arc::new(self.library.index_book(book).map_err(|_| libc::ENOENT)?);
@@ -180,6 +334,7 @@ impl Source {
         Ok(BookVersion {
             version: version_of(&stamp),
             index,
+            mtime: mtime_of(&meta),
         })
     }
 
@@ -192,6 +347,8 @@ impl Source {
     pub fn chapter_source(&self, c: &ChapterId) -> Result<ChapterSource> {
         let index = self.book_index(&c.book)?;
         let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
+        #[cfg(test)]
+        self.at(|s| &s.before_stat, c);
         let meta = self
             .library
             .chapter_metadata(&c.book, &c.file)
@@ -217,31 +374,70 @@ impl Source {
     }
 
     /// `chapter`, with the source already looked at.
+    ///
+    /// One load per version at a time: a request for a version another
+    /// request is loading waits for that load's result instead of reading
+    /// and decoding the file a second time. Loads of other chapters go on
+    /// meanwhile (big ones within `BIG_LOADS_BYTES`).
     pub fn chapter_from(&self, c: &ChapterRef, source: ChapterSource) -> Result<LoadedChapter> {
-        let version = source.version();
-        let cached = |texts: &mut Lru<VersionKey, Loaded>| {
-            texts
-                .get(&(c.clone(), version))
-                .map(|loaded| LoadedChapter {
-                    version,
-                    loaded,
-                    mtime: source.mtime(),
-                })
+        let key = (c.clone(), source.version());
+        if let Some(hit) = self.cached(&key, &source) {
+            return Ok(hit);
+        }
+        let flight = match lock(&self.loads).entry(key.clone()) {
+            Entry::Occupied(e) => Err(e.get().clone()),
+            Entry::Vacant(e) => {
+                let flight = Arc::new(Flight::default());
+                e.insert(flight.clone());
+                Ok(flight)
+            }
         };
-        if let Some(hit) = cached(&mut lock(&self.texts)) {
-            return Ok(hit);
-        }
-        // One big chapter decodes at a time (its bytes and text are both in
-        // memory meanwhile): two readers of the same one wait for one load,
-        // and two different ones do not double the daemon's peak.
-        let _big = (source.meta.len() > BIG_CHAPTER_BYTES).then(|| lock(&self.big_loads));
-        if _big.is_some()
-            && let Some(hit) = cached(&mut lock(&self.texts))
-        {
-            return Ok(hit);
-        }
+        let leader = match flight {
+            Ok(flight) => Leader {
+                loads: &self.loads,
+                key,
+                flight,
+            },
+            Err(other) => {
+                #[cfg(test)]
+                self.at(|s| &s.joined, c);
+                return other.wait();
+            }
+        };
+        // A load that ended between the look at the cache and the look at
+        // the loads in progress left its text in the cache.
+        let result = match self.cached(&leader.key, &source) {
+            Some(hit) => Ok(hit),
+            None => self.load(c, source),
+        };
+        leader.finish(&result);
+        result
+    }
+
+    fn cached(&self, key: &VersionKey, source: &ChapterSource) -> Option<LoadedChapter> {
+        lock(&self.texts).get(key).map(|loaded| LoadedChapter {
+            version: key.1,
+            loaded,
+            mtime: source.mtime(),
+        })
+    }
+
+    /// Reads and decodes the chapter, and caches it under the version of
+    /// the file read.
+    fn load(&self, c: &ChapterRef, source: ChapterSource) -> Result<LoadedChapter> {
+        // A big chapter's bytes and text are both in memory while it is
+        // read and decoded: a budget, not a lock, bounds how many are at
+        // once, so one slow read does not hold up every other big chapter.
+        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES)
+            .then(|| self.big_loads.admit(source.meta.len()));
         // The text will take about the file's size (exactly, for UTF-8):
-        // room for it is made before it is read, not after.
+        // room for it is made before it is read, not after, and for the
+        // other big texts under way too, which are not in the cache yet.
+        // The texts give way to the inode table (see `cache::Charge`).
+        let coming = match &admitted {
+            Some(_) => self.big_loads.in_use(),
+            None => source.meta.len(),
+        };
         {
             let mut texts = lock(&self.texts);
             let table = self.table_bytes.load(std::sync::atomic::Ordering::Relaxed);
@@ -250,8 +446,10 @@ impl Source {
                     .saturating_sub(table)
                     .max(MIN_TEXTS_BUDGET),
             );
-            texts.make_room(source.meta.len() as usize);
+            texts.make_room(coming as usize);
         }
+        #[cfg(test)]
+        self.at(|s| &s.loading, c);
         let chapter = &source.index.chapters[source.position];
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
@@ -310,5 +508,27 @@ impl Source {
                 Err(libc::EIO)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_budget_lets_in_what_fits_and_one_load_of_any_size() {
+        let budget = LoadBudget::new(10);
+        let six = budget.try_admit(6).expect("an empty budget lets one in");
+        assert!(budget.try_admit(6).is_none(), "6 + 6 does not fit in 10");
+        let four = budget.try_admit(4).expect("6 + 4 fits");
+        drop(six);
+        assert!(budget.try_admit(7).is_none(), "4 + 7 does not fit");
+        drop(four);
+        let huge = budget.try_admit(100).expect("alone, any size is let in");
+        assert!(budget.try_admit(1).is_none());
+        assert_eq!(budget.in_use(), 100);
+        drop(huge);
+        drop(budget.admit(10));
+        assert_eq!(budget.in_use(), 0, "every admission was given back");
     }
 }

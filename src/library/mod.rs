@@ -115,6 +115,22 @@ pub fn sanitize_segment(s: &str) -> Result<String, NovelError> {
     })
 }
 
+/// A valid `--path-root`: absolute, without trailing slashes.
+pub fn normalize_path_root(root: &str) -> Result<String, String> {
+    if !root.starts_with('/') {
+        return Err(format!(
+            "path root must be an absolute path (like /library), not {root:?}"
+        ));
+    }
+    if root.chars().any(char::is_control) {
+        return Err(format!(
+            "path root must not contain control characters: {root:?}"
+        ));
+    }
+    let trimmed = root.trim_end_matches('/');
+    Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_string())
+}
+
 /// `optionalInt`: an integer argument in `[min, max]`, else `error`.
 pub fn parse_int_arg(
     value: Option<&str>,
@@ -140,6 +156,16 @@ impl Library {
             root_display,
             max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
         })
+    }
+
+    /// Writes `root` instead of the canonical host root in every page's
+    /// `<path>`, JSON `path` and error text, so that pages read the same
+    /// wherever the library lives (a sandbox sees `/library`, not the host's
+    /// directory). Sizes follow, since they are computed from `display_path`.
+    pub fn with_path_root(mut self, root: &str) -> Result<Library, String> {
+        // `/` writes `/novels/…`, not `//novels/…`.
+        self.root_display = normalize_path_root(root)?.trim_end_matches('/').to_string();
+        Ok(self)
     }
 
     pub fn root(&self) -> &Path {
@@ -460,5 +486,20 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn path_roots() {
+        assert_eq!(normalize_path_root("/library/").unwrap(), "/library");
+        assert_eq!(normalize_path_root("/").unwrap(), "/");
+        assert!(normalize_path_root("library").is_err());
+        assert!(normalize_path_root("/a\nb").is_err());
+        let lib = Library::open(Path::new("/"))
+            .unwrap()
+            .with_path_root("/library")
+            .unwrap();
+        assert_eq!(lib.display_path("书", "1.md"), "/library/novels/书/1.md");
+        let lib = lib.with_path_root("/").unwrap();
+        assert_eq!(lib.display_path("书", "1.md"), "/novels/书/1.md");
     }
 }

@@ -7,6 +7,7 @@
 //! other name only for the configured TTL.
 
 pub mod plan;
+pub mod pusher;
 pub mod watch;
 
 use std::ffi::OsStr;

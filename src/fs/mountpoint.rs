@@ -1,0 +1,165 @@
+//! The mount point: how it looks to the kernel, and unmounting it.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How a mountpoint looks right now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MountpointState {
+    Missing,
+    NotADirectory,
+    /// A FUSE daemon died and left the mount behind (ENOTCONN).
+    Stale,
+    AlreadyMounted,
+    Ready,
+}
+
+/// `path` made absolute and written the way the kernel writes mount points in
+/// mountinfo: no trailing slash, no `.` and no doubled `/`. Lexical only, so it
+/// never stats a mount whose daemon may be hung.
+pub fn absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    joined.components().collect()
+}
+
+pub(crate) fn unescape_mountinfo(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether `path` (absolute) is a mount point according to the kernel.
+pub fn is_mount_point(path: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = path.as_os_str().as_bytes();
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .any(|mp| unescape_mountinfo(mp) == want)
+}
+
+pub fn mountpoint_state(path: &Path) -> MountpointState {
+    match std::fs::metadata(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountpointState::Stale,
+        Err(_) => MountpointState::Missing,
+        Ok(m) if !m.is_dir() => MountpointState::NotADirectory,
+        // The stat above has already been answered, so resolving symlinks and
+        // `..` cannot hang; mountinfo holds the resolved path.
+        Ok(_)
+            if is_mount_point(&std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path))) =>
+        {
+            MountpointState::AlreadyMounted
+        }
+        Ok(_) => MountpointState::Ready,
+    }
+}
+
+/// Unmounts `path`; `lazy` detaches even while files are open.
+pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
+    let path = absolute(path);
+    let c =
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
+    let flags = if lazy { libc::MNT_DETACH } else { 0 };
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EPERM) => unmount_with_helper(&path, lazy),
+        Some(libc::EBUSY) => Err(format!(
+            "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
+            path.display()
+        )),
+        Some(libc::EINVAL) => Err(format!("{} is not a mount point", path.display())),
+        _ => Err(format!("cannot unmount {}: {err}", path.display())),
+    }
+}
+
+/// A user who is not root unmounts through fusermount3, which checks that
+/// the mount is theirs. Its refusals are passed on in its own words, after
+/// the two causes this side can name itself.
+fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !is_mount_point(path) && !is_mount_point(&resolved) {
+        return Err(format!("{} is not a mount point", path.display()));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let Some(helper) = super::attach::fusermount() else {
+        return Err(format!(
+            "cannot unmount {} as uid {uid}: only root may call umount(2), and fusermount3 (which unmounts a user's own FUSE mounts) is not installed: install the package fuse3, or run as root",
+            path.display()
+        ));
+    };
+    let out = std::process::Command::new(&helper)
+        .arg(if lazy { "-uz" } else { "-u" })
+        .arg("--")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", helper.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if said.contains("busy") {
+        return Err(format!(
+            "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
+            path.display()
+        ));
+    }
+    Err(format!("cannot unmount {}: {said}", path.display()))
+}
+
+pub(crate) fn stale_message(mnt: &Path) -> String {
+    format!(
+        "{0} is a stale mount left by a daemon that died (\"Transport endpoint is not connected\"); clear it with `novelfs unmount {0}` (or `umount -l {0}`), or mount again with --force",
+        mnt.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_points_are_written_as_mountinfo_writes_them() {
+        assert_eq!(
+            absolute(Path::new("/mnt/novels/")),
+            Path::new("/mnt/novels")
+        );
+        assert_eq!(
+            absolute(Path::new("/mnt//./novels/.")),
+            Path::new("/mnt/novels")
+        );
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute(Path::new("mnt/")), cwd.join("mnt"));
+    }
+
+    #[test]
+    fn mountinfo_escapes() {
+        assert_eq!(unescape_mountinfo(r"/tmp/a\040b"), b"/tmp/a b");
+    }
+}
