@@ -897,14 +897,32 @@ mod tests {
     }
 
     #[test]
-    fn loading_a_chapter_queues_the_next_ones() {
+    fn loading_a_chapter_not_in_the_page_cache_queues_the_next_ones() {
         let names: Vec<String> = (1..=20).map(|i| format!("第{i}章.md")).collect();
         let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
         let f = fixture(&files);
-        let loaded = walk(&f.fs, "书/5/offset-1.txt").unwrap();
+        let queued = || f.fs.source.prefetcher().queued_to(OsStr::new("书"));
+        let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
+        let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
+        if crate::fs::prefetch::in_page_cache(&file, 1) {
+            assert_eq!(
+                queued(),
+                None,
+                "just written, so cached: nothing to ask for"
+            );
+        }
+        // Out of the page cache (clean pages of an ext4 file can be dropped).
+        file.sync_all().unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: advice on an open descriptor; no memory involved.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if crate::fs::prefetch::in_page_cache(&file, 1) {
+            return; // tmpfs, or a kernel that cannot tell.
+        }
+        walk(&f.fs, "书/5/offset-1.txt").unwrap();
         assert_eq!(
-            f.fs.source.prefetcher().queued_to(OsStr::new("书")),
+            queued(),
             Some(20),
             "loading chapter 5 (index 4) queued up to 21, the end of the book"
         );

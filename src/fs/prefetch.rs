@@ -99,16 +99,108 @@ impl Prefetcher {
         queued
     }
 
+    /// Whether to read ahead after loading chapter `i` of `book`: not when
+    /// its file was already in the page cache (its neighbours most likely
+    /// are too, and asking for them costs an open, an fadvise and a close
+    /// per chapter on a second thread), unless a read-ahead of this book
+    /// is under way and must be kept ahead of the reader.
+    pub fn wanted(&self, book: &OsStr, i: usize, was_cached: bool) -> bool {
+        !was_cached || self.queued_to(book).is_some_and(|to| to > i + 1)
+    }
+
     /// The end of the chapters of `book` queued so far.
     pub fn queued_to(&self, book: &OsStr) -> Option<usize> {
         lock(&self.queued_to).get(book).copied()
     }
 }
 
+/// Whether all of an open file's `len` bytes are in the page cache
+/// (false when the kernel cannot tell).
+pub fn in_page_cache(f: &std::fs::File, len: u64) -> bool {
+    len == 0 || cached_pages(f, len).is_some_and(|pages| pages >= len.div_ceil(4096))
+}
+
+/// How many pages of the first `len` bytes of `f` the page cache holds
+/// (`cachestat`, Linux 6.5; `None` before).
+fn cached_pages(f: &std::fs::File, len: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    /// The same number on every architecture (added after the tables
+    /// were unified).
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let range = CachestatRange { off: 0, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat reads `range` and writes `stat`, both valid and
+    // laid out as the kernel's structs; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            f.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    (r == 0).then_some(stat.nr_cache)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::library::Chapter;
+
+    #[test]
+    fn a_file_just_written_is_in_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // Kernels before 6.5 cannot tell: then nothing counts as cached.
+        match cached_pages(&f, 10_000) {
+            Some(pages) => {
+                assert_eq!(pages, 3);
+                assert!(in_page_cache(&f, 10_000));
+                assert!(!in_page_cache(&f, 1 << 40), "far more than the file holds");
+            }
+            None => assert!(!in_page_cache(&f, 10_000)),
+        }
+    }
+
+    #[test]
+    fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
+        let index = BookIndex::new(
+            (1..=40)
+                .map(|i| Chapter::new(format!("第{i}章.md").into()))
+                .collect(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let prefetcher = Prefetcher::start();
+        let book = OsStr::new("书");
+        assert!(
+            !prefetcher.wanted(book, 0, true),
+            "cached: nothing under way"
+        );
+        assert!(prefetcher.wanted(book, 0, false), "not cached");
+        prefetcher.read_ahead(dir.path(), book, &index, 0);
+        assert!(
+            prefetcher.wanted(book, 5, true),
+            "cached thanks to the read-ahead: keep it ahead"
+        );
+        assert!(!prefetcher.wanted(book, 16, true), "past its end: stop");
+    }
 
     #[test]
     fn a_sequential_reader_queues_half_a_window_every_half_window() {

@@ -18,7 +18,7 @@ use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
 use super::lock;
 use super::node::{ChapterId, ChapterRef, Node, Result};
-use super::prefetch::Prefetcher;
+use super::prefetch::{self, Prefetcher};
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
@@ -451,10 +451,12 @@ impl Source {
         #[cfg(test)]
         self.at(|s| &s.loading, c);
         let chapter = &source.index.chapters[source.position];
+        let mut was_cached = false;
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
                 Ok(None) => return Err(libc::ENOENT),
                 Ok(Some((f, meta))) => {
+                    was_cached = prefetch::in_page_cache(&f, meta.len());
                     let loaded = self
                         .library
                         .load_opened_chapter(&c.book, chapter, f, &meta)
@@ -465,12 +467,14 @@ impl Source {
                 // the stamp of the name.
                 Err(e) => (Stamp::of(&source.meta), source.mtime(), Err(e)),
             };
-        self.prefetcher.read_ahead(
-            &self.library.book_dir(&c.book),
-            &c.book,
-            &source.index,
-            source.position,
-        );
+        if self.prefetcher.wanted(&c.book, source.position, was_cached) {
+            self.prefetcher.read_ahead(
+                &self.library.book_dir(&c.book),
+                &c.book,
+                &source.index,
+                source.position,
+            );
+        }
         let weight = match &loaded {
             Ok(text) => {
                 text.buffer_bytes()
