@@ -89,11 +89,19 @@ impl Hasher for FxHasher {
 
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// Page numbers: this bit set, the block in bits 32-62, and
-/// `offset << 1 | format` below (offset < 2^31).
-const PAGE_BIT: u64 = 1 << 63;
-const MAX_BLOCK: u64 = (1 << 31) - 1;
-const MAX_PAGED_OFFSET: u64 = (1 << 31) - 1;
+/// Page numbers: this bit set, the block in the 26 bits below it, and
+/// `offset << 1 | format` in the 26 bits below those. Every number stays
+/// under 2^53, so that a reader whose numbers are doubles (JavaScript's
+/// `fs.stat`, as agents' tools use) tells every inode apart. Own entries
+/// count up from 2 and never get near it.
+const PAGE_BIT: u64 = 1 << 52;
+const SLOT_BITS: u32 = 26;
+const MAX_BLOCK: u64 = (1 << 26) - 1;
+const MAX_PAGED_OFFSET: u64 = (1 << (SLOT_BITS - 1)) - 1;
+
+fn page_ino(block: u64, slot: u32) -> u64 {
+    PAGE_BIT | (block << SLOT_BITS) | u64::from(slot)
+}
 
 /// The low bits of a page's number, for a page that has a derived number
 /// (the listed spelling: no limit, and an offset that fits).
@@ -122,7 +130,10 @@ fn page_of_slot(slot: u32) -> PageName {
 
 /// What a page number stands for: (block, low bits).
 fn split_page_ino(ino: u64) -> Option<(u32, u32)> {
-    (ino & PAGE_BIT != 0).then_some((((ino & !PAGE_BIT) >> 32) as u32, ino as u32))
+    (ino & PAGE_BIT != 0 && ino < PAGE_BIT << 1).then_some((
+        ((ino & !PAGE_BIT) >> SLOT_BITS) as u32,
+        (ino & ((1 << SLOT_BITS) - 1)) as u32,
+    ))
 }
 
 /// Values under increasing ids that are never reused, in chunks: no hash
@@ -472,7 +483,7 @@ impl Table {
                 entry.add_page(slot, size)
             }
         }
-        Some(PAGE_BIT | (block << 32) | u64::from(slot))
+        Some(page_ino(block, slot))
     }
 
     fn page_node(&self, ino: u64) -> Option<Node> {
@@ -582,7 +593,7 @@ impl InodeTable {
 
     pub fn node(&self, ino: u64) -> Result<Node> {
         let table = lock(&self.table);
-        if ino & PAGE_BIT != 0 {
+        if split_page_ino(ino).is_some() {
             return table.page_node(ino).ok_or(libc::ENOENT);
         }
         table
@@ -662,7 +673,7 @@ impl InodeTable {
                         page: page_of_slot(slot),
                         version: b.version,
                     },
-                    PAGE_BIT | (block << 32) | u64::from(slot),
+                    page_ino(block, slot),
                 );
             }
         }
@@ -713,8 +724,8 @@ mod tests {
             "offset-1.txt",
             "offset-1.json",
             "offset-401.txt",
-            "offset-2147483647.json",
-            "offset-2147483648.txt",
+            "offset-33554431.json",
+            "offset-33554432.txt",
             "offset-5-limit-3.txt",
         ];
         let mut seen = std::collections::HashSet::new();
@@ -740,7 +751,11 @@ mod tests {
                 }
             }
         }
-        let derived = seen.iter().filter(|&&i| i & PAGE_BIT != 0).count();
+        let derived = seen
+            .iter()
+            .filter(|&&i| split_page_ino(i).is_some())
+            .count();
+        assert!(seen.iter().all(|&i| i < 1 << 53), "safe as a double");
         assert_eq!(derived, 4 * 4, "the listed spellings that fit are derived");
         assert_eq!(table.len(), 1 + 4 + 4 * 2, "root, 4 blocks, 8 own entries");
         let known = table.known();
