@@ -46,14 +46,33 @@ fn json_escape_extra(c: char) -> usize {
     }
 }
 
-/// `json_escape_extra` for one byte of UTF-8 (multi-byte characters are
-/// never escaped).
-fn json_byte_extra(b: u8) -> usize {
-    match b {
-        b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
-        0x00..=0x1F => 5,
-        _ => 0,
+/// UTF-16 units and JSON escape bytes (`json_escape_extra`: multi-byte
+/// characters are never escaped) of valid UTF-8, counted in one
+/// branch-free pass in 16-bit lanes (a sum into `usize` per byte was 15%
+/// of a cold pass: four lanes per vector instead of sixteen).
+fn byte_counts(b: &[u8]) -> (usize, usize) {
+    // At most 2 units and 5 escape bytes per byte: a chunk of 8,192 bytes
+    // cannot overflow a u16.
+    let mut units = 0usize;
+    let mut json_extra = 0usize;
+    for chunk in b.chunks(8192) {
+        let mut u: u16 = 0;
+        let mut e: u16 = 0;
+        for &x in chunk {
+            u += u16::from(x & 0xC0 != 0x80) + u16::from(x >= 0xF0);
+            let control = u16::from(x < 0x20);
+            let short = u16::from(x == 0x08)
+                | u16::from(x == 0x09)
+                | u16::from(x == b'\n')
+                | u16::from(x == 0x0C)
+                | u16::from(x == b'\r');
+            let quoted = u16::from(x == b'"') | u16::from(x == b'\\');
+            e += control * (5 - 4 * short) + quoted;
+        }
+        units += usize::from(u);
+        json_extra += usize::from(e);
     }
+    (units, json_extra)
 }
 
 impl LineStats {
@@ -63,12 +82,8 @@ impl LineStats {
         // ASCII bytes. Only a line past the 3000-unit cut needs the walk
         // by characters.
         let b = line.as_bytes();
-        let units: usize = b
-            .iter()
-            .map(|&x| usize::from(x & 0xC0 != 0x80) + usize::from(x >= 0xF0))
-            .sum();
+        let (units, json_extra) = byte_counts(b);
         if units <= LINE_CUT {
-            let json_extra: usize = b.iter().map(|&x| json_byte_extra(x)).sum();
             return LineStats {
                 units: units as u32,
                 bytes: b.len() as u32,
@@ -311,6 +326,24 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_agree_with_the_walk_by_characters() {
+        let mut every_byte: String = (0u8..0x80).map(char::from).collect();
+        every_byte.push_str("中文，“引号”😀𠀀é\u{FFFD}");
+        let long = "字😀\"\u{1}".repeat(5000);
+        for line in [
+            "",
+            "plain",
+            every_byte.as_str(),
+            "\t\u{8}\u{c}\r\"\\",
+            long.as_str(),
+        ] {
+            let units: usize = line.chars().map(char::len_utf16).sum();
+            let extra: usize = line.chars().map(json_escape_extra).sum();
+            assert_eq!(byte_counts(line.as_bytes()), (units, extra), "{line:?}");
+        }
+    }
 
     fn ct(s: &str) -> ChapterText {
         ChapterText::new(s.to_string())
