@@ -28,7 +28,7 @@ use super::node::{Attr, ChapterRef, Kind, Node, Result, chapter_ref};
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
-use super::source::{Source, dir_mtime, stamp_of};
+use super::source::{Source, dir_mtime, mtime_of, stamp_of};
 use super::switch::Switch;
 
 /// Settings of one mount.
@@ -489,21 +489,37 @@ impl NovelFs {
                     )
                 })
                 .collect(),
-            Node::Book { book } => self
-                .source
-                .book_index(&book)?
-                .chapters
-                .iter()
-                .map(|c| {
-                    entry(
-                        Node::Chapter {
+            Node::Book { book } => {
+                // The book was looked at for this listing: each chapter's
+                // attributes need only its own `lstat` (through `attr_of`
+                // they took the book's again, once per chapter).
+                let index = self.source.book_index(&book)?;
+                let mut chapter_ttl = None;
+                index
+                    .chapters
+                    .iter()
+                    .map(|c| {
+                        let node = Node::Chapter {
                             chapter: chapter_ref(&book, &c.os_name),
-                        },
-                        Kind::Directory,
-                        c.os_name.clone(),
-                    )
-                })
-                .collect(),
+                        };
+                        let ttl = *chapter_ttl.get_or_insert_with(|| self.freshness.ttl_for(&node));
+                        let attr = self
+                            .library()
+                            .chapter_metadata(&book, &c.os_name)
+                            .map(|meta| Attr {
+                                ino: 0,
+                                kind: Kind::Directory,
+                                size: 0,
+                                mtime: mtime_of(&meta),
+                                ttl,
+                            });
+                        Listed {
+                            attr,
+                            ..entry(node, Kind::Directory, c.os_name.clone())
+                        }
+                    })
+                    .collect()
+            }
             Node::Chapter { chapter } => {
                 let now = self.outlines.outline(&self.source, &chapter)?;
                 let outline = match now.outline {
@@ -954,6 +970,23 @@ mod tests {
         // Each text (with its line index) outweighs the 1 MiB minimum: the
         // new one is kept alone.
         assert_eq!(texts(), three / 3, "only the text just loaded is left");
+    }
+
+    #[test]
+    fn a_book_listing_carries_each_chapters_attributes() {
+        let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
+        let book = walk(&f.fs, "书").unwrap();
+        let listing = f.fs.listing(book.ino, 0).unwrap();
+        assert_eq!(listing.entries.len(), 2);
+        for e in listing.entries.iter() {
+            let listed = f.fs.listed_plus(e).unwrap();
+            let now = f.fs.getattr(listed.ino).unwrap();
+            assert_eq!(
+                (listed.kind, listed.mtime, listed.ttl),
+                (now.kind, now.mtime, now.ttl)
+            );
+            assert_eq!(listed.ttl, WATCHED_TTL, "a chapter of a watched book");
+        }
     }
 
     #[test]
