@@ -198,7 +198,8 @@ pub struct MountCmd {
     /// sizes follow. Same as -o path_root=DIR.
     #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
     pub path_root: Option<String>,
-    /// Memory for decoded chapters and rendered pages (e.g. 16M, 256MiB).
+    /// Memory for what the daemon keeps: decoded chapters, rendered pages,
+    /// listings, book indexes and the inode table (e.g. 16M, 256MiB).
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub cache_size: String,
     /// Chapters larger than this are shown as an ERROR instead of being read.

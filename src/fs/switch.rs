@@ -13,7 +13,7 @@ use super::lock;
 /// How old a reading of the switch may be: every request asks whether the
 /// tool is on (several times per chapter directory listed), and a `stat`
 /// of the state file each time was a tenth of a cold listing's syscalls.
-/// The README promises the file is looked at "every second at most".
+/// The README promises a change of the file shows within a second.
 pub const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The switch as read from the state file with that stamp (`None`: no file).
