@@ -69,6 +69,30 @@ impl DaemonLog {
         }
     }
 
+    /// The line after the LOOKUP of `sentinel` in `mnt`, which this makes:
+    /// everything requested before the call is logged above that line (the
+    /// log is read on another thread, so `len()` alone may come early).
+    fn mark(&self, mnt: &Path, sentinel: &str) -> usize {
+        let _ = std::fs::metadata(mnt.join(sentinel));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let lines = self.lines.lock().unwrap();
+                if let Some(at) = lines
+                    .iter()
+                    .rposition(|l| l.contains("LOOKUP") && l.contains(sentinel))
+                {
+                    return at + 1;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel lookup never showed in the daemon's log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn contains(&self, what: &str) -> bool {
         self.lines.lock().unwrap().iter().any(|l| l.contains(what))
     }
@@ -174,7 +198,7 @@ fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
 
     // Warm: nothing but the isatty() probes reaches the daemon, one at most
     // per open (a newer Python may not probe regular files at all).
-    let mark = log.len();
+    let mark = log.mark(mount.path(), "cold-pass-done");
     let warm = python_read(&pages, false);
     assert!(
         warm.iter().map(|w| &w.1).eq(cold.iter().map(|c| &c.1)),
