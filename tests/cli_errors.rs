@@ -133,16 +133,22 @@ fn library() -> Lib {
 /// `novelfs` with no ambient configuration: no `NOVELFS_ROOT`, and the
 /// default state file pointing nowhere.
 fn novelfs() -> Command {
-    let mut cmd = Command::new(BIN);
+    novelfs_at(Path::new(BIN))
+}
+
+/// The same, running the binary at `bin`.
+fn novelfs_at(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
     cmd.env_remove("NOVELFS_ROOT")
         .env("DSH_NOVEL_WRITER_STATE", NO_STATE)
         .env("HOME", "/nonexistent");
     cmd
 }
 
-fn read<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
+/// `novelfs SUBCOMMAND --root LIB --state-file NO_STATE ARGS…`
+fn on_library<S: AsRef<OsStr>>(subcommand: &str, lib: &Lib, args: &[S]) -> Output {
     novelfs()
-        .arg("read")
+        .arg(subcommand)
         .arg("--root")
         .arg(&lib.root)
         .arg("--state-file")
@@ -152,16 +158,12 @@ fn read<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
         .unwrap()
 }
 
+fn read<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
+    on_library("read", lib, args)
+}
+
 fn chapters<S: AsRef<OsStr>>(lib: &Lib, args: &[S]) -> Output {
-    novelfs()
-        .arg("chapters")
-        .arg("--root")
-        .arg(&lib.root)
-        .arg("--state-file")
-        .arg(NO_STATE)
-        .args(args)
-        .output()
-        .unwrap()
+    on_library("chapters", lib, args)
 }
 
 #[track_caller]
@@ -285,10 +287,7 @@ fn unreadable_chapter() {
         for dir in [lib.dir.path(), &lib.root] {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        Command::new(&bin)
-            .env_remove("NOVELFS_ROOT")
-            .env("DSH_NOVEL_WRITER_STATE", NO_STATE)
-            .env("HOME", "/nonexistent")
+        novelfs_at(&bin)
             .args(["read", "--root"])
             .arg(&lib.root)
             .args(["--state-file", NO_STATE, BOOK, "1"])
