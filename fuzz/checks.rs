@@ -14,7 +14,8 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use novelfs::fs::names::{Format, PageName};
+use novelfs::fs::PageName;
+use novelfs::library::PageFormat;
 use novelfs::library::decode::decode_text;
 use novelfs::library::js::{is_js_whitespace, to_lower, trim, utf16_len};
 use novelfs::library::lookup::{BookIndex, Lookup};
@@ -284,9 +285,9 @@ pub fn page_name(data: &[u8]) {
         l => Some(u32::from(l)),
     };
     let format = if raw[10] & 1 == 0 {
-        Format::Text
+        PageFormat::Text
     } else {
-        Format::Json
+        PageFormat::Json
     };
     let p = PageName {
         offset,

@@ -37,7 +37,7 @@ fn prerequisites() -> bool {
         println!("SKIPPED: the access tests need root (to create and become test users)");
         return false;
     }
-    if novelfs::fs::attach::fusermount().is_none() {
+    if novelfs::mount::fusermount::fusermount().is_none() {
         println!("SKIPPED: fusermount3 is missing (install the package fuse3; .ci/run does)");
         return false;
     }

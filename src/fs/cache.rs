@@ -15,7 +15,7 @@ use std::time::Instant;
 /// the same size with the old mtime restored still changes ctime, and a
 /// rename over it changes the inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
@@ -24,7 +24,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -37,12 +37,12 @@ impl Stamp {
 
 /// Buffers at least this big get their own mapping from the allocator
 /// (the daemon sets glibc's `M_MMAP_THRESHOLD` to it, see `daemon.rs`).
-pub const MMAP_THRESHOLD: usize = 16 * 1024;
+pub(crate) const MMAP_THRESHOLD: usize = 16 * 1024;
 
 /// What a buffer of `bytes` really costs: a mapped one takes whole 4 KiB
 /// pages (on average 2 KiB more than asked, which over thousands of cached
 /// chapters is tens of MiB the budget must count), a small one a header.
-pub fn allocated(bytes: usize) -> usize {
+pub(crate) fn allocated(bytes: usize) -> usize {
     if bytes >= MMAP_THRESHOLD {
         (bytes + 16).next_multiple_of(4096)
     } else {
@@ -53,7 +53,7 @@ pub fn allocated(bytes: usize) -> usize {
 /// Hands the heap's free memory back to the system after the kernel
 /// forgot many inodes: glibc keeps freed small chunks in its arenas, so
 /// without it the daemon's RSS never went down after a `drop_caches`.
-pub struct HeapTrim {
+pub(crate) struct HeapTrim {
     freed: AtomicUsize,
     /// Milliseconds since `start` of the last trim.
     last: AtomicU64,
@@ -77,7 +77,7 @@ impl Default for HeapTrim {
 impl HeapTrim {
     /// One more entry was freed; trims at most once a second, once enough
     /// were. True when it trimmed.
-    pub fn freed(&self) -> bool {
+    pub(crate) fn freed(&self) -> bool {
         if self.freed.fetch_add(1, Ordering::Relaxed) + 1 < TRIM_AFTER_FREED {
             return false;
         }
@@ -101,7 +101,7 @@ impl HeapTrim {
 }
 
 /// Returns free heap memory to the system (glibc only; elsewhere a no-op).
-pub fn trim_heap() {
+pub(crate) fn trim_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free memory of the allocator.
     unsafe {
@@ -113,11 +113,11 @@ pub fn trim_heap() {
 /// all the same: the inode table, which grows with what the kernel holds
 /// (about 250 bytes per chapter it was given) and cannot be evicted. The
 /// decoded texts give way to it, so that `--cache-size` bounds the whole.
-pub type Charge = std::sync::Arc<AtomicUsize>;
+pub(crate) type Charge = std::sync::Arc<AtomicUsize>;
 
 /// The cache budget of a mount, split by what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub(crate) struct Budget {
     pub texts: usize,
     pub outlines: usize,
     pub pages: usize,
@@ -128,7 +128,7 @@ pub struct Budget {
 }
 
 /// The least the decoded texts keep, however big the inode table grows.
-pub const MIN_TEXTS_BUDGET: usize = 1 << 20;
+pub(crate) const MIN_TEXTS_BUDGET: usize = 1 << 20;
 
 impl Budget {
     /// 1/16 each (at least 1 MiB) for outlines, rendered pages, listings
@@ -136,7 +136,7 @@ impl Budget {
     /// text is what costs a decode to get back. (An evicted book index
     /// costs one scan of its directory; whoever walks a library walks it
     /// book by book.)
-    pub fn split(total: usize) -> Budget {
+    pub(crate) fn split(total: usize) -> Budget {
         let sixteenth = (total / 16).max(1 << 20);
         Budget {
             texts: total.saturating_sub(4 * sixteenth).max(1 << 20),
@@ -148,7 +148,7 @@ impl Budget {
     }
 }
 
-pub struct Lru<K, V> {
+pub(crate) struct Lru<K, V> {
     entries: HashMap<K, (V, usize, u64)>,
     /// Last-use tick → key, oldest first: eviction and touch are O(log n).
     order: BTreeMap<u64, K>,
@@ -158,7 +158,7 @@ pub struct Lru<K, V> {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
-    pub fn new(budget: usize) -> Self {
+    pub(crate) fn new(budget: usize) -> Self {
         Lru {
             entries: HashMap::new(),
             order: BTreeMap::new(),
@@ -168,7 +168,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         }
     }
 
-    pub fn get<Q>(&mut self, key: &Q) -> Option<V>
+    pub(crate) fn get<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -187,7 +187,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// Inserts `value` weighing `bytes`. An entry larger than the whole
     /// budget is kept alone: a 100,000-line chapter read page by page with
     /// a small cache must not be decoded again for every page.
-    pub fn insert(&mut self, key: K, value: V, bytes: usize) {
+    pub(crate) fn insert(&mut self, key: K, value: V, bytes: usize) {
         self.remove(&key);
         self.make_room(bytes);
         self.clock += 1;
@@ -198,13 +198,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
 
     /// Changes the budget (what is over it goes at the next insert or
     /// `make_room`).
-    pub fn set_budget(&mut self, budget: usize) {
+    pub(crate) fn set_budget(&mut self, budget: usize) {
         self.budget = budget;
     }
 
     /// Evicts the least recently used entries until `bytes` more fit, so
     /// that a value about to be built does not come on top of a full cache.
-    pub fn make_room(&mut self, bytes: usize) {
+    pub(crate) fn make_room(&mut self, bytes: usize) {
         while self.used + bytes > self.budget && self.used > 0 {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
@@ -215,28 +215,21 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         }
     }
 
-    pub fn remove(&mut self, key: &K) {
+    pub(crate) fn remove(&mut self, key: &K) {
         if let Some((_, bytes, tick)) = self.entries.remove(key) {
             self.used -= bytes;
             self.order.remove(&tick);
         }
     }
 
-    pub fn used_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn used_bytes(&self) -> usize {
         self.used
     }
 
-    /// The value and its weight, without counting as a use.
-    pub fn peek(&self, key: &K) -> Option<(&V, usize)> {
-        self.entries.get(key).map(|(v, bytes, _)| (v, *bytes))
-    }
-
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 

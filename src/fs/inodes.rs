@@ -19,13 +19,14 @@ use std::time::{Duration, SystemTime};
 
 use super::cache::Charge;
 use super::lock;
-use super::names::{Format, PageName};
+use super::names::PageName;
 use super::node::{Attr, ChapterRef, Node, ROOT_INO, Result};
+use crate::library::PageFormat;
 
 /// The size and mtime last reported for an inode, kept for a version that
 /// is gone from disk but may still be open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LastAttr {
+pub(crate) struct LastAttr {
     pub size: u64,
     pub mtime: SystemTime,
 }
@@ -34,7 +35,7 @@ pub struct LastAttr {
 /// chosen by an attacker who could aim at collisions, and SipHash over
 /// every node was 5% of a cold listing.
 #[derive(Default, Clone, Copy)]
-pub struct FxHasher {
+pub(crate) struct FxHasher {
     hash: u64,
 }
 
@@ -87,7 +88,7 @@ impl Hasher for FxHasher {
     }
 }
 
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Page numbers: this bit set, the block in the 26 bits below it, and
 /// `offset << 1 | format` in the 26 bits below those. Every number stays
@@ -110,8 +111,8 @@ fn page_slot(page: &PageName) -> Option<u32> {
         return None;
     }
     let format = match page.format {
-        Format::Text => 0,
-        Format::Json => 1,
+        PageFormat::Text => 0,
+        PageFormat::Json => 1,
     };
     Some(((page.offset as u32) << 1) | format)
 }
@@ -121,9 +122,9 @@ fn page_of_slot(slot: u32) -> PageName {
         offset: u64::from(slot >> 1),
         limit: None,
         format: if slot & 1 == 0 {
-            Format::Text
+            PageFormat::Text
         } else {
-            Format::Json
+            PageFormat::Json
         },
     }
 }
@@ -359,7 +360,7 @@ struct Table {
     owned_heap: usize,
 }
 
-pub struct InodeTable {
+pub(crate) struct InodeTable {
     table: Mutex<Table>,
     /// What the table takes, as of its last change (counted in the cache
     /// budget, see `cache::Charge`).
@@ -553,7 +554,7 @@ impl Table {
 impl InodeTable {
     /// The inode of `node`, created if new; `counted` when the kernel
     /// will hold a lookup reference for it (lookup, readdirplus).
-    pub fn intern(&self, node: Node, counted: bool, attr: Option<&Attr>) -> u64 {
+    pub(crate) fn intern(&self, node: Node, counted: bool, attr: Option<&Attr>) -> u64 {
         let mut table = lock(&self.table);
         if let Node::Page {
             chapter,
@@ -587,11 +588,11 @@ impl InodeTable {
 
     /// What the table takes, kept up to date (shared with the texts cache,
     /// which gives way to it).
-    pub fn bytes(&self) -> Charge {
+    pub(crate) fn bytes(&self) -> Charge {
         self.bytes.clone()
     }
 
-    pub fn node(&self, ino: u64) -> Result<Node> {
+    pub(crate) fn node(&self, ino: u64) -> Result<Node> {
         let table = lock(&self.table);
         if split_page_ino(ino).is_some() {
             return table.page_node(ino).ok_or(libc::ENOENT);
@@ -604,14 +605,14 @@ impl InodeTable {
     }
 
     /// The path of `ino` for log lines (never fails).
-    pub fn describe(&self, ino: u64) -> String {
+    pub(crate) fn describe(&self, ino: u64) -> String {
         self.node(ino)
             .map_or_else(|_| format!("inode {ino}"), |n| n.path())
     }
 
     /// The kernel dropped `n` lookups of `ino`; true when that freed an
     /// entry (for a page: the last counted page of its block).
-    pub fn forget(&self, ino: u64, n: u64) -> bool {
+    pub(crate) fn forget(&self, ino: u64, n: u64) -> bool {
         if ino == ROOT_INO {
             return false;
         }
@@ -628,17 +629,13 @@ impl InodeTable {
 
     /// Entries held: one per node with a number of its own, one per block
     /// of pages.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         let table = lock(&self.table);
         table.by_node.ids.len() + table.block_of.ids.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The size and mtime last reported for `ino`.
-    pub fn last_attr(&self, ino: u64) -> Result<LastAttr> {
+    pub(crate) fn last_attr(&self, ino: u64) -> Result<LastAttr> {
         let table = lock(&self.table);
         if let Some((block, slot)) = split_page_ino(ino) {
             let b = table.blocks.get(u64::from(block)).ok_or(libc::ENOENT)?;
@@ -658,7 +655,7 @@ impl InodeTable {
     /// copy, so that what is done with it (asking the disk) runs without
     /// the lock every lookup needs. (Pages have no entries: their nodes are
     /// made here, from the blocks.)
-    pub fn known(&self) -> HashMap<Node, u64> {
+    pub(crate) fn known(&self) -> HashMap<Node, u64> {
         let table = lock(&self.table);
         let mut known: HashMap<Node, u64> = table
             .entries
@@ -683,7 +680,7 @@ impl InodeTable {
     /// Whether no one holds the table's lock (for tests of what runs
     /// without it).
     #[cfg(test)]
-    pub fn is_free(&self) -> bool {
+    pub(crate) fn is_free(&self) -> bool {
         self.table.try_lock().is_ok()
     }
 }

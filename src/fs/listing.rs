@@ -44,7 +44,7 @@ struct Taken {
     entries: Arc<Vec<Listed>>,
 }
 
-pub struct Listings {
+pub(crate) struct Listings {
     taken: Mutex<Lru<u32, Arc<Taken>>>,
     next: AtomicU32,
     /// Per directory inode, a digest of what its previous opendir listed.
@@ -52,16 +52,12 @@ pub struct Listings {
 }
 
 impl Listings {
-    pub fn new(budget: usize) -> Listings {
+    pub(crate) fn new(budget: usize) -> Listings {
         Listings {
             taken: Mutex::new(Lru::new(budget)),
             next: AtomicU32::new(1),
             last_listed: Mutex::new(HashMap::new()),
         }
-    }
-
-    pub fn cached_bytes(&self) -> usize {
-        lock(&self.taken).used_bytes()
     }
 
     /// The listing a READDIR of `ino` at `offset` continues: a new one
@@ -71,7 +67,7 @@ impl Listings {
     /// agree with each other even if the directory changes meanwhile.
     /// (Should that listing have left the cache, a new one continues at the
     /// same index.)
-    pub fn continue_or_take(
+    pub(crate) fn continue_or_take(
         &self,
         ino: u64,
         offset: u64,
@@ -111,7 +107,7 @@ impl Listings {
 
     /// Records that an opendir of `ino` lists what `digest` stands for
     /// (`None`: unknown); true when its previous opendir listed the same.
-    pub fn opened(&self, ino: u64, digest: Option<u64>) -> bool {
+    pub(crate) fn opened(&self, ino: u64, digest: Option<u64>) -> bool {
         match digest {
             Some(digest) => lock(&self.last_listed).insert(ino, digest) == Some(digest),
             None => {
@@ -122,7 +118,7 @@ impl Listings {
     }
 
     /// The kernel forgot `ino`.
-    pub fn forget(&self, ino: u64) {
+    pub(crate) fn forget(&self, ino: u64) {
         lock(&self.last_listed).remove(&ino);
     }
 }

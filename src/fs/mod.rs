@@ -1,34 +1,30 @@
-//! The FUSE adapter: the tree of §2 (docs/contract.md) over the library layer.
-//!
-//! `core` holds the request handlers (`NovelFs`), free of FUSE types;
-//! `fuse` only translates fuser's requests to them; each concern the
-//! handlers rely on has its own module and owner.
+//! The tree of the mount (§2 of docs/contract.md) over the library layer,
+//! free of FUSE: which names exist, what they are, what bytes they hold,
+//! how long the kernel may keep them. `tree` holds the request handlers
+//! (`NovelFs`) and returns plain values; `crate::mount::fuse` translates
+//! them for the kernel. Each concern the handlers rely on has its own
+//! module.
 
-pub mod access;
-pub mod attach;
-pub mod cache;
-pub mod core;
-pub mod daemon;
-pub mod freshness;
-pub mod fuse;
-pub mod inodes;
-pub mod listing;
-pub mod mountpoint;
-pub mod names;
-pub mod node;
-pub mod options;
-pub mod outline;
-pub mod pages;
-pub mod prefetch;
-pub mod resolve;
-pub mod session;
-pub mod source;
-pub mod switch;
+mod cache;
+mod freshness;
+mod inodes;
+mod listing;
+mod names;
+mod node;
+mod outline;
+mod pages;
+mod prefetch;
+mod resolve;
+mod source;
+mod switch;
+mod tree;
 
-pub use self::core::{FsConfig, NovelFs};
-pub use freshness::{Change, Invalidation, WATCHED_TTL};
-pub use listing::{Listed, Listing};
-pub use node::{Attr, Kind, Node, ROOT_INO};
+pub use names::PageName;
+pub use node::{Attr, Kind, ROOT_INO};
+pub use tree::{FsConfig, NovelFs};
+
+pub(crate) use cache::MMAP_THRESHOLD;
+pub(crate) use freshness::{Change, Invalidation};
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -7,15 +7,15 @@
 use crate::library::page::{MAX_OFFSET, READ_LIMIT};
 
 /// The name of the file that explains why a directory holds no pages.
-pub const ERROR_FILE: &str = "ERROR";
+pub(crate) const ERROR_FILE: &str = "ERROR";
 
-pub use crate::library::PageFormat as Format;
+use crate::library::PageFormat;
 
-impl Format {
+impl PageFormat {
     pub fn extension(self) -> &'static str {
         match self {
-            Format::Text => "txt",
-            Format::Json => "json",
+            PageFormat::Text => "txt",
+            PageFormat::Json => "json",
         }
     }
 }
@@ -26,7 +26,7 @@ pub struct PageName {
     pub offset: u64,
     /// `None` for the default limit (listed names carry no limit).
     pub limit: Option<u32>,
-    pub format: Format,
+    pub format: PageFormat,
 }
 
 impl PageName {
@@ -37,9 +37,9 @@ impl PageName {
     pub fn parse(name: &[u8]) -> Option<PageName> {
         let name = std::str::from_utf8(name).ok()?;
         let (stem, format) = if let Some(s) = name.strip_suffix(".txt") {
-            (s, Format::Text)
+            (s, PageFormat::Text)
         } else if let Some(s) = name.strip_suffix(".json") {
-            (s, Format::Json)
+            (s, PageFormat::Json)
         } else {
             return None;
         };
@@ -106,7 +106,7 @@ mod tests {
             Some(PageName {
                 offset: 2,
                 limit: Some(9),
-                format: Format::Json
+                format: PageFormat::Json
             })
         );
     }

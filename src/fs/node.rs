@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use super::names::{ERROR_FILE, PageName};
 
-pub type Errno = i32;
-pub type Result<T> = std::result::Result<T, Errno>;
+pub(crate) type Errno = i32;
+pub(crate) type Result<T> = std::result::Result<T, Errno>;
 
 pub const ROOT_INO: u64 = 1;
 
@@ -19,9 +19,9 @@ pub struct ChapterId {
     pub file: Box<OsStr>,
 }
 
-pub type ChapterRef = Arc<ChapterId>;
+pub(crate) type ChapterRef = Arc<ChapterId>;
 
-pub fn chapter_ref(book: &Arc<OsStr>, file: &OsStr) -> ChapterRef {
+pub(crate) fn chapter_ref(book: &Arc<OsStr>, file: &OsStr) -> ChapterRef {
     Arc::new(ChapterId {
         book: book.clone(),
         file: file.into(),

@@ -9,20 +9,21 @@ use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
 use super::lock;
-use super::names::{Format, PageName};
+use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
 use super::source::{LoadedChapter, Source, VersionKey};
+use crate::library::PageFormat;
 
 /// One page of a chapter's reading chain and its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutlinePage {
+pub(crate) struct OutlinePage {
     pub offset: u64,
     pub text_bytes: u64,
     pub json_bytes: u64,
 }
 
 #[derive(Debug)]
-pub struct Outline {
+pub(crate) struct Outline {
     pub pages: Vec<OutlinePage>,
 }
 
@@ -36,22 +37,22 @@ impl Outline {
             .binary_search_by_key(&page.offset, |p| p.offset)
             .ok()?;
         Some(match page.format {
-            Format::Text => self.pages[i].text_bytes,
-            Format::Json => self.pages[i].json_bytes,
+            PageFormat::Text => self.pages[i].text_bytes,
+            PageFormat::Json => self.pages[i].json_bytes,
         })
     }
 }
 
 /// A chapter's outline as the source is now, or the error that stops the
 /// chapter from being read (its listing is `ERROR`).
-pub struct ChapterOutline {
+pub(crate) struct ChapterOutline {
     pub version: u64,
     pub outline: std::result::Result<Arc<Outline>, NovelError>,
     pub mtime: SystemTime,
 }
 
 /// The size of a page as the source is now.
-pub struct PageSize {
+pub(crate) struct PageSize {
     pub size: u64,
     pub mtime: SystemTime,
     pub version: u64,
@@ -59,7 +60,7 @@ pub struct PageSize {
 
 type Outlined = std::result::Result<Arc<Outline>, NovelError>;
 
-pub struct Outlines {
+pub(crate) struct Outlines {
     cache: Mutex<Lru<VersionKey, Outlined>>,
 }
 
@@ -77,14 +78,10 @@ fn size_of_page(source: &Source, c: &ChapterId, page: PageName, text: &ChapterTe
 }
 
 impl Outlines {
-    pub fn new(budget: usize) -> Outlines {
+    pub(crate) fn new(budget: usize) -> Outlines {
         Outlines {
             cache: Mutex::new(Lru::new(budget)),
         }
-    }
-
-    pub fn cached_bytes(&self) -> usize {
-        lock(&self.cache).used_bytes()
     }
 
     /// The chapter's outline as the source is now (decoding it only when
@@ -93,7 +90,7 @@ impl Outlines {
     /// Each answer comes from one look at the source: the outline, its
     /// version and its mtime are of the same `lstat` (or, when the file
     /// had to be read, of the file read), never of two.
-    pub fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
+    pub(crate) fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
         let now = source.chapter_source(c)?;
         let version = now.version();
         if let Some(outline) = lock(&self.cache).get(&(c.clone(), version)) {
@@ -134,8 +131,8 @@ impl Outlines {
                         };
                         OutlinePage {
                             offset,
-                            text_bytes: size(Format::Text),
-                            json_bytes: size(Format::Json),
+                            text_bytes: size(PageFormat::Text),
+                            json_bytes: size(PageFormat::Json),
                         }
                     })
                     .collect::<Vec<_>>();
@@ -154,7 +151,12 @@ impl Outlines {
     /// The byte size of a page as the source is now, with the version of
     /// that source: from one look at it (a page off the reading chain is
     /// measured on the text of the version looked at, not of a second look).
-    pub fn page_size(&self, source: &Source, c: &ChapterRef, page: PageName) -> Result<PageSize> {
+    pub(crate) fn page_size(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        page: PageName,
+    ) -> Result<PageSize> {
         let now = source.chapter_source(c)?;
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));

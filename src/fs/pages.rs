@@ -11,23 +11,19 @@ use super::source::Source;
 /// A rendered page of one source version.
 type PageKey = (ChapterRef, u64, PageName);
 
-pub struct Pages {
+pub(crate) struct Pages {
     cache: Mutex<Lru<PageKey, Arc<Vec<u8>>>>,
 }
 
 impl Pages {
-    pub fn new(budget: usize) -> Pages {
+    pub(crate) fn new(budget: usize) -> Pages {
         Pages {
             cache: Mutex::new(Lru::new(budget)),
         }
     }
 
-    pub fn cached_bytes(&self) -> usize {
-        lock(&self.cache).used_bytes()
-    }
-
     /// The bytes of a page version.
-    pub fn bytes(
+    pub(crate) fn bytes(
         &self,
         source: &Source,
         c: &ChapterRef,

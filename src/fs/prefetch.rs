@@ -22,7 +22,7 @@ const READ_AHEAD: usize = 16;
 /// `find`).
 const REFILL_BELOW: usize = READ_AHEAD / 2;
 
-pub struct Prefetcher {
+pub(crate) struct Prefetcher {
     /// Chapter files for the read-ahead thread.
     queue: Mutex<Sender<Vec<PathBuf>>>,
     /// Per book, the end of the chapters already queued.
@@ -33,7 +33,7 @@ impl Prefetcher {
     /// Starts the thread that asks the kernel to read files into its page
     /// cache (`POSIX_FADV_WILLNEED` starts the reads and returns); it ends
     /// with the `Prefetcher`.
-    pub fn start() -> Prefetcher {
+    pub(crate) fn start() -> Prefetcher {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
         let spawned = std::thread::Builder::new()
             .name("novelfs-readahead".into())
@@ -66,7 +66,7 @@ impl Prefetcher {
     /// are not queued yet, when fewer than `REFILL_BELOW` are, and returns
     /// their indices. A sequential reader queues half a window every half
     /// window.
-    pub fn read_ahead(
+    pub(crate) fn read_ahead(
         &self,
         book_dir: &Path,
         book: &OsStr,
@@ -104,19 +104,19 @@ impl Prefetcher {
     /// are too, and asking for them costs an open, an fadvise and a close
     /// per chapter on a second thread), unless a read-ahead of this book
     /// is under way and must be kept ahead of the reader.
-    pub fn wanted(&self, book: &OsStr, i: usize, was_cached: bool) -> bool {
+    pub(crate) fn wanted(&self, book: &OsStr, i: usize, was_cached: bool) -> bool {
         !was_cached || self.queued_to(book).is_some_and(|to| to > i + 1)
     }
 
     /// The end of the chapters of `book` queued so far.
-    pub fn queued_to(&self, book: &OsStr) -> Option<usize> {
+    pub(crate) fn queued_to(&self, book: &OsStr) -> Option<usize> {
         lock(&self.queued_to).get(book).copied()
     }
 }
 
 /// Whether all of an open file's `len` bytes are in the page cache
 /// (false when the kernel cannot tell).
-pub fn in_page_cache(f: &std::fs::File, len: u64) -> bool {
+pub(crate) fn in_page_cache(f: &std::fs::File, len: u64) -> bool {
     len == 0 || cached_pages(f, len).is_some_and(|pages| pages >= len.div_ceil(4096))
 }
 

@@ -21,7 +21,7 @@ struct Resolved {
 }
 
 /// The error of an ambiguous name, with the book version it holds for.
-pub struct Ambiguity {
+pub(crate) struct Ambiguity {
     pub version: u64,
     /// Of the book directory, from the same look as `version`.
     pub mtime: SystemTime,
@@ -45,7 +45,7 @@ fn resolve_other_name(source: &Source, book: &OsStr, name: &OsStr) -> Result<Res
 }
 
 /// What `name` in `book` is ambiguous between; ENOENT when it is not.
-pub fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<Ambiguity> {
+pub(crate) fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<Ambiguity> {
     let r = resolve_other_name(source, book, name)?;
     match r.found {
         Lookup::Ambiguous { number, indices } => Ok(Ambiguity {
@@ -64,7 +64,7 @@ pub fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<Ambiguit
 }
 
 /// The chapter file an alias in `book` names.
-pub fn alias_target(source: &Source, book: &OsStr, name: &OsStr) -> Result<OsString> {
+pub(crate) fn alias_target(source: &Source, book: &OsStr, name: &OsStr) -> Result<OsString> {
     let r = resolve_other_name(source, book, name)?;
     match r.found {
         Lookup::Found(i) => Ok(r.index.chapters[i].os_name.clone()),
@@ -73,7 +73,7 @@ pub fn alias_target(source: &Source, book: &OsStr, name: &OsStr) -> Result<OsStr
 }
 
 /// The book an alias in the root names (its sanitized form).
-pub fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsString> {
+pub(crate) fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsString> {
     let text = std::str::from_utf8(name.as_bytes()).map_err(|_| libc::ENOENT)?;
     let target = library::sanitize_segment(text).map_err(|_| libc::ENOENT)?;
     if target.as_bytes() == name.as_bytes() || !library.is_book(OsStr::new(&target)) {
@@ -83,7 +83,7 @@ pub fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsString> {
 }
 
 /// The node `name` names in the root, while the switch is on.
-pub fn in_root(library: &Library, name: &OsStr) -> Result<Node> {
+pub(crate) fn in_root(library: &Library, name: &OsStr) -> Result<Node> {
     Ok(if library.is_book(name) {
         Node::Book {
             book: Arc::from(name),
@@ -97,7 +97,7 @@ pub fn in_root(library: &Library, name: &OsStr) -> Result<Node> {
 }
 
 /// The node `name` names in `book`.
-pub fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result<Node> {
+pub(crate) fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result<Node> {
     let index = source.book_index(&book)?;
     if let Some(i) = index.exact(name.as_bytes()) {
         return Ok(Node::Chapter {

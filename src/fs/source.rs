@@ -21,22 +21,22 @@ use super::node::{ChapterId, ChapterRef, Node, Result};
 use super::prefetch::{self, Prefetcher};
 
 /// A chapter's decoded text, or the error that stops it from being read.
-pub type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
+pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
 
 /// A version of a chapter's source.
-pub type VersionKey = (ChapterRef, u64);
+pub(crate) type VersionKey = (ChapterRef, u64);
 
 /// Chapter files above this size are loaded within `BIG_LOADS_BYTES`.
-pub const BIG_CHAPTER_BYTES: u64 = 4 << 20;
+pub(crate) const BIG_CHAPTER_BYTES: u64 = 4 << 20;
 
 /// How many bytes of big chapters may be read and decoded at once (a
 /// bigger one is loaded alone): what loads add to the daemon's memory
 /// besides the cache stays bounded, while two big chapters of the usual
 /// size load side by side.
-pub const BIG_LOADS_BYTES: u64 = 4 * BIG_CHAPTER_BYTES;
+pub(crate) const BIG_LOADS_BYTES: u64 = 4 * BIG_CHAPTER_BYTES;
 
 /// A book's chapter index with the version of its directory.
-pub struct BookVersion {
+pub(crate) struct BookVersion {
     pub version: u64,
     pub index: Arc<BookIndex>,
     /// Of the directory, from the same look as `version`.
@@ -44,7 +44,7 @@ pub struct BookVersion {
 }
 
 /// A chapter's source file as it is now, not yet read.
-pub struct ChapterSource {
+pub(crate) struct ChapterSource {
     pub index: Arc<BookIndex>,
     /// Of the chapter in `index`.
     pub position: usize,
@@ -52,17 +52,17 @@ pub struct ChapterSource {
 }
 
 impl ChapterSource {
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         version_of(&Stamp::of(&self.meta))
     }
-    pub fn mtime(&self) -> SystemTime {
+    pub(crate) fn mtime(&self) -> SystemTime {
         mtime_of(&self.meta)
     }
 }
 
 /// A chapter as loaded: the version of the source it was read from.
 #[derive(Clone)]
-pub struct LoadedChapter {
+pub(crate) struct LoadedChapter {
     pub version: u64,
     pub loaded: Loaded,
     pub mtime: SystemTime,
@@ -115,20 +115,20 @@ impl Drop for Leader<'_> {
 
 /// A number of bytes shared by the loads under way. A load that does not
 /// fit waits for others to end; one is always let in, however big.
-pub struct LoadBudget {
+pub(crate) struct LoadBudget {
     capacity: u64,
     in_use: Mutex<u64>,
     freed: Condvar,
 }
 
 /// Bytes of a `LoadBudget` taken by one load, given back when dropped.
-pub struct Admission<'a> {
+pub(crate) struct Admission<'a> {
     budget: &'a LoadBudget,
     bytes: u64,
 }
 
 impl LoadBudget {
-    pub fn new(capacity: u64) -> LoadBudget {
+    pub(crate) fn new(capacity: u64) -> LoadBudget {
         LoadBudget {
             capacity,
             in_use: Mutex::new(0),
@@ -141,7 +141,7 @@ impl LoadBudget {
     }
 
     /// Takes `bytes`, waiting until they fit.
-    pub fn admit(&self, bytes: u64) -> Admission<'_> {
+    pub(crate) fn admit(&self, bytes: u64) -> Admission<'_> {
         let mut in_use = lock(&self.in_use);
         while !self.fits(*in_use, bytes) {
             in_use = self.freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
@@ -154,21 +154,8 @@ impl LoadBudget {
     }
 
     /// Bytes taken by the loads under way.
-    pub fn in_use(&self) -> u64 {
+    pub(crate) fn in_use(&self) -> u64 {
         *lock(&self.in_use)
-    }
-
-    /// Takes `bytes` if they fit now.
-    pub fn try_admit(&self, bytes: u64) -> Option<Admission<'_>> {
-        let mut in_use = lock(&self.in_use);
-        if !self.fits(*in_use, bytes) {
-            return None;
-        }
-        *in_use += bytes;
-        Some(Admission {
-            budget: self,
-            bytes,
-        })
     }
 }
 
@@ -185,7 +172,7 @@ struct CachedIndex {
     index: Arc<BookIndex>,
 }
 
-pub struct Source {
+pub(crate) struct Source {
     library: Library,
     freshness: Arc<Freshness>,
     /// Book indexes, in the cache budget: a library of 2,000 books holds
@@ -210,11 +197,11 @@ pub struct Source {
 /// Code a test runs at a point of a request, to make an interleaving with
 /// an edit or another request happen there, deterministically.
 #[cfg(test)]
-pub type Seam = Box<dyn Fn(&ChapterId) + Send + Sync>;
+pub(crate) type Seam = Box<dyn Fn(&ChapterId) + Send + Sync>;
 
 #[cfg(test)]
 #[derive(Default)]
-pub struct Seams {
+pub(crate) struct Seams {
     /// Before a chapter's source is looked at (its `lstat`).
     pub before_stat: Option<Seam>,
     /// In a load that was let in, before the file is opened.
@@ -223,7 +210,7 @@ pub struct Seams {
     pub joined: Option<Seam>,
 }
 
-pub fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
+pub(crate) fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
     let secs = meta.mtime();
     let nanos = meta.mtime_nsec().clamp(0, 999_999_999) as u32;
     if secs >= 0 {
@@ -234,12 +221,12 @@ pub fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
 }
 
 /// The stamp of a path (`None` when it is gone; a symlink is not followed).
-pub fn stamp_of(path: &Path) -> Option<Stamp> {
+pub(crate) fn stamp_of(path: &Path) -> Option<Stamp> {
     std::fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m))
 }
 
 /// The mtime of a directory, or the epoch when it is gone.
-pub fn dir_mtime(path: &Path) -> SystemTime {
+pub(crate) fn dir_mtime(path: &Path) -> SystemTime {
     std::fs::symlink_metadata(path)
         .map(|m| mtime_of(&m))
         .unwrap_or(UNIX_EPOCH)
@@ -247,14 +234,14 @@ pub fn dir_mtime(path: &Path) -> SystemTime {
 
 /// A version number for a source stamp (a 64-bit digest: two versions of
 /// one file colliding is not a practical concern).
-pub fn version_of(stamp: &Stamp) -> u64 {
+pub(crate) fn version_of(stamp: &Stamp) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     stamp.hash(&mut hasher);
     hasher.finish()
 }
 
 impl Source {
-    pub fn new(
+    pub(crate) fn new(
         library: Library,
         freshness: Arc<Freshness>,
         texts_budget: usize,
@@ -283,31 +270,28 @@ impl Source {
         }
     }
 
-    pub fn library(&self) -> &Library {
+    pub(crate) fn library(&self) -> &Library {
         &self.library
     }
 
-    pub fn prefetcher(&self) -> &Prefetcher {
+    #[cfg(test)]
+    pub(crate) fn prefetcher(&self) -> &Prefetcher {
         &self.prefetcher
     }
 
-    /// Bytes held by the decoded texts and the book indexes.
-    pub fn cached_bytes(&self) -> usize {
-        lock(&self.texts).used_bytes() + self.index_bytes()
-    }
-
-    /// Bytes held by the book indexes.
-    pub fn index_bytes(&self) -> usize {
-        lock(&self.books).used_bytes()
+    /// Bytes held by the decoded texts.
+    #[cfg(test)]
+    pub(crate) fn text_bytes(&self) -> usize {
+        lock(&self.texts).used_bytes()
     }
 
     #[cfg(test)]
-    pub fn drop_text(&self, key: &VersionKey) {
+    pub(crate) fn drop_text(&self, key: &VersionKey) {
         lock(&self.texts).remove(key);
     }
 
     /// The book's chapter index and the version of its directory.
-    pub fn book(&self, book: &OsStr) -> Result<BookVersion> {
+    pub(crate) fn book(&self, book: &OsStr) -> Result<BookVersion> {
         // Watched before it is read: a change after the scan is reported.
         self.freshness.watch_book(book);
         let meta = self.library.book_metadata(book).ok_or(libc::ENOENT)?;
@@ -338,13 +322,13 @@ impl Source {
         })
     }
 
-    pub fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
+    pub(crate) fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
         Ok(self.book(book)?.index)
     }
 
     /// The source file of a chapter, without reading it: a listing of
     /// 10,000 chapter directories must not decode 10,000 files.
-    pub fn chapter_source(&self, c: &ChapterId) -> Result<ChapterSource> {
+    pub(crate) fn chapter_source(&self, c: &ChapterId) -> Result<ChapterSource> {
         let index = self.book_index(&c.book)?;
         let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
         #[cfg(test)]
@@ -368,7 +352,7 @@ impl Source {
     /// name may be renamed over, deleted or re-created in between, and the
     /// text must be cached under the version of the file it came from. A
     /// name that no longer holds a file is ENOENT, never a cached error.
-    pub fn chapter(&self, c: &ChapterRef) -> Result<LoadedChapter> {
+    pub(crate) fn chapter(&self, c: &ChapterRef) -> Result<LoadedChapter> {
         let source = self.chapter_source(c)?;
         self.chapter_from(c, source)
     }
@@ -379,7 +363,11 @@ impl Source {
     /// request is loading waits for that load's result instead of reading
     /// and decoding the file a second time. Loads of other chapters go on
     /// meanwhile (big ones within `BIG_LOADS_BYTES`).
-    pub fn chapter_from(&self, c: &ChapterRef, source: ChapterSource) -> Result<LoadedChapter> {
+    pub(crate) fn chapter_from(
+        &self,
+        c: &ChapterRef,
+        source: ChapterSource,
+    ) -> Result<LoadedChapter> {
         let key = (c.clone(), source.version());
         if let Some(hit) = self.cached(&key, &source) {
             return Ok(hit);
@@ -498,7 +486,7 @@ impl Source {
     /// source as it is now if it still is that version. EIO otherwise: the
     /// bytes of an inode never change, so they cannot be made up from a
     /// newer source.
-    pub fn chapter_version(&self, c: &ChapterRef, version: u64) -> Result<Loaded> {
+    pub(crate) fn chapter_version(&self, c: &ChapterRef, version: u64) -> Result<Loaded> {
         if let Some(loaded) = lock(&self.texts).get(&(c.clone(), version)) {
             return Ok(loaded);
         }
@@ -522,17 +510,18 @@ mod tests {
     #[test]
     fn a_load_budget_lets_in_what_fits_and_one_load_of_any_size() {
         let budget = LoadBudget::new(10);
-        let six = budget.try_admit(6).expect("an empty budget lets one in");
-        assert!(budget.try_admit(6).is_none(), "6 + 6 does not fit in 10");
-        let four = budget.try_admit(4).expect("6 + 4 fits");
+        assert!(budget.fits(0, 100), "alone, any size is let in");
+        assert!(budget.fits(6, 4) && !budget.fits(6, 6) && !budget.fits(4, 7));
+        let six = budget.admit(6);
+        let four = budget.admit(4);
+        assert_eq!(budget.in_use(), 10);
         drop(six);
-        assert!(budget.try_admit(7).is_none(), "4 + 7 does not fit");
-        drop(four);
-        let huge = budget.try_admit(100).expect("alone, any size is let in");
-        assert!(budget.try_admit(1).is_none());
-        assert_eq!(budget.in_use(), 100);
-        drop(huge);
-        drop(budget.admit(10));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| drop(budget.admit(7)));
+            drop(four);
+            waiter.join().unwrap();
+        });
+        drop(budget.admit(100));
         assert_eq!(budget.in_use(), 0, "every admission was given back");
     }
 }

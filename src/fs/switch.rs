@@ -14,7 +14,7 @@ use super::lock;
 /// tool is on (several times per chapter directory listed), and a `stat`
 /// of the state file each time was a tenth of a cold listing's syscalls.
 /// The README promises a change of the file shows within a second.
-pub const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
+pub(crate) const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The switch as read from the state file with that stamp (`None`: no file).
 #[derive(Clone, Copy)]
@@ -23,7 +23,7 @@ struct Reading {
     on: bool,
 }
 
-pub struct Switch {
+pub(crate) struct Switch {
     /// `None` = the default location.
     state_file: Option<PathBuf>,
     last: Mutex<Option<Reading>>,
@@ -41,7 +41,7 @@ fn flag(on: bool) -> u8 {
 }
 
 impl Switch {
-    pub fn new(state_file: Option<PathBuf>) -> Switch {
+    pub(crate) fn new(state_file: Option<PathBuf>) -> Switch {
         Switch {
             state_file,
             last: Mutex::new(None),
@@ -58,7 +58,7 @@ impl Switch {
 
     /// Whether `novel_read` is switched on, as read at most
     /// `SWITCH_CHECK_INTERVAL` ago.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         let current = self.current.load(Ordering::Acquire);
         if current != 0
             && self
@@ -99,7 +99,7 @@ impl Switch {
     /// Whether the switch flipped since the previous call (the first call
     /// only records it). Always looks at the file, so that what requests
     /// see is never older than what the caller acts on.
-    pub fn flipped(&self) -> bool {
+    pub(crate) fn flipped(&self) -> bool {
         let now = flag(self.check());
         let before = self.seen.swap(now, Ordering::Relaxed);
         before != 0 && before != now

@@ -6,24 +6,23 @@
 //! change there is pushed to the kernel (`plan` says what to drop); any
 //! other name only for the configured TTL.
 
-pub mod plan;
-pub mod pusher;
-pub mod watch;
+pub(crate) mod plan;
+pub(crate) mod watch;
 
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-pub use plan::{Invalidation, plan};
-pub use watch::{Change, Watch};
+pub(crate) use plan::{Invalidation, plan};
+pub(crate) use watch::{Change, Watch};
 
 use super::node::Node;
 
 /// How long the kernel may keep what a watched directory holds: changes
 /// there are pushed to it, so this only bounds a change inotify missed.
-pub const WATCHED_TTL: Duration = Duration::from_secs(3600);
+pub(crate) const WATCHED_TTL: Duration = Duration::from_secs(3600);
 
-pub struct Freshness {
+pub(crate) struct Freshness {
     /// For what is not watched; 0 = ask every time (and nothing is watched).
     ttl: Duration,
     watch: Option<Watch>,
@@ -31,7 +30,7 @@ pub struct Freshness {
 
 impl Freshness {
     /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0.
-    pub fn new(novels_dir: &Path, ttl: Duration, watch: bool) -> Freshness {
+    pub(crate) fn new(novels_dir: &Path, ttl: Duration, watch: bool) -> Freshness {
         let watch = if watch && !ttl.is_zero() {
             Watch::new(novels_dir)
         } else {
@@ -40,23 +39,23 @@ impl Freshness {
         Freshness { ttl, watch }
     }
 
-    pub fn watch(&self) -> Option<&Watch> {
+    pub(crate) fn watch(&self) -> Option<&Watch> {
         self.watch.as_ref()
     }
 
     /// The configured TTL (what unwatched names get).
-    pub fn ttl(&self) -> Duration {
+    pub(crate) fn ttl(&self) -> Duration {
         self.ttl
     }
 
     /// Whether changes in `book` (`None`: in `novels/` itself) are pushed
     /// to the kernel.
-    pub fn covered(&self, book: Option<&OsStr>) -> bool {
+    pub(crate) fn covered(&self, book: Option<&OsStr>) -> bool {
         self.watch.as_ref().is_some_and(|w| w.covers(book))
     }
 
     /// How long the kernel may keep `node`'s entry and attributes.
-    pub fn ttl_for(&self, node: &Node) -> Duration {
+    pub(crate) fn ttl_for(&self, node: &Node) -> Duration {
         if self.covered(node.book()) {
             WATCHED_TTL
         } else {
@@ -66,7 +65,7 @@ impl Freshness {
 
     /// Starts watching `book` (if the library is watched): called before
     /// the book is read, so that a change after the read is reported.
-    pub fn watch_book(&self, book: &OsStr) {
+    pub(crate) fn watch_book(&self, book: &OsStr) {
         if let Some(w) = &self.watch {
             w.watch_book(book);
         }

@@ -23,7 +23,7 @@ pub enum Invalidation {
 /// children at the next lookup.) `is_book` tells a book that went (or was
 /// renamed) from one that is still there. Entries come first, sorted, then
 /// inodes by number.
-pub fn plan(
+pub(crate) fn plan(
     changes: &[Change],
     known: &HashMap<Node, u64>,
     is_book: impl Fn(&OsStr) -> bool,

@@ -98,15 +98,10 @@ fn remote_filesystem(dir: &Path) -> bool {
         0x7461636f, // OCFS2
         0x0bd00bd0, // Lustre
     ];
-    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
-        return true;
-    };
-    // SAFETY: statfs writes into a zeroed struct; path is NUL-terminated.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
-        return true;
+    match nix::sys::statfs::statfs(dir) {
+        Ok(st) => REMOTE.contains(&st.filesystem_type().0),
+        Err(_) => true,
     }
-    REMOTE.contains(&(st.f_type as i64))
 }
 
 impl Watch {
@@ -129,8 +124,8 @@ impl Watch {
             );
             return None;
         }
-        // SAFETY: fd was just returned by inotify_init1.
         let watch = Watch {
+            // SAFETY: fd was just returned by inotify_init1 and nothing else owns it.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             novels_dir: novels_dir.to_path_buf(),
             watched: Mutex::default(),

@@ -23,13 +23,14 @@ use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
-use super::names::{ERROR_FILE, Format, PageName};
+use super::names::{ERROR_FILE, PageName};
 use super::node::{Attr, ChapterRef, Kind, Node, Result, chapter_ref};
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
 use super::source::{Source, dir_mtime, mtime_of, stamp_of};
 use super::switch::Switch;
+use crate::library::PageFormat;
 
 /// Settings of one mount.
 #[derive(Debug, Clone)]
@@ -168,14 +169,6 @@ impl NovelFs {
     /// only records it).
     pub fn switch_flipped(&self) -> bool {
         self.switch.flipped()
-    }
-
-    /// Bytes held by the caches (for benchmarks and tests).
-    pub fn cache_bytes(&self) -> usize {
-        self.source.cached_bytes()
-            + self.outlines.cached_bytes()
-            + self.pages.cached_bytes()
-            + self.listings.cached_bytes()
     }
 
     /// The node's current attributes; ENOENT when it no longer exists.
@@ -542,16 +535,18 @@ impl NovelFs {
                     .pages
                     .iter()
                     .flat_map(|p| {
-                        [(Format::Text, p.text_bytes), (Format::Json, p.json_bytes)].map(
-                            |(format, size)| {
-                                let page = PageName {
-                                    offset: p.offset,
-                                    limit: None,
-                                    format,
-                                };
-                                (page, size)
-                            },
-                        )
+                        [
+                            (PageFormat::Text, p.text_bytes),
+                            (PageFormat::Json, p.json_bytes),
+                        ]
+                        .map(|(format, size)| {
+                            let page = PageName {
+                                offset: p.offset,
+                                limit: None,
+                                format,
+                            };
+                            (page, size)
+                        })
                     })
                     .map(|(page, size)| Listed {
                         name: OsString::from(page.to_name()),
@@ -954,7 +949,7 @@ mod tests {
         for n in 1..=3 {
             walk(&f.fs, &format!("书/{n}/offset-1.txt")).unwrap();
         }
-        let texts = || f.fs.source.cached_bytes() - f.fs.source.index_bytes();
+        let texts = || f.fs.source.text_bytes();
         let three = texts();
         assert!(three > 3 * body.len(), "all three texts are kept");
         // The kernel is given 100,000 more chapters: the table outgrows

@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use fuser::INodeNo;
 
-use super::{Change, Invalidation};
-use crate::fs::NovelFs;
+use crate::fs::{Change, Invalidation, NovelFs};
 
 /// Tells the kernel what to drop whenever the watch reports a change, and
 /// looks at the switch file every TTL (at most every second).
-pub fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
+pub(crate) fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
     let Some(watch) = fs.watch() else { return };
     let poll = fs
         .ttl()

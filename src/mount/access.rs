@@ -21,14 +21,14 @@
 use fuser::SessionACL;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     Owner,
     RootAndOwner,
     Everyone,
 }
 
 impl Access {
-    pub fn from_options(allow_other: bool, allow_root: bool) -> Access {
+    pub(crate) fn from_options(allow_other: bool, allow_root: bool) -> Access {
         if allow_other {
             Access::Everyone
         } else if allow_root {
@@ -40,18 +40,18 @@ impl Access {
 
     /// Whether the kernel must let users other than the owner reach the
     /// filesystem at all.
-    pub fn kernel_allow_other(self) -> bool {
+    pub(crate) fn kernel_allow_other(self) -> bool {
         self != Access::Owner
     }
 
     /// Whether the kernel must check modes itself (`default_permissions`),
     /// whatever the user asked.
-    pub fn needs_default_permissions(self) -> bool {
+    pub(crate) fn needs_default_permissions(self) -> bool {
         self == Access::RootAndOwner
     }
 
     /// The mode bits every node keeps: owner-only for `allow_root`.
-    pub fn mode_mask(self) -> u16 {
+    pub(crate) fn mode_mask(self) -> u16 {
         match self {
             Access::RootAndOwner => 0o500,
             Access::Owner | Access::Everyone => 0o777,
@@ -60,7 +60,7 @@ impl Access {
 
     /// fuser's own check, kept as a second fence: it refuses requests that
     /// do reach the daemon from users outside the policy.
-    pub fn session_acl(self) -> SessionACL {
+    pub(crate) fn session_acl(self) -> SessionACL {
         match self {
             Access::Owner => SessionACL::Owner,
             Access::RootAndOwner => SessionACL::RootAndOwner,

@@ -4,9 +4,13 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::fusermount::fusermount;
+use super::mountinfo::is_mount_point;
+use super::process::euid_egid;
+
 /// How a mountpoint looks right now.
 #[derive(Debug, PartialEq, Eq)]
-pub enum MountpointState {
+pub(crate) enum MountpointState {
     Missing,
     NotADirectory,
     /// A FUSE daemon died and left the mount behind (ENOTCONN).
@@ -18,7 +22,7 @@ pub enum MountpointState {
 /// `path` made absolute and written the way the kernel writes mount points in
 /// mountinfo: no trailing slash, no `.` and no doubled `/`. Lexical only, so it
 /// never stats a mount whose daemon may be hung.
-pub fn absolute(path: &Path) -> PathBuf {
+pub(crate) fn absolute(path: &Path) -> PathBuf {
     let joined = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -29,37 +33,7 @@ pub fn absolute(path: &Path) -> PathBuf {
     joined.components().collect()
 }
 
-pub(crate) fn unescape_mountinfo(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// Whether `path` (absolute) is a mount point according to the kernel.
-pub fn is_mount_point(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = path.as_os_str().as_bytes();
-    info.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .any(|mp| unescape_mountinfo(mp) == want)
-}
-
-pub fn mountpoint_state(path: &Path) -> MountpointState {
+pub(crate) fn mountpoint_state(path: &Path) -> MountpointState {
     match std::fs::metadata(path) {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountpointState::Stale,
         Err(_) => MountpointState::Missing,
@@ -76,7 +50,7 @@ pub fn mountpoint_state(path: &Path) -> MountpointState {
 }
 
 /// Unmounts `path`; `lazy` detaches even while files are open.
-pub fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
+pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     let path = absolute(path);
     let c =
         CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
@@ -105,9 +79,8 @@ fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
     if !is_mount_point(path) && !is_mount_point(&resolved) {
         return Err(format!("{} is not a mount point", path.display()));
     }
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    let Some(helper) = super::attach::fusermount() else {
+    let (uid, _) = euid_egid();
+    let Some(helper) = fusermount() else {
         return Err(format!(
             "cannot unmount {} as uid {uid}: only root may call umount(2), and fusermount3 (which unmounts a user's own FUSE mounts) is not installed: install the package fuse3, or run as root",
             path.display()
@@ -156,10 +129,5 @@ mod tests {
         );
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(absolute(Path::new("mnt/")), cwd.join("mnt"));
-    }
-
-    #[test]
-    fn mountinfo_escapes() {
-        assert_eq!(unescape_mountinfo(r"/tmp/a\040b"), b"/tmp/a b");
     }
 }

@@ -14,31 +14,30 @@
 //!   whatever the access options say.
 
 use std::ffi::CString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// What the kernel mount should look like.
-#[derive(Debug, Clone)]
-pub struct MountSpec<'a> {
-    /// Canonical: mountinfo and fusermount3 both compare resolved paths.
-    pub mountpoint: &'a Path,
-    /// The mount's source column (the library root, or `fsname=`).
-    pub source: &'a str,
-    /// Shown as the type `fuse.{subtype}`.
-    pub subtype: &'a str,
-    pub allow_other: bool,
-    pub default_permissions: bool,
+use super::config::KernelMount;
+use super::fusermount::{escape_option_value, fusermount};
+use super::process::euid_egid;
+
+/// The kernel mount to make: `source` is the source column of mountinfo,
+/// `mountpoint` canonical (mountinfo and fusermount3 compare resolved paths).
+struct MountSpec<'a> {
+    kernel: &'a KernelMount,
+    source: &'a str,
+    mountpoint: &'a Path,
 }
 
 /// A mounted FUSE connection.
 #[derive(Debug)]
-pub struct Attached {
+pub(crate) struct Attached {
     pub fd: OwnedFd,
     /// Whether this process may open /dev/fuse itself, which cloning the
     /// connection per worker thread (FUSE_DEV_IOC_CLONE) needs.
@@ -47,14 +46,19 @@ pub struct Attached {
 
 const DEV_FUSE: &str = "/dev/fuse";
 
-fn euid_egid() -> (u32, u32) {
-    // SAFETY: geteuid/getegid have no preconditions.
-    unsafe { (libc::geteuid(), libc::getegid()) }
-}
-
 /// Mounts a FUSE connection at `spec.mountpoint`: with mount(2) when this
 /// process may, else through the setuid helper fusermount3.
-pub fn attach(spec: &MountSpec) -> Result<Attached, String> {
+pub(crate) fn attach(
+    kernel: &KernelMount,
+    source: &str,
+    mountpoint: &Path,
+) -> Result<Attached, String> {
+    let spec = MountSpec {
+        kernel,
+        source,
+        mountpoint,
+    };
+    let spec = &spec;
     let (uid, _) = euid_egid();
     let why_helper = match std::fs::OpenOptions::new()
         .read(true)
@@ -118,7 +122,7 @@ pub fn attach(spec: &MountSpec) -> Result<Attached, String> {
     })
 }
 
-pub fn missing_dev_fuse() -> String {
+pub(crate) fn missing_dev_fuse() -> String {
     format!(
         "{DEV_FUSE} is missing: load the fuse kernel module (modprobe fuse) or, in a container, pass the device (--device /dev/fuse)"
     )
@@ -143,17 +147,17 @@ fn mount_directly(dev: &OwnedFd, spec: &MountSpec) -> std::io::Result<()> {
         "fd={},rootmode={root_mode:o},user_id={uid},group_id={gid}",
         dev.as_raw_fd()
     );
-    if spec.allow_other {
+    if spec.kernel.allow_other {
         data.push_str(",allow_other");
     }
-    if spec.default_permissions {
+    if spec.kernel.default_permissions {
         data.push_str(",default_permissions");
     }
     let cstr =
         |s: &[u8]| CString::new(s).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL));
     let source = cstr(spec.source.as_bytes())?;
     let target = cstr(spec.mountpoint.as_os_str().as_bytes())?;
-    let fstype = cstr(format!("fuse.{}", spec.subtype).as_bytes())?;
+    let fstype = cstr(format!("fuse.{}", spec.kernel.subtype).as_bytes())?;
     let data = cstr(data.as_bytes())?;
     let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOATIME;
     // SAFETY: all pointers are valid NUL-terminated strings for the call.
@@ -173,33 +177,16 @@ fn mount_directly(dev: &OwnedFd, spec: &MountSpec) -> std::io::Result<()> {
     }
 }
 
-/// fusermount3 (or the older fusermount) on PATH or in the usual places.
-pub fn fusermount() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = std::env::split_paths(&path)
-        .chain(["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map(PathBuf::from));
-    let dirs: Vec<PathBuf> = dirs.collect();
-    ["fusermount3", "fusermount"]
-        .iter()
-        .find_map(|name| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()))
-}
-
-/// fusermount3 reads `\` as an escape in option values: a library path
-/// with a comma must not split the option list.
-fn escape_option_value(v: &str) -> String {
-    v.replace('\\', "\\\\").replace(',', "\\,")
-}
-
 fn mount_with_helper(helper: &Path, spec: &MountSpec) -> Result<OwnedFd, String> {
     let mut options = format!(
         "ro,nosuid,nodev,noatime,fsname={},subtype={}",
         escape_option_value(spec.source),
-        escape_option_value(spec.subtype)
+        escape_option_value(&spec.kernel.subtype)
     );
-    if spec.allow_other {
+    if spec.kernel.allow_other {
         options.push_str(",allow_other");
     }
-    if spec.default_permissions {
+    if spec.kernel.default_permissions {
         options.push_str(",default_permissions");
     }
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
@@ -300,130 +287,5 @@ fn receive_fd(sock: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
         }
         let fd: RawFd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
         Ok((fd >= 0).then(|| OwnedFd::from_raw_fd(fd)))
-    }
-}
-
-/// The id of the topmost mount at `mountpoint` (canonical), from mountinfo.
-pub fn mount_id(mountpoint: &Path) -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = mountpoint.as_os_str().as_bytes();
-    info.lines().rev().find_map(|l| {
-        let mut fields = l.split(' ');
-        let id = fields.next()?.parse::<u64>().ok()?;
-        let mp = fields.nth(3)?;
-        (super::mountpoint::unescape_mountinfo(mp) == want).then_some(id)
-    })
-}
-
-/// auto_unmount: a process forked before the mount that outlives the
-/// daemon and unmounts the mount if the daemon died without doing so
-/// (killed, crashed). It learns the mount's id once mounted, then waits
-/// for the pipe to close, which the kernel does when the daemon exits,
-/// however it exits. It unmounts only a mount that still has that id at
-/// that path, never a later one.
-pub struct Watchdog {
-    tell: std::fs::File,
-}
-
-impl Watchdog {
-    /// Must run while the process has a single thread (it forks).
-    pub fn start(mountpoint: &Path) -> std::io::Result<Watchdog> {
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid 2-element array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: both fds were just created and are owned here.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: the caller guarantees a single thread, so fork is sound.
-        match unsafe { libc::fork() } {
-            -1 => Err(std::io::Error::last_os_error()),
-            0 => {
-                drop(write_end);
-                watch_and_clean(read_end, mountpoint);
-                // SAFETY: leaving the child without running the parent's
-                // destructors or atexit handlers.
-                unsafe { libc::_exit(0) }
-            }
-            _ => Ok(Watchdog {
-                tell: std::fs::File::from(write_end),
-            }),
-        }
-    }
-
-    /// Tells the watchdog which mount to clean up.
-    pub fn arm(&mut self, mount_id: u64) {
-        let _ = writeln!(self.tell, "{mount_id}");
-    }
-}
-
-fn watch_and_clean(read_end: OwnedFd, mountpoint: &Path) {
-    let keep = read_end.as_raw_fd();
-    // Hold nothing of the daemon's: not its /dev/fuse, not the pipe that
-    // tells the CLI the mount is ready, not the caller's terminal, and not
-    // the working directory; ignore the signals meant for the daemon, so
-    // that only the daemon's end decides when this one acts.
-    // SAFETY: plain fd and signal calls in a single-threaded child.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        for fd in 0..=2 {
-            if null >= 0 {
-                libc::dup2(null, fd);
-            }
-        }
-        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-            let open: Vec<RawFd> = dir
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect();
-            for fd in open {
-                if fd > 2 && fd != keep {
-                    libc::close(fd);
-                }
-            }
-        }
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        libc::chdir(c"/".as_ptr());
-        libc::prctl(libc::PR_SET_NAME, c"novelfs-autoumnt".as_ptr());
-    }
-    let mut told = String::new();
-    let _ = std::fs::File::from(read_end).read_to_string(&mut told);
-    let Some(id) = told
-        .lines()
-        .next()
-        .and_then(|l| l.trim().parse::<u64>().ok())
-    else {
-        return;
-    };
-    if mount_id(mountpoint) != Some(id) {
-        return;
-    }
-    let Ok(target) = CString::new(mountpoint.as_os_str().as_bytes()) else {
-        return;
-    };
-    // SAFETY: target is a valid NUL-terminated path.
-    if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } == 0 {
-        return;
-    }
-    if let Some(helper) = fusermount() {
-        let _ = Command::new(helper)
-            .args(["-u", "-z", "--"])
-            .arg(mountpoint)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn option_values_with_commas_stay_one_option() {
-        assert_eq!(escape_option_value("/srv/a,b\\c"), "/srv/a\\,b\\\\c");
     }
 }

@@ -17,10 +17,10 @@ use fuser::{
     ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use super::NovelFs;
-use super::node::{Attr, Kind};
+use super::process::euid_egid;
+use crate::fs::{Attr, Kind, NovelFs};
 
-pub struct FuseAdapter {
+pub(crate) struct FuseAdapter {
     fs: Arc<NovelFs>,
     uid: u32,
     gid: u32,
@@ -29,11 +29,10 @@ pub struct FuseAdapter {
 }
 
 impl FuseAdapter {
-    pub fn new(fs: Arc<NovelFs>) -> Self {
+    pub(crate) fn new(fs: Arc<NovelFs>) -> Self {
         // The mount's owner is the effective user (mount(2) and fusermount3
         // both record it as user_id); the modes are judged against it.
-        // SAFETY: geteuid/getegid have no preconditions.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let (uid, gid) = euid_egid();
         FuseAdapter {
             fs,
             uid,
@@ -42,7 +41,7 @@ impl FuseAdapter {
         }
     }
 
-    pub fn with_mode_mask(mut self, mask: u16) -> Self {
+    pub(crate) fn with_mode_mask(mut self, mask: u16) -> Self {
         self.mode_mask = mask;
         self
     }

@@ -3,7 +3,7 @@
 
 /// The parsed `-o` list.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MountOptions {
+pub(crate) struct MountOptions {
     pub allow_other: bool,
     pub allow_root: bool,
     pub auto_unmount: bool,
@@ -50,7 +50,7 @@ const GENERIC_OPTIONS: &[&str] = &[
     "loud",
 ];
 
-pub fn parse_options(list: &[String]) -> Result<MountOptions, String> {
+pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
     let mut o = MountOptions::default();
     for opt in list
         .iter()
@@ -100,7 +100,7 @@ fn parse_subtype(v: &str) -> Result<String, String> {
     }
 }
 
-pub fn parse_ttl(v: &str) -> Result<f64, String> {
+pub(crate) fn parse_ttl(v: &str) -> Result<f64, String> {
     match v.trim().parse::<f64>() {
         Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
         _ => Err(format!(
@@ -110,7 +110,7 @@ pub fn parse_ttl(v: &str) -> Result<f64, String> {
 }
 
 /// `16M`, `256MiB`, `1G`, `4096`.
-pub fn parse_size(v: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(v: &str) -> Result<u64, String> {
     let s = v.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);

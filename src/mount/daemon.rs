@@ -1,0 +1,194 @@
+//! `novelfs mount` as a process: the checks that give a clear reason
+//! instead of a cryptic failure, daemonizing with a readiness report to the
+//! waiting CLI, and the allocator settings the daemon runs with.
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use super::attach::missing_dev_fuse;
+use super::config::MountConfig;
+use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
+use super::process::{Forked, Writer, fork_with_pipe};
+use super::session::serve;
+use super::watchdog::Watchdog;
+use crate::fs::MMAP_THRESHOLD;
+use crate::library::Library;
+
+/// The checks that turn a failing mount into a sentence.
+fn preflight(config: &MountConfig) -> Result<(), String> {
+    let novels = config.root.join("novels");
+    match std::fs::metadata(&novels) {
+        Ok(m) if m.is_dir() => {}
+        _ => {
+            return Err(format!(
+                "{} is not a novelfs library: it has no novels/ directory (expected {}/<book>/<chapter>.md)",
+                config.root.display(),
+                novels.display()
+            ));
+        }
+    }
+    match mountpoint_state(&config.mountpoint) {
+        MountpointState::Ready => {}
+        MountpointState::Missing => {
+            return Err(format!(
+                "mountpoint {} does not exist (create it with mkdir)",
+                config.mountpoint.display()
+            ));
+        }
+        MountpointState::NotADirectory => {
+            return Err(format!(
+                "mountpoint {} is not a directory",
+                config.mountpoint.display()
+            ));
+        }
+        MountpointState::AlreadyMounted => {
+            return Err(format!(
+                "{} is already a mount point; unmount it first (`novelfs unmount {}`)",
+                config.mountpoint.display(),
+                config.mountpoint.display()
+            ));
+        }
+        MountpointState::Stale if config.force => {
+            unmount(&config.mountpoint, true)?;
+            if mountpoint_state(&config.mountpoint) != MountpointState::Ready {
+                return Err(stale_message(&config.mountpoint));
+            }
+        }
+        MountpointState::Stale => return Err(stale_message(&config.mountpoint)),
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err(missing_dev_fuse());
+    }
+    Ok(())
+}
+
+/// Mounts and serves until unmounted. Returns the process exit code.
+/// Without `foreground`, the calling process returns as soon as the mount
+/// is ready (or failed), and a detached child serves it.
+///
+/// # Safety
+/// The process must have a single thread (it forks).
+pub(crate) unsafe fn run(config: MountConfig) -> i32 {
+    if let Err(msg) = preflight(&config) {
+        eprintln!("novelfs: {msg}");
+        return 1;
+    }
+    let library = match open_library(&config) {
+        Ok(l) => l,
+        Err(msg) => {
+            eprintln!("novelfs: {msg}");
+            return 1;
+        }
+    };
+    // The kernel compares resolved paths (mountinfo, fusermount3); the
+    // preflight has just stat'ed this one, so resolving it cannot hang.
+    let mountpoint = std::fs::canonicalize(&config.mountpoint).unwrap_or(config.mountpoint.clone());
+
+    let mut ready_pipe: Option<OwnedFd> = None;
+    if !config.foreground {
+        // SAFETY: the caller guarantees a single thread.
+        match unsafe { fork_with_pipe(Writer::Child) } {
+            Err(e) => {
+                eprintln!("novelfs: cannot start the daemon: {e}");
+                return 1;
+            }
+            Ok(Forked::Child(write_end)) => {
+                // Detach from the terminal's session.
+                let _ = nix::unistd::setsid();
+                // Do not keep the caller's working directory busy (every
+                // path the daemon uses is absolute by now).
+                let _ = std::env::set_current_dir("/");
+                ready_pipe = Some(write_end);
+            }
+            Ok(Forked::Parent(read_end)) => return wait_for_daemon(read_end),
+        }
+    }
+
+    // Keep the daemon's footprint close to its cache budget: big buffers
+    // (decoded chapters, rendered pages) go straight to mmap and back to
+    // the system when freed, and few arenas hold on to freed memory.
+    // SAFETY: mallopt only tunes glibc's allocator; called before any thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
+    }
+    let mut watchdog = None;
+    if config.auto_unmount {
+        // SAFETY: still a single thread (the caller's guarantee; nothing
+        // above starts one).
+        match unsafe { Watchdog::start(&mountpoint) } {
+            Ok(w) => watchdog = Some(w),
+            Err(e) => {
+                let msg = format!("auto_unmount: cannot start its watchdog process: {e}");
+                report_failure(ready_pipe, &msg);
+                return 1;
+            }
+        }
+    }
+    serve(
+        library,
+        &config,
+        &mountpoint,
+        watchdog,
+        |outcome| match outcome {
+            Ok(()) => {
+                if let Some(fd) = ready_pipe {
+                    let _ = std::fs::File::from(fd).write_all(b"ok");
+                    detach_stdio();
+                }
+            }
+            Err(msg) => report_failure(ready_pipe, &msg),
+        },
+    )
+}
+
+fn open_library(config: &MountConfig) -> Result<Library, String> {
+    let mut library = Library::open(&config.root)
+        .map_err(|e| format!("cannot open library {}: {e}", config.root.display()))?;
+    library.max_chapter_bytes = config.max_chapter_bytes;
+    match &config.path_root {
+        Some(root) => library.with_path_root(root),
+        None => Ok(library),
+    }
+}
+
+/// The CLI's side of the fork: waits for the daemon's word on the mount.
+fn wait_for_daemon(read_end: OwnedFd) -> i32 {
+    let mut report = String::new();
+    let _ = std::fs::File::from(read_end).read_to_string(&mut report);
+    if report.starts_with("ok") {
+        return 0;
+    }
+    let msg = if report.is_empty() {
+        "the mount daemon exited before the mount was ready".into()
+    } else {
+        report
+    };
+    eprintln!("novelfs: {msg}");
+    1
+}
+
+/// Tells the waiting CLI (or, in the foreground, stderr) why the mount failed.
+fn report_failure(ready_pipe: Option<OwnedFd>, msg: &str) {
+    match ready_pipe {
+        Some(fd) => {
+            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
+        }
+        None => eprintln!("novelfs: {msg}"),
+    }
+}
+
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        for fd in 0..=2 {
+            // SAFETY: duplicating a valid fd onto the standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The kernel side: everything that talks to FUSE, the kernel's mount
+//! table or the process itself. `fuse` translates fuser's requests to the
+//! tree (`crate::fs`) and nothing more; `session` attaches and serves one
+//! mount; `daemon` runs `novelfs mount` as a process; `config` resolves
+//! the command's settings once.
+
+mod access;
+mod attach;
+pub(crate) mod config;
+pub(crate) mod daemon;
+mod fuse;
+pub mod fusermount;
+mod mountinfo;
+pub(crate) mod mountpoint;
+mod options;
+mod process;
+mod pusher;
+mod session;
+mod watchdog;

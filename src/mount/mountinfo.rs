@@ -1,0 +1,88 @@
+//! The kernel's table of mounts (`/proc/self/mountinfo`), read in one place.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// One line of mountinfo: the fields novelfs looks at.
+struct MountEntry {
+    id: u64,
+    /// The mount point, unescaped (mountinfo writes space, tab, newline and
+    /// `\` as octal escapes).
+    mount_point: Vec<u8>,
+}
+
+fn entries() -> Vec<MountEntry> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(line: &str) -> Option<MountEntry> {
+    let mut fields = line.split(' ');
+    let id = fields.next()?.parse::<u64>().ok()?;
+    let mount_point = unescape(fields.nth(3)?);
+    Some(MountEntry { id, mount_point })
+}
+
+fn unescape(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The id of the topmost mount at `mount_point` (canonical): later lines
+/// of mountinfo are mounted on top of earlier ones.
+pub(crate) fn mount_id(mount_point: &Path) -> Option<u64> {
+    let want = mount_point.as_os_str().as_bytes();
+    entries()
+        .into_iter()
+        .rev()
+        .find(|e| e.mount_point == want)
+        .map(|e| e.id)
+}
+
+/// Whether `path` (absolute) is a mount point according to the kernel.
+pub(crate) fn is_mount_point(path: &Path) -> bool {
+    mount_id(path).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_undone() {
+        assert_eq!(unescape(r"/tmp/a\040b"), b"/tmp/a b");
+        assert_eq!(unescape(r"/tmp/a\\b"), br"/tmp/a\\b");
+    }
+
+    #[test]
+    fn a_line_gives_its_id_and_mount_point() {
+        let e =
+            parse_line("36 35 98:0 / /mnt/my\\040books rw,noatime master:1 - fuse.novelfs /srv ro")
+                .unwrap();
+        assert_eq!(e.id, 36);
+        assert_eq!(e.mount_point, b"/mnt/my books");
+        assert!(parse_line("garbage").is_none());
+    }
+
+    #[test]
+    fn the_root_is_a_mount_point() {
+        assert!(is_mount_point(Path::new("/")));
+        assert!(!is_mount_point(Path::new("/no/such/mount/point")));
+    }
+}

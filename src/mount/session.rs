@@ -1,0 +1,120 @@
+//! One FUSE session: the kernel mount novelfs asks for, the fuser session
+//! over it, the threads beside it (pushing invalidations, unmounting on a
+//! signal), and serving until the mount goes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fuser::Config;
+
+use super::access::Access;
+use super::attach::attach;
+use super::config::MountConfig;
+use super::fuse::FuseAdapter;
+use super::mountinfo::mount_id;
+use super::mountpoint::unmount;
+use super::pusher::push_changes;
+use super::watchdog::Watchdog;
+use crate::fs::NovelFs;
+use crate::library::Library;
+
+/// Mounts `library` at `mountpoint` (resolved, as the kernel writes it in
+/// mountinfo) and serves until unmounted; returns the exit code. `ready`
+/// is told once, with `Ok` when the mount answers or with why it failed.
+pub(crate) fn serve(
+    library: Library,
+    config: &MountConfig,
+    mountpoint: &Path,
+    mut watchdog: Option<Watchdog>,
+    ready: impl FnOnce(Result<(), String>),
+) -> i32 {
+    let signals = block_termination_signals();
+    let library_root = library.root().to_string_lossy().into_owned();
+    let fs = Arc::new(NovelFs::new(library, config.tree.clone()));
+    let access = config.access;
+    let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
+    let attached = match attach(&config.kernel, source, mountpoint) {
+        Ok(a) => a,
+        Err(msg) => {
+            ready(Err(msg));
+            return 1;
+        }
+    };
+    let mount_id = mount_id(mountpoint);
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+        w.arm(id);
+    }
+    let cfg = fuser_config(access, config.threads, attached.can_clone);
+    let adapter = FuseAdapter::new(fs.clone()).with_mode_mask(access.mode_mask());
+    let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            detach_if_ours(mountpoint, mount_id);
+            ready(Err(format!(
+                "cannot mount {}: FUSE handshake failed: {e}",
+                mountpoint.display()
+            )));
+            return 1;
+        }
+    };
+    log::info!("mounted {library_root} at {}", mountpoint.display());
+    ready(Ok(()));
+
+    if fs.watch().is_some() {
+        let notifier = session.notifier();
+        std::thread::spawn(move || push_changes(&fs, &notifier));
+    } else {
+        drop(fs);
+    }
+    let signal_mountpoint = mountpoint.to_path_buf();
+    std::thread::spawn(move || {
+        let mut sig = 0;
+        // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
+        unsafe { libc::sigwait(&signals, &mut sig) };
+        log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
+        if unmount(&signal_mountpoint, false).is_err() {
+            // Busy: detach now; the kernel finishes once open files close.
+            let _ = unmount(&signal_mountpoint, true);
+        }
+    });
+    let code = match session.run() {
+        Ok(()) => 0,
+        Err(e) => {
+            log::error!("session ended with an error: {e}");
+            1
+        }
+    };
+    // The loop also ends when serving fails, with the mount still there.
+    detach_if_ours(mountpoint, mount_id);
+    code
+}
+
+fn fuser_config(access: Access, threads: usize, can_clone: bool) -> Config {
+    let mut cfg = Config::default();
+    cfg.acl = access.session_acl();
+    cfg.n_threads = Some(threads.max(1));
+    // Cloning the connection per worker opens /dev/fuse again, which a
+    // user mounting through fusermount3 may not do.
+    cfg.clone_fd = threads > 1 && can_clone;
+    cfg
+}
+
+fn block_termination_signals() -> libc::sigset_t {
+    // SAFETY: plain libc signal-set manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Detaches the mount this daemon made, if it is still the one at `mountpoint`.
+fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
+    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
+        let _ = unmount(mountpoint, true);
+    }
+}
