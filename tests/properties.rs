@@ -12,7 +12,7 @@ use novelfs::library::decode::decode_text;
 use novelfs::library::lookup::{BookIndex, Lookup};
 use novelfs::library::number::parse_chapter_number;
 use novelfs::library::page::{ChapterText, Page};
-use novelfs::library::render::{PageSource, render_json, render_text};
+use novelfs::library::render::{PageOrigin, render_json, render_text};
 use novelfs::library::scan::{Chapter, chapter_order};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -400,7 +400,7 @@ fn check_page(
 
     // Renderings.
     let (book, file, path) = src;
-    let source = PageSource { book, file, path };
+    let source = PageOrigin { book, file, path };
     let text = render_text(&source, &page);
     assert_eq!(text, expected_text(path, &want));
     let footer = if page.truncated {

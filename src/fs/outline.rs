@@ -91,7 +91,7 @@ impl Outlines {
     /// version and its mtime are of the same `lstat` (or, when the file
     /// had to be read, of the file read), never of two.
     pub(crate) fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
-        let now = source.chapter_source(c)?;
+        let now = source.chapter_file(c)?;
         let version = now.version();
         if let Some(outline) = lock(&self.cache).get(&(c.clone(), version)) {
             return Ok(ChapterOutline {
@@ -157,7 +157,7 @@ impl Outlines {
         c: &ChapterRef,
         page: PageName,
     ) -> Result<PageSize> {
-        let now = source.chapter_source(c)?;
+        let now = source.chapter_file(c)?;
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
         match &cached {

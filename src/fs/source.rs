@@ -44,14 +44,14 @@ pub(crate) struct BookVersion {
 }
 
 /// A chapter's source file as it is now, not yet read.
-pub(crate) struct ChapterSource {
+pub(crate) struct ChapterFile {
     pub index: Arc<BookIndex>,
     /// Of the chapter in `index`.
     pub position: usize,
     pub meta: std::fs::Metadata,
 }
 
-impl ChapterSource {
+impl ChapterFile {
     pub(crate) fn version(&self) -> u64 {
         version_of(&Stamp::of(&self.meta))
     }
@@ -328,7 +328,7 @@ impl Source {
 
     /// The source file of a chapter, without reading it: a listing of
     /// 10,000 chapter directories must not decode 10,000 files.
-    pub(crate) fn chapter_source(&self, c: &ChapterId) -> Result<ChapterSource> {
+    pub(crate) fn chapter_file(&self, c: &ChapterId) -> Result<ChapterFile> {
         let index = self.book_index(&c.book)?;
         let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
         #[cfg(test)]
@@ -337,7 +337,7 @@ impl Source {
             .library
             .chapter_metadata(&c.book, &c.file)
             .ok_or(libc::ENOENT)?;
-        Ok(ChapterSource {
+        Ok(ChapterFile {
             index,
             position,
             meta,
@@ -353,7 +353,7 @@ impl Source {
     /// text must be cached under the version of the file it came from. A
     /// name that no longer holds a file is ENOENT, never a cached error.
     pub(crate) fn chapter(&self, c: &ChapterRef) -> Result<LoadedChapter> {
-        let source = self.chapter_source(c)?;
+        let source = self.chapter_file(c)?;
         self.chapter_from(c, source)
     }
 
@@ -366,7 +366,7 @@ impl Source {
     pub(crate) fn chapter_from(
         &self,
         c: &ChapterRef,
-        source: ChapterSource,
+        source: ChapterFile,
     ) -> Result<LoadedChapter> {
         let key = (c.clone(), source.version());
         if let Some(hit) = self.cached(&key, &source) {
@@ -402,7 +402,7 @@ impl Source {
         result
     }
 
-    fn cached(&self, key: &VersionKey, source: &ChapterSource) -> Option<LoadedChapter> {
+    fn cached(&self, key: &VersionKey, source: &ChapterFile) -> Option<LoadedChapter> {
         lock(&self.texts).get(key).map(|loaded| LoadedChapter {
             version: key.1,
             loaded,
@@ -412,7 +412,7 @@ impl Source {
 
     /// Reads and decodes the chapter, and caches it under the version of
     /// the file read.
-    fn load(&self, c: &ChapterRef, source: ChapterSource) -> Result<LoadedChapter> {
+    fn load(&self, c: &ChapterRef, source: ChapterFile) -> Result<LoadedChapter> {
         // A big chapter's bytes and text are both in memory while it is
         // read and decoded: a budget, not a lock, bounds how many are at
         // once, so one slow read does not hold up every other big chapter.

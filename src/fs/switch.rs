@@ -58,7 +58,7 @@ impl Switch {
 
     /// Whether `novel_read` is switched on, as read at most
     /// `SWITCH_CHECK_INTERVAL` ago.
-    pub(crate) fn enabled(&self) -> bool {
+    pub(crate) fn switched_on(&self) -> bool {
         let current = self.current.load(Ordering::Acquire);
         if current != 0
             && self
@@ -76,7 +76,7 @@ impl Switch {
     fn check(&self) -> bool {
         let path = match &self.state_file {
             Some(p) => Some(p.clone()),
-            None => library::state::default_state_file(),
+            None => library::switch::default_state_file(),
         };
         let stamp = path
             .as_deref()
@@ -86,7 +86,7 @@ impl Switch {
         let on = match *last {
             Some(reading) if reading.stamp == stamp => reading.on,
             _ => {
-                let on = library::state::tool_enabled(path.as_deref());
+                let on = library::switch::switched_on(path.as_deref());
                 *last = Some(Reading { stamp, on });
                 on
             }
@@ -115,14 +115,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("state.json");
         let switch = Switch::new(Some(file.clone()));
-        assert!(switch.enabled(), "no file: on");
+        assert!(switch.switched_on(), "no file: on");
         assert!(!switch.flipped(), "the first call only records");
         std::fs::write(&file, r#"{"tools":{"novel_read":false}}"#).unwrap();
         assert!(switch.flipped(), "flipped reads the file at once");
-        assert!(!switch.enabled(), "and requests see what it read");
+        assert!(!switch.switched_on(), "and requests see what it read");
         std::fs::remove_file(&file).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !switch.enabled() {
+        while !switch.switched_on() {
             assert!(Instant::now() < deadline, "the switch never came back on");
             std::thread::sleep(Duration::from_millis(20));
         }

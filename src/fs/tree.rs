@@ -161,8 +161,8 @@ impl NovelFs {
     }
 
     /// Whether `novel_read` is switched on.
-    pub fn enabled(&self) -> bool {
-        self.switch.enabled()
+    pub fn switched_on(&self) -> bool {
+        self.switch.switched_on()
     }
 
     /// Whether the switch flipped since the previous call (the first call
@@ -220,7 +220,7 @@ impl NovelFs {
                 }
                 link(target, dir_mtime(&library.book_dir(target)))
             }
-            Node::Chapter { chapter } => dir(self.source.chapter_source(chapter)?.mtime()),
+            Node::Chapter { chapter } => dir(self.source.chapter_file(chapter)?.mtime()),
             Node::ChapterAlias { name, target } => {
                 if *resolve::alias_target(&self.source, &target.book, name)? != *target.file {
                     return Err(libc::ENOENT);
@@ -261,16 +261,16 @@ impl NovelFs {
     }
 
     fn root_error(&self) -> Result<String> {
-        if self.enabled() {
+        if self.switched_on() {
             Err(libc::ENOENT)
         } else {
-            Ok(NovelError::Disabled.error_line())
+            Ok(NovelError::SwitchedOff.error_line())
         }
     }
 
     /// Switched off, only the root and its `ERROR` remain reachable.
     fn check_switch(&self, node: &Node) -> Result<()> {
-        if matches!(node, Node::Root | Node::RootError) || self.enabled() {
+        if matches!(node, Node::Root | Node::RootError) || self.switched_on() {
             Ok(())
         } else {
             Err(libc::EACCES)
@@ -285,7 +285,7 @@ impl NovelFs {
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let parent = self.node(parent)?;
-        if !self.enabled() {
+        if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
                 _ => Err(libc::EACCES),
@@ -413,12 +413,12 @@ impl NovelFs {
         let library = self.library();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         match node {
-            Node::Root => (self.enabled(), stamp_of(&library.novels_dir())?).hash(&mut hasher),
+            Node::Root => (self.switched_on(), stamp_of(&library.novels_dir())?).hash(&mut hasher),
             Node::Book { book } | Node::Ambiguous { book, .. } => {
                 stamp_of(&library.book_dir(book))?.hash(&mut hasher)
             }
             Node::Chapter { chapter } => {
-                Stamp::of(&self.source.chapter_source(chapter).ok()?.meta).hash(&mut hasher)
+                Stamp::of(&self.source.chapter_file(chapter).ok()?.meta).hash(&mut hasher)
             }
             _ => return None,
         }
@@ -464,7 +464,7 @@ impl NovelFs {
         };
         let ttl = self.freshness.ttl_for(&node);
         Ok(match node {
-            Node::Root if !self.enabled() => {
+            Node::Root if !self.switched_on() => {
                 vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
             }
             Node::Root => self

@@ -7,7 +7,7 @@ use super::number::ChapterNumber;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum NovelError {
-    Disabled,
+    SwitchedOff,
     EmptyBook,
     EmptyChapter,
     BookEmptyAfterSanitize,
@@ -44,7 +44,7 @@ pub enum NovelError {
 impl fmt::Display for NovelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NovelError::Disabled => f.write_str("工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。"),
+            NovelError::SwitchedOff => f.write_str("工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。"),
             NovelError::EmptyBook => f.write_str("参数 \"book\" 不能为空字符串"),
             NovelError::EmptyChapter => f.write_str("参数 \"chapter\" 不能为空字符串"),
             NovelError::BookEmptyAfterSanitize => f.write_str("参数 book 不能为空（清洗后无有效字符）"),

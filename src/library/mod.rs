@@ -9,7 +9,7 @@ pub mod number;
 pub mod page;
 pub mod render;
 pub mod scan;
-pub mod state;
+pub mod switch;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub use error::NovelError;
 pub use lookup::{BookIndex, Lookup};
 pub use page::{ChapterText, Page, READ_LIMIT};
-pub use render::PageSource;
+pub use render::PageOrigin;
 pub use scan::Chapter;
 
 /// Builds what file-name parsing and sorting need (regexes, collation
@@ -67,8 +67,8 @@ pub struct PageOutput {
 }
 
 impl PageOutput {
-    pub fn source(&self) -> PageSource<'_> {
-        PageSource {
+    pub fn source(&self) -> PageOrigin<'_> {
+        PageOrigin {
             book: &self.book,
             file: &self.file,
             path: &self.path,
@@ -287,7 +287,7 @@ impl Library {
         let book = book.to_string_lossy();
         let file = file.to_string_lossy();
         let path = self.display_path(&book, &file);
-        let source = PageSource {
+        let source = PageOrigin {
             book: &book,
             file: &file,
             path: &path,
@@ -402,8 +402,8 @@ impl Library {
         args: &ReadArgs,
         state_file: Option<&Path>,
     ) -> Result<PageOutput, NovelError> {
-        if !state::tool_enabled(state_file) {
-            return Err(NovelError::Disabled);
+        if !switch::switched_on(state_file) {
+            return Err(NovelError::SwitchedOff);
         }
         if js::trim(args.book).is_empty() {
             return Err(NovelError::EmptyBook);

@@ -6,7 +6,7 @@ use super::page::{LineStats, Page, PageLayout};
 
 /// Where a page came from: the names the renderings print.
 #[derive(Debug, Clone, Copy)]
-pub struct PageSource<'a> {
+pub struct PageOrigin<'a> {
     /// The sanitized book name (the book directory's name in the mount).
     pub book: &'a str,
     /// The chapter's file name.
@@ -16,7 +16,7 @@ pub struct PageSource<'a> {
 }
 
 /// `formatRead(...)` followed by the final newline a page file holds.
-pub fn render_text(source: &PageSource, page: &Page) -> String {
+pub fn render_text(source: &PageOrigin, page: &Page) -> String {
     // Sized for the whole page up front: growing by doubling would leave
     // up to half of every cached page as spare capacity.
     let body: usize = page.lines.iter().map(|l| l.text.len() + 24).sum();
@@ -65,7 +65,7 @@ fn json_string_len(s: &str) -> usize {
 /// whose taken lines have `lines` sizes — without rendering it, so that
 /// `stat` and listings never build pages nobody reads.
 pub fn text_len(
-    source: &PageSource,
+    source: &PageOrigin,
     total_lines: u64,
     layout: &PageLayout,
     lines: &[LineStats],
@@ -92,7 +92,7 @@ pub fn text_len(
 
 /// The byte length `render_json` gives, computed like `text_len`.
 pub fn json_len(
-    source: &PageSource,
+    source: &PageOrigin,
     total_lines: u64,
     layout: &PageLayout,
     lines: &[LineStats],
@@ -147,7 +147,7 @@ struct JsonLine<'a> {
 }
 
 /// `JSON.stringify(result, null, 2)` plus a final newline.
-pub fn render_json(source: &PageSource, page: &Page) -> String {
+pub fn render_json(source: &PageOrigin, page: &Page) -> String {
     let value = JsonPage {
         book: source.book,
         chapter: source.file,
@@ -196,7 +196,7 @@ mod tests {
                 .join("\n"),
             vec!["字".repeat(2999); 9].join("\n"),
         ];
-        let src = PageSource {
+        let src = PageOrigin {
             book: "书\"名",
             file: "第1章\t.md",
             path: "/r/novels/书\"名/第1章\t.md",
@@ -226,7 +226,7 @@ mod tests {
         }
     }
 
-    const SRC: PageSource = PageSource {
+    const SRC: PageOrigin = PageOrigin {
         book: "书",
         file: "第1章.md",
         path: "/r/novels/书/第1章.md",

@@ -13,7 +13,7 @@ pub fn default_state_file() -> Option<PathBuf> {
 }
 
 /// Whether `novel_read` is enabled under `state_file` (default location when `None`).
-pub fn tool_enabled(state_file: Option<&Path>) -> bool {
+pub fn switched_on(state_file: Option<&Path>) -> bool {
     let path = match state_file {
         Some(p) => p.to_path_buf(),
         None => match default_state_file() {
@@ -38,17 +38,14 @@ mod tests {
     fn switch() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("state.json");
-        assert!(tool_enabled(Some(&p)), "missing file means enabled");
+        assert!(switched_on(Some(&p)), "missing file means enabled");
         std::fs::write(&p, "not json").unwrap();
-        assert!(tool_enabled(Some(&p)));
+        assert!(switched_on(Some(&p)));
         std::fs::write(&p, r#"{"tools":{"novel_read":true}}"#).unwrap();
-        assert!(tool_enabled(Some(&p)));
+        assert!(switched_on(Some(&p)));
         std::fs::write(&p, r#"{"tools":{"novel_read":0}}"#).unwrap();
-        assert!(
-            tool_enabled(Some(&p)),
-            "only the boolean false switches off"
-        );
+        assert!(switched_on(Some(&p)), "only the boolean false switches off");
         std::fs::write(&p, r#"{"tools":{"novel_read":false}}"#).unwrap();
-        assert!(!tool_enabled(Some(&p)));
+        assert!(!switched_on(Some(&p)));
     }
 }
