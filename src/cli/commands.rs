@@ -1,7 +1,5 @@
 //! What each subcommand does once its arguments are parsed.
 
-use std::ffi::{OsStr, OsString};
-
 use std::process::ExitCode;
 
 use super::args::{ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
@@ -37,69 +35,11 @@ pub(crate) fn read(cmd: ReadCmd) -> Result<String, NovelError> {
     Ok(if cmd.json { out.json() } else { out.text() })
 }
 
-#[derive(serde::Serialize)]
-struct ChapterRow {
-    number: Option<f64>,
-    title: String,
-    file: String,
-    bytes: u64,
-    chars: Option<usize>,
-    lines: Option<u64>,
-    error: Option<String>,
-}
-
-#[derive(serde::Serialize)]
-struct DuplicateGroup {
-    number: f64,
-    files: Vec<String>,
-}
-
 pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
     let lib = open_library(&cmd.library)?;
-    if js_blank(&cmd.book) {
-        return Err(NovelError::EmptyBook);
-    }
-    let book = library::sanitize_segment(&cmd.book)?;
-    let index = lib.scan_book(&book)?;
-    let book_os = OsString::from(&book);
-    let rows: Vec<ChapterRow> = index
-        .chapters
-        .iter()
-        .map(|c| {
-            let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name))
-                .map_or(0, |m| m.len());
-            let (chars, lines, error) = match lib.load_chapter(OsStr::new(&book), c) {
-                Ok(t) => (
-                    Some(library::js::utf16_len(t.text())),
-                    Some(t.total_lines()),
-                    None,
-                ),
-                Err(e) => (None, None, Some(e.to_string())),
-            };
-            ChapterRow {
-                number: c.number,
-                title: c.title.clone(),
-                file: c.file.clone(),
-                bytes,
-                chars,
-                lines,
-                error,
-            }
-        })
-        .collect();
-    let groups: Vec<DuplicateGroup> = index
-        .duplicate_groups()
-        .into_iter()
-        .map(|(number, idx)| DuplicateGroup {
-            number,
-            files: idx
-                .iter()
-                .map(|&i| index.chapters[i].file.clone())
-                .collect(),
-        })
-        .collect();
+    let library::ChapterTable { book, rows, shared } = library::chapter_table(&lib, &cmd.book)?;
     if cmd.json {
-        let value = serde_json::json!({ "book": book, "chapters": rows, "duplicates": groups });
+        let value = serde_json::json!({ "book": book, "chapters": rows, "duplicates": shared });
         return Ok(serde_json::to_string_pretty(&value).expect("plain data") + "\n");
     }
     let mut out = format!("《{book}》共 {} 章\n", rows.len());
@@ -123,9 +63,9 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
             }
         }
     }
-    if !groups.is_empty() {
+    if !shared.is_empty() {
         out += "\n同章号文件（按章号读取会报错，请用文件名指定或改名）：\n";
-        for g in &groups {
+        for g in &shared {
             out += &format!(
                 "第 {} 章：{}\n",
                 library::js::format_number(g.number),
@@ -134,10 +74,6 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
         }
     }
     Ok(out)
-}
-
-fn js_blank(s: &str) -> bool {
-    library::js::trim(s).is_empty()
 }
 
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {

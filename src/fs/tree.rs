@@ -76,6 +76,18 @@ struct Found {
     attr: Attr,
 }
 
+impl Found {
+    /// As the one entry of a directory that holds only its `ERROR`.
+    fn listed_as_error(self) -> Listed {
+        Listed {
+            node: self.node,
+            kind: Kind::File,
+            name: ERROR_FILE.into(),
+            attr: Some(self.attr),
+        }
+    }
+}
+
 fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
     Arc::new(e.error_line().into_bytes())
 }
@@ -296,14 +308,7 @@ impl NovelFs {
             Node::Book { book } => self.checked(resolve::in_book(&self.source, book, name)?)?,
             Node::Chapter { chapter } => self.in_chapter(chapter, name)?,
             Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
-                let a = resolve::ambiguity(&self.source, &book, &alias)?;
-                let node = Node::AmbiguousError {
-                    book,
-                    name: alias,
-                    version: a.version,
-                };
-                let attr = self.file_attr(&node, a.error.error_line().len() as u64, a.mtime);
-                Found { node, attr }
+                self.ambiguity_error(book, alias)?
             }
             Node::Ambiguous { .. } => return Err(libc::ENOENT),
             Node::RootError
@@ -327,12 +332,7 @@ impl NovelFs {
             let Err(e) = now.loaded else {
                 return Err(libc::ENOENT);
             };
-            let node = Node::ChapterError {
-                chapter,
-                version: now.version,
-            };
-            let attr = self.file_attr(&node, e.error_line().len() as u64, now.mtime);
-            return Ok(Found { node, attr });
+            return Ok(self.chapter_error(chapter, now.version, &e, now.mtime));
         }
         use std::os::unix::ffi::OsStrExt;
         let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
@@ -348,6 +348,35 @@ impl NovelFs {
 
     /// The attributes of a file whose size and mtime are known (its inode
     /// is set when it is interned).
+    /// An `ERROR` file with its attributes, sized from the error its
+    /// reader gets and dated by the same look at the source as `node`'s
+    /// version.
+    fn error_file(&self, node: Node, error: &NovelError, mtime: std::time::SystemTime) -> Found {
+        let attr = self.file_attr(&node, error.error_line().len() as u64, mtime);
+        Found { node, attr }
+    }
+
+    fn chapter_error(
+        &self,
+        chapter: ChapterRef,
+        version: u64,
+        error: &NovelError,
+        mtime: std::time::SystemTime,
+    ) -> Found {
+        self.error_file(Node::ChapterError { chapter, version }, error, mtime)
+    }
+
+    /// The `ERROR` of a name that several chapters share.
+    fn ambiguity_error(&self, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
+        let a = resolve::ambiguity(&self.source, &book, &name)?;
+        let node = Node::AmbiguousError {
+            book,
+            name,
+            version: a.version,
+        };
+        Ok(self.error_file(node, &a.error, a.mtime))
+    }
+
     fn file_attr(&self, node: &Node, size: u64, mtime: std::time::SystemTime) -> Attr {
         Attr {
             ino: 0,
@@ -518,17 +547,8 @@ impl NovelFs {
                 let outline = match now.outline {
                     Ok(outline) => outline,
                     Err(e) => {
-                        // Its attributes come with it, from the same look
-                        // at the source as its version.
-                        let node = Node::ChapterError {
-                            chapter,
-                            version: now.version,
-                        };
-                        let attr = self.file_attr(&node, e.error_line().len() as u64, now.mtime);
-                        return Ok(vec![Listed {
-                            attr: Some(attr),
-                            ..entry(node, Kind::File, ERROR_FILE.into())
-                        }]);
+                        let error = self.chapter_error(chapter, now.version, &e, now.mtime);
+                        return Ok(vec![error.listed_as_error()]);
                     }
                 };
                 outline
@@ -567,17 +587,7 @@ impl NovelFs {
                     .collect()
             }
             Node::Ambiguous { book, name } => {
-                let a = resolve::ambiguity(&self.source, &book, &name)?;
-                let node = Node::AmbiguousError {
-                    book,
-                    name,
-                    version: a.version,
-                };
-                let attr = self.file_attr(&node, a.error.error_line().len() as u64, a.mtime);
-                vec![Listed {
-                    attr: Some(attr),
-                    ..entry(node, Kind::File, ERROR_FILE.into())
-                }]
+                vec![self.ambiguity_error(book, name)?.listed_as_error()]
             }
             _ => return Err(libc::ENOTDIR),
         })

@@ -1,6 +1,7 @@
 //! The `novel_read` semantics as plain functions over a library directory.
 //! No FUSE here: the CLI and the filesystem both call into this module.
 
+mod chapters;
 pub mod decode;
 pub mod error;
 pub mod js;
@@ -17,6 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+pub use chapters::{ChapterRow, ChapterTable, SharedNumber, chapter_table};
 pub use error::NovelError;
 pub use lookup::{BookIndex, Lookup};
 pub use page::{ChapterText, Page, READ_LIMIT};

@@ -1,0 +1,77 @@
+//! A book's chapters as a table: number, title, file, size and decoded
+//! length of each, and the numbers several files share (`novelfs chapters`).
+
+use std::ffi::{OsStr, OsString};
+
+use serde::Serialize;
+
+use super::{Library, NovelError, js, sanitize_segment};
+
+#[derive(Debug, Serialize)]
+pub struct ChapterRow {
+    pub number: Option<f64>,
+    pub title: String,
+    pub file: String,
+    pub bytes: u64,
+    pub chars: Option<usize>,
+    pub lines: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// A chapter number that several files carry.
+#[derive(Debug, Serialize)]
+pub struct SharedNumber {
+    pub number: f64,
+    pub files: Vec<String>,
+}
+
+/// The rows of a book's chapters in §1.1 order, and its shared numbers.
+#[derive(Debug)]
+pub struct ChapterTable {
+    pub book: String,
+    pub rows: Vec<ChapterRow>,
+    pub shared: Vec<SharedNumber>,
+}
+
+/// Reads every chapter of `book` once to fill in its length.
+pub fn chapter_table(lib: &Library, book: &str) -> Result<ChapterTable, NovelError> {
+    if js::trim(book).is_empty() {
+        return Err(NovelError::EmptyBook);
+    }
+    let book = sanitize_segment(book)?;
+    let index = lib.scan_book(&book)?;
+    let book_os = OsString::from(&book);
+    let rows: Vec<ChapterRow> = index
+        .chapters
+        .iter()
+        .map(|c| {
+            let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name))
+                .map_or(0, |m| m.len());
+            let (chars, lines, error) = match lib.load_chapter(OsStr::new(&book), c) {
+                Ok(t) => (Some(js::utf16_len(t.text())), Some(t.total_lines()), None),
+                Err(e) => (None, None, Some(e.to_string())),
+            };
+            ChapterRow {
+                number: c.number,
+                title: c.title.clone(),
+                file: c.file.clone(),
+                bytes,
+                chars,
+                lines,
+                error,
+            }
+        })
+        .collect();
+    let shared: Vec<SharedNumber> = index
+        .duplicate_groups()
+        .into_iter()
+        .map(|(number, idx)| SharedNumber {
+            number,
+            files: idx
+                .iter()
+                .map(|&i| index.chapters[i].file.clone())
+                .collect(),
+        })
+        .collect();
+    Ok(ChapterTable { book, rows, shared })
+}
