@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# novelfs benchmark (issue 4): builds the release binary, generates a seeded
+# novelfs benchmark: builds the release binary, generates a seeded
 # library, and compares novelfs against plain files. Prints one table.
 #
 #   scripts/bench.sh [--quick] [--books N] [--chapters N] [--big-book N]

@@ -513,8 +513,8 @@ impl NovelFs {
                 .collect(),
             Node::Book { book } => {
                 // The book was looked at for this listing: each chapter's
-                // attributes need only its own `lstat` (through `attr_of`
-                // they took the book's again, once per chapter).
+                // attributes need only its own `lstat`, not `attr_of`'s
+                // second look at the book per chapter.
                 let index = self.source.book_index(&book)?;
                 let mut chapter_ttl = None;
                 index

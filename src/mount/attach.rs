@@ -3,13 +3,13 @@
 //! `mnt/fuse_pure.rs`):
 //!
 //! - fuser's mount(2) always uses the type `fuse` and ignores the subtype,
-//!   so root mounts did not show as `fuse.novelfs`. The kernel accepts
+//!   so a root mount would not show as `fuse.novelfs`. The kernel accepts
 //!   `fuse.SUBTYPE` as the type (the `fuse` filesystem has FS_HAS_SUBTYPE).
 //! - fuser opens /dev/fuse before trying fusermount3 and gives up when it
 //!   cannot (the device is often 0600 root), so a user with fusermount3
-//!   installed could not mount at all.
+//!   installed could not mount at all through it.
 //! - fuser's `AutoUnmount` goes through fusermount3 and needs an ACL other
-//!   than Owner, which adds `allow_other`: auto_unmount widened access.
+//!   than Owner, which adds `allow_other`: auto_unmount would widen access.
 //!   Here auto_unmount is a watchdog process (see `Watchdog`) and access is
 //!   whatever the access options say.
 

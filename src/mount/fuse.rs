@@ -174,7 +174,7 @@ impl Filesystem for FuseAdapter {
 
     /// ENOSYS: the kernel then opens every file without asking (and never
     /// sends RELEASE), keeping its page cache: an inode's bytes never
-    /// change (see `core`), and everything is read by inode. Writes never
+    /// change (see `crate::fs::tree`), and everything is read by inode. Writes never
     /// get here: the mount is read-only.
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
