@@ -20,6 +20,7 @@ mod switch;
 mod tree;
 
 pub use names::PageName;
+pub(crate) use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
 pub use tree::{FsConfig, NovelFs};
 

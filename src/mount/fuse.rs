@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use fuser::{
-    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
-    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
-    ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 use super::process::euid_egid;
-use crate::fs::{Attr, Kind, NovelFs};
+use crate::fs::{Attr, Errno, Kind, NovelFs};
 
 pub(crate) struct FuseAdapter {
     fs: Arc<NovelFs>,
@@ -89,15 +89,15 @@ fn permits(attr: &FileAttr, uid: u32, gid: u32, mask: AccessFlags) -> bool {
     granted & want == want
 }
 
-fn errno(code: i32) -> Errno {
-    Errno::from_i32(code)
+fn errno(code: Errno) -> fuser::Errno {
+    fuser::Errno::from_i32(code)
 }
 
 /// Runs `f`, turning a panic into EIO (logged with what was being served).
 fn guarded<T>(
     what: impl FnOnce() -> String,
-    f: impl FnOnce() -> Result<T, i32>,
-) -> Result<T, Errno> {
+    f: impl FnOnce() -> Result<T, Errno>,
+) -> Result<T, fuser::Errno> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.map_err(errno),
         Err(panic) => {
@@ -107,7 +107,7 @@ fn guarded<T>(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             log::error!("panic while serving {}: {msg}", what());
-            Err(Errno::EIO)
+            Err(fuser::Errno::EIO)
         }
     }
 }
@@ -178,7 +178,11 @@ impl Filesystem for FuseAdapter {
     /// get here: the mount is read-only.
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        reply.error(if write { Errno::EROFS } else { Errno::ENOSYS })
+        reply.error(if write {
+            fuser::Errno::EROFS
+        } else {
+            fuser::Errno::ENOSYS
+        })
     }
 
     fn read(
@@ -206,10 +210,10 @@ impl Filesystem for FuseAdapter {
     /// change. Otherwise the listing may be kept while it is unchanged.
     fn opendir(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
-            return reply.error(Errno::EROFS);
+            return reply.error(fuser::Errno::EROFS);
         }
         if self.fs.watching() {
-            return reply.error(Errno::ENOSYS);
+            return reply.error(fuser::Errno::ENOSYS);
         }
         match guarded(
             || format!("opendir {}", self.fs.describe(ino.0)),
@@ -363,7 +367,7 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        reply.error(Errno::ENOTTY);
+        reply.error(fuser::Errno::ENOTTY);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -372,7 +376,7 @@ impl Filesystem for FuseAdapter {
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
-            return reply.error(Errno::EROFS);
+            return reply.error(fuser::Errno::EROFS);
         }
         match guarded(
             || format!("access {}", self.fs.describe(ino.0)),
@@ -383,7 +387,7 @@ impl Filesystem for FuseAdapter {
                 if permits(&attr, req.uid(), req.gid(), mask) {
                     reply.ok()
                 } else {
-                    reply.error(Errno::EACCES)
+                    reply.error(fuser::Errno::EACCES)
                 }
             }
             Err(e) => reply.error(e),
@@ -414,7 +418,7 @@ impl Filesystem for FuseAdapter {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn mknod(
@@ -427,23 +431,23 @@ impl Filesystem for FuseAdapter {
         _r: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn mkdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn unlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn rmdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn symlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _t: &Path, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn rename(
@@ -456,11 +460,11 @@ impl Filesystem for FuseAdapter {
         _f: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn link(&self, _req: &Request, _ino: INodeNo, _np: INodeNo, _nn: &OsStr, reply: ReplyEntry) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn write(
@@ -475,7 +479,7 @@ impl Filesystem for FuseAdapter {
         _lo: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn create(
@@ -488,7 +492,7 @@ impl Filesystem for FuseAdapter {
         _f: i32,
         reply: ReplyCreate,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn setxattr(
@@ -501,11 +505,11 @@ impl Filesystem for FuseAdapter {
         _p: u32,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 
     fn removexattr(&self, _req: &Request, _ino: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
+        reply.error(fuser::Errno::EROFS);
     }
 }
 
@@ -549,14 +553,14 @@ mod tests {
 
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {
-        let r: Result<(), Errno> = guarded(
+        let r: Result<(), fuser::Errno> = guarded(
             || "read /书/第1章.md/offset-1.txt".into(),
             || panic!("boom"),
         );
-        assert_eq!(r, Err(Errno::EIO));
-        let r: Result<u8, Errno> =
+        assert_eq!(r, Err(fuser::Errno::EIO));
+        let r: Result<u8, fuser::Errno> =
             guarded(|| unreachable!("only built on panic"), || Err(libc::ENOENT));
-        assert_eq!(r, Err(Errno::ENOENT));
+        assert_eq!(r, Err(fuser::Errno::ENOENT));
         assert_eq!(guarded(String::new, || Ok(7)), Ok(7));
     }
 }
