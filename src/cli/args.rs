@@ -117,6 +117,9 @@ pub enum Command {
     Read(ReadCmd),
     /// List a book's chapters with numbers, titles, sizes and shared numbers.
     Chapters(ChaptersCmd),
+    /// Print the library's books as novel_books returns them (the mount's
+    /// novel_books.txt, or novel_books.json with --json).
+    Books(BooksCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
@@ -225,14 +228,31 @@ pub struct UnmountCmd {
 pub struct ChaptersCmd {
     #[command(flatten)]
     pub library: LibraryArgs,
-    /// Accepted as `read` takes it, and unused: the switch turns off
-    /// novel_read, not the listing.
+    /// The switch file, for --tool (tools.novel_chapters set to false
+    /// switches it off); the table ignores it.
     #[arg(long, value_name = "FILE", hide = true)]
     pub state_file: Option<PathBuf>,
     /// Book name (a directory under novels/).
     pub book: String,
     /// Print JSON: {book, chapters: [{number, title, file, bytes, chars,
     /// lines, error}], duplicates: [{number, files}]}.
+    #[arg(long)]
+    pub json: bool,
+    /// Print exactly what the original novel_chapters returns (the mount's
+    /// BOOK/novel_chapters.txt; with --json, novel_chapters.json) instead
+    /// of the table.
+    #[arg(long)]
+    pub tool: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BooksCmd {
+    #[command(flatten)]
+    pub library: LibraryArgs,
+    /// The switch file (tools.novel_books set to false switches it off).
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
+    /// Print the JSON form (novel_books.json) instead of the text.
     #[arg(long)]
     pub json: bool,
 }

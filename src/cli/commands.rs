@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::args::{ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
+use super::args::{BooksCmd, ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
 use crate::library::{self, Library, NovelError, ReadArgs};
 use crate::mount::config::MountConfig;
 use crate::mount::{daemon, mountpoint};
@@ -33,6 +33,24 @@ pub(crate) fn read(cmd: ReadCmd) -> Result<String, NovelError> {
     };
     let out = lib.read(&args, cmd.state_file.as_deref())?;
     Ok(if cmd.json { out.json() } else { out.text() })
+}
+
+/// `chapters --tool`: what the original novel_chapters returns.
+pub(crate) fn tool_chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
+    let lib = open_library(&cmd.library)?;
+    let listing = lib.novel_chapters(&cmd.book, cmd.state_file.as_deref())?;
+    if cmd.json {
+        listing.json()
+    } else {
+        Ok(listing.text())
+    }
+}
+
+/// `books`: what the original novel_books returns.
+pub(crate) fn books(cmd: BooksCmd) -> Result<String, NovelError> {
+    let lib = open_library(&cmd.library)?;
+    let books = lib.novel_books(cmd.state_file.as_deref())?;
+    Ok(if cmd.json { books.json() } else { books.text() })
 }
 
 pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {

@@ -42,7 +42,9 @@ pub fn main() -> ExitCode {
         Command::Mount(cmd) => return commands::mount(cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
         Command::Read(cmd) => commands::read(cmd),
+        Command::Chapters(cmd) if cmd.tool => commands::tool_chapters(cmd),
         Command::Chapters(cmd) => commands::chapters(cmd),
+        Command::Books(cmd) => commands::books(cmd),
         Command::Completions(cmd) => {
             let mut out = Vec::new();
             clap_complete::generate(cmd.shell, &mut command(), "novelfs", &mut out);

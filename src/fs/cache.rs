@@ -125,6 +125,8 @@ pub(crate) struct Budget {
     /// Book indexes (chapter lists with their lookup maps): at 2,000 books
     /// they were 120 MiB outside any bound.
     pub indexes: usize,
+    /// The rendered index files (`novel_books.*`, `novel_chapters.*`).
+    pub index_files: usize,
 }
 
 /// The least the decoded texts keep, however big the inode table grows.
@@ -132,18 +134,21 @@ pub(crate) const MIN_TEXTS_BUDGET: usize = 1 << 20;
 
 impl Budget {
     /// 1/16 each (at least 1 MiB) for outlines, rendered pages, listings
-    /// and book indexes, the rest (at least 1 MiB) for decoded chapters: a
+    /// and book indexes, 1/32 for the index files, the rest (at least 1 MiB) for decoded chapters: a
     /// text is what costs a decode to get back. (An evicted book index
     /// costs one scan of its directory; whoever walks a library walks it
     /// book by book.)
     pub(crate) fn split(total: usize) -> Budget {
         let sixteenth = (total / 16).max(1 << 20);
         Budget {
-            texts: total.saturating_sub(4 * sixteenth).max(1 << 20),
+            texts: total
+                .saturating_sub(4 * sixteenth + sixteenth / 2)
+                .max(1 << 20),
             outlines: sixteenth,
             pages: sixteenth,
             listings: sixteenth,
             indexes: sixteenth,
+            index_files: sixteenth / 2,
         }
     }
 }
@@ -245,7 +250,8 @@ mod tests {
             (16 << 20, 16 << 20, 16 << 20)
         );
         assert_eq!(b.indexes, 16 << 20);
-        assert_eq!(b.texts, 192 << 20);
+        assert_eq!(b.index_files, 8 << 20);
+        assert_eq!(b.texts, 184 << 20);
         let tiny = Budget::split(0);
         assert_eq!((tiny.texts, tiny.outlines), (1 << 20, 1 << 20));
     }

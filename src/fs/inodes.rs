@@ -269,6 +269,7 @@ fn node_heap_bytes(node: &Node) -> usize {
         | Node::Ambiguous { name, .. }
         | Node::AmbiguousError { name, .. } => chunk(name.len()),
         Node::Book { book } => chunk(16 + book.len()),
+        Node::ChaptersIndex { book, .. } => chunk(16 + book.len()),
         _ => 0,
     }
 }

@@ -4,7 +4,10 @@ use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::library::index;
+
 use super::names::{ERROR_FILE, PageName};
+use crate::library::PageFormat as Format;
 
 pub(crate) type Errno = i32;
 pub(crate) type Result<T> = std::result::Result<T, Errno>;
@@ -72,6 +75,47 @@ pub enum Node {
         page: PageName,
         version: u64,
     },
+    /// `novel_books.txt|json` at the root. `version`: of everything the
+    /// library's index depends on (0: named by a listing, never looked up).
+    BooksIndex {
+        format: Format,
+        version: u64,
+    },
+    /// `novel_chapters.txt|json` in a book (`version` as for `BooksIndex`).
+    ChaptersIndex {
+        book: Arc<OsStr>,
+        format: Format,
+        version: u64,
+    },
+}
+
+/// The version of an index file a listing names without looking at its
+/// sources: its attributes are a placeholder the kernel may not keep.
+pub(crate) const UNLOOKED: u64 = 0;
+
+/// The name of the library's index file in `format`.
+pub(crate) fn books_file(format: Format) -> &'static str {
+    match format {
+        Format::Text => index::BOOKS_TXT,
+        Format::Json => index::BOOKS_JSON,
+    }
+}
+
+/// The name of a book's index file in `format`.
+pub(crate) fn chapters_file(format: Format) -> &'static str {
+    match format {
+        Format::Text => index::CHAPTERS_TXT,
+        Format::Json => index::CHAPTERS_JSON,
+    }
+}
+
+/// The format of an index file's name (`.txt` or `.json`).
+pub(crate) fn index_format(name: &OsStr) -> Format {
+    if name.as_encoded_bytes().ends_with(b".json") {
+        Format::Json
+    } else {
+        Format::Text
+    }
 }
 
 /// Where the kernel holds a node: its parent directory and its name there.
@@ -99,19 +143,46 @@ impl Node {
             }
             Node::ChapterError { chapter, .. } => format!("{}/{ERROR_FILE}", c(chapter)),
             Node::Page { chapter, page, .. } => format!("{}/{}", c(chapter), page.to_name()),
+            Node::BooksIndex { format, .. } => format!("/{}", books_file(*format)),
+            Node::ChaptersIndex { book, format, .. } => {
+                format!("/{}/{}", l(book), chapters_file(*format))
+            }
         }
     }
 
     /// The book the node lies in (`None` at the root level).
     pub fn book(&self) -> Option<&OsStr> {
         match self {
-            Node::Root | Node::RootError | Node::Book { .. } | Node::BookAlias { .. } => None,
+            Node::Root
+            | Node::RootError
+            | Node::Book { .. }
+            | Node::BookAlias { .. }
+            | Node::BooksIndex { .. } => None,
             Node::Chapter { chapter }
             | Node::ChapterError { chapter, .. }
             | Node::Page { chapter, .. } => Some(&chapter.book),
             Node::ChapterAlias { target, .. } => Some(&target.book),
-            Node::Ambiguous { book, .. } | Node::AmbiguousError { book, .. } => Some(book),
+            Node::Ambiguous { book, .. }
+            | Node::AmbiguousError { book, .. }
+            | Node::ChaptersIndex { book, .. } => Some(book),
         }
+    }
+
+    /// Whether the node lies under a book or chapter directory whose own
+    /// name is an index file's: the kernel holds it under an alias, where
+    /// a change cannot be pushed by name, so it keeps it only for the TTL.
+    pub fn shadowed(&self) -> bool {
+        let chapter = match self {
+            Node::Chapter { chapter }
+            | Node::ChapterError { chapter, .. }
+            | Node::Page { chapter, .. } => Some(chapter),
+            _ => None,
+        };
+        chapter.is_some_and(|c| index::is_chapters_file(&c.file))
+            || match self {
+                Node::Book { book } => index::is_books_file(book),
+                other => other.book().is_some_and(index::is_books_file),
+            }
     }
 
     /// Whether the node is a directory (whose listing the kernel may cache).
@@ -162,6 +233,11 @@ impl Node {
                     chapter: chapter.clone(),
                 },
                 page.to_name().into(),
+            ),
+            Node::BooksIndex { format, .. } => (Node::Root, books_file(*format).into()),
+            Node::ChaptersIndex { book, format, .. } => (
+                Node::Book { book: book.clone() },
+                chapters_file(*format).into(),
             ),
         };
         Some(Placement { parent, name })

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use crate::library::index::ChapterStats;
 use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
@@ -25,6 +26,8 @@ pub(crate) struct OutlinePage {
 #[derive(Debug)]
 pub(crate) struct Outline {
     pub pages: Vec<OutlinePage>,
+    /// The chapter's characters and lines, for the index files.
+    pub stats: ChapterStats,
 }
 
 impl Outline {
@@ -136,7 +139,10 @@ impl Outlines {
                         }
                     })
                     .collect::<Vec<_>>();
-                Ok(Arc::new(Outline { pages }))
+                Ok(Arc::new(Outline {
+                    pages,
+                    stats: ChapterStats::of(text),
+                }))
             }
         };
         let weight = 128

@@ -6,6 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{self, BookIndex, Library, Lookup, NovelError};
 
 use super::node::{Node, Result, chapter_ref};
@@ -82,21 +83,34 @@ pub(crate) fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsStr
     Ok(OsString::from(target))
 }
 
-/// The node `name` names in the root, while the switch is on.
+/// The node `name` names in the root, while the switch is on (the index
+/// files' names are not asked here).
+///
+/// An alias of a book whose own name is an index file's is that book's
+/// directory, not a symlink: a symlink to the book's name would reach the
+/// index file.
 pub(crate) fn in_root(library: &Library, name: &OsStr) -> Result<Node> {
     Ok(if library.is_book(name) {
         Node::Book {
             book: Arc::from(name),
         }
     } else {
-        Node::BookAlias {
-            target: Arc::from(book_alias_target(library, name)?.as_os_str()),
-            name: name.into(),
+        let target = book_alias_target(library, name)?;
+        if is_books_file(&target) {
+            Node::Book {
+                book: Arc::from(target.as_os_str()),
+            }
+        } else {
+            Node::BookAlias {
+                target: Arc::from(target.as_os_str()),
+                name: name.into(),
+            }
         }
     })
 }
 
-/// The node `name` names in `book`.
+/// The node `name` names in `book` (the index files' names are not asked
+/// here).
 pub(crate) fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result<Node> {
     let index = source.book_index(&book)?;
     if let Some(i) = index.exact(name.as_bytes()) {
@@ -105,6 +119,10 @@ pub(crate) fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result
         });
     }
     Ok(match index.find(&name.to_string_lossy()) {
+        // Not a symlink to a name that is an index file's: the directory.
+        Lookup::Found(i) if is_chapters_file(&index.chapters[i].os_name) => Node::Chapter {
+            chapter: chapter_ref(&book, &index.chapters[i].os_name),
+        },
         Lookup::Found(i) => Node::ChapterAlias {
             target: chapter_ref(&book, &index.chapters[i].os_name),
             name: name.into(),

@@ -188,6 +188,9 @@ pub(crate) struct Source {
     /// Loads in progress, by the version looked at.
     loads: Mutex<HashMap<VersionKey, Arc<Flight>>>,
     big_loads: LoadBudget,
+    /// Chapter files read and decoded so far (what tests count to show
+    /// that a request decoded nothing).
+    decodes: std::sync::atomic::AtomicU64,
     prefetcher: Prefetcher,
     /// Where tests step into a request (set once, before the requests).
     #[cfg(test)]
@@ -257,6 +260,7 @@ impl Source {
             table_bytes,
             loads: Mutex::new(HashMap::new()),
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
+            decodes: std::sync::atomic::AtomicU64::new(0),
             prefetcher: Prefetcher::start(),
             #[cfg(test)]
             seams: std::sync::OnceLock::new(),
@@ -277,6 +281,11 @@ impl Source {
     #[cfg(test)]
     pub(crate) fn prefetcher(&self) -> &Prefetcher {
         &self.prefetcher
+    }
+
+    /// How many chapter files were read and decoded so far.
+    pub(crate) fn decodes(&self) -> u64 {
+        self.decodes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Bytes held by the decoded texts.
@@ -444,6 +453,9 @@ impl Source {
             match self.library.open_chapter_file(&c.book, &c.file) {
                 Ok(None) => return Err(libc::ENOENT),
                 Ok(Some((f, meta))) => {
+                    self.decodes
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    log::debug!("decode {}", Node::Chapter { chapter: c.clone() }.path());
                     was_cached = prefetch::in_page_cache(&f, meta.len());
                     let loaded = self
                         .library

@@ -1,4 +1,5 @@
-//! The assistant's on/off switch for `novel_read` (its state file).
+//! The assistant's on/off switches (its state file): `novel_read`'s for
+//! the tree, `novel_books`' and `novel_chapters`' for the index files.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -16,28 +17,41 @@ use super::lock;
 /// The README promises a change of the file shows within a second.
 pub(crate) const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The switch as read from the state file with that stamp (`None`: no file).
+/// The tools whose switches a mount follows, in the bits of a reading.
+const TOOLS: [&str; 3] = ["novel_read", "novel_books", "novel_chapters"];
+
+/// A tool's bit in a reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tool {
+    Read = 1,
+    Books = 2,
+    Chapters = 4,
+}
+
+/// The switches as read from the state file with that stamp (`None`: no
+/// file): one bit per tool of `TOOLS`, set when it is on.
 #[derive(Clone, Copy)]
 struct Reading {
     stamp: Option<Stamp>,
-    on: bool,
+    on: u8,
 }
 
 pub(crate) struct Switch {
     /// `None` = the default location.
     state_file: Option<PathBuf>,
     last: Mutex<Option<Reading>>,
-    /// The last reading (0 = none yet, 1 = on, 2 = off) and when it was
-    /// taken (microseconds since `start`), read without the lock.
+    /// The last reading (0 = none yet, else the tools' bits | 8) and when
+    /// it was taken (microseconds since `start`), read without the lock.
     current: AtomicU8,
     checked_at: AtomicU64,
     start: Instant,
-    /// The switch as last reported by `flipped` (0 = not yet, 1 = on, 2 = off).
+    /// The switches as last reported by `flipped` (0 = not yet).
     seen: AtomicU8,
 }
 
-fn flag(on: bool) -> u8 {
-    if on { 1 } else { 2 }
+/// A reading as stored in the atomics (never 0).
+fn flag(on: u8) -> u8 {
+    on | 8
 }
 
 impl Switch {
@@ -59,6 +73,12 @@ impl Switch {
     /// Whether `novel_read` is switched on, as read at most
     /// `SWITCH_CHECK_INTERVAL` ago.
     pub(crate) fn switched_on(&self) -> bool {
+        self.tool_on(Tool::Read)
+    }
+
+    /// Whether `tool` is switched on, as read at most
+    /// `SWITCH_CHECK_INTERVAL` ago.
+    pub(crate) fn tool_on(&self, tool: Tool) -> bool {
         let current = self.current.load(Ordering::Acquire);
         if current != 0
             && self
@@ -66,14 +86,14 @@ impl Switch {
                 .saturating_sub(self.checked_at.load(Ordering::Acquire))
                 < SWITCH_CHECK_INTERVAL.as_micros() as u64
         {
-            return current == 1;
+            return current & tool as u8 != 0;
         }
-        self.check()
+        self.check() & tool as u8 != 0
     }
 
     /// Looks at the state file now; it is parsed again only when its stamp
-    /// changed.
-    fn check(&self) -> bool {
+    /// changed. Returns the tools' bits.
+    fn check(&self) -> u8 {
         let path = match &self.state_file {
             Some(p) => Some(p.clone()),
             None => library::switch::default_state_file(),
@@ -86,7 +106,11 @@ impl Switch {
         let on = match *last {
             Some(reading) if reading.stamp == stamp => reading.on,
             _ => {
-                let on = library::switch::switched_on(path.as_deref());
+                let on = library::switch::tools_switched_on(path.as_deref(), &TOOLS)
+                    .into_iter()
+                    .zip([Tool::Read, Tool::Books, Tool::Chapters])
+                    .filter(|(on, _)| *on)
+                    .fold(0, |bits, (_, tool)| bits | tool as u8);
                 *last = Some(Reading { stamp, on });
                 on
             }
@@ -96,7 +120,7 @@ impl Switch {
         on
     }
 
-    /// Whether the switch flipped since the previous call (the first call
+    /// Whether a switch flipped since the previous call (the first call
     /// only records it). Always looks at the file, so that what requests
     /// see is never older than what the caller acts on.
     pub(crate) fn flipped(&self) -> bool {
@@ -127,5 +151,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(switch.flipped());
+        std::fs::write(&file, r#"{"tools":{"novel_books":false}}"#).unwrap();
+        assert!(switch.flipped(), "each tool's switch counts");
+        assert!(switch.switched_on() && !switch.tool_on(Tool::Books));
+        assert!(switch.tool_on(Tool::Chapters));
     }
 }

@@ -17,19 +17,24 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
+use super::indexes::{BookLook, IndexFiles, Rendered};
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
 use super::names::{ERROR_FILE, PageName};
-use super::node::{Attr, ChapterRef, Kind, Node, Result, chapter_ref};
+use super::node::{
+    Attr, ChapterRef, Kind, Node, Result, UNLOOKED, books_file, chapter_ref, chapters_file,
+    index_format,
+};
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
 use super::source::{Source, dir_mtime, mtime_of, stamp_of};
-use super::switch::Switch;
+use super::switch::{Switch, Tool};
 use crate::library::PageFormat;
 
 /// Settings of one mount.
@@ -66,6 +71,7 @@ pub struct NovelFs {
     outlines: Outlines,
     pages: Pages,
     listings: Listings,
+    index_files: IndexFiles,
     switch: Switch,
     heap_trim: HeapTrim,
 }
@@ -118,6 +124,7 @@ impl NovelFs {
             outlines: Outlines::new(budget.outlines),
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
+            index_files: IndexFiles::new(budget.index_files),
             switch: Switch::new(config.state_file),
             heap_trim: HeapTrim::default(),
         }
@@ -181,6 +188,64 @@ impl NovelFs {
     /// only records it).
     pub fn switch_flipped(&self) -> bool {
         self.switch.flipped()
+    }
+
+    /// How many chapter files were read and decoded so far (for tests
+    /// that show what a request costs).
+    pub fn decodes(&self) -> u64 {
+        self.source.decodes()
+    }
+
+    /// The library's index as the sources are now (computed if it is not
+    /// cached).
+    fn books_index(&self) -> Result<Rendered> {
+        self.index_files.library(
+            &self.source,
+            &self.outlines,
+            self.switch.tool_on(Tool::Books),
+        )
+    }
+
+    /// A book's index as the sources are now (computed if it is not cached).
+    fn chapters_index(&self, book: &Arc<OsStr>) -> Result<Rendered> {
+        self.index_files.book(
+            &self.source,
+            &self.outlines,
+            book,
+            self.switch.tool_on(Tool::Chapters),
+        )
+    }
+
+    /// The node and attributes of an index file in `format`, both of one
+    /// rendering; the errno of its lookup when the call fails.
+    fn index_found(
+        &self,
+        rendered: Rendered,
+        format: PageFormat,
+        node: impl FnOnce(u64) -> Node,
+    ) -> Result<Found> {
+        let size = rendered.bytes(format)?.len() as u64;
+        let node = node(rendered.version);
+        let attr = self.file_attr(&node, size, rendered.mtime);
+        Ok(Found { node, attr })
+    }
+
+    /// An index file as a listing names it: no version, and attributes the
+    /// kernel may not keep (a lookup gives the real ones). Listing a
+    /// directory never computes an index.
+    fn index_listed(&self, node: Node, name: &str) -> Listed {
+        Listed {
+            node,
+            kind: Kind::File,
+            name: name.into(),
+            attr: Some(Attr {
+                ino: 0,
+                kind: Kind::File,
+                size: 0,
+                mtime: std::time::UNIX_EPOCH,
+                ttl: Duration::ZERO,
+            }),
+        }
     }
 
     /// The node's current attributes; ENOENT when it no longer exists.
@@ -269,6 +334,22 @@ impl NovelFs {
                 Ok(now) if now.version == *version => file(now.size, now.mtime),
                 _ => older()?,
             },
+            // The bytes of a version never change, nor do its attributes:
+            // whether it is still current is a lookup's question.
+            Node::BooksIndex { format, version } => {
+                match self.index_files.cached_library(*version) {
+                    Some(r) => file(r.bytes(*format)?.len() as u64, r.mtime),
+                    None => older()?,
+                }
+            }
+            Node::ChaptersIndex {
+                book,
+                format,
+                version,
+            } => match self.index_files.cached_book(book, *version) {
+                Some(r) => file(r.bytes(*format)?.len() as u64, r.mtime),
+                None => older()?,
+            },
         })
     }
 
@@ -280,9 +361,14 @@ impl NovelFs {
         }
     }
 
-    /// Switched off, only the root and its `ERROR` remain reachable.
+    /// Switched off, only the root, its `ERROR` and the library's index
+    /// (which has a switch of its own) remain reachable.
     fn check_switch(&self, node: &Node) -> Result<()> {
-        if matches!(node, Node::Root | Node::RootError) || self.switched_on() {
+        if matches!(
+            node,
+            Node::Root | Node::RootError | Node::BooksIndex { .. }
+        ) || self.switched_on()
+        {
             Ok(())
         } else {
             Err(libc::EACCES)
@@ -297,6 +383,13 @@ impl NovelFs {
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let parent = self.node(parent)?;
+        if matches!(parent, Node::Root) && is_books_file(name) {
+            let format = index_format(name);
+            let found = self.index_found(self.books_index()?, format, |version| {
+                Node::BooksIndex { format, version }
+            })?;
+            return Ok(self.intern(found));
+        }
         if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
@@ -305,6 +398,15 @@ impl NovelFs {
         }
         let found = match parent {
             Node::Root => self.checked(resolve::in_root(self.library(), name)?)?,
+            Node::Book { book } if is_chapters_file(name) => {
+                let format = index_format(name);
+                let rendered = self.chapters_index(&book)?;
+                self.index_found(rendered, format, |version| Node::ChaptersIndex {
+                    book,
+                    format,
+                    version,
+                })?
+            }
             Node::Book { book } => self.checked(resolve::in_book(&self.source, book, name)?)?,
             Node::Chapter { chapter } => self.in_chapter(chapter, name)?,
             Node::Ambiguous { book, name: alias } if name == ERROR_FILE => {
@@ -316,7 +418,9 @@ impl NovelFs {
             | Node::ChapterError { .. }
             | Node::Page { .. }
             | Node::BookAlias { .. }
-            | Node::ChapterAlias { .. } => return Err(libc::ENOTDIR),
+            | Node::ChapterAlias { .. }
+            | Node::BooksIndex { .. }
+            | Node::ChaptersIndex { .. } => return Err(libc::ENOTDIR),
         };
         Ok(self.intern(found))
     }
@@ -493,54 +597,99 @@ impl NovelFs {
         };
         let ttl = self.freshness.ttl_for(&node);
         Ok(match node {
-            Node::Root if !self.switched_on() => {
-                vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
+            Node::Root => {
+                let index_files = [PageFormat::Text, PageFormat::Json].map(|format| {
+                    let node = Node::BooksIndex {
+                        format,
+                        version: UNLOOKED,
+                    };
+                    self.index_listed(node, books_file(format))
+                });
+                let named: Vec<Listed> = if self.switched_on() {
+                    self.library()
+                        .book_names()
+                        .map_err(|_| libc::EIO)?
+                        .into_iter()
+                        // A book of a reserved name is reached by its aliases.
+                        .filter(|b| !is_books_file(b))
+                        .map(|b| {
+                            entry(
+                                Node::Book {
+                                    book: Arc::from(b.as_os_str()),
+                                },
+                                Kind::Directory,
+                                b,
+                            )
+                        })
+                        .collect()
+                } else {
+                    vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
+                };
+                named.into_iter().chain(index_files).collect()
             }
-            Node::Root => self
-                .library()
-                .book_names()
-                .map_err(|_| libc::EIO)?
-                .into_iter()
-                .map(|b| {
-                    entry(
-                        Node::Book {
-                            book: Arc::from(b.as_os_str()),
-                        },
-                        Kind::Directory,
-                        b,
-                    )
-                })
-                .collect(),
             Node::Book { book } => {
                 // The book was looked at for this listing: each chapter's
                 // attributes need only its own `lstat`, not `attr_of`'s
                 // second look at the book per chapter.
-                let index = self.source.book_index(&book)?;
+                let look = BookLook::take(&self.source, &book)?;
                 let mut chapter_ttl = None;
-                index
+                let chapters = look
+                    .book
+                    .index
                     .chapters
                     .iter()
-                    .map(|c| {
+                    .zip(&look.metas)
+                    // A chapter of a reserved name is reached by its aliases.
+                    .filter(|(c, _)| !is_chapters_file(&c.os_name))
+                    .map(|(c, meta)| {
                         let node = Node::Chapter {
                             chapter: chapter_ref(&book, &c.os_name),
                         };
                         let ttl = *chapter_ttl.get_or_insert_with(|| self.freshness.ttl_for(&node));
-                        let attr = self
-                            .library()
-                            .chapter_metadata(&book, &c.os_name)
-                            .map(|meta| Attr {
-                                ino: 0,
-                                kind: Kind::Directory,
-                                size: 0,
-                                mtime: mtime_of(&meta),
-                                ttl,
-                            });
+                        let attr = meta.as_ref().map(|meta| Attr {
+                            ino: 0,
+                            kind: Kind::Directory,
+                            size: 0,
+                            mtime: mtime_of(meta),
+                            ttl,
+                        });
                         Listed {
                             attr,
                             ..entry(node, Kind::Directory, c.os_name.clone())
                         }
                     })
-                    .collect()
+                    .collect::<Vec<_>>();
+                // The same looks tell whether the cached index is current:
+                // then its files are listed as a lookup would give them.
+                let on = self.switch.tool_on(Tool::Chapters);
+                let cached = on
+                    .then(|| self.index_files.cached_book(&book, look.version()))
+                    .flatten();
+                let index_files = [PageFormat::Text, PageFormat::Json].map(|format| {
+                    let name = chapters_file(format);
+                    let current = cached.as_ref().and_then(|r| {
+                        let size = r.bytes(format).ok()?.len() as u64;
+                        let node = Node::ChaptersIndex {
+                            book: book.clone(),
+                            format,
+                            version: r.version,
+                        };
+                        let attr = self.file_attr(&node, size, r.mtime);
+                        Some(Listed {
+                            attr: Some(attr),
+                            ..entry(node, Kind::File, name.into())
+                        })
+                    });
+                    current.unwrap_or_else(|| {
+                        let node = Node::ChaptersIndex {
+                            book: book.clone(),
+                            format,
+                            version: UNLOOKED,
+                        };
+                        self.index_listed(node, name)
+                    })
+                });
+                chapters.into_iter().chain(index_files).collect()
             }
             Node::Chapter { chapter } => {
                 let now = self.outlines.outline(&self.source, &chapter)?;
@@ -617,6 +766,32 @@ impl NovelFs {
                 page,
                 version,
             } => self.pages.bytes(&self.source, chapter, *page, *version),
+            // A version that left the cache is made again only while the
+            // sources are still that version, never from newer ones.
+            Node::BooksIndex { format, version } => {
+                let r = match self.index_files.cached_library(*version) {
+                    Some(r) => r,
+                    None => self.books_index()?,
+                };
+                if r.version != *version {
+                    return Err(libc::EIO);
+                }
+                r.bytes(*format)
+            }
+            Node::ChaptersIndex {
+                book,
+                format,
+                version,
+            } => {
+                let r = match self.index_files.cached_book(book, *version) {
+                    Some(r) => r,
+                    None => self.chapters_index(book)?,
+                };
+                if r.version != *version {
+                    return Err(libc::EIO);
+                }
+                r.bytes(*format)
+            }
             _ => Err(libc::EISDIR),
         }
     }
@@ -725,7 +900,16 @@ mod tests {
                 .into_iter()
                 .map(|e| e.name)
                 .collect();
-        assert_eq!(names, ["第1章 起.md", "第02章 另.md", "第2章 承.md"]);
+        assert_eq!(
+            names,
+            [
+                "第1章 起.md",
+                "第02章 另.md",
+                "第2章 承.md",
+                "novel_chapters.txt",
+                "novel_chapters.json"
+            ]
+        );
         let alias = f.fs.lookup(book.ino, OsStr::new("1")).unwrap();
         assert_eq!(alias.kind, Kind::Symlink);
         assert_eq!(f.fs.readlink(alias.ino).unwrap(), "第1章 起.md");
@@ -824,7 +1008,11 @@ mod tests {
             "the piece comes from the same listing"
         );
         let fresh = f.fs.listing(book.ino, 0).unwrap();
-        assert_eq!(fresh.entries.len(), 3, "a new listing sees the new chapter");
+        assert_eq!(
+            fresh.entries.len(),
+            3 + 2,
+            "a new listing sees the new chapter (and the two index files)"
+        );
         assert_ne!(fresh.offset_after(2), resume);
         assert!(resume < 1 << 63);
     }
@@ -982,8 +1170,8 @@ mod tests {
         let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
         let book = walk(&f.fs, "书").unwrap();
         let listing = f.fs.listing(book.ino, 0).unwrap();
-        assert_eq!(listing.entries.len(), 2);
-        for e in listing.entries.iter() {
+        assert_eq!(listing.entries.len(), 2 + 2, "two chapters, two index files");
+        for e in listing.entries.iter().filter(|e| e.kind == Kind::Directory) {
             let listed = f.fs.listed_plus(e).unwrap();
             let now = f.fs.getattr(listed.ino).unwrap();
             assert_eq!(

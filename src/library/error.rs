@@ -8,6 +8,11 @@ use super::number::ChapterNumber;
 #[derive(Debug, Clone, PartialEq)]
 pub enum NovelError {
     SwitchedOff,
+    /// Another tool of the assistant switched off (`novel_books`,
+    /// `novel_chapters`): the switch applies per tool name.
+    ToolSwitchedOff {
+        tool: &'static str,
+    },
     EmptyBook,
     EmptyChapter,
     BookEmptyAfterSanitize,
@@ -45,6 +50,11 @@ impl fmt::Display for NovelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NovelError::SwitchedOff => f.write_str("工具 novel_read（阅读章节）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。"),
+            NovelError::ToolSwitchedOff { tool } => write!(
+                f,
+                "工具 {tool}（{}）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。",
+                tool_label(tool)
+            ),
             NovelError::EmptyBook => f.write_str("参数 \"book\" 不能为空字符串"),
             NovelError::EmptyChapter => f.write_str("参数 \"chapter\" 不能为空字符串"),
             NovelError::BookEmptyAfterSanitize => f.write_str("参数 book 不能为空（清洗后无有效字符）"),
@@ -82,6 +92,17 @@ impl fmt::Display for NovelError {
 }
 
 impl std::error::Error for NovelError {}
+
+/// The label the assistant's UI gives a tool, as its switched-off text
+/// names it.
+fn tool_label(tool: &str) -> &str {
+    match tool {
+        "novel_books" => "作品列表",
+        "novel_chapters" => "章节清单",
+        "novel_read" => "阅读章节",
+        other => other,
+    }
+}
 
 impl NovelError {
     /// The line an `ERROR` file holds and the CLI prints.

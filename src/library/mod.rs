@@ -4,6 +4,7 @@
 mod chapters;
 pub mod decode;
 pub mod error;
+pub mod index;
 pub mod js;
 pub mod lookup;
 pub mod number;

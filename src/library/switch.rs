@@ -14,20 +14,30 @@ pub fn default_state_file() -> Option<PathBuf> {
 
 /// Whether `novel_read` is enabled under `state_file` (default location when `None`).
 pub fn switched_on(state_file: Option<&Path>) -> bool {
+    tool_switched_on(state_file, "novel_read")
+}
+
+/// Whether the tool `name` is enabled under `state_file`: each tool has its
+/// own switch, `tools.NAME`.
+pub fn tool_switched_on(state_file: Option<&Path>, name: &str) -> bool {
+    tools_switched_on(state_file, &[name])[0]
+}
+
+/// Whether each of the tools `names` is enabled, from one reading of the
+/// state file.
+pub fn tools_switched_on(state_file: Option<&Path>, names: &[&str]) -> Vec<bool> {
     let path = match state_file {
-        Some(p) => p.to_path_buf(),
-        None => match default_state_file() {
-            Some(p) => p,
-            None => return true,
-        },
+        Some(p) => Some(p.to_path_buf()),
+        None => default_state_file(),
     };
-    let Ok(bytes) = std::fs::read(&path) else {
-        return true;
-    };
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return true;
-    };
-    value.pointer("/tools/novel_read") != Some(&serde_json::Value::Bool(false))
+    let value = path
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    let tools = value.as_ref().and_then(|v| v.get("tools"));
+    names
+        .iter()
+        .map(|name| tools.and_then(|t| t.get(*name)) != Some(&serde_json::Value::Bool(false)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -47,5 +57,12 @@ mod tests {
         assert!(switched_on(Some(&p)), "only the boolean false switches off");
         std::fs::write(&p, r#"{"tools":{"novel_read":false}}"#).unwrap();
         assert!(!switched_on(Some(&p)));
+        assert!(
+            tool_switched_on(Some(&p), "novel_books"),
+            "each tool has its own switch"
+        );
+        std::fs::write(&p, r#"{"tools":{"novel_books":false}}"#).unwrap();
+        assert!(!tool_switched_on(Some(&p), "novel_books"));
+        assert!(switched_on(Some(&p)));
     }
 }

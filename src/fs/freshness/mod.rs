@@ -54,9 +54,16 @@ impl Freshness {
         self.watch.as_ref().is_some_and(|w| w.covers(book))
     }
 
-    /// How long the kernel may keep `node`'s entry and attributes.
+    /// How long the kernel may keep `node`'s entry and attributes. The
+    /// library's index depends on every book: it is kept for long only
+    /// while all of them are watched.
     pub(crate) fn ttl_for(&self, node: &Node) -> Duration {
-        if self.covered(node.book()) {
+        let covered = match node {
+            Node::BooksIndex { .. } => self.watch.as_ref().is_some_and(Watch::covers_all),
+            _ if node.shadowed() => false,
+            _ => self.covered(node.book()),
+        };
+        if covered {
             WATCHED_TTL
         } else {
             self.ttl

@@ -62,8 +62,15 @@ pub(crate) fn plan(
     for (node, &ino) in known {
         let affected = all
             || match node.book() {
+                // Every chapter counts in the library's index.
+                None if matches!(node, Node::BooksIndex { .. }) => {
+                    books || !sets.is_empty() || !files.is_empty()
+                }
                 None => books,
                 Some(book) => match node {
+                    Node::ChaptersIndex { .. } => {
+                        sets.contains(book) || files.iter().any(|(b, _)| *b == book)
+                    }
                     // Their bytes depend on one file only.
                     Node::Page { chapter, .. } | Node::ChapterError { chapter, .. } => {
                         files.contains(&(&*chapter.book, &*chapter.file))

@@ -207,6 +207,14 @@ impl Watch {
         w.novels.is_some() && book.is_none_or(|b| w.books.contains_key(b))
     }
 
+    /// Whether a change anywhere in the library is reported: `novels/` is
+    /// watched and no book failed to be (a book not watched yet is
+    /// watched before it is read).
+    pub fn covers_all(&self) -> bool {
+        let w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        w.novels.is_some() && w.unwatchable.is_empty()
+    }
+
     pub fn covers_root(&self) -> bool {
         self.covers(None)
     }

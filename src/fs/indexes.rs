@@ -1,0 +1,326 @@
+//! The index files: `novel_books.txt|json` at the root and
+//! `novel_chapters.txt|json` in each book, rendered from the chapters'
+//! outlines (one decode per chapter version, shared with the pages) and
+//! cached under a version of everything they depend on.
+//!
+//! A version is a digest of the looks (`lstat`) at the sources: the book
+//! directory and each of its chapter files (and, for the library, `novels/`
+//! and every counted book), with the state of the tool's switch. Checking
+//! that an index is current costs those looks; computing it costs a decode
+//! of each chapter whose outline is not cached. Listings do neither (see
+//! `NovelFs::list`): they name the files and leave the rest to a lookup.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::library::NovelError;
+use crate::library::index::{
+    self, BOOKS_TOOL, BookChapters, BookTotals, CHAPTERS_TOOL, ChapterStats, LibraryBooks,
+};
+
+use super::cache::{Lru, Stamp};
+use super::lock;
+use crate::library::PageFormat as Format;
+use super::node::{Result, chapter_ref};
+use super::outline::Outlines;
+use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of, version_of};
+
+/// What an index file holds in one version: the text, and the JSON or the
+/// errno a lookup of the JSON gets (EIO when the call fails, EACCES when
+/// the tool is switched off; the text then holds the error line).
+#[derive(Clone)]
+pub(crate) struct Rendered {
+    pub(crate) version: u64,
+    pub(crate) text: Arc<Vec<u8>>,
+    pub(crate) json: std::result::Result<Arc<Vec<u8>>, i32>,
+    /// The newest mtime of the sources it was made from.
+    pub(crate) mtime: SystemTime,
+}
+
+impl Rendered {
+    /// The bytes of `format`, or the errno its lookup gets.
+    pub(crate) fn bytes(&self, format: Format) -> Result<Arc<Vec<u8>>> {
+        match format {
+            Format::Text => Ok(self.text.clone()),
+            Format::Json => self.json.clone(),
+        }
+    }
+
+    fn weight(&self) -> usize {
+        256 + self.text.len() + self.json.as_ref().map_or(0, |j| j.len())
+    }
+
+    /// The rendering of a call that fails with `error` (or is switched
+    /// off) in every version of its sources.
+    fn failed(version: u64, error: &NovelError, json_errno: i32, mtime: SystemTime) -> Rendered {
+        Rendered {
+            version,
+            text: Arc::new(error.error_line().into_bytes()),
+            json: Err(json_errno),
+            mtime,
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Library,
+    Book(Arc<OsStr>),
+}
+
+/// A book as looked at now: its chapter index and each chapter file's
+/// metadata (`None`: gone since the scan), from one `lstat` each.
+pub(crate) struct BookLook {
+    pub(crate) book: BookVersion,
+    pub(crate) metas: Vec<Option<std::fs::Metadata>>,
+}
+
+impl BookLook {
+    pub(crate) fn take(source: &Source, book: &OsStr) -> Result<BookLook> {
+        let now = source.book(book)?;
+        let metas = now
+            .index
+            .chapters
+            .iter()
+            .map(|c| source.library().chapter_metadata(book, &c.os_name))
+            .collect();
+        Ok(BookLook { book: now, metas })
+    }
+
+    /// The version of the book's index this look shows.
+    pub(crate) fn version(&self) -> u64 {
+        chapters_version(
+            self.book.version,
+            self.metas
+                .iter()
+                .map(|m| m.as_ref().map(|m| version_of(&Stamp::of(m)))),
+        )
+    }
+}
+
+/// The version of a book's index, from its directory's version and each
+/// chapter's (in list order; `None`: gone).
+pub(crate) fn chapters_version(book: u64, chapters: impl Iterator<Item = Option<u64>>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ("chapters", book).hash(&mut h);
+    for c in chapters {
+        c.hash(&mut h);
+    }
+    h.finish()
+}
+
+fn off_version(tool: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ("off", tool).hash(&mut h);
+    h.finish()
+}
+
+pub(crate) struct IndexFiles {
+    rendered: Mutex<Lru<(Key, u64), Rendered>>,
+    /// What `novel_books` counts of each book, by the version of the
+    /// book's index: a few dozen bytes a book, so that a change in one
+    /// book costs the library index only that book.
+    totals: Mutex<HashMap<Arc<OsStr>, (u64, u64, u64)>>,
+}
+
+impl IndexFiles {
+    pub(crate) fn new(budget: usize) -> IndexFiles {
+        IndexFiles {
+            rendered: Mutex::new(Lru::new(budget)),
+            totals: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cached(&self, key: Key, version: u64) -> Option<Rendered> {
+        lock(&self.rendered).get(&(key, version))
+    }
+
+    fn keep(&self, key: Key, r: &Rendered) {
+        lock(&self.rendered).insert((key, r.version), r.clone(), r.weight());
+    }
+
+    /// A version of the library's index, if it is cached (never computed).
+    pub(crate) fn cached_library(&self, version: u64) -> Option<Rendered> {
+        self.cached(Key::Library, version)
+    }
+
+    /// A version of a book's index, if it is cached (never computed).
+    pub(crate) fn cached_book(&self, book: &Arc<OsStr>, version: u64) -> Option<Rendered> {
+        self.cached(Key::Book(book.clone()), version)
+    }
+
+    /// `novel_chapters.*` of `book` as the sources are now: cached, or
+    /// made from the chapters' outlines.
+    pub(crate) fn book(
+        &self,
+        source: &Source,
+        outlines: &Outlines,
+        book: &Arc<OsStr>,
+        on: bool,
+    ) -> Result<Rendered> {
+        if !on {
+            let version = off_version(CHAPTERS_TOOL);
+            let error = NovelError::ToolSwitchedOff {
+                tool: CHAPTERS_TOOL,
+            };
+            let mtime = dir_mtime(&source.library().book_dir(book));
+            return Ok(Rendered::failed(version, &error, libc::EACCES, mtime));
+        }
+        let look = BookLook::take(source, book)?;
+        if let Some(hit) = self.cached_book(book, look.version()) {
+            return Ok(hit);
+        }
+        Ok(self.make_book(source, outlines, book, look).0)
+    }
+
+    /// Renders a book's index from its chapters' outlines (each from one
+    /// look at its chapter), and records what `novel_books` counts of it.
+    fn make_book(
+        &self,
+        source: &Source,
+        outlines: &Outlines,
+        book: &Arc<OsStr>,
+        look: BookLook,
+    ) -> (Rendered, (u64, u64)) {
+        let index = look.book.index.clone();
+        let mut versions = Vec::with_capacity(index.chapters.len());
+        let mut mtime = look.book.mtime;
+        let listing = BookChapters::new(book.to_string_lossy().into_owned(), &index, |_, c| {
+            let chapter = chapter_ref(book, &c.os_name);
+            match outlines.outline(source, &chapter) {
+                Ok(now) => {
+                    versions.push(Some(now.version));
+                    mtime = mtime.max(now.mtime);
+                    let stats = now
+                        .outline
+                        .map(|o| o.stats)
+                        .map_err(|e| e.clone());
+                    (stats, iso_of(now.mtime))
+                }
+                Err(_) => {
+                    // Gone since the scan: the original's `stat` fails.
+                    versions.push(None);
+                    let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+                    let error = NovelError::Io {
+                        path: source
+                            .library()
+                            .display_path(&book.to_string_lossy(), &c.file),
+                        reason: gone.to_string(),
+                    };
+                    (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+                }
+            }
+        });
+        let version = chapters_version(look.book.version, versions.into_iter());
+        let rendered = match listing.json() {
+            Ok(json) => Rendered {
+                version,
+                text: Arc::new(listing.text().into_bytes()),
+                json: Ok(Arc::new(json.into_bytes())),
+                mtime,
+            },
+            Err(e) => Rendered::failed(version, &e, libc::EIO, mtime),
+        };
+        self.keep(Key::Book(book.clone()), &rendered);
+        let totals = listing.totals();
+        lock(&self.totals).insert(book.clone(), (version, totals.0, totals.1));
+        (rendered, totals)
+    }
+
+    /// `novel_books.*` as the sources are now: cached, or made from each
+    /// book's totals (themselves cached by the version of the book).
+    pub(crate) fn library(&self, source: &Source, outlines: &Outlines, on: bool) -> Result<Rendered> {
+        let library = source.library();
+        let novels = library.novels_dir();
+        if !on {
+            let error = NovelError::ToolSwitchedOff { tool: BOOKS_TOOL };
+            let version = off_version(BOOKS_TOOL);
+            return Ok(Rendered::failed(version, &error, libc::EACCES, dir_mtime(&novels)));
+        }
+        let mut names: Vec<OsString> = library.counted_books();
+        names.sort();
+        let novels_stamp = stamp_of(&novels);
+        let mut looks: Vec<(Arc<OsStr>, BookLook)> = names
+            .into_iter()
+            .filter_map(|name| {
+                let book: Arc<OsStr> = Arc::from(name.as_os_str());
+                // A book that cannot be scanned is left out, as the
+                // original leaves it out.
+                let look = BookLook::take(source, &book).ok()?;
+                Some((book, look))
+            })
+            .collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ("books", &novels_stamp, library.root_display()).hash(&mut h);
+        for (book, look) in &looks {
+            (book, look.version()).hash(&mut h);
+        }
+        let version = h.finish();
+        if let Some(hit) = self.cached_library(version) {
+            return Ok(hit);
+        }
+        let mut mtime = dir_mtime(&novels);
+        let totals = looks
+            .drain(..)
+            .map(|(book, look)| {
+                mtime = mtime.max(newest(&look));
+                let known = lock(&self.totals)
+                    .get(&book)
+                    .filter(|t| t.0 == look.version())
+                    .map(|t| (t.1, t.2));
+                let (chapters, chars) =
+                    known.unwrap_or_else(|| self.make_book(source, outlines, &book, look).1);
+                BookTotals {
+                    name: book.to_string_lossy().into_owned(),
+                    chapters,
+                    chars,
+                }
+            })
+            .collect();
+        let books = LibraryBooks::new(library.root_display().to_string(), totals);
+        let rendered = Rendered {
+            version,
+            text: Arc::new(books.text().into_bytes()),
+            json: Ok(Arc::new(books.json().into_bytes())),
+            mtime,
+        };
+        self.keep(Key::Library, &rendered);
+        Ok(rendered)
+    }
+}
+
+/// The newest mtime of a looked-at book: its directory's and its chapters'.
+fn newest(look: &BookLook) -> SystemTime {
+    look.metas
+        .iter()
+        .flatten()
+        .map(mtime_of)
+        .fold(look.book.mtime, SystemTime::max)
+}
+
+/// `updated` of a chapter whose mtime is `t`.
+fn iso_of(t: SystemTime) -> String {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => index::iso_millis(d.as_secs() as i64, i64::from(d.subsec_nanos())),
+        Err(e) => {
+            let d = e.duration();
+            index::iso_millis(-(d.as_secs() as i64), -i64::from(d.subsec_nanos()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updated_before_and_after_the_epoch() {
+        let t = UNIX_EPOCH + std::time::Duration::new(1767323045, 123_456_789);
+        assert_eq!(iso_of(t), "2026-01-02T03:04:05.123Z");
+        let before = UNIX_EPOCH - std::time::Duration::from_millis(1500);
+        assert_eq!(iso_of(before), "1969-12-31T23:59:58.500Z");
+    }
+}

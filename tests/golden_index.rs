@@ -1,0 +1,219 @@
+//! Every reference case of the original `novel_books` and `novel_chapters`
+//! (`tests/golden/index.jsonl`), through the `novelfs books` and `novelfs
+//! chapters --tool` commands, through `NovelFs` in-process and through a
+//! real mount (the index files `novel_books.*` and `BOOK/novel_chapters.*`).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::pretty_json;
+use serde_json::Value;
+
+/// One line of `index.jsonl` (format in tests/golden/README.md).
+#[derive(Debug)]
+struct IndexCase {
+    tool: String,
+    book: Option<String>,
+    text: Option<String>,
+    json: Option<Value>,
+    error: Option<String>,
+}
+
+/// Builds the reference library of the indexes; returns (guard, canonical root).
+fn index_library() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("lib");
+    let status = Command::new("python3")
+        .arg(common::golden_dir().join("make_index_library.py"))
+        .arg(&root)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "make_index_library.py failed");
+    let root = std::fs::canonicalize(&root).unwrap();
+    (dir, root)
+}
+
+/// The cases with `@ROOT@` replaced by `root`.
+fn index_cases(root: &str) -> Vec<IndexCase> {
+    let raw = std::fs::read_to_string(common::golden_dir().join("index.jsonl")).unwrap();
+    raw.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let v: Value = serde_json::from_str(&line.replace("@ROOT@", root)).unwrap();
+            let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+            IndexCase {
+                tool: s("tool").unwrap(),
+                book: s("book"),
+                text: s("text"),
+                json: v.get("json").cloned(),
+                error: s("error"),
+            }
+        })
+        .collect()
+}
+
+/// How a way answers a case: the text or JSON bytes, or a refusal (the
+/// CLI's error text, or a tree's errno).
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Bytes(Vec<u8>),
+    Text(String),
+    Errno(i32),
+}
+
+trait IndexWay {
+    /// `novel_books` (`book` None) or `novel_chapters` of `book`.
+    fn answer(&self, book: Option<&str>, json: bool) -> Answer;
+    /// What a failing call gives for the JSON form.
+    fn json_refusal(&self, error: &str) -> Answer;
+    /// What a failing call gives for the text form.
+    fn text_refusal(&self, error: &str) -> Answer;
+}
+
+/// Runs every case through `way`; returns how many answers matched and
+/// panics with every difference.
+fn check_index_cases(way_name: &str, cases: &[IndexCase], way: &dyn IndexWay) -> usize {
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for case in cases {
+        let book = match case.tool.as_str() {
+            "novel_books" => None,
+            "novel_chapters" => Some(case.book.as_deref().unwrap()),
+            other => panic!("unknown tool {other}"),
+        };
+        let (want_text, want_json) = match &case.error {
+            Some(e) => (way.text_refusal(e), way.json_refusal(e)),
+            None => (
+                Answer::Bytes(format!("{}\n", case.text.as_ref().unwrap()).into_bytes()),
+                Answer::Bytes(pretty_json(case.json.as_ref().unwrap()).into_bytes()),
+            ),
+        };
+        for (json, want) in [(false, want_text), (true, want_json)] {
+            let got = way.answer(book, json);
+            if got == want {
+                passed += 1;
+            } else {
+                let show = |a: &Answer| match a {
+                    Answer::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => format!("{other:?}"),
+                };
+                failures.push(format!(
+                    "{} {book:?} json={json}:\n--- want\n{}\n--- got\n{}",
+                    case.tool,
+                    show(&want),
+                    show(&got)
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{way_name}: {} of {} answers differ:\n{}",
+        failures.len(),
+        2 * cases.len(),
+        failures.join("\n\n")
+    );
+    passed
+}
+
+struct Cli {
+    root: PathBuf,
+    state_file: PathBuf,
+    path_root: Option<&'static str>,
+}
+
+impl IndexWay for Cli {
+    fn answer(&self, book: Option<&str>, json: bool) -> Answer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_novelfs"));
+        match book {
+            None => cmd.arg("books"),
+            Some(_) => cmd.arg("chapters").arg("--tool"),
+        };
+        cmd.arg("--root")
+            .arg(&self.root)
+            .arg("--state-file")
+            .arg(&self.state_file);
+        if let Some(p) = self.path_root {
+            cmd.arg("--path-root").arg(p);
+        }
+        if let Some(b) = book {
+            cmd.arg(b);
+        }
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("novelfs runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) if stderr.is_empty() => Answer::Bytes(out.stdout),
+            Some(1) if out.stdout.is_empty() && stderr.ends_with('\n') => {
+                Answer::Text(stderr.strip_suffix('\n').unwrap().to_string())
+            }
+            status => Answer::Text(format!("<status {status:?}, stderr {stderr:?}>")),
+        }
+    }
+    fn json_refusal(&self, error: &str) -> Answer {
+        Answer::Text(error.to_string())
+    }
+    fn text_refusal(&self, error: &str) -> Answer {
+        Answer::Text(error.to_string())
+    }
+}
+
+const PATH_ROOT: &str = "/library";
+
+#[test]
+fn every_index_case_through_the_cli() {
+    let (guard, root) = index_library();
+    let cases = index_cases(root.to_str().unwrap());
+    assert_eq!(cases.len(), 7, "the reference set has 7 index cases");
+    let way = Cli {
+        root,
+        state_file: guard.path().join("state.json"),
+        path_root: None,
+    };
+    assert_eq!(check_index_cases("through the CLI", &cases, &way), 14);
+}
+
+#[test]
+fn every_index_case_through_the_cli_with_a_path_root() {
+    let (guard, root) = index_library();
+    let cases = index_cases(PATH_ROOT);
+    let way = Cli {
+        root,
+        state_file: guard.path().join("state.json"),
+        path_root: Some(PATH_ROOT),
+    };
+    assert_eq!(check_index_cases("through the CLI", &cases, &way), 14);
+}
+
+/// Each tool has its own switch: `novel_books` off leaves `novel_read` and
+/// `novel_chapters` on, and says so in the original's words.
+#[test]
+fn the_switch_applies_per_tool_name_in_the_cli() {
+    let (guard, root) = index_library();
+    let state_file = guard.path().join("state.json");
+    let way = Cli {
+        root,
+        state_file: state_file.clone(),
+        path_root: None,
+    };
+    std::fs::write(&state_file, r#"{"tools":{"novel_books":false}}"#).unwrap();
+    assert_eq!(
+        way.answer(None, false),
+        Answer::Text(
+            "错误：工具 novel_books（作品列表）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。".into()
+        )
+    );
+    assert!(matches!(way.answer(Some("空书"), false), Answer::Bytes(_)));
+    std::fs::write(&state_file, r#"{"tools":{"novel_chapters":false}}"#).unwrap();
+    assert_eq!(
+        way.answer(Some("空书"), true),
+        Answer::Text(
+            "错误：工具 novel_chapters（章节清单）当前已在「写作助手功能」UI 中关闭。可用 novel_sentence_config 或侧边栏面板重新开启。".into()
+        )
+    );
+    assert!(matches!(way.answer(None, true), Answer::Bytes(_)));
+}
