@@ -8,8 +8,11 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::pretty_json;
+use common::{Mount, pretty_json};
+use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
+use novelfs::library::Library;
 use serde_json::Value;
+use std::ffi::OsStr;
 
 /// One line of `index.jsonl` (format in tests/golden/README.md).
 #[derive(Debug)]
@@ -216,4 +219,142 @@ fn the_switch_applies_per_tool_name_in_the_cli() {
         )
     );
     assert!(matches!(way.answer(None, true), Answer::Bytes(_)));
+}
+
+/// The index files of a tree: `novel_books.*` at the root, `novel_chapters.*`
+/// in the book's directory.
+fn index_path(book: Option<&str>, json: bool) -> Vec<String> {
+    let ext = if json { "json" } else { "txt" };
+    match book {
+        None => vec![format!("novel_books.{ext}")],
+        Some(b) => vec![b.to_string(), format!("novel_chapters.{ext}")],
+    }
+}
+
+/// `NovelFs` driven as the kernel drives it, without FUSE.
+struct InProcess {
+    fs: NovelFs,
+}
+
+impl InProcess {
+    fn new(root: &std::path::Path, state_file: PathBuf, path_root: Option<&str>) -> InProcess {
+        let config = FsConfig {
+            ttl: std::time::Duration::ZERO,
+            watch: false,
+            state_file: Some(state_file),
+            ..FsConfig::default()
+        };
+        let mut library = Library::open(root).unwrap();
+        if let Some(p) = path_root {
+            library = library.with_path_root(p).unwrap();
+        }
+        InProcess {
+            fs: NovelFs::new(library, config),
+        }
+    }
+
+    fn read(&self, path: &[String]) -> Result<Vec<u8>, i32> {
+        let mut ino = ROOT_INO;
+        for part in path {
+            ino = self.fs.lookup(ino, OsStr::new(part))?.ino;
+        }
+        let attr = self.fs.getattr(ino)?;
+        assert_eq!(attr.kind, Kind::File);
+        let mut bytes = Vec::new();
+        loop {
+            let piece = self.fs.read(ino, bytes.len() as u64, 4096)?;
+            if piece.is_empty() {
+                break;
+            }
+            bytes.extend(piece);
+        }
+        assert_eq!(bytes.len() as u64, attr.size, "st_size of {path:?}");
+        Ok(bytes)
+    }
+}
+
+impl IndexWay for InProcess {
+    fn answer(&self, book: Option<&str>, json: bool) -> Answer {
+        match self.read(&index_path(book, json)) {
+            Ok(bytes) => Answer::Bytes(bytes),
+            Err(e) => Answer::Errno(e),
+        }
+    }
+    fn json_refusal(&self, _error: &str) -> Answer {
+        Answer::Errno(libc::EIO)
+    }
+    fn text_refusal(&self, error: &str) -> Answer {
+        Answer::Bytes(format!("{error}\n").into_bytes())
+    }
+}
+
+#[test]
+fn every_index_case_in_process_without_fuse() {
+    let (guard, root) = index_library();
+    let cases = index_cases(root.to_str().unwrap());
+    let way = InProcess::new(&root, guard.path().join("state.json"), None);
+    assert_eq!(check_index_cases("in-process", &cases, &way), 14);
+    let way = InProcess::new(&root, guard.path().join("state.json"), Some(PATH_ROOT));
+    let cases = index_cases(PATH_ROOT);
+    assert_eq!(check_index_cases("in-process, path root", &cases, &way), 14);
+}
+
+/// A real mount, read with plain std::fs calls.
+struct Mounted {
+    mount: Mount,
+}
+
+impl IndexWay for Mounted {
+    fn answer(&self, book: Option<&str>, json: bool) -> Answer {
+        let path = index_path(book, json)
+            .iter()
+            .fold(self.mount.path().to_path_buf(), |p, c| p.join(c));
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let size = std::fs::metadata(&path).unwrap().len();
+                assert_eq!(bytes.len() as u64, size, "st_size of {}", path.display());
+                Answer::Bytes(bytes)
+            }
+            Err(e) => Answer::Errno(common::errno(&e)),
+        }
+    }
+    fn json_refusal(&self, _error: &str) -> Answer {
+        Answer::Errno(libc::EIO)
+    }
+    fn text_refusal(&self, error: &str) -> Answer {
+        Answer::Bytes(format!("{error}\n").into_bytes())
+    }
+}
+
+#[test]
+fn every_index_case_through_a_mount() {
+    require_fuse!();
+    let (guard, root) = index_library();
+    let state = guard.path().join("state.json");
+    let state = state.to_str().unwrap();
+    let way = Mounted {
+        mount: Mount::new(&root, &["--state-file", state]),
+    };
+    let names = common::sorted_names(way.mount.path()).unwrap();
+    assert!(
+        names.contains(&"novel_books.txt".to_string())
+            && names.contains(&"novel_books.json".to_string()),
+        "the root lists the library's index: {names:?}"
+    );
+    let book = common::sorted_names(&way.mount.path().join("三国演义")).unwrap();
+    assert!(
+        book.contains(&"novel_chapters.txt".to_string()),
+        "a book lists its index: {book:?}"
+    );
+    let cases = index_cases(root.to_str().unwrap());
+    assert_eq!(check_index_cases("through a mount", &cases, &way), 14);
+    for extra in [vec!["--path-root", PATH_ROOT], vec!["-o", "ro,path_root=/library/"]] {
+        let mut args = vec!["--state-file", state];
+        args.extend(extra);
+        let way = Mounted {
+            mount: Mount::new(&root, &args),
+        };
+        let cases = index_cases(PATH_ROOT);
+        assert_eq!(check_index_cases("through a mount, path root", &cases, &way), 14);
+    }
 }

@@ -1424,3 +1424,7 @@ mod tests {
         assert_eq!(text.len() as u64, error.size);
     }
 }
+
+#[cfg(test)]
+#[path = "tree_index_tests.rs"]
+mod index_tests;

@@ -1,0 +1,236 @@
+//! The index files in the tree, without a mount: what listing them costs,
+//! how they follow edits, reserved names and the per-tool switch.
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+use super::*;
+use crate::fs::node::ROOT_INO;
+
+struct Lib {
+    dir: tempfile::TempDir,
+    fs: NovelFs,
+}
+
+impl Lib {
+    fn novels(&self) -> PathBuf {
+        self.dir.path().join("novels")
+    }
+    fn state_file(&self) -> PathBuf {
+        self.dir.path().join("state.json")
+    }
+}
+
+/// A library of `books` (name, [(file, body)]) served by a `NovelFs`.
+fn library(books: &[(&str, Vec<(String, String)>)]) -> Lib {
+    let dir = tempfile::tempdir().unwrap();
+    for (book, files) in books {
+        let book_dir = dir.path().join("novels").join(book);
+        std::fs::create_dir_all(&book_dir).unwrap();
+        for (name, body) in files {
+            std::fs::write(book_dir.join(name), body).unwrap();
+        }
+    }
+    let config = FsConfig {
+        state_file: Some(dir.path().join("state.json")),
+        ..FsConfig::default()
+    };
+    let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+    Lib { dir, fs }
+}
+
+fn files(names: &[&str]) -> Vec<(String, String)> {
+    names
+        .iter()
+        .map(|n| (n.to_string(), format!("{n}\n正文")))
+        .collect()
+}
+
+fn walk(fs: &NovelFs, path: &[&str]) -> Result<Attr> {
+    let mut attr = fs.getattr(ROOT_INO)?;
+    for part in path {
+        attr = fs.lookup(attr.ino, OsStr::new(part))?;
+    }
+    Ok(attr)
+}
+
+fn read_all(fs: &NovelFs, ino: u64) -> String {
+    String::from_utf8(fs.read(ino, 0, u32::MAX).unwrap()).unwrap()
+}
+
+/// Lists `ino` as READDIRPLUS does: every entry with its attributes.
+fn list_plus(fs: &NovelFs, ino: u64) -> Vec<(String, Attr)> {
+    let listing = fs.listing(ino, 0).unwrap();
+    listing
+        .entries
+        .iter()
+        .map(|e| {
+            let attr = fs.listed_plus(e).expect("listed entries exist");
+            (e.name.to_string_lossy().into_owned(), attr)
+        })
+        .collect()
+}
+
+#[test]
+fn listing_a_large_library_computes_no_index_and_novel_books_decodes_each_chapter_once() {
+    let books: Vec<(String, Vec<(String, String)>)> = (0..20)
+        .map(|b| {
+            let chapters = (1..=100)
+                .map(|c| (format!("第{c}章 章{c}.md"), format!("书{b}第{c}章\n{}", "字".repeat(c))))
+                .collect();
+            (format!("书{b:02}"), chapters)
+        })
+        .collect();
+    let refs: Vec<(&str, Vec<(String, String)>)> =
+        books.iter().map(|(b, c)| (b.as_str(), c.clone())).collect();
+    let lib = library(&refs);
+    let fs = &lib.fs;
+    let root = list_plus(fs, ROOT_INO);
+    assert_eq!(root.len(), 20 + 2, "20 books and the library's two index files");
+    for (name, attr) in &root {
+        if attr.kind == Kind::Directory {
+            let book = list_plus(fs, attr.ino);
+            assert_eq!(book.len(), 100 + 2, "{name}: 100 chapters and two index files");
+        }
+    }
+    assert_eq!(fs.decodes(), 0, "listing the root and every book decoded nothing");
+    let books_txt = walk(fs, &["novel_books.txt"]).unwrap();
+    assert_eq!(fs.decodes(), 2000, "novel_books decodes each chapter once");
+    let text = read_all(fs, books_txt.ino);
+    assert_eq!(text.len() as u64, books_txt.size);
+    assert!(text.contains("- 书19: 100 章, "), "{text}");
+    for (name, _) in root.iter().filter(|(_, a)| a.kind == Kind::Directory) {
+        let chapters = walk(fs, &[name, "novel_chapters.json"]).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&read_all(fs, chapters.ino)).unwrap();
+        assert_eq!(json["chapters"].as_array().unwrap().len(), 100);
+    }
+    walk(fs, &["书00", "第7章 章7.md", "offset-1.txt"]).unwrap();
+    assert_eq!(
+        fs.decodes(),
+        2000,
+        "the book indexes and the pages' outlines share the one decode"
+    );
+    // Once looked up, a book's listing gives the index files as a lookup does.
+    let book = walk(fs, &["书00"]).unwrap();
+    let listed = list_plus(fs, book.ino);
+    let (_, txt) = listed
+        .iter()
+        .find(|(n, _)| n == "novel_chapters.txt")
+        .unwrap();
+    let looked = walk(fs, &["书00", "novel_chapters.txt"]).unwrap();
+    assert_eq!((txt.ino, txt.size), (looked.ino, looked.size));
+}
+
+#[test]
+fn an_edit_an_addition_and_a_removal_change_both_indexes() {
+    let lib = library(&[("书", files(&["第1章 起.md", "第2章 承.md"]))]);
+    let fs = &lib.fs;
+    let book_dir = lib.novels().join("书");
+    let both = || {
+        let b = walk(fs, &["novel_books.txt"]).unwrap();
+        let c = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
+        (b.ino, read_all(fs, b.ino), c.ino, read_all(fs, c.ino))
+    };
+    let before = both();
+    assert!(before.1.contains("- 书: 2 章, 22 字"), "{}", before.1);
+    std::fs::write(book_dir.join("第1章 起.md"), "改过的第一章，长了一些，再长一点").unwrap();
+    let edited = both();
+    assert_ne!(edited.0, before.0, "a new version is a new inode");
+    assert!(edited.1.contains("- 书: 2 章, 27 字"), "{}", edited.1);
+    assert!(edited.3.contains("第01章 起 — 16 字 / 1 行"), "{}", edited.3);
+    assert_eq!(
+        read_all(fs, before.2),
+        before.3,
+        "the old version keeps its bytes"
+    );
+    std::fs::write(book_dir.join("第3章 转.md"), "三").unwrap();
+    let added = both();
+    assert!(added.1.contains("- 书: 3 章, 28 字"), "{}", added.1);
+    assert!(added.3.contains("(第3章 转.md, 更新于 "), "{}", added.3);
+    std::fs::remove_file(book_dir.join("第2章 承.md")).unwrap();
+    let removed = both();
+    assert!(removed.1.contains("- 书: 2 章, 17 字"), "{}", removed.1);
+    assert!(!removed.3.contains("第2章 承.md"), "{}", removed.3);
+}
+
+#[test]
+fn a_chapter_change_drops_both_index_entries_from_the_kernel() {
+    let lib = library(&[("书", files(&["第1章 起.md"]))]);
+    let fs = &lib.fs;
+    let books = walk(fs, &["novel_books.txt"]).unwrap();
+    let chapters = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
+    let book = walk(fs, &["书"]).unwrap();
+    let plan = fs.invalidations(&[Change::Chapter("书".into(), "第1章 起.md".into())]);
+    let entry = |parent, name: &str| Invalidation::Entry {
+        parent,
+        name: name.into(),
+    };
+    assert!(plan.contains(&entry(ROOT_INO, "novel_books.txt")), "{plan:?}");
+    assert!(plan.contains(&entry(book.ino, "novel_chapters.txt")), "{plan:?}");
+    let other = fs.invalidations(&[Change::Chapters("别的书".into())]);
+    assert!(other.contains(&entry(ROOT_INO, "novel_books.txt")));
+    assert!(!other.contains(&entry(book.ino, "novel_chapters.txt")));
+    assert_ne!(books.ino, chapters.ino);
+}
+
+#[test]
+fn a_book_or_chapter_named_like_an_index_file_is_reached_by_its_aliases() {
+    let lib = library(&[
+        ("novel_books.txt", files(&["第1章 书名撞了.md"])),
+        ("书", files(&["novel_chapters.txt", "第1章 起.md"])),
+    ]);
+    let fs = &lib.fs;
+    let names: Vec<String> = list_plus(fs, ROOT_INO).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["书", "novel_books.txt", "novel_books.json"]);
+    let index = walk(fs, &["novel_books.txt"]).unwrap();
+    assert_eq!(index.kind, Kind::File, "the name is the library's index");
+    let book = walk(fs, &[" novel_books.txt"]).unwrap();
+    assert_eq!(book.kind, Kind::Directory, "an alias is the book itself");
+    let alias = walk(fs, &[" novel_books.txt", "1"]).unwrap();
+    assert_eq!(fs.readlink(alias.ino).unwrap(), "第1章 书名撞了.md");
+    let page = walk(fs, &[" novel_books.txt", "第1章 书名撞了.md", "offset-1.txt"]).unwrap();
+    assert!(read_all(fs, page.ino).contains("/novels/novel_books.txt/第1章 书名撞了.md</path>"));
+    let in_book: Vec<String> = {
+        let b = walk(fs, &["书"]).unwrap();
+        list_plus(fs, b.ino).into_iter().map(|e| e.0).collect()
+    };
+    assert_eq!(
+        in_book,
+        ["第1章 起.md", "novel_chapters.txt", "novel_chapters.json"],
+        "the chapter of that name is not listed under it"
+    );
+    let chapter = walk(fs, &["书", "novel_chapters"]).unwrap();
+    assert_eq!(chapter.kind, Kind::Directory, "its stem is its directory, not a symlink");
+    let page = walk(fs, &["书", "novel chapters", "offset-1.txt"]).unwrap();
+    assert!(read_all(fs, page.ino).contains("1: novel_chapters.txt\n"));
+    assert!(chapter.ttl <= Duration::from_secs(1), "kept only for the TTL");
+    let listing = read_all(fs, walk(fs, &["书", "novel_chapters.txt"]).unwrap().ino);
+    assert!(listing.contains("(novel_chapters.txt, 更新于 "), "{listing}");
+}
+
+fn switch(lib: &Lib, state: &str) {
+    std::fs::write(lib.state_file(), state).unwrap();
+    // Readings are reused for up to SWITCH_CHECK_INTERVAL.
+    assert!(lib.fs.switch_flipped(), "the switch file changed");
+}
+
+#[test]
+fn each_index_follows_its_own_tools_switch() {
+    let lib = library(&[("书", files(&["第1章 起.md"]))]);
+    let fs = &lib.fs;
+    assert!(!fs.switch_flipped(), "the first reading only records");
+    switch(&lib, r#"{"tools":{"novel_books":false}}"#);
+    let off = walk(fs, &["novel_books.txt"]).unwrap();
+    assert_eq!(
+        read_all(fs, off.ino),
+        NovelError::ToolSwitchedOff { tool: "novel_books" }.error_line()
+    );
+    assert_eq!(walk(fs, &["novel_books.json"]), Err(libc::EACCES));
+    assert!(walk(fs, &["书", "novel_chapters.json"]).is_ok(), "novel_chapters is on");
+    switch(&lib, r#"{"tools":{"novel_read":false,"novel_chapters":false}}"#);
+    let names: Vec<String> = list_plus(fs, ROOT_INO).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["ERROR", "novel_books.txt", "novel_books.json"]);
+    let on = walk(fs, &["novel_books.json"]).unwrap();
+    assert!(read_all(fs, on.ino).contains("\"chapters\": 1"), "novel_books is on");
+    assert_eq!(walk(fs, &["书"]), Err(libc::EACCES), "the books are novel_read's");
+}

@@ -1,0 +1,136 @@
+//! The index files through a real mount: an edit shows in both indexes
+//! under each freshness mode, and listing (READDIRPLUS) decodes nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Mount;
+
+/// Retries `f` for up to 5 s (a watched mount hears of a change a moment
+/// after it is made; a strict one at once).
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "never happened: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read(p: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(p).ok()?;
+    let size = std::fs::metadata(p).ok()?.len();
+    assert_eq!(text.len() as u64, size, "st_size of {}", p.display());
+    Some(text)
+}
+
+#[test]
+fn an_edited_chapter_changes_both_indexes_in_every_freshness_mode() {
+    require_fuse!();
+    let (guard, root) = common::book_library(&[
+        ("第1章 起.md", "一二三".as_bytes()),
+        ("第2章 承.md", "四五".as_bytes()),
+    ]);
+    let state = guard.path().join("no-state.json");
+    let chapter = root.join("novels/书/第1章 起.md");
+    for (mode, args) in [
+        ("strict", vec!["--ttl", "0"]),
+        ("watched", vec!["--ttl", "3600"]),
+        ("unwatched", vec!["--ttl", "0.5", "--no-watch"]),
+    ] {
+        std::fs::write(&chapter, "一二三").unwrap();
+        let mut all = vec!["--state-file", state.to_str().unwrap()];
+        all.extend(args);
+        let mount = Mount::new(&root, &all);
+        let books = mount.path().join("novel_books.txt");
+        let chapters = mount.path().join("书/novel_chapters.txt");
+        assert!(read(&books).unwrap().contains("- 书: 2 章, 5 字\n"));
+        assert!(read(&chapters).unwrap().contains("- 第01章 起 — 3 字 / 1 行"));
+        std::fs::write(&chapter, "一二三\n四五六七").unwrap();
+        eventually(&format!("{mode}: novel_books.txt shows the edit"), || {
+            read(&books).filter(|t| t.contains("- 书: 2 章, 10 字\n"))
+        });
+        eventually(&format!("{mode}: novel_chapters.txt shows the edit"), || {
+            read(&chapters).filter(|t| t.contains("- 第01章 起 — 8 字 / 2 行"))
+        });
+        let json = mount.path().join("书/novel_chapters.json");
+        let value: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+        assert_eq!(value["chapters"][0]["chars"], 8, "{mode}");
+    }
+}
+
+/// The daemon's log lines, collected on a thread.
+fn follow(mount: &mut Mount) -> Arc<Mutex<Vec<String>>> {
+    let stderr = mount
+        .child
+        .as_mut()
+        .and_then(|c| c.stderr.take())
+        .expect("daemon stderr is piped");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).split(b'\n') {
+            let Ok(line) = line else { break };
+            sink.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&line).into_owned());
+        }
+    });
+    lines
+}
+
+#[test]
+fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    for b in 0..10 {
+        let book = dir.path().join(format!("novels/书{b}"));
+        std::fs::create_dir_all(&book).unwrap();
+        for c in 1..=50 {
+            std::fs::write(book.join(format!("第{c}章.md")), format!("第{c}章\n正文")).unwrap();
+        }
+    }
+    let state = dir.path().join("no-state.json");
+    let mut mount = Mount::with_log(
+        dir.path(),
+        &["--state-file", state.to_str().unwrap()],
+        "novelfs=debug",
+    );
+    let log = follow(&mut mount);
+    let names = common::sorted_names(mount.path()).unwrap();
+    assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
+    for b in 0..10 {
+        let listed = common::sorted_names(&mount.path().join(format!("书{b}"))).unwrap();
+        assert_eq!(listed.len(), 50 + 2, "50 chapters and the two index files");
+    }
+    // A page read last: its decode is logged after anything the listings did.
+    let page = mount.path().join("书9/第50章.md/offset-1.txt");
+    assert!(std::fs::read_to_string(&page).unwrap().contains("1: 第50章\n"));
+    let decodes = eventually("the page's decode is logged", || {
+        let lines = log.lock().unwrap();
+        let decodes: Vec<String> = lines.iter().filter(|l| l.contains(" decode /")).cloned().collect();
+        decodes
+            .iter()
+            .any(|l| l.contains("/书9/第50章.md"))
+            .then_some(decodes)
+    });
+    assert_eq!(
+        decodes.len(),
+        1,
+        "listing decoded chapters, the first: {:?}",
+        decodes.first()
+    );
+    // Reading the library's index decodes every chapter (the page's once more
+    // is not needed: its outline is cached).
+    let books = read(&mount.path().join("novel_books.txt")).unwrap();
+    assert!(books.contains("- 书0: 50 章, "), "{books}");
+}
