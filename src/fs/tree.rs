@@ -361,14 +361,10 @@ impl NovelFs {
         }
     }
 
-    /// Switched off, only the root, its `ERROR` and the library's index
-    /// (which has a switch of its own) remain reachable.
+    /// Switched off, only the root and its `ERROR` remain reachable (the
+    /// index files too follow `novel_read`'s switch, and their own tool's).
     fn check_switch(&self, node: &Node) -> Result<()> {
-        if matches!(
-            node,
-            Node::Root | Node::RootError | Node::BooksIndex { .. }
-        ) || self.switched_on()
-        {
+        if matches!(node, Node::Root | Node::RootError) || self.switched_on() {
             Ok(())
         } else {
             Err(libc::EACCES)
@@ -383,13 +379,6 @@ impl NovelFs {
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let parent = self.node(parent)?;
-        if matches!(parent, Node::Root) && is_books_file(name) {
-            let format = index_format(name);
-            let found = self.index_found(self.books_index()?, format, |version| {
-                Node::BooksIndex { format, version }
-            })?;
-            return Ok(self.intern(found));
-        }
         if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
@@ -397,6 +386,12 @@ impl NovelFs {
             };
         }
         let found = match parent {
+            Node::Root if is_books_file(name) => {
+                let format = index_format(name);
+                self.index_found(self.books_index()?, format, |version| {
+                    Node::BooksIndex { format, version }
+                })?
+            }
             Node::Root => self.checked(resolve::in_root(self.library(), name)?)?,
             Node::Book { book } if is_chapters_file(name) => {
                 let format = index_format(name);
@@ -597,6 +592,9 @@ impl NovelFs {
         };
         let ttl = self.freshness.ttl_for(&node);
         Ok(match node {
+            Node::Root if !self.switched_on() => {
+                vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
+            }
             Node::Root => {
                 let index_files = [PageFormat::Text, PageFormat::Json].map(|format| {
                     let node = Node::BooksIndex {
@@ -605,27 +603,23 @@ impl NovelFs {
                     };
                     self.index_listed(node, books_file(format))
                 });
-                let named: Vec<Listed> = if self.switched_on() {
-                    self.library()
-                        .book_names()
-                        .map_err(|_| libc::EIO)?
-                        .into_iter()
-                        // A book of a reserved name is reached by its aliases.
-                        .filter(|b| !is_books_file(b))
-                        .map(|b| {
-                            entry(
-                                Node::Book {
-                                    book: Arc::from(b.as_os_str()),
-                                },
-                                Kind::Directory,
-                                b,
-                            )
-                        })
-                        .collect()
-                } else {
-                    vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]
-                };
-                named.into_iter().chain(index_files).collect()
+                self.library()
+                    .book_names()
+                    .map_err(|_| libc::EIO)?
+                    .into_iter()
+                    // A book of a reserved name is reached by its aliases.
+                    .filter(|b| !is_books_file(b))
+                    .map(|b| {
+                        entry(
+                            Node::Book {
+                                book: Arc::from(b.as_os_str()),
+                            },
+                            Kind::Directory,
+                            b,
+                        )
+                    })
+                    .chain(index_files)
+                    .collect()
             }
             Node::Book { book } => {
                 // The book was looked at for this listing: each chapter's

@@ -227,10 +227,22 @@ fn each_index_follows_its_own_tools_switch() {
     );
     assert_eq!(walk(fs, &["novel_books.json"]), Err(libc::EACCES));
     assert!(walk(fs, &["书", "novel_chapters.json"]).is_ok(), "novel_chapters is on");
-    switch(&lib, r#"{"tools":{"novel_read":false,"novel_chapters":false}}"#);
-    let names: Vec<String> = list_plus(fs, ROOT_INO).into_iter().map(|e| e.0).collect();
-    assert_eq!(names, ["ERROR", "novel_books.txt", "novel_books.json"]);
+    switch(&lib, r#"{"tools":{"novel_chapters":false}}"#);
+    let off = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
+    assert_eq!(
+        read_all(fs, off.ino),
+        NovelError::ToolSwitchedOff {
+            tool: "novel_chapters"
+        }
+        .error_line()
+    );
+    assert_eq!(walk(fs, &["书", "novel_chapters.json"]), Err(libc::EACCES));
     let on = walk(fs, &["novel_books.json"]).unwrap();
     assert!(read_all(fs, on.ino).contains("\"chapters\": 1"), "novel_books is on");
-    assert_eq!(walk(fs, &["书"]), Err(libc::EACCES), "the books are novel_read's");
+    // novel_read's switch closes the whole tree, index files included.
+    switch(&lib, r#"{"tools":{"novel_read":false}}"#);
+    let names: Vec<String> = list_plus(fs, ROOT_INO).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["ERROR"]);
+    assert_eq!(walk(fs, &["novel_books.txt"]), Err(libc::EACCES));
+    assert_eq!(fs.read(on.ino, 0, 10), Err(libc::EACCES));
 }
