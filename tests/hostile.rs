@@ -169,11 +169,11 @@ fn a_book_of_50000_files_lists_and_resolves() {
         move || names(&p).unwrap()
     });
     let listing = t.elapsed();
-    assert_eq!(listed.len(), 50_000);
+    assert_eq!(listed.len(), 50_000 + 2, "and the book's two index files");
     let t = Instant::now();
     let again = names(&mnt.join(BOOK)).unwrap().len();
     let second = t.elapsed();
-    assert_eq!(again, 50_000);
+    assert_eq!(again, 50_000 + 2);
     let t = Instant::now();
     assert_eq!(
         std::fs::read_link(mnt.join("书/12345")).unwrap(),
@@ -227,6 +227,7 @@ fn odd_file_names_are_listed_and_readable() {
         .collect();
     listed.sort();
     let mut want = odd.clone();
+    want.extend(common::BOOK_INDEX_FILES.map(|n| n.as_bytes().to_vec()));
     want.sort();
     assert_eq!(listed, want, "every odd name is listed byte for byte");
     for (k, name) in odd.iter().enumerate() {
@@ -417,7 +418,11 @@ fn symlinks_and_dot_dot_names_reach_nothing_outside() {
 
     let mut top: Vec<_> = names(&mnt).unwrap();
     top.sort();
-    assert_eq!(top, [BOOK], "symlinked books are not listed");
+    assert_eq!(
+        top,
+        ["novel_books.json", "novel_books.txt", BOOK],
+        "symlinked books are not listed"
+    );
     let mut listed: Vec<_> = names(&mnt.join(BOOK)).unwrap();
     listed.sort();
     assert_eq!(
@@ -523,5 +528,8 @@ fn allow_other_is_off_unless_asked_for() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "第1章 起.md\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "novel_chapters.json\nnovel_chapters.txt\n第1章 起.md\n"
+    );
 }

@@ -60,7 +60,7 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             ("0", "Success (for mount: the mount is ready)."),
             (
                 "1",
-                "An error: read and chapters print one 错误：… line on stderr; mount and unmount print novelfs: and the reason.",
+                "An error: read, chapters and books print one 错误：… line on stderr; mount and unmount print novelfs: and the reason.",
             ),
             (
                 "2",

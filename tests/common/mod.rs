@@ -92,6 +92,9 @@ pub struct Case {
     pub state: Option<Value>,
 }
 
+/// The index files every book directory lists after its chapters.
+pub const BOOK_INDEX_FILES: [&str; 2] = ["novel_chapters.txt", "novel_chapters.json"];
+
 pub fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
