@@ -69,7 +69,8 @@ enum Answer {
 trait IndexWay {
     /// `novel_books` (`book` None) or `novel_chapters` of `book`.
     fn answer(&self, book: Option<&str>, json: bool) -> Answer;
-    /// What a failing call gives for the JSON form.
+    /// What a failing call gives for the JSON form (a file holds the
+    /// error line in both forms, as an MCP client sees either call fail).
     fn json_refusal(&self, error: &str) -> Answer;
     /// What a failing call gives for the text form.
     fn text_refusal(&self, error: &str) -> Answer;
@@ -280,8 +281,8 @@ impl IndexWay for InProcess {
             Err(e) => Answer::Errno(e),
         }
     }
-    fn json_refusal(&self, _error: &str) -> Answer {
-        Answer::Errno(libc::EIO)
+    fn json_refusal(&self, error: &str) -> Answer {
+        Answer::Bytes(format!("{error}\n").into_bytes())
     }
     fn text_refusal(&self, error: &str) -> Answer {
         Answer::Bytes(format!("{error}\n").into_bytes())
@@ -318,8 +319,8 @@ impl IndexWay for Mounted {
             Err(e) => Answer::Errno(common::errno(&e)),
         }
     }
-    fn json_refusal(&self, _error: &str) -> Answer {
-        Answer::Errno(libc::EIO)
+    fn json_refusal(&self, error: &str) -> Answer {
+        Answer::Bytes(format!("{error}\n").into_bytes())
     }
     fn text_refusal(&self, error: &str) -> Answer {
         Answer::Bytes(format!("{error}\n").into_bytes())

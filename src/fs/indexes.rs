@@ -28,38 +28,43 @@ use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
 use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of, version_of};
 
-/// What an index file holds in one version: the text, and the JSON or the
-/// errno a lookup of the JSON gets (EIO when the call fails, EACCES when
-/// the tool is switched off; the text then holds the error line).
+/// What an index file holds in one version: the text and the JSON, or,
+/// when the call fails (a chapter that cannot be read, the tool switched
+/// off), the error line in both, as an MCP client sees either call fail.
 #[derive(Clone)]
 pub(crate) struct Rendered {
     pub(crate) version: u64,
     pub(crate) text: Arc<Vec<u8>>,
-    pub(crate) json: std::result::Result<Arc<Vec<u8>>, i32>,
+    pub(crate) json: Arc<Vec<u8>>,
     /// The newest mtime of the sources it was made from.
     pub(crate) mtime: SystemTime,
 }
 
 impl Rendered {
-    /// The bytes of `format`, or the errno its lookup gets.
-    pub(crate) fn bytes(&self, format: Format) -> Result<Arc<Vec<u8>>> {
+    /// The bytes of `format`.
+    pub(crate) fn bytes(&self, format: Format) -> Arc<Vec<u8>> {
         match format {
-            Format::Text => Ok(self.text.clone()),
+            Format::Text => self.text.clone(),
             Format::Json => self.json.clone(),
         }
     }
 
     fn weight(&self) -> usize {
-        256 + self.text.len() + self.json.as_ref().map_or(0, |j| j.len())
+        256 + self.text.len()
+            + if Arc::ptr_eq(&self.text, &self.json) {
+                0
+            } else {
+                self.json.len()
+            }
     }
 
-    /// The rendering of a call that fails with `error` (or is switched
-    /// off) in every version of its sources.
-    fn failed(version: u64, error: &NovelError, json_errno: i32, mtime: SystemTime) -> Rendered {
+    /// The rendering of a call that fails with `error`.
+    fn failed(version: u64, error: &NovelError, mtime: SystemTime) -> Rendered {
+        let line = Arc::new(error.error_line().into_bytes());
         Rendered {
             version,
-            text: Arc::new(error.error_line().into_bytes()),
-            json: Err(json_errno),
+            text: line.clone(),
+            json: line,
             mtime,
         }
     }
@@ -167,7 +172,7 @@ impl IndexFiles {
                 tool: CHAPTERS_TOOL,
             };
             let mtime = dir_mtime(&source.library().book_dir(book));
-            return Ok(Rendered::failed(version, &error, libc::EACCES, mtime));
+            return Ok(Rendered::failed(version, &error, mtime));
         }
         let look = BookLook::take(source, book)?;
         if let Some(hit) = self.cached_book(book, look.version()) {
@@ -219,10 +224,10 @@ impl IndexFiles {
             Ok(json) => Rendered {
                 version,
                 text: Arc::new(listing.text().into_bytes()),
-                json: Ok(Arc::new(json.into_bytes())),
+                json: Arc::new(json.into_bytes()),
                 mtime,
             },
-            Err(e) => Rendered::failed(version, &e, libc::EIO, mtime),
+            Err(e) => Rendered::failed(version, &e, mtime),
         };
         self.keep(Key::Book(book.clone()), &rendered);
         let totals = listing.totals();
@@ -238,7 +243,7 @@ impl IndexFiles {
         if !on {
             let error = NovelError::ToolSwitchedOff { tool: BOOKS_TOOL };
             let version = off_version(BOOKS_TOOL);
-            return Ok(Rendered::failed(version, &error, libc::EACCES, dir_mtime(&novels)));
+            return Ok(Rendered::failed(version, &error, dir_mtime(&novels)));
         }
         let mut names: Vec<OsString> = library.counted_books();
         names.sort();
@@ -284,7 +289,7 @@ impl IndexFiles {
         let rendered = Rendered {
             version,
             text: Arc::new(books.text().into_bytes()),
-            json: Ok(Arc::new(books.json().into_bytes())),
+            json: Arc::new(books.json().into_bytes()),
             mtime,
         };
         self.keep(Key::Library, &rendered);

@@ -217,14 +217,14 @@ impl NovelFs {
     }
 
     /// The node and attributes of an index file in `format`, both of one
-    /// rendering; the errno of its lookup when the call fails.
+    /// rendering.
     fn index_found(
         &self,
         rendered: Rendered,
         format: PageFormat,
         node: impl FnOnce(u64) -> Node,
     ) -> Result<Found> {
-        let size = rendered.bytes(format)?.len() as u64;
+        let size = rendered.bytes(format).len() as u64;
         let node = node(rendered.version);
         let attr = self.file_attr(&node, size, rendered.mtime);
         Ok(Found { node, attr })
@@ -338,7 +338,7 @@ impl NovelFs {
             // whether it is still current is a lookup's question.
             Node::BooksIndex { format, version } => {
                 match self.index_files.cached_library(*version) {
-                    Some(r) => file(r.bytes(*format)?.len() as u64, r.mtime),
+                    Some(r) => file(r.bytes(*format).len() as u64, r.mtime),
                     None => older()?,
                 }
             }
@@ -347,7 +347,7 @@ impl NovelFs {
                 format,
                 version,
             } => match self.index_files.cached_book(book, *version) {
-                Some(r) => file(r.bytes(*format)?.len() as u64, r.mtime),
+                Some(r) => file(r.bytes(*format).len() as u64, r.mtime),
                 None => older()?,
             },
         })
@@ -661,18 +661,18 @@ impl NovelFs {
                     .flatten();
                 let index_files = [PageFormat::Text, PageFormat::Json].map(|format| {
                     let name = chapters_file(format);
-                    let current = cached.as_ref().and_then(|r| {
-                        let size = r.bytes(format).ok()?.len() as u64;
+                    let current = cached.as_ref().map(|r| {
+                        let size = r.bytes(format).len() as u64;
                         let node = Node::ChaptersIndex {
                             book: book.clone(),
                             format,
                             version: r.version,
                         };
                         let attr = self.file_attr(&node, size, r.mtime);
-                        Some(Listed {
+                        Listed {
                             attr: Some(attr),
                             ..entry(node, Kind::File, name.into())
-                        })
+                        }
                     });
                     current.unwrap_or_else(|| {
                         let node = Node::ChaptersIndex {
@@ -770,7 +770,7 @@ impl NovelFs {
                 if r.version != *version {
                     return Err(libc::EIO);
                 }
-                r.bytes(*format)
+                Ok(r.bytes(*format))
             }
             Node::ChaptersIndex {
                 book,
@@ -784,7 +784,7 @@ impl NovelFs {
                 if r.version != *version {
                     return Err(libc::EIO);
                 }
-                r.bytes(*format)
+                Ok(r.bytes(*format))
             }
             _ => Err(libc::EISDIR),
         }
