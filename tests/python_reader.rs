@@ -111,7 +111,12 @@ fn opcode(line: &str) -> Option<String> {
 fn listed_pages(mnt: &Path) -> Vec<PathBuf> {
     let mut pages = Vec::new();
     for book in std::fs::read_dir(mnt).unwrap() {
-        let book = book.unwrap().path();
+        let book = book.unwrap();
+        // The root also lists the library's index files.
+        if !book.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let book = book.path();
         for chapter in std::fs::read_dir(&book).unwrap() {
             let chapter = chapter.unwrap().path();
             if !chapter.is_dir() {
