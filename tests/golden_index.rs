@@ -349,13 +349,19 @@ fn every_index_case_through_a_mount() {
     );
     let cases = index_cases(root.to_str().unwrap());
     assert_eq!(check_index_cases("through a mount", &cases, &way), 14);
-    for extra in [vec!["--path-root", PATH_ROOT], vec!["-o", "ro,path_root=/library/"]] {
+    for extra in [
+        vec!["--path-root", PATH_ROOT],
+        vec!["-o", "ro,path_root=/library/"],
+    ] {
         let mut args = vec!["--state-file", state];
         args.extend(extra);
         let way = Mounted {
             mount: Mount::new(&root, &args),
         };
         let cases = index_cases(PATH_ROOT);
-        assert_eq!(check_index_cases("through a mount, path root", &cases, &way), 14);
+        assert_eq!(
+            check_index_cases("through a mount, path root", &cases, &way),
+            14
+        );
     }
 }

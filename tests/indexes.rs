@@ -54,14 +54,19 @@ fn an_edited_chapter_changes_both_indexes_in_every_freshness_mode() {
         let books = mount.path().join("novel_books.txt");
         let chapters = mount.path().join("书/novel_chapters.txt");
         assert!(read(&books).unwrap().contains("- 书: 2 章, 5 字\n"));
-        assert!(read(&chapters).unwrap().contains("- 第01章 起 — 3 字 / 1 行"));
+        assert!(
+            read(&chapters)
+                .unwrap()
+                .contains("- 第01章 起 — 3 字 / 1 行")
+        );
         std::fs::write(&chapter, "一二三\n四五六七").unwrap();
         eventually(&format!("{mode}: novel_books.txt shows the edit"), || {
             read(&books).filter(|t| t.contains("- 书: 2 章, 10 字\n"))
         });
-        eventually(&format!("{mode}: novel_chapters.txt shows the edit"), || {
-            read(&chapters).filter(|t| t.contains("- 第01章 起 — 8 字 / 2 行"))
-        });
+        eventually(
+            &format!("{mode}: novel_chapters.txt shows the edit"),
+            || read(&chapters).filter(|t| t.contains("- 第01章 起 — 8 字 / 2 行")),
+        );
         let json = mount.path().join("书/novel_chapters.json");
         let value: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
         assert_eq!(value["chapters"][0]["chars"], 8, "{mode}");
@@ -114,10 +119,18 @@ fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
     }
     // A page read last: its decode is logged after anything the listings did.
     let page = mount.path().join("书9/第50章.md/offset-1.txt");
-    assert!(std::fs::read_to_string(&page).unwrap().contains("1: 第50章\n"));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("1: 第50章\n")
+    );
     let decodes = eventually("the page's decode is logged", || {
         let lines = log.lock().unwrap();
-        let decodes: Vec<String> = lines.iter().filter(|l| l.contains(" decode /")).cloned().collect();
+        let decodes: Vec<String> = lines
+            .iter()
+            .filter(|l| l.contains(" decode /"))
+            .cloned()
+            .collect();
         decodes
             .iter()
             .any(|l| l.contains("/书9/第50章.md"))

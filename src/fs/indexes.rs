@@ -23,10 +23,10 @@ use crate::library::index::{
 
 use super::cache::{Lru, Stamp};
 use super::lock;
-use crate::library::PageFormat as Format;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
 use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of, version_of};
+use crate::library::PageFormat as Format;
 
 /// What an index file holds in one version: the text and the JSON, or,
 /// when the call fails (a chapter that cannot be read, the tool switched
@@ -199,10 +199,7 @@ impl IndexFiles {
                 Ok(now) => {
                     versions.push(Some(now.version));
                     mtime = mtime.max(now.mtime);
-                    let stats = now
-                        .outline
-                        .map(|o| o.stats)
-                        .map_err(|e| e.clone());
+                    let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
                     (stats, iso_of(now.mtime))
                 }
                 Err(_) => {
@@ -237,7 +234,12 @@ impl IndexFiles {
 
     /// `novel_books.*` as the sources are now: cached, or made from each
     /// book's totals (themselves cached by the version of the book).
-    pub(crate) fn library(&self, source: &Source, outlines: &Outlines, on: bool) -> Result<Rendered> {
+    pub(crate) fn library(
+        &self,
+        source: &Source,
+        outlines: &Outlines,
+        on: bool,
+    ) -> Result<Rendered> {
         let library = source.library();
         let novels = library.novels_dir();
         if !on {

@@ -388,8 +388,9 @@ impl NovelFs {
         let found = match parent {
             Node::Root if is_books_file(name) => {
                 let format = index_format(name);
-                self.index_found(self.books_index()?, format, |version| {
-                    Node::BooksIndex { format, version }
+                self.index_found(self.books_index()?, format, |version| Node::BooksIndex {
+                    format,
+                    version,
                 })?
             }
             Node::Root => self.checked(resolve::in_root(self.library(), name)?)?,
@@ -1164,7 +1165,11 @@ mod tests {
         let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
         let book = walk(&f.fs, "书").unwrap();
         let listing = f.fs.listing(book.ino, 0).unwrap();
-        assert_eq!(listing.entries.len(), 2 + 2, "two chapters, two index files");
+        assert_eq!(
+            listing.entries.len(),
+            2 + 2,
+            "two chapters, two index files"
+        );
         for e in listing.entries.iter().filter(|e| e.kind == Kind::Directory) {
             let listed = f.fs.listed_plus(e).unwrap();
             let now = f.fs.getattr(listed.ino).unwrap();

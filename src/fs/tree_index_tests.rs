@@ -76,7 +76,12 @@ fn listing_a_large_library_computes_no_index_and_novel_books_decodes_each_chapte
     let books: Vec<(String, Vec<(String, String)>)> = (0..20)
         .map(|b| {
             let chapters = (1..=100)
-                .map(|c| (format!("第{c}章 章{c}.md"), format!("书{b}第{c}章\n{}", "字".repeat(c))))
+                .map(|c| {
+                    (
+                        format!("第{c}章 章{c}.md"),
+                        format!("书{b}第{c}章\n{}", "字".repeat(c)),
+                    )
+                })
                 .collect();
             (format!("书{b:02}"), chapters)
         })
@@ -86,14 +91,26 @@ fn listing_a_large_library_computes_no_index_and_novel_books_decodes_each_chapte
     let lib = library(&refs);
     let fs = &lib.fs;
     let root = list_plus(fs, ROOT_INO);
-    assert_eq!(root.len(), 20 + 2, "20 books and the library's two index files");
+    assert_eq!(
+        root.len(),
+        20 + 2,
+        "20 books and the library's two index files"
+    );
     for (name, attr) in &root {
         if attr.kind == Kind::Directory {
             let book = list_plus(fs, attr.ino);
-            assert_eq!(book.len(), 100 + 2, "{name}: 100 chapters and two index files");
+            assert_eq!(
+                book.len(),
+                100 + 2,
+                "{name}: 100 chapters and two index files"
+            );
         }
     }
-    assert_eq!(fs.decodes(), 0, "listing the root and every book decoded nothing");
+    assert_eq!(
+        fs.decodes(),
+        0,
+        "listing the root and every book decoded nothing"
+    );
     let books_txt = walk(fs, &["novel_books.txt"]).unwrap();
     assert_eq!(fs.decodes(), 2000, "novel_books decodes each chapter once");
     let text = read_all(fs, books_txt.ino);
@@ -133,11 +150,19 @@ fn an_edit_an_addition_and_a_removal_change_both_indexes() {
     };
     let before = both();
     assert!(before.1.contains("- 书: 2 章, 22 字"), "{}", before.1);
-    std::fs::write(book_dir.join("第1章 起.md"), "改过的第一章，长了一些，再长一点").unwrap();
+    std::fs::write(
+        book_dir.join("第1章 起.md"),
+        "改过的第一章，长了一些，再长一点",
+    )
+    .unwrap();
     let edited = both();
     assert_ne!(edited.0, before.0, "a new version is a new inode");
     assert!(edited.1.contains("- 书: 2 章, 27 字"), "{}", edited.1);
-    assert!(edited.3.contains("第01章 起 — 16 字 / 1 行"), "{}", edited.3);
+    assert!(
+        edited.3.contains("第01章 起 — 16 字 / 1 行"),
+        "{}",
+        edited.3
+    );
     assert_eq!(
         read_all(fs, before.2),
         before.3,
@@ -165,8 +190,14 @@ fn a_chapter_change_drops_both_index_entries_from_the_kernel() {
         parent,
         name: name.into(),
     };
-    assert!(plan.contains(&entry(ROOT_INO, "novel_books.txt")), "{plan:?}");
-    assert!(plan.contains(&entry(book.ino, "novel_chapters.txt")), "{plan:?}");
+    assert!(
+        plan.contains(&entry(ROOT_INO, "novel_books.txt")),
+        "{plan:?}"
+    );
+    assert!(
+        plan.contains(&entry(book.ino, "novel_chapters.txt")),
+        "{plan:?}"
+    );
     let other = fs.invalidations(&[Change::Chapters("别的书".into())]);
     assert!(other.contains(&entry(ROOT_INO, "novel_books.txt")));
     assert!(!other.contains(&entry(book.ino, "novel_chapters.txt")));
@@ -188,7 +219,11 @@ fn a_book_or_chapter_named_like_an_index_file_is_reached_by_its_aliases() {
     assert_eq!(book.kind, Kind::Directory, "an alias is the book itself");
     let alias = walk(fs, &[" novel_books.txt", "1"]).unwrap();
     assert_eq!(fs.readlink(alias.ino).unwrap(), "第1章 书名撞了.md");
-    let page = walk(fs, &[" novel_books.txt", "第1章 书名撞了.md", "offset-1.txt"]).unwrap();
+    let page = walk(
+        fs,
+        &[" novel_books.txt", "第1章 书名撞了.md", "offset-1.txt"],
+    )
+    .unwrap();
     assert!(read_all(fs, page.ino).contains("/novels/novel_books.txt/第1章 书名撞了.md</path>"));
     let in_book: Vec<String> = {
         let b = walk(fs, &["书"]).unwrap();
@@ -200,12 +235,22 @@ fn a_book_or_chapter_named_like_an_index_file_is_reached_by_its_aliases() {
         "the chapter of that name is not listed under it"
     );
     let chapter = walk(fs, &["书", "novel_chapters"]).unwrap();
-    assert_eq!(chapter.kind, Kind::Directory, "its stem is its directory, not a symlink");
+    assert_eq!(
+        chapter.kind,
+        Kind::Directory,
+        "its stem is its directory, not a symlink"
+    );
     let page = walk(fs, &["书", "novel chapters", "offset-1.txt"]).unwrap();
     assert!(read_all(fs, page.ino).contains("1: novel_chapters.txt\n"));
-    assert!(chapter.ttl <= Duration::from_secs(1), "kept only for the TTL");
+    assert!(
+        chapter.ttl <= Duration::from_secs(1),
+        "kept only for the TTL"
+    );
     let listing = read_all(fs, walk(fs, &["书", "novel_chapters.txt"]).unwrap().ino);
-    assert!(listing.contains("(novel_chapters.txt, 更新于 "), "{listing}");
+    assert!(
+        listing.contains("(novel_chapters.txt, 更新于 "),
+        "{listing}"
+    );
 }
 
 fn switch(lib: &Lib, state: &str) {
@@ -223,11 +268,21 @@ fn each_index_follows_its_own_tools_switch() {
     let off = walk(fs, &["novel_books.txt"]).unwrap();
     assert_eq!(
         read_all(fs, off.ino),
-        NovelError::ToolSwitchedOff { tool: "novel_books" }.error_line()
+        NovelError::ToolSwitchedOff {
+            tool: "novel_books"
+        }
+        .error_line()
     );
     let json = walk(fs, &["novel_books.json"]).unwrap();
-    assert_eq!(read_all(fs, json.ino), read_all(fs, off.ino), "both hold the error");
-    assert!(walk(fs, &["书", "novel_chapters.json"]).is_ok(), "novel_chapters is on");
+    assert_eq!(
+        read_all(fs, json.ino),
+        read_all(fs, off.ino),
+        "both hold the error"
+    );
+    assert!(
+        walk(fs, &["书", "novel_chapters.json"]).is_ok(),
+        "novel_chapters is on"
+    );
     switch(&lib, r#"{"tools":{"novel_chapters":false}}"#);
     let off = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
     assert_eq!(
@@ -238,9 +293,16 @@ fn each_index_follows_its_own_tools_switch() {
         .error_line()
     );
     let json = walk(fs, &["书", "novel_chapters.json"]).unwrap();
-    assert_eq!(read_all(fs, json.ino), read_all(fs, off.ino), "both hold the error");
+    assert_eq!(
+        read_all(fs, json.ino),
+        read_all(fs, off.ino),
+        "both hold the error"
+    );
     let on = walk(fs, &["novel_books.json"]).unwrap();
-    assert!(read_all(fs, on.ino).contains("\"chapters\": 1"), "novel_books is on");
+    assert!(
+        read_all(fs, on.ino).contains("\"chapters\": 1"),
+        "novel_books is on"
+    );
     // novel_read's switch closes the whole tree, index files included.
     switch(&lib, r#"{"tools":{"novel_read":false}}"#);
     let names: Vec<String> = list_plus(fs, ROOT_INO).into_iter().map(|e| e.0).collect();

@@ -243,7 +243,10 @@ impl BookChapters {
         if let Some(e) = self.error() {
             return Err(e.clone());
         }
-        let mut out = format!("{{\n  \"book\": {},\n  \"chapters\": ", json_string(&self.book));
+        let mut out = format!(
+            "{{\n  \"book\": {},\n  \"chapters\": ",
+            json_string(&self.book)
+        );
         if self.entries.is_empty() {
             out.push_str("[]");
         } else {
@@ -262,7 +265,11 @@ impl BookChapters {
                     stats.lines,
                     json_string(&e.updated)
                 ));
-                out.push_str(if i + 1 < self.entries.len() { ",\n" } else { "\n" });
+                out.push_str(if i + 1 < self.entries.len() {
+                    ",\n"
+                } else {
+                    "\n"
+                });
             }
             out.push_str("  ]");
         }
@@ -304,7 +311,10 @@ impl LibraryBooks {
             out.push_str("（暂无作品。请在 novels/<书名>/ 下存放章节文件，如 第01章.md）\n");
         }
         for b in &self.books {
-            out.push_str(&format!("- {}: {} 章, {} 字\n", b.name, b.chapters, b.chars));
+            out.push_str(&format!(
+                "- {}: {} 章, {} 字\n",
+                b.name, b.chapters, b.chars
+            ));
         }
         out.push_str("\n</content>\n");
         out
@@ -312,7 +322,10 @@ impl LibraryBooks {
 
     /// The JSON value, written as the pages' JSON is.
     pub fn json(&self) -> String {
-        let mut out = format!("{{\n  \"root\": {},\n  \"books\": ", json_string(&self.root));
+        let mut out = format!(
+            "{{\n  \"root\": {},\n  \"books\": ",
+            json_string(&self.root)
+        );
         if self.books.is_empty() {
             out.push_str("[]");
         } else {
@@ -324,7 +337,11 @@ impl LibraryBooks {
                     b.chapters,
                     b.chars
                 ));
-                out.push_str(if i + 1 < self.books.len() { ",\n" } else { "\n" });
+                out.push_str(if i + 1 < self.books.len() {
+                    ",\n"
+                } else {
+                    "\n"
+                });
             }
             out.push_str("  ]");
         }
@@ -481,7 +498,10 @@ mod tests {
         // Before the epoch, toward zero: -0.5 s is 23:59:59.500.
         assert_eq!(iso_millis(-1, 500_000_000), "1969-12-31T23:59:59.500Z");
         assert_eq!(iso_millis(-1, 999_999), "1969-12-31T23:59:59.001Z");
-        assert_eq!(iso_millis(253_402_300_800, 0), "+010000-01-01T00:00:00.000Z");
+        assert_eq!(
+            iso_millis(253_402_300_800, 0),
+            "+010000-01-01T00:00:00.000Z"
+        );
     }
 
     fn chapter(name: &str) -> Chapter {
@@ -547,7 +567,10 @@ mod tests {
             l.text(),
             "<path>novels/书</path>\n<type>novel-chapters</type>\n<content>\n\n（该作品下没有章节文件）\n\n</content>\n"
         );
-        assert_eq!(l.json().unwrap(), "{\n  \"book\": \"书\",\n  \"chapters\": []\n}\n");
+        assert_eq!(
+            l.json().unwrap(),
+            "{\n  \"book\": \"书\",\n  \"chapters\": []\n}\n"
+        );
         let b = LibraryBooks::new("/r".into(), vec![]);
         assert!(b.text().contains("（暂无作品。"));
         assert_eq!(b.json(), "{\n  \"root\": \"/r\",\n  \"books\": []\n}\n");
@@ -562,7 +585,13 @@ mod tests {
         };
         let b = LibraryBooks::new(
             "/r".into(),
-            vec![t("空", 0), t("B书", 5), t("a书", 5), t("长篇", 900), t("Z", 0)],
+            vec![
+                t("空", 0),
+                t("B书", 5),
+                t("a书", 5),
+                t("长篇", 900),
+                t("Z", 0),
+            ],
         );
         let names: Vec<&str> = b.books.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["长篇", "a书", "B书", "Z", "空"]);
@@ -571,8 +600,14 @@ mod tests {
 
     #[test]
     fn listed_titles_map_full_width_digits_first() {
-        assert_eq!(listed_title(&chapter("第５回 全角重号.markdown")), "全角重号");
-        assert_eq!(listed_title(&chapter("chapter-01-intro.md")), "chapter 01 intro");
+        assert_eq!(
+            listed_title(&chapter("第５回 全角重号.markdown")),
+            "全角重号"
+        );
+        assert_eq!(
+            listed_title(&chapter("chapter-01-intro.md")),
+            "chapter 01 intro"
+        );
         assert_eq!(listed_title(&chapter("第1章.md")), "");
     }
 

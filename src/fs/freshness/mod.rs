@@ -63,11 +63,7 @@ impl Freshness {
             _ if node.shadowed() => false,
             _ => self.covered(node.book()),
         };
-        if covered {
-            WATCHED_TTL
-        } else {
-            self.ttl
-        }
+        if covered { WATCHED_TTL } else { self.ttl }
     }
 
     /// Starts watching `book` (if the library is watched): called before
