@@ -332,7 +332,9 @@ pub fn paging(data: &[u8]) {
     assert_eq!(chain[0], 1);
     for (k, &o) in chain.iter().enumerate() {
         assert!(ct.offset_in_range(o), "chain offset {o} of {total} lines");
-        let page = ct.page(o, READ_LIMIT);
+        let page = ct
+            .page(o, READ_LIMIT)
+            .expect("a text in memory always pages");
         match chain.get(k + 1) {
             Some(&next) => {
                 assert!(page.truncated);
@@ -344,7 +346,9 @@ pub fn paging(data: &[u8]) {
 }
 
 fn check_page(ct: &ChapterText, pieces: &[&str], offset: u64, limit: u32) {
-    let page = ct.page(offset, limit);
+    let page = ct
+        .page(offset, limit)
+        .expect("a text in memory always pages");
     assert!(
         !page.lines.is_empty(),
         "a page in range has at least one line"

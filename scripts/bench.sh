@@ -7,6 +7,7 @@
 #                    [--seed S] [--small-cache-timeout S] [--profile] [--keep]
 #                    [--scale] [--scale-only] [--no-main] [--scale-books N]
 #                    [--scale-chapters N] [--scale-reads N] [--perf]
+#                    [--big] [--big-only] [--big-mb N] [--huge-mb N] [--bin PATH]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -15,7 +16,11 @@
 # --quick 200 x 100); --scale-only: only it; --no-main: no figures of the
 # main library (the reference library and --scale still run). --perf: afterwards, perf
 # record/stat the daemon during the scale find and the reference cold pass
-# (reports in the kept temp dir; implies --keep).
+# (reports in the kept temp dir; implies --keep). --big: also the big
+# chapters (a small page's latency while two --big-mb (230) MB chapters
+# load; the daemon's VmHWM after the first and last page of a --huge-mb
+# (600) MB chapter); --big-only: only them. --bin: bench this novelfs
+# binary instead of building the repository's (to measure another commit).
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -55,6 +60,15 @@
 #          MNT -name offset-1.txt` through a fresh mount (cold), per chapter
 #          dir, and again (warm) vs find over the sources; then cat of
 #          --scale-reads (50,000) listed pages and the daemon's VmHWM.
+#   big    (--big) a library of two --big-mb MB UTF-8 chapters in one book
+#          and a two-line chapter in another, sources cached. Each run, on
+#          a fresh mount (default options): cat the first page of both big
+#          chapters in the background, 0.3 s later cat the small page; the
+#          figure is the median time of that cat (≤ 0.3 s), with a note when
+#          a big load had already ended. Then, the big chapters deleted, a
+#          --huge-mb MB chapter through a mount with --max-chapter-bytes
+#          1GiB: its first page, then its listing and last listed page; the
+#          daemon's VmHWM (≤ cache + 64 MiB).
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -66,7 +80,7 @@ export LC_ALL=C
 
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
-PERF=0
+PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN=""
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -89,6 +103,11 @@ while [ $# -gt 0 ]; do
         --scale-chapters) SCALE_CHAPTERS=$2; shift 2 ;;
         --scale-reads) SCALE_READS=$2; shift 2 ;;
         --perf) PERF=1; KEEP=1; shift ;;
+        --big) BIG_FIGURES=1; shift ;;
+        --big-only) BIG_FIGURES=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --big-mb) BIG_MB=$2; shift 2 ;;
+        --huge-mb) HUGE_MB=$2; shift 2 ;;
+        --bin) BIN_GIVEN=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -102,10 +121,14 @@ START=$EPOCHREALTIME
 [ "$(id -u)" = 0 ] || { echo "bench.sh: run as root (mounts, drop_caches)" >&2; exit 2; }
 [ -e /dev/fuse ] || { echo "bench.sh: /dev/fuse is missing" >&2; exit 2; }
 
-echo "== build"
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-(cd "$REPO" && cargo build --release --quiet)
-BIN=$CARGO_TARGET_DIR/release/novelfs
+if [ -n "$BIN_GIVEN" ]; then
+    BIN=$(realpath "$BIN_GIVEN")
+else
+    echo "== build"
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+    (cd "$REPO" && cargo build --release --quiet)
+    BIN=$CARGO_TARGET_DIR/release/novelfs
+fi
 
 WORK=$(mktemp -d /tmp/novelfs-bench.XXXXXX)
 ROOT=$WORK/lib
@@ -511,10 +534,58 @@ perf_figures() {
     echo "perf data and reports in $out"
 }
 
+# Big chapters: does a small page wait for big loads, and does reading a
+# chapter bigger than the cache hold it whole?
+big_figures() {
+    local broot=$WORK/big bmnt=$WORK/big-mnt run p1 p2 t0 t1 small ended vals=() dir last
+    echo "== big chapters: two of $BIG_MB MB, then one of $HUGE_MB MB"
+    $LIB gen-big "$broot/novels/大书/第1章.md" --mb "$BIG_MB" --seed 1
+    $LIB gen-big "$broot/novels/大书/第2章.md" --mb "$BIG_MB" --seed 2
+    mkdir -p "$broot/novels/小书"
+    printf '短短的一行\n第二行\n' > "$broot/novels/小书/第1章 短.md"
+    cat "$broot/novels/大书/"* > /dev/null
+    for run in $(seq "$RUNS"); do
+        mount_lib "$broot" "$bmnt"
+        ls "$bmnt/小书" "$bmnt/大书" > /dev/null
+        t0=$EPOCHREALTIME
+        cat "$bmnt/大书/第1章.md/offset-1.txt" > /dev/null & p1=$!
+        cat "$bmnt/大书/第2章.md/offset-1.txt" > /dev/null & p2=$!
+        sleep 0.3
+        ended=""
+        kill -0 "$p1" 2> /dev/null && kill -0 "$p2" 2> /dev/null || ended=" (a big load had ended before: not a stall measure)"
+        t1=$EPOCHREALTIME
+        cat "$bmnt/小书/第1章 短.md/offset-1.txt" > /dev/null
+        small=$(elapsed "$t1" "$EPOCHREALTIME")
+        wait "$p1" "$p2"
+        vals+=("$small")
+        echo "note	big: run $run: small page ${small} s while two $BIG_MB MB chapters loaded; their first pages took $(elapsed "$t0" "$EPOCHREALTIME") s (load $(load1))$ended" >> "$RES"
+        alive "$bmnt"
+        unmount_fs "$bmnt"
+    done
+    printf 'limit\tbig: a small page while two %s MB chapters load (median of %s)\t%s\t0.3\t%s\n' \
+        "$BIG_MB" "$RUNS" "$(printf '%s\n' "${vals[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')" "$(load1)" >> "$RES"
+    rm -f "$broot/novels/大书/"*
+    $LIB gen-big "$broot/novels/大书/第1章.md" --mb "$HUGE_MB" --seed 3
+    mount_lib "$broot" "$bmnt" --max-chapter-bytes 1GiB
+    dir="$bmnt/大书/第1章.md"
+    t0=$EPOCHREALTIME
+    cat "$dir/offset-1.txt" > /dev/null
+    t1=$EPOCHREALTIME
+    last=$(ls "$dir" | sed -n 's/^offset-\([0-9]*\)\.txt$/\1/p' | sort -n | tail -n1)
+    cat "$dir/offset-$last.txt" > /dev/null
+    echo "note	big: $HUGE_MB MB chapter: first page $(elapsed "$t0" "$t1") s, listing and last page (offset $last) $(elapsed "$t1" "$EPOCHREALTIME") s (load $(load1))" >> "$RES"
+    alive "$bmnt"
+    read -r hwm rss < <($LIB rss "$DPID")
+    printf 'rss\t%s\t%s\t%s\n' "$HUGE_MB MB chapter, default cache 256M, after its first and last page" "$hwm" $((256 << 20)) >> "$RES"
+    unmount_fs "$bmnt"
+    rm -rf "$broot"
+}
+
 [ "$MAIN_FIGURES" = 0 ] || main_figures
 [ "$REF_FIGURES" = 0 ] || reference_figures
 [ "$SCALE" = 0 ] || scale_figures
 [ "$PERF" = 0 ] || perf_figures
+[ "$BIG_FIGURES" = 0 ] || big_figures
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"

@@ -214,6 +214,28 @@ def cmd_gen_scale(a):
 # Workloads timed from inside Python
 # ---------------------------------------------------------------------------
 
+def cmd_gen_big(a):
+    """One big UTF-8 chapter of about --mb MB: numbered lines of Han prose
+    (10 to 80 characters) from a seeded pool, written in 4 MB blocks."""
+    import random
+    rng = random.Random(a.seed)
+    pool = han_pool()
+    lines = ["".join(rng.choice(pool) for _ in range(rng.randint(10, 80))) for _ in range(4096)]
+    want = a.mb * 1_000_000
+    os.makedirs(os.path.dirname(a.path), exist_ok=True)
+    n = 0
+    written = 0
+    with open(a.path, "wb") as f:
+        while written < want:
+            block = []
+            for _ in range(20_000):
+                n += 1
+                block.append(f"{n}、{lines[n % 4096]}")
+            data = ("\n".join(block) + "\n").encode("utf-8")
+            f.write(data)
+            written += len(data)
+
+
 def cmd_walk(a):
     dirs = pages = txt = size = 0
     for root, dnames, fnames in os.walk(a.dir):
@@ -442,6 +464,10 @@ def main():
     pr.add_argument("dir")
     pr.add_argument("kind", choices=["pages", "files"])
     pr.add_argument("--passes", type=int, default=1)
+    gb = sub.add_parser("gen-big")
+    gb.add_argument("path")
+    gb.add_argument("--mb", type=int, required=True)
+    gb.add_argument("--seed", type=int, default=42)
     w = sub.add_parser("walk")
     w.add_argument("dir")
     lk = sub.add_parser("lookups")
@@ -473,7 +499,7 @@ def main():
         a.small_book = 1000 if a.small_book is None else a.small_book
         a.huge_lines = 100_000 if a.huge_lines is None else a.huge_lines
         a.huge = min(a.huge, a.books)
-    {"gen": cmd_gen, "gen-scale": cmd_gen_scale, "pyread": cmd_pyread, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm,
+    {"gen": cmd_gen, "gen-scale": cmd_gen_scale, "gen-big": cmd_gen_big, "pyread": cmd_pyread, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm,
      "rss": cmd_rss, "ops": cmd_ops, "table": cmd_table}[a.cmd](a)
 
 

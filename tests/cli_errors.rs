@@ -727,3 +727,35 @@ proptest! {
         }
     }
 }
+
+/// `read --max-chapter-bytes` takes the mount's sizes: a chapter above the
+/// limit is the size error (naming the flag it can be raised with), the
+/// same chapter under a raised limit reads, and a bad size is a usage error.
+#[test]
+fn read_takes_max_chapter_bytes() {
+    let lib = library();
+    let big = "大".repeat(30_000); // 90,000 bytes, one line (shown cut at 3000)
+    lib.write("第40章 大.md", big.as_bytes());
+    let path = lib.path_of("第40章 大.md");
+    assert_error(
+        &read(&lib, &[BOOK, "40", "--max-chapter-bytes", "64K"]),
+        &format!(
+            "无法读取 \"{path}\"：文件大小 90000 字节超过上限 65536 字节（--max-chapter-bytes）"
+        ),
+    );
+    for limit in ["1M", "90000", "2GiB"] {
+        let out = read(&lib, &[BOOK, "40", "--max-chapter-bytes", limit]);
+        assert!(out.status.success(), "{limit}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("(本章共 1 行 / 3009 字)"));
+    }
+    // The default lets it in too, and limits the chapters it reads to 256 MiB.
+    assert!(read(&lib, &[BOOK, "40"]).status.success());
+    for bad in ["12X", "", "1.5M", "99999999999999999999G"] {
+        let out = read(&lib, &[BOOK, "40", "--max-chapter-bytes", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--max-chapter-bytes"),
+            "{bad:?}: the usage error names the flag"
+        );
+    }
+}

@@ -346,7 +346,7 @@ fn check_page(
     src: (&str, &str, &str),
 ) -> Page {
     let total = ct.total_lines();
-    let page = ct.page(offset, limit);
+    let page = ct.page(offset, limit).unwrap();
     let want = model_page(all, total, offset, limit);
     let got = as_model(&page);
     assert_eq!(

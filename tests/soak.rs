@@ -545,7 +545,7 @@ fn check_at_rest(mnt: &Path, root: &Path) {
                 book: BOOK.into(),
                 file: chapter.file.clone(),
                 path: lib.display_path(BOOK, &chapter.file),
-                page: text.page(offset, 400),
+                page: text.page(offset, 400).unwrap(),
             };
             let got = std::fs::read_to_string(dir.join(format!("offset-{offset}.txt"))).unwrap();
             assert!(

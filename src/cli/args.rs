@@ -163,6 +163,10 @@ pub struct ReadCmd {
     /// Print the JSON form instead of the text page.
     #[arg(long)]
     pub json: bool,
+    /// Chapters larger than this are an error instead of being read (as
+    /// the mount's flag; at most 2GiB).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    pub max_chapter_bytes: u64,
 }
 
 #[derive(Args, Debug)]

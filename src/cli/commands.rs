@@ -24,7 +24,8 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
 }
 
 pub(crate) fn read(cmd: ReadCmd) -> Result<String, NovelError> {
-    let lib = open_library(&cmd.library)?;
+    let mut lib = open_library(&cmd.library)?;
+    lib.max_chapter_bytes = cmd.max_chapter_bytes;
     let args = ReadArgs {
         book: &cmd.book,
         chapter: &cmd.chapter,

@@ -7,6 +7,7 @@
 
 mod cache;
 mod freshness;
+mod hold;
 mod indexes;
 mod inodes;
 mod listing;

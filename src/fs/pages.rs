@@ -38,13 +38,20 @@ impl Pages {
         if !text.offset_in_range(page.offset) {
             return Err(libc::ENOENT);
         }
-        let out = source.library().page_output(
-            &c.book,
-            &c.file,
-            &text,
-            page.offset,
-            page.limit_or_default(),
-        );
+        let out = source
+            .library()
+            .page_output(
+                &c.book,
+                &c.file,
+                &text,
+                page.offset,
+                page.limit_or_default(),
+            )
+            .map_err(|e| {
+                // A streamed chapter's file could not be read again.
+                log::warn!("{e}");
+                libc::EIO
+            })?;
         let mut rendered = out.rendered(page.format).into_bytes();
         rendered.shrink_to_fit();
         let bytes = Arc::new(rendered);

@@ -235,6 +235,12 @@ pub(crate) fn dir_mtime(path: &Path) -> SystemTime {
         .unwrap_or(UNIX_EPOCH)
 }
 
+/// The size above which a mount with `texts_budget` for decoded texts
+/// serves a chapter from a line index over its file.
+pub(crate) fn stream_threshold(texts_budget: usize) -> u64 {
+    (texts_budget as u64 / 8).max(1 << 20)
+}
+
 /// A version number for a source stamp (a 64-bit digest: two versions of
 /// one file colliding is not a practical concern).
 pub(crate) fn version_of(stamp: &Stamp) -> u64 {
@@ -245,12 +251,16 @@ pub(crate) fn version_of(stamp: &Stamp) -> u64 {
 
 impl Source {
     pub(crate) fn new(
-        library: Library,
+        mut library: Library,
         freshness: Arc<Freshness>,
         texts_budget: usize,
         indexes_budget: usize,
         table_bytes: Charge,
     ) -> Source {
+        // A chapter bigger than an eighth of the texts' share is served
+        // through a line index: decoding it whole would take the room of
+        // many chapters, and more than the budget past some size.
+        library.stream_above = library.stream_above.min(stream_threshold(texts_budget));
         Source {
             library,
             freshness,
@@ -425,7 +435,9 @@ impl Source {
         // A big chapter's bytes and text are both in memory while it is
         // read and decoded: a budget, not a lock, bounds how many are at
         // once, so one slow read does not hold up every other big chapter.
-        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES)
+        // A streamed chapter holds only its line index and a read buffer.
+        let streamed = self.library.streams(source.meta.len());
+        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES && !streamed)
             .then(|| self.big_loads.admit(source.meta.len()));
         // The text will take about the file's size (exactly, for UTF-8):
         // room for it is made before it is read, not after, and for the
@@ -433,6 +445,8 @@ impl Source {
         // The texts give way to the inode table (see `cache::Charge`).
         let coming = match &admitted {
             Some(_) => self.big_loads.in_use(),
+            // About 10 bytes of index per line of 100 bytes or more.
+            None if streamed => source.meta.len() / 10,
             None => source.meta.len(),
         };
         {
@@ -447,6 +461,7 @@ impl Source {
         }
         #[cfg(test)]
         self.at(|s| &s.loading, c);
+        super::hold::big_load(source.meta.len());
         let chapter = &source.index.chapters[source.position];
         let mut was_cached = false;
         let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =

@@ -48,7 +48,7 @@ pub fn chapter_table(lib: &Library, book: &str) -> Result<ChapterTable, NovelErr
             let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name))
                 .map_or(0, |m| m.len());
             let (chars, lines, error) = match lib.load_chapter(OsStr::new(&book), c) {
-                Ok(t) => (Some(js::utf16_len(t.text())), Some(t.total_lines()), None),
+                Ok(t) => (Some(t.chars() as usize), Some(t.total_lines()), None),
                 Err(e) => (None, None, Some(e.to_string())),
             };
             ChapterRow {

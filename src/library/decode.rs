@@ -143,12 +143,12 @@ impl Utf16Score {
 }
 
 /// `isTextHighByte`: high bytes that text in common scripts produces.
-fn is_text_high_byte(high: u8) -> bool {
+pub(crate) fn is_text_high_byte(high: u8) -> bool {
     matches!(high, 0x00..=0x06 | 0x0E..=0x33 | 0x4E..=0x9F | 0xD8..=0xDF | 0xFE..=0xFF)
 }
 
 /// `isPlausibleTextCode`: a UTF-16 code unit inside a range where prose lives.
-fn is_plausible_text_code(unit: u16) -> bool {
+pub(crate) fn is_plausible_text_code(unit: u16) -> bool {
     matches!(
         unit,
         0x09 | 0x0A | 0x0D

@@ -6,11 +6,13 @@ pub mod decode;
 pub mod error;
 pub mod index;
 pub mod js;
+pub mod line;
 pub mod lookup;
 pub mod number;
 pub mod page;
 pub mod render;
 pub mod scan;
+pub mod stream;
 pub mod switch;
 
 use std::ffi::{OsStr, OsString};
@@ -41,6 +43,10 @@ pub const DEFAULT_MAX_CHAPTER_BYTES: u64 = 256 << 20;
 /// The largest chapter file ever read, whatever `max_chapter_bytes` says.
 pub const MAX_CHAPTER_BYTES_CAP: u64 = 2 << 30;
 
+/// Chapters above this size are served from a line index over their file
+/// rather than decoded whole (a mount lowers it to a share of its cache).
+pub const DEFAULT_STREAM_ABOVE: u64 = 64 << 20;
+
 /// A library root: the directory holding `novels/`.
 #[derive(Debug, Clone)]
 pub struct Library {
@@ -48,6 +54,8 @@ pub struct Library {
     root_display: String,
     /// Larger chapter files are an error (never above `MAX_CHAPTER_BYTES_CAP`).
     pub max_chapter_bytes: u64,
+    /// Larger chapter files are served through a line index (see `stream`).
+    pub stream_above: u64,
 }
 
 /// The arguments of one `novel_read` call, as strings where the tool
@@ -158,6 +166,7 @@ impl Library {
             root,
             root_display,
             max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
+            stream_above: DEFAULT_STREAM_ABOVE,
         })
     }
 
@@ -245,7 +254,13 @@ impl Library {
         meta.is_file().then_some(meta)
     }
 
-    /// Reads and decodes a chapter file opened with `open_chapter_file`.
+    /// Whether a chapter file of `len` bytes is served through a line index.
+    pub fn streams(&self, len: u64) -> bool {
+        len > self.stream_above
+    }
+
+    /// Reads and decodes a chapter file opened with `open_chapter_file`:
+    /// whole, or, above `stream_above`, as a line index over the file.
     pub fn load_opened_chapter(
         &self,
         book: &OsStr,
@@ -253,8 +268,32 @@ impl Library {
         f: std::fs::File,
         meta: &std::fs::Metadata,
     ) -> Result<ChapterText, NovelError> {
+        if self.streams(meta.len()) {
+            return self.stream_opened_chapter(book, chapter, f, meta);
+        }
         let bytes = self.read_opened_chapter(book, &chapter.os_name, f, meta)?;
         self.decode_chapter(book, chapter, bytes)
+    }
+
+    /// Detects the encoding of an opened chapter file and indexes its
+    /// lines, streaming over it; the file stays open to read pages from.
+    pub fn stream_opened_chapter(
+        &self,
+        book: &OsStr,
+        chapter: &Chapter,
+        f: std::fs::File,
+        meta: &std::fs::Metadata,
+    ) -> Result<ChapterText, NovelError> {
+        let file = &chapter.os_name;
+        self.check_size(book, file, meta.len())?;
+        match stream::StreamedText::open(f, meta) {
+            Ok(Ok(text)) => Ok(ChapterText::streamed(text)),
+            Ok(Err(e)) => Err(NovelError::Encoding {
+                path: self.display_path(&book.to_string_lossy(), &chapter.file),
+                utf16_suspected: e.utf16_suspected,
+            }),
+            Err(e) => Err(self.io_error(book, file, e)),
+        }
     }
 
     /// A page of `file` in `book` with the names it is rendered with.
@@ -265,15 +304,18 @@ impl Library {
         text: &ChapterText,
         offset: u64,
         limit: u32,
-    ) -> PageOutput {
+    ) -> Result<PageOutput, NovelError> {
+        let page = text
+            .page(offset, limit)
+            .map_err(|e| self.io_error(book, file, e))?;
         let book = book.to_string_lossy().into_owned();
         let file = file.to_string_lossy().into_owned();
-        PageOutput {
+        Ok(PageOutput {
             path: self.display_path(&book, &file),
             book,
             file,
-            page: text.page(offset, limit),
-        }
+            page,
+        })
     }
 
     /// The byte size of that page rendered as `format`, computed from line
@@ -307,8 +349,11 @@ impl Library {
     /// following symlinks, so a chapter swapped for a link after the scan
     /// still cannot leak anything outside the library.
     pub fn load_chapter(&self, book: &OsStr, chapter: &Chapter) -> Result<ChapterText, NovelError> {
-        let bytes = self.read_chapter_bytes(book, &chapter.os_name)?;
-        self.decode_chapter(book, chapter, bytes)
+        let file = &chapter.os_name;
+        let Some((f, meta)) = self.open_chapter_file(book, file)? else {
+            return Err(self.io_error(book, file, std::io::ErrorKind::NotFound.into()));
+        };
+        self.load_opened_chapter(book, chapter, f, &meta)
     }
 
     /// Decodes the bytes of `chapter`.
@@ -330,13 +375,6 @@ impl Library {
             path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()),
             reason: e.to_string(),
         }
-    }
-
-    pub fn read_chapter_bytes(&self, book: &OsStr, file: &OsStr) -> Result<Vec<u8>, NovelError> {
-        let Some((f, meta)) = self.open_chapter_file(book, file)? else {
-            return Err(self.io_error(book, file, std::io::ErrorKind::NotFound.into()));
-        };
-        self.read_opened_chapter(book, file, f, &meta)
     }
 
     /// Opens a chapter file for reading, without following symlinks, with
@@ -381,22 +419,30 @@ impl Library {
         meta: &std::fs::Metadata,
     ) -> Result<Vec<u8>, NovelError> {
         let io_err = |e: std::io::Error| self.io_error(book, file, e);
-        // Decoding grows a text by at most 1.5× (2 bytes of GBK or UTF-16
-        // become 3 of UTF-8): under 2 GiB, line offsets fit in a u32.
-        let max = self.max_chapter_bytes.min(MAX_CHAPTER_BYTES_CAP);
-        if meta.len() > max {
-            return Err(io_err(std::io::Error::other(format!(
-                "文件大小 {} 字节超过上限 {} 字节（--max-chapter-bytes）",
-                meta.len(),
-                max
-            ))));
-        }
+        let max = self.check_size(book, file, meta.len())?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         f.take(max + 1).read_to_end(&mut bytes).map_err(io_err)?;
         if bytes.len() as u64 > max {
             return Err(io_err(std::io::Error::other("文件在读取时超过大小上限")));
         }
         Ok(bytes)
+    }
+
+    /// The size limit, or the error for a file of `len` bytes above it.
+    fn check_size(&self, book: &OsStr, file: &OsStr, len: u64) -> Result<u64, NovelError> {
+        // Decoding grows a text by at most 1.5× (2 bytes of GBK or UTF-16
+        // become 3 of UTF-8): under 2 GiB, line offsets fit in a u32.
+        let max = self.max_chapter_bytes.min(MAX_CHAPTER_BYTES_CAP);
+        if len > max {
+            return Err(self.io_error(
+                book,
+                file,
+                std::io::Error::other(format!(
+                    "文件大小 {len} 字节超过上限 {max} 字节（--max-chapter-bytes）"
+                )),
+            ));
+        }
+        Ok(max)
     }
 
     /// One `novel_read` call, checks in the tool's order.
@@ -448,11 +494,14 @@ impl Library {
                 total_lines: text.total_lines(),
             });
         }
+        let page = text
+            .page(offset, limit)
+            .map_err(|e| self.io_error(OsStr::new(&book), &chapter.os_name, e))?;
         Ok(PageOutput {
             path: self.display_path(&book, &chapter.file),
             file: chapter.file.clone(),
             book,
-            page: text.page(offset, limit),
+            page,
         })
     }
 }

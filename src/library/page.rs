@@ -6,128 +6,35 @@
 //! laid out without touching the text again.
 
 use super::js::utf16_len;
+pub use super::line::{LINE_CUT, LINE_CUT_SUFFIX, LineStats};
+use super::stream::StreamedText;
 
 pub const READ_LIMIT: u32 = 400;
 pub const READ_MAX_CHARS: usize = 20_000;
-pub const LINE_CUT: usize = 3_000;
-pub const LINE_CUT_SUFFIX: &str = "…（行过长已裁剪）";
 pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
 
 /// A decoded chapter split with `/\r?\n/`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ChapterText {
-    text: String,
-    /// Byte range of each line (without its `\r\n`); u32 halves the
-    /// index of a 100,000-line chapter (chapters are capped far below 4 GiB).
-    spans: Vec<(u32, u32)>,
-    /// Sizes of each line as shown (after the 3000-unit cut and its suffix).
-    stats: Vec<LineStats>,
+    body: Body,
 }
 
-/// The sizes of one shown line: enough to lay out pages and to know their
-/// byte sizes in both renderings without rendering them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LineStats {
-    /// UTF-16 code units (the tool's character count).
-    pub units: u32,
-    /// UTF-8 bytes.
-    pub bytes: u32,
-    /// UTF-8 bytes once escaped as a JSON string body (without quotes).
-    pub json_bytes: u32,
-}
-
-/// Extra bytes JSON escaping adds for `c` (as serde_json and
-/// `JSON.stringify` escape: quote, backslash and control characters).
-fn json_escape_extra(c: char) -> usize {
-    match c {
-        '"' | '\\' | '\u{08}' | '\u{0C}' | '\n' | '\r' | '\t' => 1,
-        '\0'..='\u{1F}' => 5,
-        _ => 0,
-    }
-}
-
-/// UTF-16 units and JSON escape bytes (`json_escape_extra`: multi-byte
-/// characters are never escaped) of valid UTF-8, counted in one
-/// branch-free pass in 16-bit lanes (a sum into `usize` per byte was 15%
-/// of a cold pass: four lanes per vector instead of sixteen).
-fn byte_counts(b: &[u8]) -> (usize, usize) {
-    // At most 2 units and 5 escape bytes per byte: a chunk of 8,192 bytes
-    // cannot overflow a u16.
-    let mut units = 0usize;
-    let mut json_extra = 0usize;
-    for chunk in b.chunks(8192) {
-        let mut u: u16 = 0;
-        let mut e: u16 = 0;
-        for &x in chunk {
-            u += u16::from(x & 0xC0 != 0x80) + u16::from(x >= 0xF0);
-            let control = u16::from(x < 0x20);
-            let short = u16::from(x == 0x08)
-                | u16::from(x == 0x09)
-                | u16::from(x == b'\n')
-                | u16::from(x == 0x0C)
-                | u16::from(x == b'\r');
-            let quoted = u16::from(x == b'"') | u16::from(x == b'\\');
-            e += control * (5 - 4 * short) + quoted;
-        }
-        units += usize::from(u);
-        json_extra += usize::from(e);
-    }
-    (units, json_extra)
-}
-
-impl LineStats {
-    fn of(line: &str) -> LineStats {
-        // Byte-wise first (the loops vectorize): a UTF-16 unit per byte
-        // that starts a character, two for a 4-byte one; JSON escapes only
-        // ASCII bytes. Only a line past the 3000-unit cut needs the walk
-        // by characters.
-        let b = line.as_bytes();
-        let (units, json_extra) = byte_counts(b);
-        if units <= LINE_CUT {
-            return LineStats {
-                units: units as u32,
-                bytes: b.len() as u32,
-                json_bytes: (b.len() + json_extra) as u32,
-            };
-        }
-        Self::of_long(line)
-    }
-
-    fn of_long(line: &str) -> LineStats {
-        let mut units = 0usize;
-        let mut json_extra = 0usize;
-        let mut cut = None;
-        for (i, c) in line.char_indices() {
-            let w = c.len_utf16();
-            if cut.is_none() && units + w > LINE_CUT {
-                cut = Some((i, units, json_extra));
-            }
-            units += w;
-            json_extra += json_escape_extra(c);
-        }
-        let (units, bytes, json_bytes) = match cut {
-            None => (units, line.len(), line.len() + json_extra),
-            Some((at, kept_units, kept_extra)) => {
-                // A surrogate pair split by the cut leaves U+FFFD (3 bytes).
-                let replacement = if kept_units < LINE_CUT {
-                    '\u{FFFD}'.len_utf8()
-                } else {
-                    0
-                };
-                let bytes = at + replacement + LINE_CUT_SUFFIX.len();
-                (
-                    LINE_CUT + utf16_len(LINE_CUT_SUFFIX),
-                    bytes,
-                    bytes + kept_extra,
-                )
-            }
-        };
-        LineStats {
-            units: units as u32,
-            bytes: bytes as u32,
-            json_bytes: json_bytes as u32,
-        }
-    }
+#[derive(Debug)]
+enum Body {
+    /// The whole text, in memory.
+    Text {
+        text: String,
+        /// Byte range of each line (without its `\r\n`); u32 halves the
+        /// index of a 100,000-line chapter (chapters are capped far below
+        /// 4 GiB).
+        spans: Vec<(u32, u32)>,
+        /// Sizes of each line as shown (after the 3000-unit cut and its
+        /// suffix).
+        stats: Vec<LineStats>,
+    },
+    /// Too big to hold decoded: lines are read from the file when a page
+    /// shows them.
+    Stream(StreamedText),
 }
 
 impl ChapterText {
@@ -157,19 +64,44 @@ impl ChapterText {
             .iter()
             .map(|&(s, e)| LineStats::of(&text[s as usize..e as usize]))
             .collect();
-        ChapterText { text, spans, stats }
+        ChapterText {
+            body: Body::Text { text, spans, stats },
+        }
     }
 
-    pub fn text(&self) -> &str {
-        &self.text
+    /// A chapter served from its file through a line index.
+    pub fn streamed(text: StreamedText) -> Self {
+        ChapterText {
+            body: Body::Stream(text),
+        }
+    }
+
+    /// Whether the chapter is served from its file.
+    pub fn is_streamed(&self) -> bool {
+        matches!(self.body, Body::Stream(_))
+    }
+
+    fn stats(&self) -> &[LineStats] {
+        match &self.body {
+            Body::Text { stats, .. } => stats,
+            Body::Stream(s) => s.stats(),
+        }
+    }
+
+    /// UTF-16 units of the whole text (line ends included).
+    pub fn chars(&self) -> u64 {
+        match &self.body {
+            Body::Text { text, .. } => utf16_len(text) as u64,
+            Body::Stream(s) => s.chars(),
+        }
     }
 
     /// `countTextLines`: 0 for an empty text, else the number of split pieces.
     pub fn total_lines(&self) -> u64 {
-        if self.text.is_empty() {
-            0
-        } else {
-            self.spans.len() as u64
+        match &self.body {
+            Body::Text { text, spans, .. } if !text.is_empty() => spans.len() as u64,
+            Body::Stream(s) if !s.is_empty() => s.lines() as u64,
+            _ => 0,
         }
     }
 
@@ -178,9 +110,25 @@ impl ChapterText {
         offset >= 1 && offset <= self.total_lines().max(1)
     }
 
-    fn line(&self, i: usize) -> &str {
-        let (s, e) = self.spans[i];
-        &self.text[s as usize..e as usize]
+    /// Line `i` as shown (cut at `LINE_CUT` units, with the suffix).
+    fn shown(&self, i: usize) -> std::io::Result<String> {
+        // The stats already tell whether the line is cut.
+        let cut = self.stats()[i].units as usize > LINE_CUT;
+        match &self.body {
+            Body::Text { text, spans, .. } => {
+                let (s, e) = spans[i];
+                let line = &text[s as usize..e as usize];
+                Ok(if cut {
+                    shown_line(line)
+                } else {
+                    line.to_string()
+                })
+            }
+            Body::Stream(s) => {
+                let line = s.line(i)?;
+                Ok(if cut { shown_line(&line) } else { line })
+            }
+        }
     }
 
     /// Which lines a page starting at `offset` takes: (count, chars, hit_char_cap).
@@ -190,7 +138,7 @@ impl ChapterText {
         let mut taken = 0usize;
         let mut chars = 0usize;
         let mut hit_char_cap = false;
-        for line in self.stats.iter().skip(first).take(limit as usize) {
+        for line in self.stats().iter().skip(first).take(limit as usize) {
             let add = line.units as usize + usize::from(taken > 0);
             if chars + add > READ_MAX_CHARS && taken > 0 {
                 hit_char_cap = true;
@@ -211,45 +159,50 @@ impl ChapterText {
     /// The shown sizes of the lines a layout takes.
     pub fn line_stats(&self, layout: &PageLayout) -> &[LineStats] {
         let first = (layout.offset - 1) as usize;
-        &self.stats[first..first + layout.taken]
+        &self.stats()[first..first + layout.taken]
     }
 
     /// The capacities of the buffers it holds (text, line spans, line
     /// stats), for cache accounting.
     pub fn buffer_bytes(&self) -> [usize; 3] {
-        [
-            self.text.capacity(),
-            self.spans.capacity() * std::mem::size_of::<(u32, u32)>(),
-            self.stats.capacity() * std::mem::size_of::<LineStats>(),
-        ]
+        match &self.body {
+            Body::Text { text, spans, stats } => [
+                text.capacity(),
+                spans.capacity() * std::mem::size_of::<(u32, u32)>(),
+                stats.capacity() * std::mem::size_of::<LineStats>(),
+            ],
+            Body::Stream(s) => {
+                let [starts, stats] = s.index_bytes();
+                [0, starts, stats]
+            }
+        }
     }
 
-    /// The page itself.
-    pub fn page(&self, offset: u64, limit: u32) -> Page {
+    /// The page itself. Only a streamed chapter can fail, when its file
+    /// cannot be read or changed since it was indexed.
+    pub fn page(&self, offset: u64, limit: u32) -> std::io::Result<Page> {
         let layout = self.layout(offset, limit);
         let first = (offset - 1) as usize;
         let lines = (first..first + layout.taken)
             .map(|i| {
-                let line = self.line(i);
-                // The stats already tell whether the line is cut.
-                let text = if self.stats[i].units as usize <= LINE_CUT {
-                    line.to_string()
-                } else {
-                    shown_line(line)
-                };
-                PageLine {
+                Ok(PageLine {
                     number: i as u64 + 1,
-                    text,
-                }
+                    text: self.shown(i)?,
+                })
             })
-            .collect();
-        Page {
+            .collect::<std::io::Result<Vec<_>>>()?;
+        if let Body::Stream(s) = &self.body {
+            // The lines were read after this look: a file changed in place
+            // while they were read shows here.
+            s.check_unchanged()?;
+        }
+        Ok(Page {
             offset,
             total_lines: self.total_lines(),
             chars: layout.chars,
             truncated: layout.truncated,
             lines,
-        }
+        })
     }
 
     /// The offsets of the reading chain: 1, then `last + 1` of every
@@ -327,24 +280,6 @@ impl Page {
 mod tests {
     use super::*;
 
-    #[test]
-    fn byte_counts_agree_with_the_walk_by_characters() {
-        let mut every_byte: String = (0u8..0x80).map(char::from).collect();
-        every_byte.push_str("中文，“引号”😀𠀀é\u{FFFD}");
-        let long = "字😀\"\u{1}".repeat(5000);
-        for line in [
-            "",
-            "plain",
-            every_byte.as_str(),
-            "\t\u{8}\u{c}\r\"\\",
-            long.as_str(),
-        ] {
-            let units: usize = line.chars().map(char::len_utf16).sum();
-            let extra: usize = line.chars().map(json_escape_extra).sum();
-            assert_eq!(byte_counts(line.as_bytes()), (units, extra), "{line:?}");
-        }
-    }
-
     fn ct(s: &str) -> ChapterText {
         ChapterText::new(s.to_string())
     }
@@ -356,19 +291,22 @@ mod tests {
     #[test]
     fn splitting() {
         assert_eq!(ct("").total_lines(), 0);
-        assert_eq!(texts(&ct("").page(1, 400)), [""]);
+        assert_eq!(texts(&ct("").page(1, 400).unwrap()), [""]);
         assert_eq!(
             ct("a\n").total_lines(),
             2,
             "trailing newline makes an empty last line"
         );
-        assert_eq!(texts(&ct("a\r\nb\r\n").page(1, 400)), ["a", "b", ""]);
         assert_eq!(
-            texts(&ct("a\rb").page(1, 400)),
+            texts(&ct("a\r\nb\r\n").page(1, 400).unwrap()),
+            ["a", "b", ""]
+        );
+        assert_eq!(
+            texts(&ct("a\rb").page(1, 400).unwrap()),
             ["a\rb"],
             "a lone CR is not a break"
         );
-        assert_eq!(texts(&ct("a\r\r\nb").page(1, 400)), ["a\r", "b"]);
+        assert_eq!(texts(&ct("a\r\r\nb").page(1, 400).unwrap()), ["a\r", "b"]);
     }
 
     #[test]
@@ -384,7 +322,7 @@ mod tests {
 
     #[test]
     fn empty_file_page() {
-        let p = ct("").page(1, 400);
+        let p = ct("").page(1, 400).unwrap();
         assert_eq!((p.total_lines, p.chars, p.truncated), (0, 0, false));
         assert_eq!(
             p.lines,
@@ -398,17 +336,17 @@ mod tests {
     #[test]
     fn limit_and_truncation() {
         let t = ct("a\nb\nc\nd");
-        let p = t.page(2, 2);
+        let p = t.page(2, 2).unwrap();
         assert_eq!(texts(&p), ["b", "c"]);
         assert_eq!((p.chars, p.truncated), (3, true));
-        let p = t.page(3, 2);
+        let p = t.page(3, 2).unwrap();
         assert_eq!((p.truncated, p.last_line()), (false, 4));
     }
 
     #[test]
     fn long_line_cut_with_suffix() {
         let line = "字".repeat(3200);
-        let p = ct(&line).page(1, 400);
+        let p = ct(&line).page(1, 400).unwrap();
         assert_eq!(
             p.lines[0].text,
             format!("{}{}", "字".repeat(3000), LINE_CUT_SUFFIX)
@@ -419,7 +357,7 @@ mod tests {
     #[test]
     fn cut_splitting_a_surrogate_pair() {
         let line = format!("{}🌙🌙", "a".repeat(2999));
-        let p = ct(&line).page(1, 1);
+        let p = ct(&line).page(1, 1).unwrap();
         assert_eq!(
             p.lines[0].text,
             format!("{}\u{FFFD}{}", "a".repeat(2999), LINE_CUT_SUFFIX)
@@ -431,13 +369,13 @@ mod tests {
     fn budget_always_returns_one_line() {
         // 10 lines of 2999 units each: 6 fit (6*2999+5 = 17999), the 7th would pass 20000.
         let t = ct(&vec!["x".repeat(2999); 10].join("\n"));
-        let p = t.page(1, 400);
+        let p = t.page(1, 400).unwrap();
         assert_eq!(p.lines.len(), 6);
         assert!(p.truncated);
         assert_eq!(t.chain(), [1, 7]);
         // An oversized first line is cut, never refused.
         let big = ct(&"y".repeat(50_000));
-        let p = big.page(1, 400);
+        let p = big.page(1, 400).unwrap();
         assert_eq!((p.lines.len(), p.chars, p.truncated), (1, 3009, false));
     }
 

@@ -208,7 +208,7 @@ mod tests {
                 .filter(|&o| t.offset_in_range(o))
             {
                 for limit in [1, 3, 400] {
-                    let page = t.page(offset, limit);
+                    let page = t.page(offset, limit).unwrap();
                     let layout = t.layout(offset, limit);
                     let lines = t.line_stats(&layout);
                     assert_eq!(
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn text_page_with_empty_line_and_footer() {
-        let page = ChapterText::new("a\n\nb".into()).page(1, 400);
+        let page = ChapterText::new("a\n\nb".into()).page(1, 400).unwrap();
         assert_eq!(
             render_text(&SRC, &page),
             "<path>/r/novels/书/第1章.md</path>\n<type>novel-chapter</type>\n<content>\n1: a\n2: \n3: b\n\n(本章共 3 行 / 4 字)\n</content>\n"
@@ -243,13 +243,13 @@ mod tests {
 
     #[test]
     fn truncated_footer_names_the_next_offset() {
-        let page = ChapterText::new("a\nb\nc".into()).page(2, 1);
+        let page = ChapterText::new("a\nb\nc".into()).page(2, 1).unwrap();
         assert!(render_text(&SRC, &page).ends_with("\n2: b\n\n(输出截断。本章共 3 行，已显示 2-2 行 / 1 字。用 offset=3 继续阅读。)\n</content>\n"));
     }
 
     #[test]
     fn json_key_order_and_indent() {
-        let page = ChapterText::new("a".into()).page(1, 400);
+        let page = ChapterText::new("a".into()).page(1, 400).unwrap();
         assert_eq!(
             render_json(&SRC, &page),
             "{\n  \"book\": \"书\",\n  \"chapter\": \"第1章.md\",\n  \"file\": \"第1章.md\",\n  \"path\": \"/r/novels/书/第1章.md\",\n  \"offset\": 1,\n  \"totalLines\": 1,\n  \"chars\": 1,\n  \"truncated\": false,\n  \"lines\": [\n    {\n      \"number\": 1,\n      \"text\": \"a\"\n    }\n  ]\n}\n"

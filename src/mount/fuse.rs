@@ -17,11 +17,15 @@ use fuser::{
     ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
+use super::offload::Offload;
 use super::process::euid_egid;
 use crate::fs::{Attr, Errno, Kind, NovelFs};
 
+/// Cloned into the requests that run on a spare thread (see `offload`).
+#[derive(Clone)]
 pub(crate) struct FuseAdapter {
     fs: Arc<NovelFs>,
+    offload: Offload,
     uid: u32,
     gid: u32,
     /// Mode bits every node keeps (owner-only for `allow_root`; see `access`).
@@ -35,6 +39,7 @@ impl FuseAdapter {
         let (uid, gid) = euid_egid();
         FuseAdapter {
             fs,
+            offload: Offload::new(1),
             uid,
             gid,
             mode_mask: 0o777,
@@ -44,6 +49,19 @@ impl FuseAdapter {
     pub(crate) fn with_mode_mask(mut self, mask: u16) -> Self {
         self.mode_mask = mask;
         self
+    }
+
+    /// Served by `workers` fuser threads.
+    pub(crate) fn with_workers(mut self, workers: usize) -> Self {
+        self.offload = Offload::new(workers);
+        self
+    }
+
+    /// Runs a request that may wait on a chapter's load where it keeps a
+    /// worker free for the others (see `offload`).
+    fn serve(&self, job: impl FnOnce(&FuseAdapter) + Send + 'static) {
+        let adapter = self.clone();
+        self.offload.serve(move || job(&adapter));
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
@@ -120,24 +138,9 @@ fn kind(k: Kind) -> FileType {
     }
 }
 
-impl Filesystem for FuseAdapter {
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // READDIRPLUS for every piece of a listing, not only the first
-        // (what READDIRPLUS_AUTO does): `find` and `cat` of a listed
-        // directory then cost no LOOKUP per entry.
-        for flag in [
-            InitFlags::FUSE_PARALLEL_DIROPS,
-            InitFlags::FUSE_DO_READDIRPLUS,
-            InitFlags::FUSE_CACHE_SYMLINKS,
-        ] {
-            // A kernel without one of these still works, only slower.
-            let _ = config.add_capabilities(flag);
-        }
-        let _ = config.set_max_readahead(128 * 1024);
-        Ok(())
-    }
-
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+/// The requests that may wait on a chapter's load, run by `serve`.
+impl FuseAdapter {
+    fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = guarded(
             || format!("lookup {:?} in {}", name, self.fs.describe(parent.0)),
             || self.fs.lookup(parent.0, name),
@@ -148,11 +151,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.fs.forget(ino.0, nlookup);
-    }
-
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn serve_getattr(&self, ino: INodeNo, reply: ReplyAttr) {
         match guarded(
             || format!("getattr {}", self.fs.describe(ino.0)),
             || self.fs.getattr(ino.0),
@@ -162,7 +161,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+    fn serve_readlink(&self, ino: INodeNo, reply: ReplyData) {
         match guarded(
             || format!("readlink {}", self.fs.describe(ino.0)),
             || self.fs.readlink(ino.0),
@@ -172,30 +171,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    /// ENOSYS: the kernel then opens every file without asking (and never
-    /// sends RELEASE), keeping its page cache: an inode's bytes never
-    /// change (see `crate::fs::tree`), and everything is read by inode. Writes never
-    /// get here: the mount is read-only.
-    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        reply.error(if write {
-            fuser::Errno::EROFS
-        } else {
-            fuser::Errno::ENOSYS
-        })
-    }
-
-    fn read(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
+    fn serve_read(&self, ino: INodeNo, offset: u64, size: u32, reply: ReplyData) {
         match guarded(
             || format!("read {} at {offset}", self.fs.describe(ino.0)),
             || self.fs.read(ino.0, offset, size),
@@ -205,16 +181,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    /// In a watched mount, ENOSYS: the kernel then opens directories
-    /// without asking and keeps their listings, which the watch drops on
-    /// change. Otherwise the listing may be kept while it is unchanged.
-    fn opendir(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if flags.acc_mode() != OpenAccMode::O_RDONLY {
-            return reply.error(fuser::Errno::EROFS);
-        }
-        if self.fs.watching() {
-            return reply.error(fuser::Errno::ENOSYS);
-        }
+    fn serve_opendir(&self, ino: INodeNo, reply: ReplyOpen) {
         match guarded(
             || format!("opendir {}", self.fs.describe(ino.0)),
             || self.fs.opendir(ino.0),
@@ -232,17 +199,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    // Both listings continue the listing their offset names (see
-    // `NovelFs::listing`) and give each entry an inode only when it is sent.
-
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
+    fn serve_readdir(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
         let listing = match guarded(
             || format!("readdir {}", self.fs.describe(ino.0)),
             || self.fs.listing(ino.0, offset),
@@ -282,14 +239,7 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn readdirplus(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectoryPlus,
-    ) {
+    fn serve_readdirplus(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectoryPlus) {
         let listing = match guarded(
             || format!("readdirplus {}", self.fs.describe(ino.0)),
             || self.fs.listing(ino.0, offset),
@@ -347,6 +297,123 @@ impl Filesystem for FuseAdapter {
         }
     }
 
+    fn serve_access(&self, ino: INodeNo, uid: u32, gid: u32, mask: AccessFlags, reply: ReplyEmpty) {
+        match guarded(
+            || format!("access {}", self.fs.describe(ino.0)),
+            || self.fs.getattr(ino.0),
+        ) {
+            Ok(a) => {
+                let attr = self.attr(&a);
+                if permits(&attr, uid, gid, mask) {
+                    reply.ok()
+                } else {
+                    reply.error(fuser::Errno::EACCES)
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+impl Filesystem for FuseAdapter {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // READDIRPLUS for every piece of a listing, not only the first
+        // (what READDIRPLUS_AUTO does): `find` and `cat` of a listed
+        // directory then cost no LOOKUP per entry.
+        for flag in [
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+        ] {
+            // A kernel without one of these still works, only slower.
+            let _ = config.add_capabilities(flag);
+        }
+        let _ = config.set_max_readahead(128 * 1024);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let name = name.to_owned();
+        self.serve(move |a| a.serve_lookup(parent, &name, reply));
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.fs.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.serve(move |a| a.serve_getattr(ino, reply));
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.serve(move |a| a.serve_readlink(ino, reply));
+    }
+
+    /// ENOSYS: the kernel then opens every file without asking (and never
+    /// sends RELEASE), keeping its page cache: an inode's bytes never
+    /// change (see `crate::fs::tree`), and everything is read by inode. Writes never
+    /// get here: the mount is read-only.
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
+        reply.error(if write {
+            fuser::Errno::EROFS
+        } else {
+            fuser::Errno::ENOSYS
+        })
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        self.serve(move |a| a.serve_read(ino, offset, size, reply));
+    }
+
+    /// In a watched mount, ENOSYS: the kernel then opens directories
+    /// without asking and keeps their listings, which the watch drops on
+    /// change. Otherwise the listing may be kept while it is unchanged.
+    fn opendir(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.acc_mode() != OpenAccMode::O_RDONLY {
+            return reply.error(fuser::Errno::EROFS);
+        }
+        if self.fs.watching() {
+            return reply.error(fuser::Errno::ENOSYS);
+        }
+        self.serve(move |a| a.serve_opendir(ino, reply));
+    }
+
+    // Both listings continue the listing their offset names (see
+    // `NovelFs::listing`) and give each entry an inode only when it is sent.
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectory,
+    ) {
+        self.serve(move |a| a.serve_readdir(ino, offset, reply));
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectoryPlus,
+    ) {
+        self.serve(move |a| a.serve_readdirplus(ino, offset, reply));
+    }
+
     /// ENOTTY at once, touching nothing: no page is a terminal or a device.
     /// The kernel forwards every ioctl it does not know on a regular file,
     /// above all the TCGETS of `isatty()`, which Python's `open()` makes on
@@ -378,20 +445,8 @@ impl Filesystem for FuseAdapter {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(fuser::Errno::EROFS);
         }
-        match guarded(
-            || format!("access {}", self.fs.describe(ino.0)),
-            || self.fs.getattr(ino.0),
-        ) {
-            Ok(a) => {
-                let attr = self.attr(&a);
-                if permits(&attr, req.uid(), req.gid(), mask) {
-                    reply.ok()
-                } else {
-                    reply.error(fuser::Errno::EACCES)
-                }
-            }
-            Err(e) => reply.error(e),
-        }
+        let (uid, gid) = (req.uid(), req.gid());
+        self.serve(move |a| a.serve_access(ino, uid, gid, mask, reply));
     }
 
     // getxattr/listxattr stay unimplemented: ENOSYS makes the kernel stop

@@ -12,8 +12,11 @@ mod fuse;
 pub mod fusermount;
 mod mountinfo;
 pub(crate) mod mountpoint;
+mod offload;
 mod options;
 mod process;
 mod pusher;
 mod session;
 mod watchdog;
+
+pub(crate) use options::parse_size;

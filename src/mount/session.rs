@@ -45,7 +45,9 @@ pub(crate) fn serve(
         w.arm(id);
     }
     let cfg = fuser_config(access, config.threads, attached.can_clone);
-    let adapter = FuseAdapter::new(fs.clone()).with_mode_mask(access.mode_mask());
+    let adapter = FuseAdapter::new(fs.clone())
+        .with_mode_mask(access.mode_mask())
+        .with_workers(config.threads.max(1));
     let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,
         Err(e) => {

@@ -168,6 +168,16 @@ impl Mount {
     /// Like `new`, with `RUST_LOG=log_filter` for the daemon. Its stderr is
     /// piped: a test that asks for much logging must drain it.
     pub fn with_log(root: &Path, extra: &[&str], log_filter: &str) -> Mount {
+        Mount::with_env(root, extra, log_filter, &[])
+    }
+
+    /// Like `with_log`, with more variables in the daemon's environment.
+    pub fn with_env(
+        root: &Path,
+        extra: &[&str],
+        log_filter: &str,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Mount {
         let dir = tempfile::Builder::new()
             .prefix("novelfs-mnt")
             .tempdir()
@@ -179,6 +189,7 @@ impl Mount {
             .arg("-f")
             .args(extra)
             .env("RUST_LOG", log_filter)
+            .envs(env.iter().copied())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn novelfs mount");

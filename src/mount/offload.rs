@@ -1,0 +1,200 @@
+//! Requests that must not wait behind slow ones.
+//!
+//! A request can take seconds (the first read of a big chapter decodes or
+//! indexes it) while fuser serves with a fixed number of worker threads:
+//! were they all busy with such requests, a small page of another chapter
+//! would wait for them. So a worker runs a request itself only while
+//! another worker stays free to read the next one; the last free worker
+//! hands each request to a spare thread and goes back to reading at once.
+//! Under a light load every request runs on the worker that read it (no
+//! hand-over costs a wake-up); under a heavy one, requests queue for at
+//! most `MAX_SPARE` threads.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A poisoned queue only means a request panicked on a spare thread (and
+/// was answered with EIO); the queue itself stays consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Spare threads at most: requests beyond them queue.
+const MAX_SPARE: usize = 32;
+
+/// An idle spare thread ends after this long without a request.
+const SPARE_IDLE: Duration = Duration::from_secs(30);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    threads: usize,
+    idle: usize,
+}
+
+#[derive(Default)]
+struct Pool {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+impl Pool {
+    fn run(self: &Arc<Self>, job: Job) {
+        let mut q = lock(&self.queue);
+        q.jobs.push_back(job);
+        if q.idle > 0 {
+            drop(q);
+            self.ready.notify_one();
+            return;
+        }
+        if q.threads >= MAX_SPARE {
+            // Queued for the next spare thread that ends its request.
+            return;
+        }
+        q.threads += 1;
+        drop(q);
+        let pool = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-spare".into())
+            .spawn(move || pool.work());
+        if let Err(e) = spawned {
+            log::warn!("no spare thread: {e}");
+            let mut q = lock(&self.queue);
+            q.threads -= 1;
+            // Nobody may be left to run it: run it here.
+            let job = if q.threads == 0 {
+                q.jobs.pop_back()
+            } else {
+                None
+            };
+            drop(q);
+            if let Some(job) = job {
+                job();
+            }
+        }
+    }
+
+    fn work(&self) {
+        let mut q = lock(&self.queue);
+        loop {
+            if let Some(job) = q.jobs.pop_front() {
+                drop(q);
+                job();
+                q = lock(&self.queue);
+                continue;
+            }
+            q.idle += 1;
+            let (next, timeout) = self
+                .ready
+                .wait_timeout(q, SPARE_IDLE)
+                .unwrap_or_else(|e| e.into_inner());
+            q = next;
+            q.idle -= 1;
+            if timeout.timed_out() && q.jobs.is_empty() {
+                q.threads -= 1;
+                return;
+            }
+        }
+    }
+}
+
+/// Where each request of a mount runs.
+#[derive(Clone)]
+pub(crate) struct Offload {
+    /// Requests running on fuser's workers.
+    inline: Arc<AtomicUsize>,
+    /// Of fuser's workers, how many may run requests themselves.
+    max_inline: usize,
+    pool: Arc<Pool>,
+}
+
+/// A request running on the worker that read it.
+pub(crate) struct Inline<'a> {
+    inline: &'a AtomicUsize,
+}
+
+impl Drop for Inline<'_> {
+    fn drop(&mut self) {
+        self.inline.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Offload {
+    /// For a session served by `workers` fuser threads.
+    pub(crate) fn new(workers: usize) -> Offload {
+        Offload {
+            inline: Arc::new(AtomicUsize::new(0)),
+            max_inline: workers.saturating_sub(1),
+            pool: Arc::new(Pool::default()),
+        }
+    }
+
+    /// Runs `job` on this worker while another one stays free, else on a
+    /// spare thread (returning at once).
+    pub(crate) fn serve(&self, job: impl FnOnce() + Send + 'static) {
+        if self.inline.fetch_add(1, Ordering::AcqRel) < self.max_inline {
+            let _inline = Inline {
+                inline: &self.inline,
+            };
+            job();
+            return;
+        }
+        self.inline.fetch_sub(1, Ordering::AcqRel);
+        self.pool.run(Box::new(job));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::sync::mpsc;
+
+    #[test]
+    fn the_last_free_worker_hands_requests_over() {
+        let offload = Offload::new(2);
+        // One request blocks the first worker.
+        let gate = Arc::new(Barrier::new(2));
+        let (done, finished) = mpsc::channel();
+        let blocker = {
+            let offload = offload.clone();
+            let gate = gate.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                offload.serve(move || {
+                    gate.wait();
+                    done.send("slow").unwrap();
+                })
+            })
+        };
+        while offload.inline.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        // The second worker must not run the next requests itself: it
+        // returns, and they end while the first is still blocked.
+        for _ in 0..3 {
+            let done = done.clone();
+            offload.serve(move || done.send("fast").unwrap());
+        }
+        for _ in 0..3 {
+            assert_eq!(finished.recv().unwrap(), "fast");
+        }
+        gate.wait();
+        blocker.join().unwrap();
+        assert_eq!(finished.recv().unwrap(), "slow");
+        assert_eq!(offload.inline.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_lone_worker_runs_nothing_itself() {
+        let offload = Offload::new(1);
+        let (done, finished) = mpsc::channel();
+        let me = std::thread::current().id();
+        offload.serve(move || done.send(std::thread::current().id()).unwrap());
+        assert_ne!(finished.recv().unwrap(), me);
+    }
+}
