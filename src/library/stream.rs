@@ -149,6 +149,10 @@ struct Detector {
     gbk: Option<Decoder>,
     gbk_ok: bool,
     scratch: Vec<u8>,
+    /// The lines, indexed as UTF-8 while the bytes may still be (the
+    /// common case): a UTF-8 chapter then needs no second pass.
+    utf8_lines: Option<Indexer>,
+    seen: u64,
 }
 
 impl Detector {
@@ -166,6 +170,12 @@ impl Detector {
             gbk: Some(GBK.new_decoder_without_bom_handling()),
             gbk_ok: true,
             scratch: vec![0; 64 * 1024],
+            utf8_lines: Some(Indexer::new(&TextLayout {
+                encoding: TextEncoding::Utf8 { lossy: false },
+                start: 0,
+                end: len,
+            })),
+            seen: 0,
         }
     }
 
@@ -184,6 +194,15 @@ impl Detector {
         }
         if self.gbk_ok {
             self.feed_gbk(bytes, last);
+        }
+        self.seen += bytes.len() as u64;
+        // Not UTF-8, or likely UTF-16 by its NULs so far: the index would
+        // be thrown away.
+        if !self.utf8_ok || self.nuls as f64 > self.seen as f64 * 0.05 {
+            self.utf8_lines = None;
+        }
+        if let Some(lines) = self.utf8_lines.as_mut() {
+            lines.feed(offset, bytes);
         }
     }
 
@@ -264,7 +283,7 @@ impl Detector {
     }
 
     /// Steps 2 to 6, from the measures.
-    fn finish(self) -> Result<TextLayout, UndetectableEncoding> {
+    fn finish(&self) -> Result<TextLayout, UndetectableEncoding> {
         let whole = |encoding| TextLayout {
             encoding,
             start: 0,
@@ -303,18 +322,26 @@ impl Detector {
     }
 }
 
+/// How a file decodes, and its line index when the pass that found out
+/// could build it too.
+type Detected = Result<(TextLayout, Option<LineIndex>), UndetectableEncoding>;
+
 /// Detects how `file` (of `len` bytes) decodes, by the rules of
-/// `decode::decode_owned`, reading it once.
-pub fn detect(file: &File, len: u64) -> io::Result<Result<TextLayout, UndetectableEncoding>> {
+/// `decode::decode_owned`, reading it once; a file of UTF-8 without a BOM
+/// (the common case) is indexed in the same pass.
+pub fn detect(file: &File, len: u64) -> io::Result<Detected> {
     let mut head = [0u8; 3];
     let got = read_full(file, &mut head, 0)?;
     let head = &head[..got];
     let bom = |encoding, start, end| {
-        Ok(Ok(TextLayout {
-            encoding,
-            start,
-            end,
-        }))
+        Ok(Ok((
+            TextLayout {
+                encoding,
+                start,
+                end,
+            },
+            None,
+        )))
     };
     if head.starts_with(b"\xEF\xBB\xBF") {
         return bom(TextEncoding::Utf8 { lossy: true }, 3, len);
@@ -345,7 +372,13 @@ pub fn detect(file: &File, len: u64) -> io::Result<Result<TextLayout, Undetectab
     if len == 0 {
         detector.feed(0, &[], true);
     }
-    Ok(detector.finish())
+    Ok(detector.finish().map(|layout| {
+        let lines = match layout.encoding {
+            TextEncoding::Utf8 { lossy: false } => detector.utf8_lines.take(),
+            _ => None,
+        };
+        (layout, lines.map(Indexer::finish))
+    }))
 }
 
 /// A chapter's lines as found in its file.
@@ -436,23 +469,41 @@ impl LineAcc {
     }
 }
 
-/// Indexes the lines of the text `layout` describes, in one pass.
-pub fn index(file: &File, layout: &TextLayout) -> io::Result<LineIndex> {
-    let encoding = layout.encoding;
-    let width = encoding.newline_width() as usize;
-    let mut starts = vec![layout.start as u32];
-    let mut stats = Vec::new();
-    let mut chars = 0u64;
-    let mut line = LineAcc::new();
-    line.start(encoding);
-    for_each_chunk(file, layout.start, layout.end, |offset, bytes| {
+/// Indexes lines as the bytes of a text go by.
+struct Indexer {
+    encoding: TextEncoding,
+    start: u64,
+    starts: Vec<u32>,
+    stats: Vec<LineStats>,
+    chars: u64,
+    line: LineAcc,
+}
+
+impl Indexer {
+    fn new(layout: &TextLayout) -> Indexer {
+        let mut line = LineAcc::new();
+        line.start(layout.encoding);
+        Indexer {
+            encoding: layout.encoding,
+            start: layout.start,
+            starts: vec![layout.start as u32],
+            stats: Vec::new(),
+            chars: 0,
+            line,
+        }
+    }
+
+    /// The text's bytes from `offset` on (chunks in order, each of even
+    /// length but the last).
+    fn feed(&mut self, offset: u64, bytes: &[u8]) {
+        let width = self.encoding.newline_width() as usize;
         let mut from = 0;
         for i in memchr::memchr_iter(b'\n', bytes) {
             // The LF unit of UTF-16 sits at an even distance from the text's
             // start, with a NUL as its other byte.
-            let at = match encoding {
+            let at = match self.encoding {
                 TextEncoding::Utf16 { little_endian } => {
-                    let rel = offset - layout.start + i as u64;
+                    let rel = offset - self.start + i as u64;
                     let (unit_start, nul) = if little_endian {
                         (i, i + 1)
                     } else {
@@ -473,25 +524,37 @@ pub fn index(file: &File, layout: &TextLayout) -> io::Result<LineIndex> {
             if at < from {
                 continue;
             }
-            line.feed(&bytes[from..at], false);
-            stats.push(line.finish(true));
-            chars += line.units + 1;
+            self.line.feed(&bytes[from..at], false);
+            self.stats.push(self.line.finish(true));
+            self.chars += self.line.units + 1;
             from = at + width;
-            starts.push((offset + from as u64) as u32);
-            line.start(encoding);
+            self.starts.push((offset + from as u64) as u32);
+            self.line.start(self.encoding);
         }
-        line.feed(&bytes[from..], false);
+        self.line.feed(&bytes[from..], false);
+    }
+
+    fn finish(mut self) -> LineIndex {
+        self.stats.push(self.line.finish(false));
+        self.chars += self.line.units;
+        self.starts.shrink_to_fit();
+        self.stats.shrink_to_fit();
+        LineIndex {
+            starts: self.starts,
+            stats: self.stats,
+            chars: self.chars,
+        }
+    }
+}
+
+/// Indexes the lines of the text `layout` describes, in one pass.
+pub fn index(file: &File, layout: &TextLayout) -> io::Result<LineIndex> {
+    let mut indexer = Indexer::new(layout);
+    for_each_chunk(file, layout.start, layout.end, |offset, bytes| {
+        indexer.feed(offset, bytes);
         true
     })?;
-    stats.push(line.finish(false));
-    chars += line.units;
-    starts.shrink_to_fit();
-    stats.shrink_to_fit();
-    Ok(LineIndex {
-        starts,
-        stats,
-        chars,
-    })
+    Ok(indexer.finish())
 }
 
 /// A big chapter: its file, kept open, and its line index.
@@ -521,11 +584,14 @@ impl StreamedText {
         file: File,
         meta: &std::fs::Metadata,
     ) -> io::Result<Result<StreamedText, UndetectableEncoding>> {
-        let layout = match detect(&file, meta.len())? {
-            Ok(layout) => layout,
+        let (layout, index) = match detect(&file, meta.len())? {
+            Ok(found) => found,
             Err(e) => return Ok(Err(e)),
         };
-        let index = index(&file, &layout)?;
+        let index = match index {
+            Some(index) => index,
+            None => self::index(&file, &layout)?,
+        };
         Ok(Ok(StreamedText {
             file,
             layout,
