@@ -60,8 +60,7 @@ impl FuseAdapter {
     /// Runs a request that may wait on a chapter's load where it keeps a
     /// worker free for the others (see `offload`).
     fn serve(&self, job: impl FnOnce(&FuseAdapter) + Send + 'static) {
-        let adapter = self.clone();
-        self.offload.serve(move || job(&adapter));
+        self.offload.serve(self, job);
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {

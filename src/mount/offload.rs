@@ -133,18 +133,23 @@ impl Offload {
         }
     }
 
-    /// Runs `job` on this worker while another one stays free, else on a
-    /// spare thread (returning at once).
-    pub(crate) fn serve(&self, job: impl FnOnce() + Send + 'static) {
+    /// Runs `job` with `on` on this worker while another one stays free,
+    /// else with a clone of `on` on a spare thread (returning at once).
+    pub(crate) fn serve<C: Clone + Send + 'static>(
+        &self,
+        on: &C,
+        job: impl FnOnce(&C) + Send + 'static,
+    ) {
         if self.inline.fetch_add(1, Ordering::AcqRel) < self.max_inline {
             let _inline = Inline {
                 inline: &self.inline,
             };
-            job();
+            job(on);
             return;
         }
         self.inline.fetch_sub(1, Ordering::AcqRel);
-        self.pool.run(Box::new(job));
+        let on = on.clone();
+        self.pool.run(Box::new(move || job(&on)));
     }
 }
 
@@ -165,7 +170,7 @@ mod tests {
             let gate = gate.clone();
             let done = done.clone();
             std::thread::spawn(move || {
-                offload.serve(move || {
+                offload.serve(&(), move |_| {
                     gate.wait();
                     done.send("slow").unwrap();
                 })
@@ -178,7 +183,7 @@ mod tests {
         // returns, and they end while the first is still blocked.
         for _ in 0..3 {
             let done = done.clone();
-            offload.serve(move || done.send("fast").unwrap());
+            offload.serve(&(), move |_| done.send("fast").unwrap());
         }
         for _ in 0..3 {
             assert_eq!(finished.recv().unwrap(), "fast");
@@ -194,7 +199,9 @@ mod tests {
         let offload = Offload::new(1);
         let (done, finished) = mpsc::channel();
         let me = std::thread::current().id();
-        offload.serve(move || done.send(std::thread::current().id()).unwrap());
+        offload.serve(&(), move |_| {
+            done.send(std::thread::current().id()).unwrap()
+        });
         assert_ne!(finished.recv().unwrap(), me);
     }
 }
