@@ -141,8 +141,12 @@ struct Detector {
     /// Bytes of an incomplete UTF-8 sequence at the end of the last chunk.
     utf8_carry: Vec<u8>,
     utf8_ok: bool,
-    /// Scored only when the length allows UTF-16 (even, at least 8).
+    /// Scored only when the length allows UTF-16 (even, at least 8), and
+    /// only once the bytes are not UTF-8 (the scores decide nothing then).
     scoring: bool,
+    /// Where scoring began, when that was after the start: the bytes
+    /// before it are scored by a second read (`detect`).
+    scored_from: Option<u64>,
     coherent: [u64; 2],
     plausible: [u64; 2],
     incoherent: [u64; 2],
@@ -164,6 +168,7 @@ impl Detector {
             utf8_carry: Vec::new(),
             utf8_ok: true,
             scoring: len >= 8 && len.is_multiple_of(2),
+            scored_from: None,
             coherent: [0; 2],
             plausible: [0; 2],
             incoherent: [0; 2],
@@ -188,8 +193,11 @@ impl Detector {
         }
         if self.utf8_ok {
             self.feed_utf8(bytes, last);
+            if !self.utf8_ok && self.scoring && offset > 0 {
+                self.scored_from = Some(offset);
+            }
         }
-        if self.scoring {
+        if self.scoring && !self.utf8_ok {
             self.score(bytes);
         }
         if self.gbk_ok {
@@ -372,6 +380,12 @@ pub fn detect(file: &File, len: u64) -> io::Result<Detected> {
     if len == 0 {
         detector.feed(0, &[], true);
     }
+    if let Some(end) = detector.scored_from.take() {
+        for_each_chunk(file, 0, end, |_, bytes| {
+            detector.score(bytes);
+            detector.scoring
+        })?;
+    }
     Ok(detector.finish().map(|layout| {
         let lines = match layout.encoding {
             TextEncoding::Utf8 { lossy: false } => detector.utf8_lines.take(),
@@ -399,6 +413,9 @@ struct LineAcc {
     prefix: Vec<u8>,
     /// Bytes of the line were left out of `prefix`.
     cut: bool,
+    /// UTF-16 units of the bytes left out.
+    overflow_units: u64,
+    /// UTF-16 units of the whole line, its CR included (set by `finish`).
     units: u64,
     scratch: Vec<u8>,
 }
@@ -409,6 +426,7 @@ impl LineAcc {
             decoder: None,
             prefix: Vec::with_capacity(DECODED_PREFIX_BYTES),
             cut: false,
+            overflow_units: 0,
             units: 0,
             scratch: vec![0; 64 * 1024],
         }
@@ -421,21 +439,28 @@ impl LineAcc {
         };
         self.prefix.clear();
         self.cut = false;
+        self.overflow_units = 0;
         self.units = 0;
     }
 
-    fn take_decoded(prefix: &mut Vec<u8>, cut: &mut bool, units: &mut u64, text: &[u8]) {
-        *units += utf16_units(text) as u64;
+    fn take_decoded(prefix: &mut Vec<u8>, cut: &mut bool, overflow: &mut u64, text: &[u8]) {
         let room = DECODED_PREFIX_BYTES - prefix.len();
         if text.len() > room {
             *cut = true;
+            // Counted by first bytes: a character cut in two counts once.
+            *overflow += utf16_units(&text[room..]) as u64;
         }
         prefix.extend_from_slice(&text[..text.len().min(room)]);
     }
 
     fn feed(&mut self, bytes: &[u8], last: bool) {
         let Some(decoder) = self.decoder.as_mut() else {
-            Self::take_decoded(&mut self.prefix, &mut self.cut, &mut self.units, bytes);
+            Self::take_decoded(
+                &mut self.prefix,
+                &mut self.cut,
+                &mut self.overflow_units,
+                bytes,
+            );
             return;
         };
         let mut src = bytes;
@@ -445,7 +470,7 @@ impl LineAcc {
             Self::take_decoded(
                 &mut self.prefix,
                 &mut self.cut,
-                &mut self.units,
+                &mut self.overflow_units,
                 &self.scratch[..written],
             );
             if result == CoderResult::InputEmpty {
@@ -457,15 +482,28 @@ impl LineAcc {
     /// Ends the line (`newline`: a LF ended it) and measures it.
     fn finish(&mut self, newline: bool) -> LineStats {
         self.feed(&[], true);
+        // Decoders write UTF-8, and UTF-8 sources are indexed only while
+        // valid: only a prefix cut inside a character is not.
+        let text = match simdutf8::basic::from_utf8(&self.prefix) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(&self.prefix),
+        };
         if self.cut {
             // More than `LINE_CUT` units: the cut depends only on the prefix.
-            return LineStats::of(&String::from_utf8_lossy(&self.prefix));
+            self.units = utf16_units(&self.prefix) as u64 + self.overflow_units;
+            return LineStats::of(&text);
         }
-        let mut text = String::from_utf8_lossy(&self.prefix);
-        if newline && text.ends_with('\r') {
-            text.to_mut().pop();
-        }
-        LineStats::of(&text)
+        let cr = newline && text.ends_with('\r');
+        let line = if cr { &text[..text.len() - 1] } else { &text };
+        let stats = LineStats::of(line);
+        // Under the cut, the stats count every unit already.
+        let units = if usize::from(stats.units) <= LINE_CUT {
+            u64::from(stats.units)
+        } else {
+            utf16_units(line.as_bytes()) as u64
+        };
+        self.units = units + u64::from(cr);
+        stats
     }
 }
 
@@ -794,6 +832,19 @@ mod tests {
             .flat_map(|u| u.to_le_bytes())
             .collect();
         assert_same(&suspected, "utf-16 suspected");
+        // Valid UTF-8 for more than a chunk, then not: the units before
+        // are scored too (they make the hint).
+        let mut late: Vec<u16> = vec![0x4E41; 3000];
+        late.extend([0x4EB0u16, 0x4EB0, 0x33FF].repeat(1000));
+        let late: Vec<u8> = late.iter().flat_map(|u| u.to_le_bytes()).collect();
+        assert!(std::str::from_utf8(&late[..CHUNK]).is_ok());
+        assert_eq!(
+            decode_owned(late.clone()),
+            Err(UndetectableEncoding {
+                utf16_suspected: true
+            })
+        );
+        assert_same(&late, "utf-16 suspected after a chunk of valid UTF-8");
         // UTF-8 valid but for one sequence cut by a chunk edge, and valid
         // with sequences across every edge.
         let mut across = "字".repeat(5000).into_bytes();
