@@ -175,11 +175,15 @@ impl Detector {
             gbk: Some(GBK.new_decoder_without_bom_handling()),
             gbk_ok: true,
             scratch: vec![0; 64 * 1024],
-            utf8_lines: Some(Indexer::new(&TextLayout {
-                encoding: TextEncoding::Utf8 { lossy: false },
-                start: 0,
-                end: len,
-            })),
+            utf8_lines: Some({
+                let mut lines = Indexer::new(&TextLayout {
+                    encoding: TextEncoding::Utf8 { lossy: false },
+                    start: 0,
+                    end: len,
+                });
+                lines.line.validated = true;
+                lines
+            }),
             seen: 0,
         }
     }
@@ -417,6 +421,9 @@ struct LineAcc {
     overflow_units: u64,
     /// UTF-16 units of the whole line, its CR included (set by `finish`).
     units: u64,
+    /// Raw UTF-8 bytes fed here were validated already (by the detector,
+    /// in the same buffer).
+    validated: bool,
     scratch: Vec<u8>,
 }
 
@@ -428,6 +435,7 @@ impl LineAcc {
             cut: false,
             overflow_units: 0,
             units: 0,
+            validated: false,
             scratch: vec![0; 64 * 1024],
         }
     }
@@ -482,11 +490,16 @@ impl LineAcc {
     /// Ends the line (`newline`: a LF ended it) and measures it.
     fn finish(&mut self, newline: bool) -> LineStats {
         self.feed(&[], true);
-        // Decoders write UTF-8, and UTF-8 sources are indexed only while
-        // valid: only a prefix cut inside a character is not.
-        let text = match simdutf8::basic::from_utf8(&self.prefix) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(&self.prefix),
+        let text = if self.cut {
+            // Possibly cut inside a character.
+            String::from_utf8_lossy(&self.prefix)
+        } else if self.decoder.is_some() || self.validated {
+            // SAFETY: encoding_rs decoders write UTF-8, and `validated`
+            // bytes were checked in the very buffer they came from; a line
+            // ends at a LF, so it holds whole characters.
+            std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&self.prefix) })
+        } else {
+            String::from_utf8_lossy(&self.prefix)
         };
         if self.cut {
             // More than `LINE_CUT` units: the cut depends only on the prefix.
