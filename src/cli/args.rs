@@ -205,8 +205,9 @@ pub struct MountCmd {
     /// Chapters larger than this are shown as an ERROR instead of being read.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub max_chapter_bytes: String,
-    /// Worker threads serving requests (more threads mostly add context
-    /// switches on a small machine; two keep one slow chapter from blocking).
+    /// Worker threads reading requests (more mostly add context switches on
+    /// a small machine). One always stays free: requests that would wait
+    /// behind slow ones (a big chapter loading) go to spare threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
