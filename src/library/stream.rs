@@ -5,9 +5,11 @@
 //! Every line starts right after a LF in the source (a LF byte in UTF-8 and
 //! GBK, a LF unit in UTF-16), where no multi-byte sequence of any of these
 //! encodings can be pending: decoding a line on its own gives exactly the
-//! characters decoding the whole text gives for it. Only a line's first
-//! `LINE_PREFIX_BYTES` source bytes are ever decoded into memory, since a
-//! page shows at most `LINE_CUT` units of a line.
+//! characters decoding the whole text gives for it. A page shows at most
+//! `LINE_CUT` units of a line, so it reads at most `LINE_PREFIX_BYTES` of
+//! each, and indexing keeps at most `DECODED_PREFIX_BYTES` of a line while
+//! it goes by: memory never grows with a line's or a chapter's length,
+//! only with its number of lines (10 bytes each).
 
 use std::fs::File;
 use std::io;
