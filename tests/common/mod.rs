@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub mod golden;
+pub mod sshfs;
 
 /// Whether this machine can mount: `/dev/fuse` opens read-write and we are
 /// root (the pure-Rust mount needs no helper then). Otherwise a mount test

@@ -1,0 +1,215 @@
+//! A library reached over sshfs, as a host sharing it over the network sees
+//! it: a test-owned `sshd` bound to 127.0.0.1 only (its own host key,
+//! config and client key in a temp dir, key login for root) and an sshfs
+//! mount of the library through it. Both are started here and killed and
+//! unmounted on drop. `None` (the test says SKIPPED) where sshd or sshfs
+//! cannot be had.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::is_mounted;
+
+pub struct Sshfs {
+    dir: tempfile::TempDir,
+    sshd: Option<Child>,
+    sshfs: Option<Child>,
+}
+
+fn find(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+        .collect();
+    names
+        .iter()
+        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// A port on 127.0.0.1 no one listens on now.
+fn free_port() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    l.local_addr().unwrap().port()
+}
+
+impl Sshfs {
+    /// `root` served by a fresh sshd on 127.0.0.1 and mounted with sshfs
+    /// (with `options`, e.g. `dir_cache=no`). Prints SKIPPED and returns
+    /// `None` when sshd, sshfs or ssh-keygen is missing; panics when they
+    /// are there but fail.
+    pub fn mount(root: &Path, options: &[&str]) -> Option<Sshfs> {
+        let (Some(sshd), Some(sshfs), Some(keygen)) = (
+            find(&["sshd"]),
+            find(&["sshfs"]),
+            find(&["ssh-keygen"]),
+        ) else {
+            eprintln!("SKIPPED (sshd, sshfs or ssh-keygen is not installed)");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("novelfs-sshfs")
+            .tempdir()
+            .unwrap();
+        let d = dir.path();
+        for key in ["host_key", "client_key"] {
+            run(Command::new(&keygen)
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key)))
+            .unwrap();
+        }
+        std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+        // sshd wants its privilege separation directory.
+        std::fs::create_dir_all("/run/sshd").ok();
+        let mut me = Sshfs {
+            sshd: None,
+            sshfs: None,
+            dir,
+        };
+        let mut port = 0;
+        for _ in 0..5 {
+            port = free_port();
+            me.start_sshd(&sshd, port);
+            if me.wait_for_port(port) {
+                break;
+            }
+            // The port was taken between the probe and sshd's bind.
+            me.stop_sshd();
+        }
+        assert!(me.sshd.is_some(), "sshd did not listen on 127.0.0.1");
+        let d = me.dir.path();
+        let mnt = d.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let mut opts = vec![
+            format!("port={port}"),
+            format!("IdentityFile={}", d.join("client_key").display()),
+            "StrictHostKeyChecking=no".into(),
+            "UserKnownHostsFile=/dev/null".into(),
+            "BatchMode=yes".into(),
+            "LogLevel=ERROR".into(),
+        ];
+        opts.extend(options.iter().map(|o| o.to_string()));
+        let child = Command::new(sshfs)
+            .arg("-f")
+            .arg(format!("root@127.0.0.1:{}", root.display()))
+            .arg(&mnt)
+            .arg("-o")
+            .arg(opts.join(","))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sshfs");
+        me.sshfs = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_mounted(&mnt) {
+            if let Some(status) = me.sshfs.as_mut().unwrap().try_wait().unwrap() {
+                let mut err = String::new();
+                use std::io::Read;
+                let mut child = me.sshfs.take().unwrap();
+                child.stderr.take().unwrap().read_to_string(&mut err).ok();
+                panic!("sshfs exited early ({status}): {err}");
+            }
+            assert!(Instant::now() < deadline, "sshfs not mounted in 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(me)
+    }
+
+    fn start_sshd(&mut self, sshd: &Path, port: u16) {
+        let d = self.dir.path();
+        let config = format!(
+            "Port {port}\n\
+             ListenAddress 127.0.0.1\n\
+             HostKey {d}/host_key\n\
+             PidFile {d}/sshd.pid\n\
+             AuthorizedKeysFile {d}/authorized_keys\n\
+             PermitRootLogin prohibit-password\n\
+             PubkeyAuthentication yes\n\
+             PasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\n\
+             UsePAM no\n\
+             StrictModes no\n\
+             Subsystem sftp internal-sftp\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), config).unwrap();
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sshd");
+        self.sshd = Some(child);
+    }
+
+    fn wait_for_port(&mut self, port: u16) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        while Instant::now() < deadline {
+            if let Some(Some(_)) = self.sshd.as_mut().map(|c| c.try_wait().unwrap()) {
+                return false;
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn stop_sshd(&mut self) {
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Where the library is mounted.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for Sshfs {
+    fn drop(&mut self) {
+        let mnt = self.path();
+        if is_mounted(&mnt) {
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&mnt)
+                .stderr(Stdio::null())
+                .status();
+        }
+        if is_mounted(&mnt) {
+            let c = std::ffi::CString::new(mnt.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path; MNT_DETACH has no other inputs.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+        if let Some(mut c) = self.sshfs.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.stop_sshd();
+    }
+}
