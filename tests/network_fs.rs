@@ -52,7 +52,11 @@ impl Shared {
     }
 
     fn page(&self) -> PathBuf {
-        self.mount.path().join(BOOK).join(CHAPTER).join("offset-1.txt")
+        self.mount
+            .path()
+            .join(BOOK)
+            .join(CHAPTER)
+            .join("offset-1.txt")
     }
 
     fn read_page(&self) -> String {
@@ -71,7 +75,10 @@ impl Shared {
 /// Waits until the clock is early in a second, so that what follows (a
 /// few milliseconds of work) happens within that one second.
 fn start_of_a_second() {
-    let sub = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_millis();
+    let sub = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_millis();
     if sub > 100 {
         std::thread::sleep(Duration::from_millis(u64::from(1000 - sub) + 5));
     }
@@ -150,7 +157,12 @@ fn book_added_after_a_listing(shared: &Shared, name: &str, limit: Duration) {
         took.is_some(),
         "a book added after a listing is not listed within {limit:?}"
     );
-    let page = shared.mount.path().join(name).join(CHAPTER).join("offset-1.txt");
+    let page = shared
+        .mount
+        .path()
+        .join(name)
+        .join(CHAPTER)
+        .join("offset-1.txt");
     assert!(std::fs::read_to_string(page).unwrap().contains(FIRST));
 }
 

@@ -25,14 +25,31 @@ pub(crate) struct Stamp {
 
 impl Stamp {
     pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
+        let stamp = Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
             size: meta.size(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
+        };
+        #[cfg(test)]
+        if WHOLE_SECONDS.get() {
+            return Stamp {
+                mtime: (stamp.mtime.0, 0),
+                ctime: (stamp.ctime.0, 0),
+                ..stamp
+            };
         }
+        stamp
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's stamps whole seconds, as sshfs gives them: a
+    /// local filesystem that hands out a fine time after every `stat`
+    /// never shows two changes with one stamp.
+    pub(crate) static WHOLE_SECONDS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Buffers at least this big get their own mapping from the allocator

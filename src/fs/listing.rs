@@ -47,8 +47,9 @@ struct Taken {
 pub(crate) struct Listings {
     taken: Mutex<Lru<u32, Arc<Taken>>>,
     next: AtomicU32,
-    /// Per directory inode, a digest of what its previous opendir listed.
-    last_listed: Mutex<HashMap<u64, u64>>,
+    /// Per directory inode, a digest of what its previous opendir listed,
+    /// and whether its stamp was settled then (see `freshness::racy`).
+    last_listed: Mutex<HashMap<u64, (u64, bool)>>,
 }
 
 impl Listings {
@@ -106,10 +107,15 @@ impl Listings {
     }
 
     /// Records that an opendir of `ino` lists what `digest` stands for
-    /// (`None`: unknown); true when its previous opendir listed the same.
-    pub(crate) fn opened(&self, ino: u64, digest: Option<u64>) -> bool {
+    /// (`None`: unknown), `settled` when its stamp proves what is listed
+    /// now; true when its previous opendir listed the same under a settled
+    /// stamp. (Under a stamp not settled, a change in the same tick as the
+    /// listing leaves the same digest: the directory is listed again.)
+    pub(crate) fn opened(&self, ino: u64, digest: Option<u64>, settled: bool) -> bool {
         match digest {
-            Some(digest) => lock(&self.last_listed).insert(ino, digest) == Some(digest),
+            Some(digest) => {
+                lock(&self.last_listed).insert(ino, (digest, settled)) == Some((digest, true))
+            }
             None => {
                 lock(&self.last_listed).remove(&ino);
                 false

@@ -16,8 +16,11 @@ use crate::library::{BookIndex, ChapterText, Library, NovelError};
 
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
+use super::freshness::racy::{self, Known, Settling};
 use super::lock;
-use super::node::{ChapterId, ChapterRef, Node, Result};
+#[cfg(test)]
+use super::node::ChapterId;
+use super::node::{ChapterRef, Node, Result};
 use super::prefetch::{self, Prefetcher};
 
 /// A chapter's decoded text, or the error that stops it from being read.
@@ -49,11 +52,13 @@ pub(crate) struct ChapterFile {
     /// Of the chapter in `index`.
     pub position: usize,
     pub meta: std::fs::Metadata,
+    /// Of the bytes `meta` stands for (see `Source::chapter_file`).
+    version: u64,
 }
 
 impl ChapterFile {
     pub(crate) fn version(&self) -> u64 {
-        version_of(&Stamp::of(&self.meta))
+        self.version
     }
     pub(crate) fn mtime(&self) -> SystemTime {
         mtime_of(&self.meta)
@@ -170,6 +175,21 @@ impl Drop for Admission<'_> {
 struct CachedIndex {
     stamp: Stamp,
     index: Arc<BookIndex>,
+    /// Of the stamp and the names (two listings under one stamp that is
+    /// not settled may differ).
+    version: u64,
+    /// When the directory was last scanned.
+    checked: SystemTime,
+}
+
+/// The version of a book's index: of its directory's stamp and its names.
+fn index_version(stamp: &Stamp, index: &BookIndex) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    stamp.hash(&mut hasher);
+    for c in &index.chapters {
+        c.os_name.hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 pub(crate) struct Source {
@@ -185,6 +205,8 @@ pub(crate) struct Source {
     /// (`table_bytes`) are taken from it.
     texts_budget: usize,
     table_bytes: Charge,
+    /// The versions of chapters read while their stamps proved nothing.
+    versions: Settling<ChapterRef>,
     /// Loads in progress, by the version looked at.
     loads: Mutex<HashMap<VersionKey, Arc<Flight>>>,
     big_loads: LoadBudget,
@@ -268,6 +290,7 @@ impl Source {
             texts: Mutex::new(Lru::new(texts_budget)),
             texts_budget,
             table_bytes,
+            versions: Settling::new(version_of),
             loads: Mutex::new(HashMap::new()),
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             decodes: std::sync::atomic::AtomicU64::new(0),
@@ -310,32 +333,47 @@ impl Source {
     }
 
     /// The book's chapter index and the version of its directory.
+    ///
+    /// A cached index serves while the directory has its stamp, once that
+    /// stamp is settled (`racy`): until then the directory is scanned again
+    /// and its names compared, since a chapter added in the same tick as
+    /// the scan leaves the same stamp.
     pub(crate) fn book(&self, book: &OsStr) -> Result<BookVersion> {
         // Watched before it is read: a change after the scan is reported.
         self.freshness.watch_book(book);
         let meta = self.library.book_metadata(book).ok_or(libc::ENOENT)?;
         let stamp = Stamp::of(&meta);
-        if let Some(cached) = lock(&self.books).get(book)
-            && cached.stamp == stamp
+        let cached = lock(&self.books).get(book).filter(|c| c.stamp == stamp);
+        if let Some(cached) = &cached
+            && self.freshness.settled(&stamp, cached.checked)
         {
             return Ok(BookVersion {
-                version: version_of(&stamp),
+                version: cached.version,
                 index: cached.index.clone(),
                 mtime: mtime_of(&meta),
             });
         }
-        let index = Arc::new(self.library.index_book(book).map_err(|_| libc::ENOENT)?);
+        let checked = self.freshness.now();
+        let scanned = self.library.index_book(book).map_err(|_| libc::ENOENT)?;
+        // The same names: the index (and the version) already given out.
+        let index = match cached {
+            Some(c) if names_equal(&c.index, &scanned) => c.index,
+            _ => Arc::new(scanned),
+        };
+        let version = index_version(&stamp, &index);
         let weight = index.heap_bytes() + 2 * book.len() + 128;
         lock(&self.books).insert(
             Arc::from(book),
             CachedIndex {
                 stamp,
                 index: index.clone(),
+                version,
+                checked,
             },
             weight,
         );
         Ok(BookVersion {
-            version: version_of(&stamp),
+            version,
             index,
             mtime: mtime_of(&meta),
         })
@@ -347,7 +385,7 @@ impl Source {
 
     /// The source file of a chapter, without reading it: a listing of
     /// 10,000 chapter directories must not decode 10,000 files.
-    pub(crate) fn chapter_file(&self, c: &ChapterId) -> Result<ChapterFile> {
+    pub(crate) fn chapter_file(&self, c: &ChapterRef) -> Result<ChapterFile> {
         let index = self.book_index(&c.book)?;
         let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
         #[cfg(test)]
@@ -356,11 +394,39 @@ impl Source {
             .library
             .chapter_metadata(&c.book, &c.file)
             .ok_or(libc::ENOENT)?;
+        let stamp = Stamp::of(&meta);
+        let (meta, version) = match self.versions.known(c, &stamp, self.freshness.granularity()) {
+            Known::Version(v) => (meta, v),
+            Known::Look(last) => self.look_again(c, meta, last)?,
+        };
         Ok(ChapterFile {
             index,
             position,
             meta,
+            version,
         })
+    }
+
+    /// The version of a chapter whose stamp proves nothing yet: of its
+    /// bytes, read now and compared with those read before (`last` when
+    /// they cannot be read; the load says why).
+    fn look_again(
+        &self,
+        c: &ChapterRef,
+        meta: std::fs::Metadata,
+        last: u64,
+    ) -> Result<(std::fs::Metadata, u64)> {
+        let at = self.freshness.now();
+        let Ok(opened) = self.library.open_chapter_file(&c.book, &c.file) else {
+            return Ok((meta, last));
+        };
+        let (f, meta) = opened.ok_or(libc::ENOENT)?;
+        let Ok(digest) = racy::digest_file(&f) else {
+            return Ok((meta, last));
+        };
+        let stamp = Stamp::of(&meta);
+        let g = self.freshness.granularity();
+        Ok((meta, self.versions.looked(c, &stamp, digest, at, g)))
     }
 
     /// The chapter as it is now: its source version and its decoded text,
@@ -464,7 +530,9 @@ impl Source {
         super::hold::big_load(source.meta.len());
         let chapter = &source.index.chapters[source.position];
         let mut was_cached = false;
-        let (stamp, mtime, loaded): (Stamp, SystemTime, Loaded) =
+        let at = self.freshness.now();
+        let g = self.freshness.granularity();
+        let (version, mtime, loaded): (u64, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
                 Ok(None) => return Err(libc::ENOENT),
                 Ok(Some((f, meta))) => {
@@ -472,15 +540,28 @@ impl Source {
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     log::debug!("decode {}", Node::Chapter { chapter: c.clone() }.path());
                     was_cached = prefetch::in_page_cache(&f, meta.len());
+                    let stamp = Stamp::of(&meta);
+                    // Bytes the stamp does not prove are digested first, so
+                    // that the next look can tell them from an edit made
+                    // under the same stamp.
+                    let digest = self
+                        .versions
+                        .must_digest(c, &stamp, at, g)
+                        .then(|| racy::digest_file(&f).ok())
+                        .flatten();
                     let loaded = self
                         .library
                         .load_opened_chapter(&c.book, chapter, f, &meta)
                         .map(Arc::new);
-                    (Stamp::of(&meta), mtime_of(&meta), loaded)
+                    let version = match digest {
+                        Some(d) => self.versions.looked(c, &stamp, d, at, g),
+                        None => version_of(&stamp),
+                    };
+                    (version, mtime_of(&meta), loaded)
                 }
                 // Opening failed for another reason: an error to show, under
-                // the stamp of the name.
-                Err(e) => (Stamp::of(&source.meta), source.mtime(), Err(e)),
+                // the version of the name.
+                Err(e) => (source.version(), source.mtime(), Err(e)),
             };
         if self.prefetcher.wanted(&c.book, source.position, was_cached) {
             self.prefetcher.read_ahead(
@@ -500,7 +581,6 @@ impl Source {
             }
             Err(_) => 256,
         };
-        let version = version_of(&stamp);
         lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
         Ok(LoadedChapter {
             version,
@@ -528,6 +608,15 @@ impl Source {
             }
         }
     }
+}
+
+/// Whether two scans of a book found the same chapter files.
+fn names_equal(a: &BookIndex, b: &BookIndex) -> bool {
+    a.chapters.len() == b.chapters.len()
+        && a.chapters
+            .iter()
+            .zip(&b.chapters)
+            .all(|(x, y)| x.os_name == y.os_name)
 }
 
 #[cfg(test)]

@@ -528,30 +528,45 @@ impl NovelFs {
     /// True when the kernel may list the directory from its own cache:
     /// only when what the listing depends on (the source of a chapter, the
     /// book directory, `novels/` and the switch) has the same stamp as at
-    /// the previous opendir of this inode.
+    /// the previous opendir of this inode, and that stamp was settled then
+    /// (`freshness::racy`).
     pub fn opendir(&self, ino: u64) -> Result<bool> {
         if self.getattr(ino)?.kind != Kind::Directory {
             return Err(libc::ENOTDIR);
         }
-        let digest = self.listing_digest(&self.node(ino)?);
-        Ok(self.listings.opened(ino, digest))
+        let now = self.freshness.now();
+        let (digest, settled) = match self.listing_digest(&self.node(ino)?, now) {
+            Some((digest, settled)) => (Some(digest), settled),
+            None => (None, false),
+        };
+        Ok(self.listings.opened(ino, digest, settled))
     }
 
-    /// A digest of what a listing of `node` depends on.
-    fn listing_digest(&self, node: &Node) -> Option<u64> {
+    /// A digest of what a listing of `node` depends on, and whether the
+    /// stamps it is of are settled at `now`.
+    fn listing_digest(&self, node: &Node, now: std::time::SystemTime) -> Option<(u64, bool)> {
         let library = self.library();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        match node {
-            Node::Root => (self.switched_on(), stamp_of(&library.novels_dir())?).hash(&mut hasher),
+        let stamp = match node {
+            Node::Root => {
+                let stamp = stamp_of(&library.novels_dir())?;
+                (self.switched_on(), stamp).hash(&mut hasher);
+                stamp
+            }
             Node::Book { book } | Node::Ambiguous { book, .. } => {
-                stamp_of(&library.book_dir(book))?.hash(&mut hasher)
+                let stamp = stamp_of(&library.book_dir(book))?;
+                stamp.hash(&mut hasher);
+                stamp
             }
             Node::Chapter { chapter } => {
-                Stamp::of(&self.source.chapter_file(chapter).ok()?.meta).hash(&mut hasher)
+                // The version tells apart bytes under one stamp.
+                let source = self.source.chapter_file(chapter).ok()?;
+                source.version().hash(&mut hasher);
+                Stamp::of(&source.meta)
             }
             _ => return None,
-        }
-        Some(hasher.finish())
+        };
+        Some((hasher.finish(), self.freshness.settled(&stamp, now)))
     }
 
     /// The listing a READDIR of `ino` at `offset` continues (see
@@ -1421,6 +1436,134 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.len() as u64, error.size);
+    }
+
+    /// Sets the clock the mount compares stamps with.
+    fn clock_at(f: &Fixture, now: std::time::SystemTime) {
+        *crate::fs::lock(&f.fs.freshness.fake_now) = Some(now);
+    }
+
+    /// Makes this thread's stamps whole seconds (as on sshfs) and waits
+    /// for the start of a second, so that the few changes that follow
+    /// leave one stamp.
+    fn whole_second_stamps() {
+        crate::fs::cache::WHOLE_SECONDS.set(true);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        if now.subsec_millis() > 200 {
+            std::thread::sleep(Duration::from_millis(u64::from(1005 - now.subsec_millis())));
+        }
+    }
+
+    fn rewrite(path: &std::path::Path, text: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn text_of(fs: &NovelFs, ino: u64) -> String {
+        String::from_utf8(read_all(fs, ino)).unwrap()
+    }
+
+    const LATER: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_same_size_edit_in_the_second_of_a_read_is_a_new_version() {
+        let f = fixture(&[("第1章 起.md", "甲")]);
+        let path = f.book_dir.join("第1章 起.md");
+        for attempt in 0..5 {
+            let (old, new) = if attempt % 2 == 0 {
+                ("甲", "乙")
+            } else {
+                ("乙", "甲")
+            };
+            whole_second_stamps();
+            rewrite(&path, old);
+            let stamp = stamp_of(&path).unwrap();
+            // The clock stands at the change: the stamp proves nothing.
+            clock_at(&f, freshness::racy::changed(&stamp));
+            let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+            assert!(text_of(&f.fs, page.ino).contains(&format!("1: {old}\n")));
+            rewrite(&path, new);
+            if stamp_of(&path) != Some(stamp) {
+                continue; // Not within one second: again.
+            }
+            let again = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+            assert_ne!(again.ino, page.ino, "other bytes under one stamp");
+            assert!(text_of(&f.fs, again.ino).contains(&format!("1: {new}\n")));
+            assert!(
+                text_of(&f.fs, page.ino).contains(&format!("1: {old}\n")),
+                "the inode read before keeps its bytes"
+            );
+            // Looked at again once the stamp settled: the bytes read last
+            // are proven, and stay the version they were.
+            clock_at(&f, freshness::racy::changed(&stamp) + LATER);
+            assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ino, again.ino);
+            assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ino, again.ino);
+            return;
+        }
+        panic!("no two edits within one second in 5 attempts");
+    }
+
+    #[test]
+    fn a_chapter_added_in_the_second_of_a_listing_is_listed() {
+        let f = fixture(&[("第1章 起.md", "甲")]);
+        let book = walk(&f.fs, "书").unwrap();
+        let names = || -> Vec<OsString> {
+            f.fs.list(book.ino)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        let mut name = "第1章 起.md";
+        for attempt in 0..5 {
+            let other = if attempt % 2 == 0 {
+                "第2章 承.md"
+            } else {
+                "第1章 起.md"
+            };
+            whole_second_stamps();
+            let stamp = stamp_of(&f.book_dir).unwrap();
+            clock_at(&f, freshness::racy::changed(&stamp));
+            assert_eq!(names(), [name]);
+            std::fs::rename(f.book_dir.join(name), f.book_dir.join(other)).unwrap();
+            name = other;
+            if stamp_of(&f.book_dir) != Some(stamp) {
+                continue; // Not within one second: again.
+            }
+            assert_eq!(names(), [name], "the same stamp, other names");
+            let alias = f.fs.lookup(book.ino, OsStr::new(&name[..4]));
+            assert!(alias.is_ok(), "{alias:?}");
+            return;
+        }
+        panic!("no listing and rename within one second in 5 attempts");
+    }
+
+    #[test]
+    fn the_kernel_keeps_a_listing_only_under_a_stamp_settled_when_it_was_taken() {
+        let f = fixture(&[("第1章 起.md", "甲")]);
+        let novels = f.book_dir.parent().unwrap().to_path_buf();
+        let changed = freshness::racy::changed(&stamp_of(&novels).unwrap());
+        clock_at(&f, changed);
+        assert!(!f.fs.opendir(ROOT_INO).unwrap(), "the first opendir");
+        assert!(
+            !f.fs.opendir(ROOT_INO).unwrap(),
+            "the same stamp, not settled when listed: listed again"
+        );
+        clock_at(&f, changed + LATER);
+        assert!(
+            !f.fs.opendir(ROOT_INO).unwrap(),
+            "settled now, but not when the kernel listed last"
+        );
+        assert!(
+            f.fs.opendir(ROOT_INO).unwrap(),
+            "listed under a settled stamp"
+        );
+        let book = walk(&f.fs, "书").unwrap();
+        assert!(!f.fs.opendir(book.ino).unwrap());
+        assert!(f.fs.opendir(book.ino).unwrap());
     }
 }
 

@@ -57,11 +57,9 @@ impl Sshfs {
     /// `None` when sshd, sshfs or ssh-keygen is missing; panics when they
     /// are there but fail.
     pub fn mount(root: &Path, options: &[&str]) -> Option<Sshfs> {
-        let (Some(sshd), Some(sshfs), Some(keygen)) = (
-            find(&["sshd"]),
-            find(&["sshfs"]),
-            find(&["ssh-keygen"]),
-        ) else {
+        let (Some(sshd), Some(sshfs), Some(keygen)) =
+            (find(&["sshd"]), find(&["sshfs"]), find(&["ssh-keygen"]))
+        else {
             eprintln!("SKIPPED (sshd, sshfs or ssh-keygen is not installed)");
             return None;
         };

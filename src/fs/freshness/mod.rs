@@ -7,15 +7,17 @@
 //! other name only for the configured TTL.
 
 pub(crate) mod plan;
+pub(crate) mod racy;
 pub(crate) mod watch;
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 pub(crate) use plan::{Invalidation, plan};
 pub(crate) use watch::{Change, Watch};
 
+use super::cache::Stamp;
 use super::node::Node;
 
 /// How long the kernel may keep what a watched directory holds: changes
@@ -26,6 +28,11 @@ pub(crate) struct Freshness {
     /// For what is not watched; 0 = ask every time (and nothing is watched).
     ttl: Duration,
     watch: Option<Watch>,
+    /// Of the source's times (see `racy`).
+    granularity: Duration,
+    /// What tests make the time be.
+    #[cfg(test)]
+    pub fake_now: std::sync::Mutex<Option<SystemTime>>,
 }
 
 impl Freshness {
@@ -36,7 +43,33 @@ impl Freshness {
         } else {
             None
         };
-        Freshness { ttl, watch }
+        Freshness {
+            ttl,
+            watch,
+            granularity: racy::granularity_of(novels_dir),
+            #[cfg(test)]
+            fake_now: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The time granularity of the source (see `racy`).
+    pub(crate) fn granularity(&self) -> Duration {
+        self.granularity
+    }
+
+    /// The time now, as a read's moment to compare stamps with.
+    pub(crate) fn now(&self) -> SystemTime {
+        #[cfg(test)]
+        if let Some(now) = *super::lock(&self.fake_now) {
+            return now;
+        }
+        SystemTime::now()
+    }
+
+    /// Whether what was read of a source at `at` is proven to be what its
+    /// `stamp` stands for (see `racy::settled`).
+    pub(crate) fn settled(&self, stamp: &Stamp, at: SystemTime) -> bool {
+        racy::settled(stamp, at, self.granularity)
     }
 
     pub(crate) fn watch(&self) -> Option<&Watch> {
