@@ -4,6 +4,8 @@
 //!
 //! Every expected text below is written from the spec, never captured from a run.
 
+mod common;
+
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
@@ -758,4 +760,36 @@ fn read_takes_max_chapter_bytes() {
             "{bad:?}: the usage error names the flag"
         );
     }
+}
+
+/// A book directory that cannot be read says so: not §1.7's "not found",
+/// which would send its reader looking for a typo.
+#[test]
+fn unreadable_book() {
+    use std::os::unix::fs::PermissionsExt;
+    let lib = library();
+    std::fs::set_permissions(lib.book_dir(), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let run = |subcommand: &str, args: &[&str]| {
+        let mut cmd = novelfs();
+        cmd.arg(subcommand)
+            .arg("--root")
+            .arg(&lib.root)
+            .args(["--state-file", NO_STATE])
+            .args(args);
+        // Root reads what mode 000 forbids: the command runs without that.
+        common::without_dac_override(&mut cmd).output().unwrap()
+    };
+    let why = format!(
+        "无法读取 \"{}\"：Permission denied (os error 13)",
+        lib.book_dir().display()
+    );
+    assert_error(&run("read", &[BOOK, "1"]), &why);
+    assert_error(&run("chapters", &[BOOK]), &why);
+    // novels/ itself unreadable: every book is.
+    std::fs::set_permissions(lib.book_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let novels = lib.root.join("novels");
+    std::fs::set_permissions(&novels, std::fs::Permissions::from_mode(0o000)).unwrap();
+    assert_error(&run("read", &[BOOK, "1"]), &why);
+    std::fs::set_permissions(&novels, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_page(&run("read", &[BOOK, "1"]), &ch1_page(&lib.root));
 }

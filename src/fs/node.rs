@@ -45,6 +45,10 @@ pub enum Node {
     Book {
         book: Arc<OsStr>,
     },
+    /// The only name in a book directory that cannot be read.
+    BookError {
+        book: Arc<OsStr>,
+    },
     BookAlias {
         name: Box<OsStr>,
         target: Arc<OsStr>,
@@ -134,6 +138,7 @@ impl Node {
             Node::Root => "/".into(),
             Node::RootError => format!("/{ERROR_FILE}"),
             Node::Book { book } => format!("/{}", l(book)),
+            Node::BookError { book } => format!("/{}/{ERROR_FILE}", l(book)),
             Node::BookAlias { name, .. } => format!("/{}", l(name)),
             Node::Chapter { chapter } => c(chapter),
             Node::ChapterAlias { name, target } => format!("/{}/{}", l(&target.book), l(name)),
@@ -164,7 +169,8 @@ impl Node {
             Node::ChapterAlias { target, .. } => Some(&target.book),
             Node::Ambiguous { book, .. }
             | Node::AmbiguousError { book, .. }
-            | Node::ChaptersIndex { book, .. } => Some(book),
+            | Node::ChaptersIndex { book, .. }
+            | Node::BookError { book } => Some(book),
         }
     }
 
@@ -199,6 +205,7 @@ impl Node {
             Node::Root => return None,
             Node::RootError => (Node::Root, ERROR_FILE.into()),
             Node::Book { book } => (Node::Root, book.to_os_string()),
+            Node::BookError { book } => (Node::Book { book: book.clone() }, ERROR_FILE.into()),
             Node::BookAlias { name, .. } => (Node::Root, name.to_os_string()),
             Node::Chapter { chapter } => (
                 Node::Book {

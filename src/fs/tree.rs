@@ -291,6 +291,13 @@ impl NovelFs {
                 }
                 dir(dir_mtime(&library.book_dir(book)))
             }
+            Node::BookError { book } => {
+                let e = library.unreadable_dir(Some(book)).ok_or(libc::ENOENT)?;
+                file(
+                    e.error_line().len() as u64,
+                    dir_mtime(&library.book_dir(book)),
+                )
+            }
             Node::BookAlias { name, target } => {
                 if *resolve::book_alias_target(library, name)? != **target {
                     return Err(libc::ENOENT);
@@ -353,11 +360,15 @@ impl NovelFs {
         })
     }
 
+    /// What the root's `ERROR` says: that the switch is off, or why
+    /// `novels/` cannot be listed (gone, unreadable); ENOENT when neither.
     fn root_error(&self) -> Result<String> {
-        if self.switched_on() {
-            Err(libc::ENOENT)
-        } else {
-            Ok(NovelError::SwitchedOff.error_line())
+        if !self.switched_on() {
+            return Ok(NovelError::SwitchedOff.error_line());
+        }
+        match self.library().unreadable_dir(None) {
+            Some(e) => Ok(e.error_line()),
+            None => Err(libc::ENOENT),
         }
     }
 
@@ -386,6 +397,12 @@ impl NovelFs {
             };
         }
         let found = match parent {
+            Node::Root if name == ERROR_FILE && self.root_error().is_ok() => {
+                self.checked(Node::RootError)?
+            }
+            Node::Book { book } if name == ERROR_FILE && self.source.book_index(&book).is_err() => {
+                self.checked(Node::BookError { book })?
+            }
             Node::Root if is_books_file(name) => {
                 let format = index_format(name);
                 self.index_found(self.books_index()?, format, |version| Node::BooksIndex {
@@ -410,6 +427,7 @@ impl NovelFs {
             }
             Node::Ambiguous { .. } => return Err(libc::ENOENT),
             Node::RootError
+            | Node::BookError { .. }
             | Node::AmbiguousError { .. }
             | Node::ChapterError { .. }
             | Node::Page { .. }
@@ -619,9 +637,19 @@ impl NovelFs {
                     };
                     self.index_listed(node, books_file(format))
                 });
-                self.library()
-                    .book_names()
-                    .map_err(|_| libc::EIO)?
+                // `novels/` gone or unreadable: the root stays, with an
+                // ERROR saying why, and lists the books again once they can
+                // be.
+                let names = match self.library().book_names() {
+                    Ok(names) => names,
+                    Err(_) => match self.library().unreadable_dir(None) {
+                        Some(_) => {
+                            return Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]);
+                        }
+                        None => return Err(libc::EIO),
+                    },
+                };
+                names
                     .into_iter()
                     // A book of a reserved name is reached by its aliases.
                     .filter(|b| !is_books_file(b))
@@ -641,7 +669,19 @@ impl NovelFs {
                 // The book was looked at for this listing: each chapter's
                 // attributes need only its own `lstat`, not `attr_of`'s
                 // second look at the book per chapter.
-                let look = BookLook::take(&self.source, &book)?;
+                let look = match BookLook::take(&self.source, &book) {
+                    Ok(look) => look,
+                    // A book that cannot be read holds an ERROR saying why
+                    // (not nothing, which would look like an empty book).
+                    Err(errno) => {
+                        let Some(e) = self.library().unreadable_dir(Some(&book)) else {
+                            return Err(errno);
+                        };
+                        let mtime = dir_mtime(&self.library().book_dir(&book));
+                        let node = Node::BookError { book };
+                        return Ok(vec![self.error_file(node, &e, mtime).listed_as_error()]);
+                    }
+                };
                 let mut chapter_ttl = None;
                 let chapters = look
                     .book
@@ -757,6 +797,10 @@ impl NovelFs {
     fn content(&self, node: &Node) -> Result<Arc<Vec<u8>>> {
         match node {
             Node::RootError => Ok(Arc::new(self.root_error()?.into_bytes())),
+            Node::BookError { book } => match self.library().unreadable_dir(Some(book)) {
+                Some(e) => Ok(error_bytes(&e)),
+                None => Err(libc::ENOENT),
+            },
             Node::AmbiguousError {
                 book,
                 name,

@@ -156,6 +156,12 @@ pub fn parse_int_arg(
     }
 }
 
+/// Whether an error only says that a path is not there (not that it
+/// cannot be read).
+fn is_absence(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
 impl Library {
     /// Opens a library; the root is made absolute and canonical because
     /// every page prints it.
@@ -215,16 +221,54 @@ impl Library {
         meta.is_dir().then_some(meta)
     }
 
-    /// Scans a book given the sanitized name.
+    /// Scans a book given the sanitized name. A book that is not there is
+    /// §1.7's "not found"; one that is there (or may be) but cannot be read
+    /// says why, since "not found" would send its reader looking for a
+    /// typo.
     pub fn scan_book(&self, book: &str) -> Result<BookIndex, NovelError> {
         let not_found = || NovelError::BookNotFound {
             root: self.root_display.clone(),
             book: book.to_string(),
         };
+        let unreadable = |e: std::io::Error| NovelError::Io {
+            path: self.display_dir(Some(OsStr::new(book))),
+            reason: e.to_string(),
+        };
         if !self.is_book(OsStr::new(book)) {
-            return Err(not_found());
+            return match std::fs::symlink_metadata(self.book_dir(OsStr::new(book))) {
+                Err(e) if !is_absence(&e) => Err(unreadable(e)),
+                _ => Err(not_found()),
+            };
         }
-        self.index_book(OsStr::new(book)).map_err(|_| not_found())
+        self.index_book(OsStr::new(book)).map_err(|e| {
+            if is_absence(&e) {
+                not_found()
+            } else {
+                unreadable(e)
+            }
+        })
+    }
+
+    /// `ROOT/novels` (or `ROOT/novels/{book}`) as pages print it.
+    pub fn display_dir(&self, book: Option<&OsStr>) -> String {
+        match book {
+            Some(book) => format!("{}/novels/{}", self.root_display, book.to_string_lossy()),
+            None => format!("{}/novels", self.root_display),
+        }
+    }
+
+    /// Why `novels/` (or the book directory `book`) cannot be listed;
+    /// `None` when it can.
+    pub fn unreadable_dir(&self, book: Option<&OsStr>) -> Option<NovelError> {
+        let dir = match book {
+            Some(book) => self.book_dir(book),
+            None => self.novels_dir(),
+        };
+        let e = std::fs::read_dir(dir).err()?;
+        Some(NovelError::Io {
+            path: self.display_dir(book),
+            reason: e.to_string(),
+        })
     }
 
     /// The chapter index of the book directory `book`, named as it is on

@@ -179,21 +179,32 @@ impl Mount {
         log_filter: &str,
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Mount {
+        Mount::with_command(root, extra, log_filter, |cmd| {
+            cmd.envs(env.iter().copied());
+        })
+    }
+
+    /// Like `with_log`, with the daemon's command changed by `tweak` first.
+    pub fn with_command(
+        root: &Path,
+        extra: &[&str],
+        log_filter: &str,
+        tweak: impl FnOnce(&mut std::process::Command),
+    ) -> Mount {
         let dir = tempfile::Builder::new()
             .prefix("novelfs-mnt")
             .tempdir()
             .unwrap();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
-            .arg("mount")
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"));
+        cmd.arg("mount")
             .arg(root)
             .arg(dir.path())
             .arg("-f")
             .args(extra)
             .env("RUST_LOG", log_filter)
-            .envs(env.iter().copied())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn novelfs mount");
+            .stderr(std::process::Stdio::piped());
+        tweak(&mut cmd);
+        let child = cmd.spawn().expect("spawn novelfs mount");
         let mut m = Mount {
             dir,
             child: Some(child),
@@ -544,5 +555,25 @@ pub fn errno_name(code: i32) -> String {
         libc::EINVAL => "EINVAL".into(),
         libc::ECONNABORTED => "ECONNABORTED".into(),
         n => format!("errno{n}"),
+    }
+}
+
+/// Makes `cmd` run without the capabilities that let root read what mode
+/// bits forbid (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): dropped from the
+/// bounding set before exec, so a root child keeps every other capability
+/// (mounting included) but meets `chmod 000` as any user would.
+pub fn without_dac_override(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing is allocated in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            // CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (linux/capability.h).
+            for cap in [1 as libc::c_ulong, 2] {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
     }
 }

@@ -1,0 +1,146 @@
+//! A library that cannot be read, through a real mount: `novels/` gone or
+//! unreadable leaves a root that lists one `ERROR` saying why and lists
+//! the books again by itself once they are back; a book directory that
+//! cannot be read holds an `ERROR` saying so, not nothing.
+//!
+//! Root reads what mode bits forbid, so the unreadable cases run the
+//! daemon without that capability (`common::without_dac_override`).
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Mount, book_library, sorted_names};
+
+const BOOK: &str = "书";
+const CHAPTER: &str = "第1章 起.md";
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Polls until `f` holds; panics after 10 s (a change must show within
+/// the TTL, or at once where it is pushed).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{what}: not within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn error_text(mnt: &Path) -> String {
+    std::fs::read_to_string(mnt.join("ERROR")).unwrap_or_default()
+}
+
+/// `mv novels novels.gone`, then back, under `args`.
+fn novels_gone_and_back(args: &[&str]) {
+    let (_lib, root) = book_library(&[(CHAPTER, "一".as_bytes())]);
+    let mut all = vec!["--state-file", "/nonexistent/state.json"];
+    all.extend_from_slice(args);
+    let m = Mount::new(&root, &all);
+    let mnt = m.path();
+    assert_eq!(sorted_names(mnt).unwrap(), [BOOK]);
+    let novels = root.join("novels");
+    std::fs::rename(&novels, root.join("novels.gone")).unwrap();
+    eventually("the root lists ERROR", || {
+        sorted_names(mnt).is_ok_and(|n| n == ["ERROR"])
+    });
+    let text = error_text(mnt);
+    assert_eq!(
+        text,
+        format!(
+            "错误：无法读取 \"{}\"：No such file or directory (os error 2)\n",
+            novels.display()
+        ),
+        "{args:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(mnt.join("ERROR")).unwrap().len(),
+        text.len() as u64
+    );
+    eventually("the book is gone", || {
+        std::fs::metadata(mnt.join(BOOK)).is_err()
+    });
+    std::fs::rename(root.join("novels.gone"), &novels).unwrap();
+    eventually("the books are back without a remount", || {
+        sorted_names(mnt).is_ok_and(|n| n == [BOOK])
+    });
+    let page = mnt.join(BOOK).join(CHAPTER).join("offset-1.txt");
+    assert!(std::fs::read_to_string(page).unwrap().contains("1: 一\n"));
+    eventually("the root's ERROR is gone", || {
+        std::fs::metadata(mnt.join("ERROR")).is_err()
+    });
+}
+
+#[test]
+fn novels_gone_shows_an_error_and_recovers_when_watched() {
+    require_fuse!();
+    novels_gone_and_back(&[]);
+}
+
+#[test]
+fn novels_gone_shows_an_error_and_recovers_unwatched() {
+    require_fuse!();
+    novels_gone_and_back(&["--no-watch"]);
+    novels_gone_and_back(&["--ttl", "0"]);
+}
+
+#[test]
+fn unreadable_directories_say_permission_denied() {
+    require_fuse!();
+    let (_lib, root) = book_library(&[(CHAPTER, "一".as_bytes())]);
+    std::fs::create_dir(root.join("novels/另一本")).unwrap();
+    let book = root.join("novels").join(BOOK);
+    let m = Mount::with_command(
+        &root,
+        &["--state-file", "/nonexistent/state.json", "--ttl", "0"],
+        "warn",
+        |cmd| {
+            common::without_dac_override(cmd);
+        },
+    );
+    let mnt = m.path();
+    chmod(&book, 0o000);
+    assert_eq!(
+        sorted_names(&mnt.join(BOOK)).unwrap(),
+        ["ERROR"],
+        "not an empty book"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mnt.join(BOOK).join("ERROR")).unwrap(),
+        format!(
+            "错误：无法读取 \"{}\"：Permission denied (os error 13)\n",
+            book.display()
+        )
+    );
+    assert_eq!(
+        sorted_names(&mnt.join("另一本")).unwrap(),
+        Vec::<String>::new()
+    );
+    chmod(&book, 0o755);
+    eventually("the book's chapters are back", || {
+        sorted_names(&mnt.join(BOOK)).is_ok_and(|n| n == [CHAPTER])
+    });
+    let novels = root.join("novels");
+    chmod(&novels, 0o000);
+    eventually("the root lists ERROR", || {
+        sorted_names(mnt).is_ok_and(|n| n == ["ERROR"])
+    });
+    assert_eq!(
+        error_text(mnt),
+        format!(
+            "错误：无法读取 \"{}\"：Permission denied (os error 13)\n",
+            novels.display()
+        )
+    );
+    chmod(&novels, 0o755);
+    eventually("the books are back", || {
+        sorted_names(mnt).is_ok_and(|n| n == [BOOK, "另一本"])
+    });
+}
