@@ -181,7 +181,7 @@ pub struct MountCmd {
     /// Mount options, comma-separated, as other FUSE filesystems take them:
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
-    /// path_root=DIR, nowatch.
+    /// path_root=DIR, nowatch, log_file=FILE.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -218,6 +218,11 @@ pub struct MountCmd {
     /// and listings until something changes (-o nowatch is the same).
     #[arg(long)]
     pub no_watch: bool,
+    /// Where a mount logs (appended): what it mounted and how, what it
+    /// cannot serve, its unmount. Without it, a daemonized mount logs to
+    /// syslog (journald) and -f to stderr. Same as -o log_file=FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

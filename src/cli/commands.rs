@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::args::{BooksCmd, ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
 use crate::library::{self, Library, NovelError, ReadArgs};
 use crate::mount::config::MountConfig;
-use crate::mount::{daemon, mountpoint};
+use crate::mount::{daemon, logging, mountpoint};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
     let library = Library::open(&args.root).map_err(|e| NovelError::Io {
@@ -96,18 +96,27 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
 }
 
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
-    // A daemon's stderr is the caller's terminal until the mount is ready:
-    // keep it quiet there unless asked.
-    let level = if cmd.foreground { "info" } else { "warn" };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
-    match MountConfig::resolve(&cmd) {
-        // SAFETY: the CLI has started no thread.
-        Ok(config) => ExitCode::from(unsafe { daemon::run(config) } as u8),
+    let config = match MountConfig::resolve(&cmd) {
+        Ok(config) => config,
         Err(msg) => {
             eprintln!("novelfs: {msg}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
+        }
+    };
+    match logging::sink_for(config.log_file.as_deref(), config.foreground) {
+        Ok((sink, warning)) => {
+            if let Some(warning) = warning {
+                eprintln!("novelfs: {warning}");
+            }
+            logging::init(sink, config.foreground);
+        }
+        Err(msg) => {
+            eprintln!("novelfs: {msg}");
+            return ExitCode::FAILURE;
         }
     }
+    // SAFETY: the CLI has started no thread.
+    ExitCode::from(unsafe { daemon::run(config) } as u8)
 }
 
 pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {

@@ -7,6 +7,7 @@
 
 mod cache;
 mod freshness;
+mod gave_up;
 mod hold;
 mod indexes;
 mod inodes;

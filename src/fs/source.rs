@@ -563,6 +563,10 @@ impl Source {
                 // the version of the name.
                 Err(e) => (source.version(), source.mtime(), Err(e)),
             };
+        if let Err(e) = &loaded {
+            let path = Node::Chapter { chapter: c.clone() }.path();
+            log::info!("gave up on {path}: {e}");
+        }
         if self.prefetcher.wanted(&c.book, source.position, was_cached) {
             self.prefetcher.read_ahead(
                 &self.library.book_dir(&c.book),

@@ -22,6 +22,7 @@ use crate::library::{Library, NovelError};
 
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
+use super::gave_up::GaveUp;
 use super::indexes::{BookLook, IndexFiles, Rendered};
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
@@ -74,6 +75,7 @@ pub struct NovelFs {
     index_files: IndexFiles,
     switch: Switch,
     heap_trim: HeapTrim,
+    gave_up: GaveUp,
 }
 
 /// A name resolved with its attributes, both of the same look at its source.
@@ -127,6 +129,7 @@ impl NovelFs {
             index_files: IndexFiles::new(budget.index_files),
             switch: Switch::new(config.state_file),
             heap_trim: HeapTrim::default(),
+            gave_up: GaveUp::default(),
         }
     }
 
@@ -139,6 +142,11 @@ impl NovelFs {
     /// OPENDIR: their cached listings are dropped on change).
     pub fn watching(&self) -> bool {
         self.freshness.covered(None)
+    }
+
+    /// Why the library is not watched (`None` when it is).
+    pub(crate) fn unwatched(&self) -> Option<&str> {
+        self.freshness.unwatched()
     }
 
     /// The configured TTL (what unwatched names get).
@@ -358,6 +366,14 @@ impl NovelFs {
                 None => older()?,
             },
         })
+    }
+
+    /// Logs (once) that a directory cannot be served, and why.
+    fn log_gave_up(&self, e: &NovelError) {
+        match e {
+            NovelError::Io { path, reason } => self.gave_up.gave_up(path, reason),
+            other => self.gave_up.gave_up(&other.to_string(), "cannot be read"),
+        }
     }
 
     /// What the root's `ERROR` says: that the switch is off, or why
@@ -641,9 +657,13 @@ impl NovelFs {
                 // ERROR saying why, and lists the books again once they can
                 // be.
                 let names = match self.library().book_names() {
-                    Ok(names) => names,
+                    Ok(names) => {
+                        self.gave_up.back(&self.library().display_dir(None));
+                        names
+                    }
                     Err(_) => match self.library().unreadable_dir(None) {
-                        Some(_) => {
+                        Some(e) => {
+                            self.log_gave_up(&e);
                             return Ok(vec![entry(Node::RootError, Kind::File, ERROR_FILE.into())]);
                         }
                         None => return Err(libc::EIO),
@@ -670,13 +690,17 @@ impl NovelFs {
                 // attributes need only its own `lstat`, not `attr_of`'s
                 // second look at the book per chapter.
                 let look = match BookLook::take(&self.source, &book) {
-                    Ok(look) => look,
+                    Ok(look) => {
+                        self.gave_up.back(&self.library().display_dir(Some(&book)));
+                        look
+                    }
                     // A book that cannot be read holds an ERROR saying why
                     // (not nothing, which would look like an empty book).
                     Err(errno) => {
                         let Some(e) = self.library().unreadable_dir(Some(&book)) else {
                             return Err(errno);
                         };
+                        self.log_gave_up(&e);
                         let mtime = dir_mtime(&self.library().book_dir(&book));
                         let node = Node::BookError { book };
                         return Ok(vec![self.error_file(node, &e, mtime).listed_as_error()]);

@@ -42,6 +42,9 @@ pub(crate) struct MountConfig {
     pub(crate) access: Access,
     pub(crate) auto_unmount: bool,
     pub(crate) kernel: KernelMount,
+    /// Where the daemon logs (absolute); `None`: stderr in the
+    /// foreground, else syslog.
+    pub(crate) log_file: Option<PathBuf>,
 }
 
 /// The default TTL of what is not watched, in seconds.
@@ -80,6 +83,11 @@ impl MountConfig {
             access,
             auto_unmount: options.auto_unmount,
             kernel,
+            log_file: args
+                .log_file
+                .clone()
+                .or(options.log_file.map(PathBuf::from))
+                .map(|p| absolute(&p)),
             root,
         })
     }
@@ -103,6 +111,7 @@ mod tests {
             threads: 2,
             force: false,
             no_watch: false,
+            log_file: None,
         }
     }
 

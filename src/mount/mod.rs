@@ -10,6 +10,7 @@ pub(crate) mod config;
 pub(crate) mod daemon;
 mod fuse;
 pub mod fusermount;
+pub(crate) mod logging;
 mod mountinfo;
 pub(crate) mod mountpoint;
 mod offload;

@@ -13,6 +13,7 @@ pub(crate) struct MountOptions {
     pub ttl: Option<f64>,
     pub no_watch: bool,
     pub path_root: Option<String>,
+    pub log_file: Option<String>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -76,6 +77,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("path_root", Some(v)) => o.path_root = Some(crate::library::normalize_path_root(v)?),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
             ("nowatch", None) => o.no_watch = true,
+            ("log_file", Some(v)) if !v.is_empty() => o.log_file = Some(v.to_string()),
             (k, _) if k.starts_with("x-") || k == "comment" || GENERIC_OPTIONS.contains(&k) => {}
             _ => return Err(format!("unknown mount option: {opt}")),
         }

@@ -59,7 +59,11 @@ pub(crate) fn serve(
             return 1;
         }
     };
-    log::info!("mounted {library_root} at {}", mountpoint.display());
+    log::info!(
+        "mounted {library_root} at {} (transport: {TRANSPORT}; {})",
+        mountpoint.display(),
+        freshness_of(&fs)
+    );
     ready(Ok(()));
 
     if fs.watch().is_some() {
@@ -88,7 +92,22 @@ pub(crate) fn serve(
     };
     // The loop also ends when serving fails, with the mount still there.
     detach_if_ours(mountpoint, mount_id);
+    log::info!("unmounted {}", mountpoint.display());
     code
+}
+
+/// How requests reach the daemon.
+const TRANSPORT: &str = "classic /dev/fuse";
+
+/// Whether changes are pushed to the kernel, or why not.
+fn freshness_of(fs: &NovelFs) -> String {
+    match fs.unwatched() {
+        None => "watched: changes are pushed to the kernel as they happen".into(),
+        Some(why) => format!(
+            "unwatched ({why}): changes show within the TTL of {} s",
+            fs.ttl().as_secs_f64()
+        ),
+    }
 }
 
 fn fuser_config(access: Access, threads: usize, can_clone: bool) -> Config {

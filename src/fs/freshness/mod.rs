@@ -28,6 +28,8 @@ pub(crate) struct Freshness {
     /// For what is not watched; 0 = ask every time (and nothing is watched).
     ttl: Duration,
     watch: Option<Watch>,
+    /// Why nothing is watched (`None`: `novels/` is).
+    unwatched: Option<String>,
     /// Of the source's times (see `racy`).
     granularity: Duration,
     /// What tests make the time be.
@@ -38,18 +40,30 @@ pub(crate) struct Freshness {
 impl Freshness {
     /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0.
     pub(crate) fn new(novels_dir: &Path, ttl: Duration, watch: bool) -> Freshness {
-        let watch = if watch && !ttl.is_zero() {
-            Watch::new(novels_dir)
+        let watched = if !watch {
+            Err("--no-watch".to_string())
+        } else if ttl.is_zero() {
+            Err("--ttl 0 asks on every lookup".to_string())
         } else {
-            None
+            Watch::new(novels_dir)
+        };
+        let (watch, unwatched) = match watched {
+            Ok(w) => (Some(w), None),
+            Err(why) => (None, Some(why)),
         };
         Freshness {
             ttl,
             watch,
+            unwatched,
             granularity: racy::granularity_of(novels_dir),
             #[cfg(test)]
             fake_now: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Why the library is not watched (`None` when it is).
+    pub(crate) fn unwatched(&self) -> Option<&str> {
+        self.unwatched.as_deref()
     }
 
     /// The time granularity of the source (see `racy`).

@@ -13,9 +13,7 @@
 //! at again and compared, not the stamp.
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::hash::{Hash, Hasher};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Mutex;
@@ -52,16 +50,11 @@ const FINE: [i64; 9] = [
 /// has them (an ext3 inode of 128 bytes keeps whole seconds).
 pub(crate) fn granularity_of(dir: &Path) -> Duration {
     use std::os::unix::fs::MetadataExt;
-    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
+    let Ok(st) = nix::sys::statfs::statfs(dir) else {
         return COARSE_GRANULARITY;
     };
-    // SAFETY: statfs writes into a zeroed struct; path is NUL-terminated.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
-        return COARSE_GRANULARITY;
-    }
     let nanoseconds = std::fs::symlink_metadata(dir).is_ok_and(|m| m.ctime_nsec() != 0);
-    if FINE.contains(&(st.f_type as i64)) && nanoseconds {
+    if FINE.contains(&(st.filesystem_type().0 as i64)) && nanoseconds {
         FINE_GRANULARITY
     } else {
         COARSE_GRANULARITY

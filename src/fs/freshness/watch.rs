@@ -105,24 +105,22 @@ fn remote_filesystem(dir: &Path) -> bool {
 }
 
 impl Watch {
-    /// Watches `novels_dir`; `None` when it cannot be watched (then the
+    /// Watches `novels_dir`; why not when it cannot be watched (then the
     /// mount relies on its TTL alone).
-    pub fn new(novels_dir: &Path) -> Option<Watch> {
+    pub fn new(novels_dir: &Path) -> Result<Watch, String> {
         if remote_filesystem(novels_dir) {
-            log::info!(
-                "{} is on a network filesystem: changes are seen after the TTL",
+            return Err(format!(
+                "{} is on a network filesystem, where inotify does not see other hosts' changes",
                 novels_dir.display()
-            );
-            return None;
+            ));
         }
         // SAFETY: plain syscall; the fd is owned below.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
-            log::warn!(
-                "inotify_init1: {}: changes are seen after the TTL",
+            return Err(format!(
+                "inotify_init1: {}",
                 std::io::Error::last_os_error()
-            );
-            return None;
+            ));
         }
         let watch = Watch {
             // SAFETY: fd was just returned by inotify_init1 and nothing else owns it.
@@ -130,7 +128,11 @@ impl Watch {
             novels_dir: novels_dir.to_path_buf(),
             watched: Mutex::default(),
         };
-        watch.watch_novels().then_some(watch)
+        if watch.watch_novels() {
+            Ok(watch)
+        } else {
+            Err(format!("{} cannot be watched", novels_dir.display()))
+        }
     }
 
     fn add(&self, dir: &Path, mask: u32) -> Option<i32> {
@@ -184,10 +186,14 @@ impl Watch {
         }
         w.attempts += 1;
         let dir = self.novels_dir.join(book);
-        let Some(wd) = (!remote_filesystem(&dir))
-            .then(|| self.add(&dir, BOOK_EVENTS))
-            .flatten()
-        else {
+        let remote = remote_filesystem(&dir);
+        if remote {
+            log::info!(
+                "{} is on a network filesystem: not watched, its changes show within the TTL",
+                dir.display()
+            );
+        }
+        let Some(wd) = (!remote).then(|| self.add(&dir, BOOK_EVENTS)).flatten() else {
             w.unwatchable.insert(book.to_os_string());
             return false;
         };

@@ -1,0 +1,56 @@
+//! The sources the daemon cannot serve (a `novels/` gone or unreadable, a
+//! book directory it may not list), logged once when they go and once
+//! when they come back, however often they are asked for meanwhile.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::lock;
+
+#[derive(Default)]
+pub(crate) struct GaveUp {
+    paths: Mutex<HashSet<String>>,
+    /// Whether `paths` may hold anything: a readable source costs a load.
+    any: AtomicBool,
+}
+
+impl GaveUp {
+    /// `path` cannot be served, because of `why`; logged the first time.
+    pub(crate) fn gave_up(&self, path: &str, why: &str) {
+        if lock(&self.paths).insert(path.to_string()) {
+            self.any.store(true, Ordering::Relaxed);
+            log::info!("gave up on {path}: {why}");
+        }
+    }
+
+    /// `path` is served again; logged if it was given up on.
+    pub(crate) fn back(&self, path: &str) {
+        if !self.any.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut paths = lock(&self.paths);
+        if paths.remove(path) {
+            log::info!("{path} can be read again");
+        }
+        self.any.store(!paths.is_empty(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_path_is_given_up_once_until_it_is_back() {
+        let g = GaveUp::default();
+        g.gave_up("/lib/novels", "gone");
+        g.gave_up("/lib/novels", "gone");
+        assert_eq!(lock(&g.paths).len(), 1);
+        g.back("/lib/novels/书");
+        assert!(g.any.load(Ordering::Relaxed));
+        g.back("/lib/novels");
+        assert!(!g.any.load(Ordering::Relaxed));
+        assert!(lock(&g.paths).is_empty());
+    }
+}

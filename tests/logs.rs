@@ -1,0 +1,177 @@
+//! A daemonized mount's log: `--log-file` (and `-o log_file=`) hold the
+//! mounted line (transport, watched or why not), what the daemon gave up
+//! on, and the unmounted line; fuser's "[Not Implemented]" warnings are
+//! not there.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{book_library, is_mounted};
+
+const BIN: &str = env!("CARGO_BIN_EXE_novelfs");
+
+/// A background mount (no `-f`: the daemon detaches), unmounted on drop.
+struct Background {
+    mnt: tempfile::TempDir,
+}
+
+impl Background {
+    fn mount(root: &Path, args: &[&str]) -> Background {
+        let mnt = tempfile::Builder::new()
+            .prefix("novelfs-mnt")
+            .tempdir()
+            .unwrap();
+        let out = Command::new(BIN)
+            .arg("mount")
+            .arg(root)
+            .arg(mnt.path())
+            .args(["--state-file", "/nonexistent/state.json"])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mount: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(is_mounted(mnt.path()));
+        Background { mnt }
+    }
+
+    fn path(&self) -> &Path {
+        self.mnt.path()
+    }
+
+    fn unmount(&self) {
+        let status = Command::new(BIN)
+            .arg("unmount")
+            .arg(self.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if is_mounted(self.path()) {
+            let _ = Command::new(BIN)
+                .args(["unmount", "--lazy"])
+                .arg(self.path())
+                .status();
+        }
+    }
+}
+
+/// Waits until the log holds `needle`; the log so far.
+fn log_with(log: &Path, needle: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no {needle:?} in the log within 10 s:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Asks for an extended attribute, which novelfs does not implement.
+fn getxattr(p: &Path) {
+    let path = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let mut buf = [0u8; 64];
+    // SAFETY: NUL-terminated strings and a buffer of the length given.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            c"user.test".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    assert!(n < 0, "no extended attributes in novelfs");
+}
+
+fn library() -> (tempfile::TempDir, PathBuf) {
+    // Undecodable bytes: the daemon gives up on this chapter.
+    let bad: &[u8] = &[0x81, 0x20, 0xfe, 0x7f, 0x81, 0x20, 0xfe, 0x7f];
+    book_library(&[("第1章 起.md", "一".as_bytes()), ("第2章 坏.txt", bad)])
+}
+
+#[test]
+fn a_background_mount_logs_to_its_log_file() {
+    require_fuse!();
+    let (lib, root) = library();
+    let log = lib.path().join("novelfs.log");
+    let m = Background::mount(&root, &["--log-file", log.to_str().unwrap()]);
+    let mounted = format!(
+        "mounted {} at {} (transport: classic /dev/fuse; watched",
+        root.display(),
+        m.path().display()
+    );
+    log_with(&log, &mounted);
+    let page = m.path().join("书/1/offset-1.txt");
+    assert!(std::fs::read_to_string(&page).unwrap().contains("1: 一"));
+    getxattr(&page);
+    getxattr(m.path());
+    assert_eq!(
+        common::sorted_names(&m.path().join("书/2")).unwrap(),
+        ["ERROR"]
+    );
+    log_with(
+        &log,
+        "gave up on /书/第2章 坏.txt: cannot detect text encoding",
+    );
+    m.unmount();
+    let text = log_with(&log, &format!("unmounted {}", m.path().display()));
+    assert!(!text.contains("Not Implemented"), "{text}");
+    assert!(!is_mounted(m.path()));
+}
+
+#[test]
+fn a_log_file_given_as_a_mount_option_says_why_nothing_is_watched() {
+    require_fuse!();
+    let (lib, root) = library();
+    let log = lib.path().join("from-option.log");
+    let option = format!("log_file={},nowatch", log.display());
+    let m = Background::mount(&root, &["-o", &option]);
+    log_with(
+        &log,
+        "(transport: classic /dev/fuse; unwatched (--no-watch): changes show within the TTL of 1 s)",
+    );
+    m.unmount();
+    log_with(&log, "unmounted");
+}
+
+#[test]
+fn a_log_file_that_cannot_be_opened_fails_the_mount_with_the_reason() {
+    require_fuse!();
+    let (_lib, root) = library();
+    let mnt = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("mount")
+        .arg(&root)
+        .arg(mnt.path())
+        .args(["--log-file", "/nonexistent/dir/novelfs.log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot open the log file /nonexistent/dir/novelfs.log: No such file"),
+        "{stderr}"
+    );
+    assert!(!is_mounted(mnt.path()));
+}
