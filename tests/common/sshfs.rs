@@ -124,6 +124,7 @@ impl Sshfs {
                 use std::io::Read;
                 let mut child = me.sshfs.take().unwrap();
                 child.stderr.take().unwrap().read_to_string(&mut err).ok();
+                let _ = child.wait();
                 panic!("sshfs exited early ({status}): {err}");
             }
             assert!(Instant::now() < deadline, "sshfs not mounted in 20 s");

@@ -54,7 +54,7 @@ pub(crate) fn granularity_of(dir: &Path) -> Duration {
         return COARSE_GRANULARITY;
     };
     let nanoseconds = std::fs::symlink_metadata(dir).is_ok_and(|m| m.ctime_nsec() != 0);
-    if FINE.contains(&(st.filesystem_type().0 as i64)) && nanoseconds {
+    if FINE.contains(&st.filesystem_type().0) && nanoseconds {
         FINE_GRANULARITY
     } else {
         COARSE_GRANULARITY
