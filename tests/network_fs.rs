@@ -72,6 +72,15 @@ impl Shared {
     }
 }
 
+/// Lets every cache over the source expire (the kernel keeps sshfs's
+/// attributes for 1 s, novelfs's names for its TTL of 1 s), so that the
+/// first look of a trial is at the source, then waits for the start of a
+/// second.
+fn fresh_second() {
+    std::thread::sleep(Duration::from_millis(2200));
+    start_of_a_second();
+}
+
 /// Waits until the clock is early in a second, so that what follows (a
 /// few milliseconds of work) happens within that one second.
 fn start_of_a_second() {
@@ -120,7 +129,7 @@ fn same_size_edit_after_a_read(shared: &Shared, limit: Duration) {
         } else {
             (SECOND, FIRST)
         };
-        start_of_a_second();
+        fresh_second();
         rewrite(&source, old);
         let before = whole_seconds(&source);
         assert!(shared.read_page().contains(old), "the first text is read");
@@ -142,7 +151,7 @@ fn same_size_edit_after_a_read(shared: &Shared, limit: Duration) {
 /// A book added in the same second as a listing of the root, which shows
 /// within `limit` (measured from the change).
 fn book_added_after_a_listing(shared: &Shared, name: &str, limit: Duration) {
-    start_of_a_second();
+    fresh_second();
     let novels = shared.source("");
     let before = whole_seconds(&novels);
     assert!(!shared.books().contains(&name.to_string()));
@@ -203,6 +212,93 @@ fn a_new_book_shows_with_sshfs_defaults_and_the_default_ttl() {
     assert_eq!(shared.books(), [BOOK]);
     // sshfs keeps what it was told for 20 s (its cache_timeout), novelfs
     // for its TTL after that.
-    let limit = Duration::from_secs(20) + Duration::from_secs(2) + DEFAULT_TTL + SLACK;
+    let limit = Duration::from_secs(20) + Duration::from_secs(2) + DEFAULT_TTL + 2 * SLACK;
     book_added_after_a_listing(&shared, "新书", limit);
+}
+
+/// The trials of the freshness table (README, docs/performance.md): how
+/// long each change takes to show, capped. Not a check: run it with
+/// `cargo test --test network_fs trials -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, printed; about 4 minutes"]
+fn trials() {
+    require_fuse!();
+    let show = |what: &str, took: Vec<Option<Duration>>| {
+        let cells: Vec<String> = took
+            .iter()
+            .map(|t| match t {
+                Some(t) => format!("{:.2} s", t.as_secs_f64()),
+                None => "not shown".into(),
+            })
+            .collect();
+        println!("| {what} | {} |", cells.join(", "));
+    };
+    let book_trials = |sshfs: &[&str], args: &[&str], n: usize, cap: Duration| {
+        let Some(shared) = Shared::new(sshfs, args) else {
+            return Vec::new();
+        };
+        (0..n)
+            .map(|i| {
+                let name = format!("新书{i}");
+                fresh_second();
+                let novels = shared.source("");
+                assert!(!shared.books().contains(&name));
+                std::fs::create_dir(novels.join(&name)).unwrap();
+                std::fs::write(novels.join(&name).join(CHAPTER), FIRST).unwrap();
+                time_until(cap, || shared.books().contains(&name))
+            })
+            .collect()
+    };
+    let edit_trials = |sshfs: &[&str], args: &[&str], n: usize, cap: Duration| {
+        let Some(shared) = Shared::new(sshfs, args) else {
+            return Vec::new();
+        };
+        (0..n)
+            .map(|i| {
+                // A chapter of its own per trial: one never shown must not
+                // spoil the next.
+                let file = format!("第{}章 试.md", i + 10);
+                let source = shared.source(&format!("{BOOK}/{file}"));
+                std::fs::write(&source, FIRST).unwrap();
+                let page = shared
+                    .mount
+                    .path()
+                    .join(BOOK)
+                    .join(&file)
+                    .join("offset-1.txt");
+                let read = || std::fs::read_to_string(&page).unwrap_or_default();
+                assert!(time_until(cap, || read().contains(FIRST)).is_some());
+                fresh_second();
+                rewrite(&source, FIRST);
+                assert!(read().contains(FIRST));
+                rewrite(&source, SECOND);
+                time_until(cap, || read().contains(SECOND))
+            })
+            .collect()
+    };
+    let no_cache = ["dir_cache=no"];
+    let s30 = Duration::from_secs(30);
+    let s20 = Duration::from_secs(20);
+    println!("| trial (sshfs dir_cache=no unless said) | time until shown, each trial |");
+    println!("|---|---|");
+    show(
+        "book added after a listing, same second, default TTL (cap 30 s)",
+        book_trials(&no_cache, &[], 4, s30),
+    );
+    show(
+        "same-size edit after a read, same second, default TTL (cap 20 s)",
+        edit_trials(&no_cache, &[], 3, s20),
+    );
+    show(
+        "same-size edit after a read, same second, --ttl 0 (cap 20 s)",
+        edit_trials(&no_cache, &["--ttl", "0"], 3, s20),
+    );
+    show(
+        "book added after a listing, same second, --ttl 0 (cap 20 s)",
+        book_trials(&no_cache, &["--ttl", "0"], 3, s20),
+    );
+    show(
+        "new book, sshfs defaults, default TTL (cap 90 s)",
+        book_trials(&[], &[], 2, Duration::from_secs(90)),
+    );
 }

@@ -32,6 +32,14 @@ pub(crate) const FINE_GRANULARITY: Duration = Duration::from_millis(20);
 /// the part of a second this leaves (NTP keeps them within milliseconds).
 pub(crate) const COARSE_GRANULARITY: Duration = Duration::from_secs(2);
 
+/// How long a network filesystem's client may show old names and
+/// attributes after a change made elsewhere: sshfs keeps them 20 s by
+/// default, NFS up to 60 s (`acdirmax`). Names listed and bytes read within
+/// that time of a change may be older than the stamp they came with (sshfs
+/// caches a directory's attributes and its names apart), so a stamp there
+/// proves nothing for this long on top of its granularity.
+pub(crate) const NETWORK_CACHES: Duration = Duration::from_secs(60);
+
 /// Local filesystems that keep times in nanoseconds.
 const FINE: [i64; 9] = [
     0xef53,     // ext2/3/4 (ext4's default inodes hold nanoseconds)
@@ -45,10 +53,15 @@ const FINE: [i64; 9] = [
     0xca451a4e, // bcachefs
 ];
 
-/// The time granularity of the filesystem `dir` lies on: fine only for a
-/// local filesystem known to keep nanoseconds and a directory whose ctime
-/// has them (an ext3 inode of 128 bytes keeps whole seconds).
+/// How long after its last change a stamp of the filesystem `dir` lies on
+/// proves nothing: the granularity of its times (fine only for a local
+/// filesystem known to keep nanoseconds and a directory whose ctime has
+/// them: an ext3 inode of 128 bytes keeps whole seconds), plus, on a
+/// network filesystem, its client's caches.
 pub(crate) fn granularity_of(dir: &Path) -> Duration {
+    if super::watch::remote_filesystem(dir) {
+        return COARSE_GRANULARITY + NETWORK_CACHES;
+    }
     use std::os::unix::fs::MetadataExt;
     let Ok(st) = nix::sys::statfs::statfs(dir) else {
         return COARSE_GRANULARITY;

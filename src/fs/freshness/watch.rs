@@ -83,7 +83,7 @@ pub struct Watch {
 }
 
 /// Filesystems whose changes may come from elsewhere than this kernel.
-fn remote_filesystem(dir: &Path) -> bool {
+pub(crate) fn remote_filesystem(dir: &Path) -> bool {
     const REMOTE: [i64; 12] = [
         0x6969,     // NFS
         0x517b,     // SMB
