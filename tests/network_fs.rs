@@ -175,6 +175,35 @@ fn book_added_after_a_listing(shared: &Shared, name: &str, limit: Duration) {
     assert!(std::fs::read_to_string(page).unwrap().contains(FIRST));
 }
 
+/// A chapter added in the same second as a listing of its book, which
+/// shows within `limit`.
+fn chapter_added_after_a_listing(shared: &Shared, limit: Duration) {
+    let book = shared.mount.path().join(BOOK);
+    let name = "第9章 新.md";
+    fresh_second();
+    assert!(
+        !common::sorted_names(&book)
+            .unwrap()
+            .contains(&name.to_string())
+    );
+    std::fs::write(shared.source(&format!("{BOOK}/{name}")), FIRST).unwrap();
+    let took = time_until(limit, || {
+        common::sorted_names(&book)
+            .unwrap()
+            .contains(&name.to_string())
+    });
+    eprintln!("chapter added after a listing shown after {took:?}");
+    assert!(
+        took.is_some(),
+        "a chapter added after a listing is not listed within {limit:?}"
+    );
+    assert!(
+        std::fs::read_to_string(book.join("9/offset-1.txt"))
+            .unwrap()
+            .contains(FIRST)
+    );
+}
+
 /// The margin a test allows on top of what the contract promises: polling,
 /// a busy machine.
 const SLACK: Duration = Duration::from_secs(2);
@@ -190,6 +219,7 @@ fn same_second_changes_show_within_the_ttl() {
     let limit = Duration::from_secs(2) + DEFAULT_TTL + SLACK;
     same_size_edit_after_a_read(&shared, limit);
     book_added_after_a_listing(&shared, "新书", limit);
+    chapter_added_after_a_listing(&shared, limit);
 }
 
 #[test]
@@ -201,6 +231,7 @@ fn with_ttl_0_every_answer_is_of_the_source_now() {
     // No waiting at all: the first read after the change shows it.
     same_size_edit_after_a_read(&shared, Duration::ZERO);
     book_added_after_a_listing(&shared, "新书", Duration::ZERO);
+    chapter_added_after_a_listing(&shared, Duration::ZERO);
 }
 
 #[test]
