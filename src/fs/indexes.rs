@@ -21,11 +21,11 @@ use crate::library::index::{
     self, BOOKS_TOOL, BookChapters, BookTotals, CHAPTERS_TOOL, ChapterStats, LibraryBooks,
 };
 
-use super::cache::{Lru, Stamp};
+use super::cache::Lru;
 use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
-use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of, version_of};
+use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
 
 /// What an index file holds in one version: the text and the JSON, or,
@@ -81,28 +81,41 @@ enum Key {
 pub(crate) struct BookLook {
     pub(crate) book: BookVersion,
     pub(crate) metas: Vec<Option<std::fs::Metadata>>,
+    /// Each chapter's version, of the same look (`Source::version_now`:
+    /// the bytes of a chapter whose stamp is recent are looked at again).
+    versions: Vec<Option<u64>>,
 }
 
 impl BookLook {
     pub(crate) fn take(source: &Source, book: &OsStr) -> Result<BookLook> {
         let now = source.book(book)?;
-        let metas = now
+        let metas: Vec<_> = now
             .index
             .chapters
             .iter()
             .map(|c| source.library().chapter_metadata(book, &c.os_name))
             .collect();
-        Ok(BookLook { book: now, metas })
+        let shared: Arc<OsStr> = Arc::from(book);
+        let versions = now
+            .index
+            .chapters
+            .iter()
+            .zip(&metas)
+            .map(|(c, meta)| {
+                let meta = meta.clone()?;
+                Some(source.version_now(&chapter_ref(&shared, &c.os_name), meta))
+            })
+            .collect();
+        Ok(BookLook {
+            book: now,
+            metas,
+            versions,
+        })
     }
 
     /// The version of the book's index this look shows.
     pub(crate) fn version(&self) -> u64 {
-        chapters_version(
-            self.book.version,
-            self.metas
-                .iter()
-                .map(|m| m.as_ref().map(|m| version_of(&Stamp::of(m)))),
-        )
+        chapters_version(self.book.version, self.versions.iter().copied())
     }
 }
 

@@ -407,6 +407,17 @@ impl Source {
         })
     }
 
+    /// The version of a chapter whose metadata `meta` was just taken (see
+    /// `chapter_file`): its stamp's, or, while the stamp is recent, of its
+    /// bytes.
+    pub(crate) fn version_now(&self, c: &ChapterRef, meta: std::fs::Metadata) -> u64 {
+        let stamp = Stamp::of(&meta);
+        match self.versions.known(c, &stamp, self.freshness.granularity()) {
+            Known::Version(v) => v,
+            Known::Look(last) => self.look_again(c, meta, last).map_or(last, |(_, v)| v),
+        }
+    }
+
     /// The version of a chapter whose stamp proves nothing yet: of its
     /// bytes, read now and compared with those read before (`last` when
     /// they cannot be read; the load says why).

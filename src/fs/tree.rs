@@ -1575,6 +1575,36 @@ mod tests {
     }
 
     #[test]
+    fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
+        let f = fixture(&[("第1章 起.md", "甲\n乙")]);
+        let path = f.book_dir.join("第1章 起.md");
+        let index = || {
+            let file = walk(&f.fs, "书/novel_chapters.txt").unwrap();
+            text_of(&f.fs, file.ino)
+        };
+        for attempt in 0..5 {
+            // As many bytes, other characters: 甲 is three bytes.
+            let (old, new) = if attempt % 2 == 0 {
+                ("甲\n乙", "abc\n乙")
+            } else {
+                ("abc\n乙", "甲\n乙")
+            };
+            whole_second_stamps();
+            rewrite(&path, old);
+            let stamp = stamp_of(&path).unwrap();
+            clock_at(&f, freshness::racy::changed(&stamp));
+            let before = index();
+            rewrite(&path, new);
+            if stamp_of(&path) != Some(stamp) {
+                continue; // Not within one second: again.
+            }
+            assert_ne!(index(), before, "the index of the bytes read before");
+            return;
+        }
+        panic!("no two edits within one second in 5 attempts");
+    }
+
+    #[test]
     fn a_chapter_added_in_the_second_of_a_listing_is_listed() {
         let f = fixture(&[("第1章 起.md", "甲")]);
         let book = walk(&f.fs, "书").unwrap();
