@@ -51,7 +51,8 @@ const NOVELS_EVENTS: u32 = libc::IN_CREATE
     | libc::IN_MOVED_FROM
     | libc::IN_MOVED_TO
     | libc::IN_DELETE_SELF
-    | libc::IN_MOVE_SELF;
+    | libc::IN_MOVE_SELF
+    | libc::IN_ATTRIB;
 const SET_EVENTS: u32 = libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
 const GONE_EVENTS: u32 =
     libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED | libc::IN_UNMOUNT;
@@ -304,6 +305,15 @@ impl Watch {
                             Self::forget_book(&mut w, OsStr::from_bytes(name), self.fd.as_raw_fd());
                         }
                         changes.push(Change::Books);
+                    } else if mask & libc::IN_ATTRIB != 0 {
+                        // Its mode (or a book's) changed: what can be
+                        // listed may have (an ERROR instead of the books, or
+                        // of a book's chapters).
+                        changes.push(if name.is_empty() {
+                            Change::All
+                        } else {
+                            Change::Books
+                        });
                     }
                 }
                 Some(Target::Book(book)) => {
@@ -317,8 +327,11 @@ impl Watch {
                         || !is_chapter_file_name(name)
                         || mask & libc::IN_ISDIR != 0
                     {
-                        // The book's own attributes, or a name that is no chapter.
-                        if mask & SET_EVENTS != 0 {
+                        // The book's own attributes (its mode decides whether
+                        // it can be listed), or a name that is no chapter.
+                        if mask & SET_EVENTS != 0
+                            || (name.is_empty() && mask & libc::IN_ATTRIB != 0)
+                        {
                             changes.push(Change::Chapters(book));
                         }
                     } else if mask & SET_EVENTS != 0 {
