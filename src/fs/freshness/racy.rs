@@ -166,9 +166,10 @@ impl<K: Hash + Eq + Clone> Settling<K> {
         }
     }
 
-    /// The version of the source of `key` with `stamp`. No entry: the stamp's own version (bytes read under a stamp that was
-    /// not settled leave an entry, so a cached text under the stamp's own
-    /// version came from bytes the stamp proves).
+    /// The version of the source of `key` with `stamp`. No entry: the
+    /// stamp's own version (bytes read under a stamp that was not settled
+    /// leave an entry, so a cached text under the stamp's own version came
+    /// from bytes the stamp proves).
     pub(crate) fn known(&self, key: &K, stamp: &Stamp, granularity: Duration) -> Known {
         let plain = (self.plain)(stamp);
         let mut entries = lock(&self.entries);
