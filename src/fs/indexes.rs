@@ -103,7 +103,7 @@ impl BookLook {
             .zip(&metas)
             .map(|(c, meta)| {
                 let meta = meta.clone()?;
-                Some(source.version_now(&chapter_ref(&shared, &c.os_name), meta))
+                Some(source.version_now(&shared, &c.os_name, meta))
             })
             .collect();
         Ok(BookLook {

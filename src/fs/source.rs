@@ -20,7 +20,7 @@ use super::freshness::racy::{self, Known, Settling};
 use super::lock;
 #[cfg(test)]
 use super::node::ChapterId;
-use super::node::{ChapterRef, Node, Result};
+use super::node::{ChapterRef, Node, Result, chapter_ref};
 use super::prefetch::{self, Prefetcher};
 
 /// A chapter's decoded text, or the error that stops it from being read.
@@ -410,8 +410,17 @@ impl Source {
     /// The version of a chapter whose metadata `meta` was just taken (see
     /// `chapter_file`): its stamp's, or, while the stamp is recent, of its
     /// bytes.
-    pub(crate) fn version_now(&self, c: &ChapterRef, meta: std::fs::Metadata) -> u64 {
+    pub(crate) fn version_now(
+        &self,
+        book: &Arc<OsStr>,
+        file: &OsStr,
+        meta: std::fs::Metadata,
+    ) -> u64 {
         let stamp = Stamp::of(&meta);
+        if self.versions.is_empty() {
+            return version_of(&stamp);
+        }
+        let c = &chapter_ref(book, file);
         match self.versions.known(c, &stamp, self.freshness.granularity()) {
             Known::Version(v) => v,
             Known::Look(last) => self.look_again(c, meta, last).map_or(last, |(_, v)| v),

@@ -152,6 +152,9 @@ struct Unsettled {
 /// once the source has another stamp.
 pub(crate) struct Settling<K> {
     entries: Mutex<HashMap<K, Unsettled>>,
+    /// Whether `entries` may hold anything: most of the time it holds
+    /// nothing, and a look at a whole book's chapters then takes no lock.
+    any: std::sync::atomic::AtomicBool,
     plain: fn(&Stamp) -> u64,
 }
 
@@ -162,6 +165,7 @@ impl<K: Hash + Eq + Clone> Settling<K> {
     pub(crate) fn new(plain: fn(&Stamp) -> u64) -> Settling<K> {
         Settling {
             entries: Mutex::new(HashMap::new()),
+            any: std::sync::atomic::AtomicBool::new(false),
             plain,
         }
     }
@@ -232,6 +236,7 @@ impl<K: Hash + Eq + Clone> Settling<K> {
                 !(settled(&u.stamp, u.checked, granularity) && u.version == plain_of(&u.stamp))
             });
         }
+        self.any.store(true, std::sync::atomic::Ordering::Relaxed);
         entries.insert(
             key.clone(),
             Unsettled {
@@ -242,6 +247,18 @@ impl<K: Hash + Eq + Clone> Settling<K> {
             },
         );
         plain
+    }
+
+    /// True when no source is remembered: every version is its stamp's.
+    pub(crate) fn is_empty(&self) -> bool {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let empty = lock(&self.entries).is_empty();
+        if empty {
+            self.any.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        empty
     }
 
     #[cfg(test)]
