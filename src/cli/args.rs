@@ -181,7 +181,7 @@ pub struct MountCmd {
     /// Mount options, comma-separated, as other FUSE filesystems take them:
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
-    /// path_root=DIR, nowatch, log_file=FILE.
+    /// path_root=DIR, nowatch, log_file=FILE, io_uring=auto|on|off.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -223,6 +223,11 @@ pub struct MountCmd {
     /// syslog (journald) and -f to stderr. Same as -o log_file=FILE.
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// How the kernel's requests reach the daemon: auto (FUSE over io_uring
+    /// when the kernel offers it, the /dev/fuse loop otherwise), on (io_uring
+    /// or no mount), off (the /dev/fuse loop). Same as -o io_uring=MODE.
+    #[arg(long, value_name = "auto|on|off")]
+    pub io_uring: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::access::Access;
 use super::mountpoint::absolute;
 use super::options::{parse_options, parse_size, parse_ttl};
+use super::transport::IoUring;
 use crate::cli::MountCmd;
 use crate::fs::FsConfig;
 
@@ -45,6 +46,7 @@ pub(crate) struct MountConfig {
     /// Where the daemon logs (absolute); `None`: stderr in the
     /// foreground, else syslog.
     pub(crate) log_file: Option<PathBuf>,
+    pub(crate) io_uring: IoUring,
 }
 
 /// The default TTL of what is not watched, in seconds.
@@ -88,6 +90,10 @@ impl MountConfig {
                 .clone()
                 .or(options.log_file.map(PathBuf::from))
                 .map(|p| absolute(&p)),
+            io_uring: match &args.io_uring {
+                Some(v) => IoUring::parse(v)?,
+                None => options.io_uring.unwrap_or_default(),
+            },
             root,
         })
     }
@@ -112,6 +118,7 @@ mod tests {
             force: false,
             no_watch: false,
             log_file: None,
+            io_uring: None,
         }
     }
 

@@ -17,6 +17,7 @@ use crate::library::Library;
 
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
+    super::transport::preflight(config.io_uring)?;
     let novels = config.root.join("novels");
     match std::fs::metadata(&novels) {
         Ok(m) if m.is_dir() => {}

@@ -18,6 +18,7 @@ mod options;
 mod process;
 mod pusher;
 mod session;
+pub(crate) mod transport;
 mod watchdog;
 
 pub(crate) use options::parse_size;

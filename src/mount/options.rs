@@ -14,6 +14,8 @@ pub(crate) struct MountOptions {
     pub no_watch: bool,
     pub path_root: Option<String>,
     pub log_file: Option<String>,
+    /// `io_uring=auto|on|off` (see `transport`).
+    pub io_uring: Option<super::transport::IoUring>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -78,6 +80,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
             ("nowatch", None) => o.no_watch = true,
             ("log_file", Some(v)) if !v.is_empty() => o.log_file = Some(v.to_string()),
+            ("io_uring", Some(v)) => o.io_uring = Some(super::transport::IoUring::parse(v)?),
             (k, _) if k.starts_with("x-") || k == "comment" || GENERIC_OPTIONS.contains(&k) => {}
             _ => return Err(format!("unknown mount option: {opt}")),
         }

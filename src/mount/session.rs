@@ -44,7 +44,11 @@ pub(crate) fn serve(
     if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
     }
-    let cfg = fuser_config(access, config.threads, attached.can_clone);
+    let mut cfg = fuser_config(access, config.threads, attached.can_clone);
+    cfg.io_uring = config.io_uring.to_fuser();
+    // Each CPU's queue gets `threads` threads, so that one slow chapter
+    // does not hold up the other requests made on that CPU.
+    cfg.io_uring_threads_per_queue = config.threads;
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
         .with_workers(config.threads.max(1));
@@ -59,8 +63,12 @@ pub(crate) fn serve(
             return 1;
         }
     };
+    let transport = match session.io_uring_queues() {
+        Some(n) => format!("FUSE over io_uring, {n} queues"),
+        None => "classic /dev/fuse".to_string(),
+    };
     log::info!(
-        "mounted {library_root} at {} (transport: {TRANSPORT}; {})",
+        "mounted {library_root} at {} (transport: {transport}; {})",
         mountpoint.display(),
         freshness_of(&fs)
     );
@@ -95,9 +103,6 @@ pub(crate) fn serve(
     log::info!("unmounted {}", mountpoint.display());
     code
 }
-
-/// How requests reach the daemon.
-const TRANSPORT: &str = "classic /dev/fuse";
 
 /// Whether changes are pushed to the kernel, or why not.
 fn freshness_of(fs: &NovelFs) -> String {

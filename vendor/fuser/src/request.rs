@@ -34,6 +34,9 @@ use crate::session::SessionEventLoop;
 pub(crate) struct RequestWithSender<'a> {
     /// Channel sender for sending the reply
     ch: ChannelSender,
+    /// The io_uring entry the request came in, which the reply goes to.
+    #[cfg(target_os = "linux")]
+    uring: Option<crate::uring::ReplySlot>,
     /// Parsed request
     pub(crate) request: ll::AnyRequest<'a>,
 }
@@ -49,7 +52,33 @@ impl<'a> RequestWithSender<'a> {
             }
         };
 
-        Some(Self { ch, request })
+        Some(Self {
+            ch,
+            request,
+            #[cfg(target_os = "linux")]
+            uring: None,
+        })
+    }
+
+    /// A request that came through an io_uring queue entry.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn new_uring(
+        ch: ChannelSender,
+        slot: crate::uring::ReplySlot,
+        data: &'a [u8],
+    ) -> Option<RequestWithSender<'a>> {
+        let mut req = Self::new(ch, data)?;
+        req.uring = Some(slot);
+        Some(req)
+    }
+
+    /// Where replies to this request go.
+    fn sender(&self) -> ReplySender {
+        #[cfg(target_os = "linux")]
+        if let Some(slot) = &self.uring {
+            return ReplySender::Uring(slot.clone(), self.ch.clone());
+        }
+        ReplySender::Channel(self.ch.clone())
     }
 
     /// Dispatch request to the given filesystem.
@@ -304,7 +333,7 @@ impl<'a> RequestWithSender<'a> {
                     x.offset(),
                     ReplyDirectory::new(
                         self.request.unique(),
-                        ReplySender::Channel(self.ch.clone()),
+                        self.sender(),
                         x.size() as usize,
                     ),
                 );
@@ -479,7 +508,7 @@ impl<'a> RequestWithSender<'a> {
                     x.offset(),
                     ReplyDirectoryPlus::new(
                         self.request.unique(),
-                        ReplySender::Channel(self.ch.clone()),
+                        self.sender(),
                         x.size() as usize,
                     ),
                 );
@@ -552,7 +581,7 @@ impl<'a> RequestWithSender<'a> {
     /// Create a reply object for this request that can be passed to the filesystem
     /// implementation and makes sure that a request is replied exactly once
     pub(crate) fn reply<T: Reply>(&self) -> T {
-        Reply::new(self.request.unique(), ReplySender::Channel(self.ch.clone()))
+        Reply::new(self.request.unique(), self.sender())
     }
 
     /// Returns a Request reference for this request

@@ -139,6 +139,9 @@ pub struct Session<FS: Filesystem> {
     /// The field is set to `Some` when the init message is received.
     pub(crate) proto_version: Option<Version>,
     pub(crate) config: Config,
+    /// The io_uring queues, when INIT accepted FUSE over io_uring.
+    #[cfg(target_os = "linux")]
+    uring: Option<crate::uring::Rings<FS>>,
 }
 
 impl<FS: Filesystem> AsFd for Session<FS> {
@@ -186,6 +189,8 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config: options.clone(),
+            #[cfg(target_os = "linux")]
+            uring: None,
         };
 
         session.handshake()?;
@@ -214,6 +219,8 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config,
+            #[cfg(target_os = "linux")]
+            uring: None,
         };
 
         session.handshake()?;
@@ -252,6 +259,8 @@ impl<FS: Filesystem> Session<FS> {
             session_owner,
             proto_version: _,
             config,
+            #[cfg(target_os = "linux")]
+            uring,
         } = self;
 
         let n_threads = config.n_threads.unwrap_or(1);
@@ -286,6 +295,7 @@ impl<FS: Filesystem> Session<FS> {
                 channels.push(ch.clone());
             }
         }
+        let threads_channel = ch.clone();
         channels.push(ch);
 
         let mut threads = Vec::with_capacity(n_threads);
@@ -306,6 +316,20 @@ impl<FS: Filesystem> Session<FS> {
             );
         }
 
+        #[cfg(target_os = "linux")]
+        let mut uring = uring;
+        #[cfg(target_os = "linux")]
+        if let Some(rings) = uring.as_mut() {
+            let ch = threads_channel.clone();
+            rings.start(|thread_name| SessionEventLoop {
+                thread_name,
+                filesystem: filesystem.clone(),
+                ch: ch.clone(),
+                allowed,
+                session_owner,
+            });
+        }
+
         let mut reply: io::Result<()> = Ok(());
         for thread in threads {
             let res = match thread.join() {
@@ -319,6 +343,13 @@ impl<FS: Filesystem> Session<FS> {
                     reply = Err(e);
                 }
             }
+        }
+
+        // The ring threads end once the connection is gone, as the
+        // /dev/fuse readers just did.
+        #[cfg(target_os = "linux")]
+        if let Some(mut rings) = uring.take() {
+            rings.join();
         }
 
         let Some(filesystem) = Arc::get_mut(&mut filesystem) else {
@@ -429,6 +460,13 @@ impl<FS: Filesystem> Session<FS> {
                 return Err(error);
             }
 
+            #[cfg(target_os = "linux")]
+            if let Err(error) = self.prepare_uring(init.capabilities(), &mut config) {
+                <ReplyRaw as Reply>::new(request.unique(), ReplySender::Channel(self.ch.sender()))
+                    .send_ll(&ResponseErrno(ll::Errno::EPROTO));
+                return Err(error);
+            }
+
             // Remember the ABI version supported by kernel and mark the session initialized.
             self.proto_version = Some(v);
 
@@ -475,6 +513,57 @@ impl<FS: Filesystem> Session<FS> {
 
             return Ok(());
         }
+    }
+
+    /// Builds the io_uring queues when the configuration asks for them and
+    /// the kernel offers them, and then asks for FUSE over io_uring in the
+    /// INIT reply. Fails only when `IoUringMode::On` cannot be had.
+    #[cfg(target_os = "linux")]
+    fn prepare_uring(
+        &mut self,
+        offered: InitFlags,
+        config: &mut KernelConfig,
+    ) -> io::Result<()> {
+        use crate::IoUringMode;
+        use crate::uring;
+        let mode = self.config.io_uring;
+        if mode == IoUringMode::Off {
+            return Ok(());
+        }
+        let attempt = if offered.contains(InitFlags::FUSE_OVER_IO_URING) {
+            let payload = uring::payload_size(config.max_write, config.max_pages());
+            uring::Rings::prepare(&self.ch, self.config.io_uring_threads_per_queue, payload)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "the kernel does not offer FUSE over io_uring; {}",
+                    uring::ENABLE_HINT
+                ),
+            ))
+        };
+        match attempt {
+            Ok(rings) => {
+                config.requested |= InitFlags::FUSE_OVER_IO_URING;
+                self.uring = Some(rings);
+                Ok(())
+            }
+            Err(e) if mode == IoUringMode::On => Err(e),
+            Err(e) => {
+                info!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
+                Ok(())
+            }
+        }
+    }
+
+    /// The number of io_uring queues serving the session, or `None` when
+    /// the `/dev/fuse` loop serves it alone.
+    pub fn io_uring_queues(&self) -> Option<usize> {
+        #[cfg(target_os = "linux")]
+        if let Some(rings) = &self.uring {
+            return Some(rings.queues());
+        }
+        None
     }
 
     /// Unmount the filesystem
