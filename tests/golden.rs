@@ -216,6 +216,8 @@ struct Mounted {
     /// More `novelfs mount` arguments.
     extra: Vec<&'static str>,
     mount: Option<Mount>,
+    /// Served through FUSE over io_uring.
+    io_uring: bool,
 }
 
 impl Tree for Mounted {
@@ -247,7 +249,11 @@ impl Way for Mounted {
         self.mount = None;
         let mut args = vec!["--state-file", self.state_file.to_str().unwrap()];
         args.extend_from_slice(&self.extra);
-        self.mount = Some(Mount::new(&self.root, &args));
+        self.mount = Some(if self.io_uring {
+            common::uring::mount(&self.root, &args)
+        } else {
+            Mount::new(&self.root, &args)
+        });
     }
     fn tree(&self) -> Option<&dyn Tree> {
         Some(self)
@@ -264,11 +270,32 @@ fn every_reference_case_through_a_mount() {
         state_file: guard.path().join("state.json"),
         extra: vec![],
         mount: None,
+        io_uring: false,
     };
     check_every_case("through a mount", &cases, &mut way);
     // Each listed page name was checked above through the cases; this
     // makes sure the case set does reach the mount's special names.
     assert!(cases.iter().any(|c| page_name(c).contains("-limit-")));
+}
+
+/// The same loop with every request served through FUSE over io_uring
+/// (`--io-uring on` refuses to mount otherwise).
+#[test]
+fn every_reference_case_through_an_io_uring_mount() {
+    require_fuse!();
+    if !common::uring::available() {
+        return;
+    }
+    let (guard, root) = common::reference_library();
+    let cases = common::cases(&root);
+    let mut way = Mounted {
+        root,
+        state_file: guard.path().join("state.json"),
+        extra: vec![],
+        mount: None,
+        io_uring: true,
+    };
+    check_every_case("through an io_uring mount", &cases, &mut way);
 }
 
 /// Pages, sizes and ERROR files with `/library` as the root, as a sandbox
@@ -288,6 +315,7 @@ fn every_reference_case_through_a_mount_with_a_path_root() {
             state_file: guard.path().join("state.json"),
             extra,
             mount: None,
+            io_uring: false,
         };
         check_every_case("through a mount with a path root", &cases, &mut way);
     }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 pub mod golden;
 pub mod sshfs;
+pub mod uring;
 
 /// Whether this machine can mount: `/dev/fuse` opens read-write and we are
 /// root (the pure-Rust mount needs no helper then). Otherwise a mount test

@@ -550,7 +550,9 @@ impl<FS: Filesystem> Queue<FS> {
             let sqe = command(self.fuse_fd, CMD_REGISTER, self.qid, 0, &self.ents[idx], idx);
             self.push(sqe)?;
         }
-        let mut live = self.ents.len();
+        // Entries that have carried a request, and entries lost.
+        let mut served = vec![false; self.ents.len()];
+        let mut lost = 0;
         loop {
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
@@ -567,25 +569,37 @@ impl<FS: Filesystem> Queue<FS> {
                     continue;
                 }
                 if res < 0 {
+                    let err = io::Error::from_raw_os_error(-res);
                     match -res {
                         // Unmounted, aborted, or the ring is going away.
                         libc::ENOTCONN | libc::ECONNABORTED | libc::ECANCELED | libc::ENODEV => {
                             return Ok(());
                         }
-                        e => {
-                            let err = io::Error::from_raw_os_error(e);
-                            warn!("io_uring queue {}: entry {idx} failed: {err}", self.qid);
-                            live -= 1;
-                            if live == 0 {
-                                return Err(io::Error::new(
-                                    err.kind(),
-                                    format!("every entry failed, the last with: {err}"),
-                                ));
-                            }
-                            continue;
+                        _ if !served[idx] => {
+                            // A refused registration turns io_uring off for
+                            // the connection (or leaves the other entries
+                            // serving): nothing waits on this entry.
+                            warn!(
+                                "io_uring queue {}: registration refused ({err}); \
+                                 requests go through /dev/fuse",
+                                self.qid
+                            );
                         }
+                        _ => warn!("io_uring queue {}: entry {idx} failed: {err}", self.qid),
                     }
+                    lost += 1;
+                    if lost == self.ents.len() {
+                        if served.iter().any(|s| *s) {
+                            return Err(io::Error::new(
+                                err.kind(),
+                                format!("every entry failed, the last with: {err}"),
+                            ));
+                        }
+                        return Ok(());
+                    }
+                    continue;
                 }
+                served[idx] = true;
                 let commit_id = self.answer(idx);
                 let sqe = command(
                     self.fuse_fd,

@@ -1,0 +1,71 @@
+//! FUSE over io_uring in the tests. The kernel switch
+//! (`/sys/module/fuse/parameters/enable_uring`) is global: it is held on
+//! only while a mount is being made (the kernel decides a connection's
+//! transport at INIT; a connection keeps it after the switch goes back),
+//! by one holder at a time, and set back on drop, also when a test fails.
+
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use super::Mount;
+
+pub const SWITCH: &str = "/sys/module/fuse/parameters/enable_uring";
+/// Serializes holders across processes (test binaries, scripts/bench.sh).
+const LOCK_FILE: &str = "/tmp/novelfs-enable-uring.lock";
+static HELD: Mutex<()> = Mutex::new(());
+
+/// Whether this kernel has FUSE over io_uring; prints SKIPPED when not.
+pub fn available() -> bool {
+    if std::path::Path::new(SWITCH).exists() {
+        return true;
+    }
+    eprintln!("SKIPPED (this kernel has no FUSE over io_uring: {SWITCH} is missing)");
+    false
+}
+
+/// The kernel switch set to a value; dropping it sets back the value it had.
+pub struct Switch {
+    previous: String,
+    _flock: std::fs::File,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Switch {
+    pub fn set(on: bool) -> Switch {
+        let lock = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        let flock = std::fs::File::create(LOCK_FILE).expect("lock file");
+        // SAFETY: flock on an open file; released when the file closes.
+        unsafe { libc::flock(flock.as_raw_fd(), libc::LOCK_EX) };
+        let previous = std::fs::read_to_string(SWITCH).expect("read enable_uring");
+        std::fs::write(SWITCH, if on { "Y" } else { "N" }).expect("write enable_uring (root)");
+        Switch {
+            previous: previous.trim().to_string(),
+            _flock: flock,
+            _lock: lock,
+        }
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        let _ = std::fs::write(SWITCH, &self.previous);
+    }
+}
+
+/// Mounts `root` served through FUSE over io_uring (`--io-uring on`, which
+/// refuses to mount otherwise), with `RUST_LOG=log_filter`.
+pub fn mount_with_log(root: &Path, extra: &[&str], log_filter: &str) -> Mount {
+    let switch = Switch::set(true);
+    let mut args = vec!["--io-uring", "on"];
+    args.extend_from_slice(extra);
+    let m = Mount::with_log(root, &args, log_filter);
+    // The first answer comes after INIT, once every queue is registered.
+    std::fs::metadata(m.path()).expect("the mount answers");
+    drop(switch);
+    m
+}
+
+pub fn mount(root: &Path, extra: &[&str]) -> Mount {
+    mount_with_log(root, extra, "warn")
+}
