@@ -8,6 +8,7 @@
 #                    [--scale] [--scale-only] [--no-main] [--scale-books N]
 #                    [--scale-chapters N] [--scale-reads N] [--perf]
 #                    [--big] [--big-only] [--big-mb N] [--huge-mb N] [--bin PATH]
+#                    [--transport classic|io_uring|both] [--rtt-calls N]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -21,6 +22,12 @@
 # load; the daemon's VmHWM after the first and last page of a --huge-mb
 # (600) MB chapter); --big-only: only them. --bin: bench this novelfs
 # binary instead of building the repository's (to measure another commit).
+# (reports in the kept temp dir; implies --keep).
+# --transport: how the mounts of the reference, scale and round-trip figures
+# are served (default both, each figure measured with each in the same run;
+# classic only when the kernel has no FUSE over io_uring). The main figures
+# use the classic /dev/fuse loop. io_uring mounts switch
+# /sys/module/fuse/parameters/enable_uring on while mounting and set it back.
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -69,6 +76,10 @@
 #          --huge-mb MB chapter through a mount with --max-chapter-bytes
 #          1GiB: its first page, then its listing and last listed page; the
 #          daemon's VmHWM (≤ cache + 64 MiB).
+#   rtt    (both transports) --rtt-calls (20,000) IOCTLs (TCGETS, what
+#          Python's open() sends and the kernel always forwards) on one open
+#          page of a --ttl 0 mount; median per call, runs alternating the
+#          transports; target: io_uring median <= 15 us.
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -80,7 +91,7 @@ export LC_ALL=C
 
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
-PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN=""
+PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -108,6 +119,8 @@ while [ $# -gt 0 ]; do
         --big-mb) BIG_MB=$2; shift 2 ;;
         --huge-mb) HUGE_MB=$2; shift 2 ;;
         --bin) BIN_GIVEN=$2; shift 2 ;;
+        --transport) TRANSPORTS=$2; shift 2 ;;
+        --rtt-calls) RTT_CALLS=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -136,11 +149,39 @@ COPIES=$WORK/copies
 RES=$WORK/results.tsv
 : > "$RES"
 MOUNTED=()   # mountpoints currently mounted by this script
+URING_SWITCH=/sys/module/fuse/parameters/enable_uring
+URING_LOCK=/tmp/novelfs-enable-uring.lock
+URING_PREV=""   # the switch's value while this script holds it on
+TRANSPORT=classic   # how mount_lib's mounts are served
+case "${TRANSPORTS:-both}" in
+    both) if [ -e "$URING_SWITCH" ]; then TRANSPORTS="classic io_uring"; else
+              echo "note: this kernel has no FUSE over io_uring ($URING_SWITCH is missing): classic only"
+              TRANSPORTS=classic; fi ;;
+    classic) TRANSPORTS=classic ;;
+    io_uring) [ -e "$URING_SWITCH" ] || { echo "bench.sh: this kernel has no FUSE over io_uring" >&2; exit 2; }
+              TRANSPORTS=io_uring ;;
+    *) echo "bench.sh: --transport takes classic, io_uring or both" >&2; exit 2 ;;
+esac
 FG_PIDS=()   # foreground daemons started by this script (--profile)
+
+# The kernel decides a connection's transport at INIT (which the mount
+# command waits for), so the switch is on only while mounting.
+uring_on() {
+    exec 9> "$URING_LOCK"
+    flock 9
+    URING_PREV=$(cat "$URING_SWITCH")
+    echo Y > "$URING_SWITCH"
+}
+uring_restore() {
+    [ -z "$URING_PREV" ] || echo "$URING_PREV" > "$URING_SWITCH"
+    URING_PREV=""
+    exec 9>&-
+}
 
 cleanup() {
     local rc=$? m p
     set +e
+    uring_restore
     for m in "${MOUNTED[@]}"; do
         if mountpoint -q "$m" 2>/dev/null || [ -n "$(findmnt -n "$m" 2>/dev/null)" ]; then
             "$BIN" unmount "$m" 2>/dev/null || "$BIN" unmount --lazy "$m" 2>/dev/null || umount -l "$m"
@@ -170,7 +211,13 @@ mount_fs() { mount_lib "$ROOT" "$@"; }
 mount_lib() {
     local lib=$1 mnt=$2; shift 2
     mkdir -p "$mnt"
-    "$BIN" mount "$lib" "$mnt" "$@"
+    if [ "$TRANSPORT" = io_uring ]; then
+        uring_on
+        "$BIN" mount "$lib" "$mnt" --io-uring on "$@"
+        uring_restore
+    else
+        "$BIN" mount "$lib" "$mnt" --io-uring off "$@"
+    fi
     MOUNTED+=("$mnt")
     DPID=$(daemon_pid "$mnt")
     [ -n "$DPID" ] || { echo "bench.sh: no daemon for $mnt" >&2; exit 1; }
@@ -581,9 +628,62 @@ big_figures() {
     rm -rf "$broot"
 }
 
+# in_transport T FUNC: FUNC with its mounts served by transport T; the
+# figures it adds are marked with T.
+in_transport() {
+    local t=$1 from
+    from=$(wc -l < "$RES")
+    TRANSPORT=$t
+    echo "== transport: $t"
+    "$2"
+    TRANSPORT=classic
+    awk -F'\t' -v OFS='\t' -v from="$from" -v t="$t" '
+        NR > from && ($1 == "label" || $1 == "nfs" || $1 == "base") { $2 = $2 "@" t }
+        NR > from && $1 == "label" { $3 = "[" t "] " $3 }
+        NR > from && ($1 == "limit" || $1 == "rss" || $1 == "note") { $2 = "[" t "] " $2 }
+        { print }' "$RES" > "$RES.tmp"
+    mv "$RES.tmp" "$RES"
+}
+
+# The round trip: IOCTLs on one open page, the transports alternating.
+rtt_figures() {
+    echo "== round trip: $RTT_CALLS IOCTLs on one open page (--ttl 0), $RUNS runs per transport"
+    local rlib=$WORK/rtt-lib rmnt=$WORK/rtt-mnt r t med mean
+    mkdir -p "$rlib/novels/书"
+    printf '第一行。\n' > "$rlib/novels/书/第1章.md"
+    local -A meds=()
+    for r in $(seq "$RUNS"); do
+        for t in $TRANSPORTS; do
+            TRANSPORT=$t
+            mount_lib "$rlib" "$rmnt" --ttl 0
+            read -r med mean < <($LIB rtt "$rmnt/书/1/offset-1.txt" "$RTT_CALLS")
+            alive "$rmnt"
+            unmount_fs "$rmnt"
+            TRANSPORT=classic
+            meds[$t]+="$med "
+            printf 'note\tround trip, %s, run %s: median %s us, mean %s us (load %s)\n' "$t" "$r" \
+                "$(awk -v x="$med" 'BEGIN { printf "%.1f", x * 1e6 }')" \
+                "$(awk -v x="$mean" 'BEGIN { printf "%.1f", x * 1e6 }')" "$(load1)" >> "$RES"
+            [ "$t" = classic ] && printf 'base\trtt\t%s\t%s\n' "$med" "$(load1)" >> "$RES"
+            [ "$t" = io_uring ] && printf 'nfs\trtt\t%s\t%s\n' "$med" "$(load1)" >> "$RES"
+        done
+    done
+    if [ -n "${meds[io_uring]:-}" ]; then
+        label rtt "round trip (IOCTL), median per call: io_uring (novelfs column) vs classic (baseline)"
+        printf 'limit\tround trip through io_uring, median of the runs\t%s\t0.000015\t%s\n' \
+            "$(echo "${meds[io_uring]}" | tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')" \
+            "$(load1)" >> "$RES"
+    fi
+}
+
 [ "$MAIN_FIGURES" = 0 ] || main_figures
-[ "$REF_FIGURES" = 0 ] || reference_figures
-[ "$SCALE" = 0 ] || scale_figures
+for t in $TRANSPORTS; do
+    [ "$REF_FIGURES" = 0 ] || in_transport "$t" reference_figures
+done
+for t in $TRANSPORTS; do
+    [ "$SCALE" = 0 ] || in_transport "$t" scale_figures
+done
+rtt_figures
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 
