@@ -180,7 +180,10 @@ fn snapshot(mnt: &Path) -> Vec<(String, Vec<u8>)> {
     for ch in sorted_names(&mnt.join("书")).unwrap() {
         let dir = mnt.join("书").join(&ch);
         for page in sorted_names(&dir).unwrap() {
-            out.push((format!("{ch}/{page}"), std::fs::read(dir.join(&page)).unwrap()));
+            out.push((
+                format!("{ch}/{page}"),
+                std::fs::read(dir.join(&page)).unwrap(),
+            ));
         }
     }
     out
@@ -253,7 +256,11 @@ fn rings_that_cannot_be_made_fall_back_under_auto_and_refuse_under_on() {
     let why = log.wait_for("FUSE over io_uring not used");
     assert!(why.contains("Operation not permitted"), "{why}");
     let pages = snapshot(m.path());
-    assert!(pages.iter().any(|(n, b)| n.ends_with("offset-1.txt") && !b.is_empty()));
+    assert!(
+        pages
+            .iter()
+            .any(|(n, b)| n.ends_with("offset-1.txt") && !b.is_empty())
+    );
     drop(m);
 
     let dir = mount_dir();
@@ -281,9 +288,16 @@ fn changes_and_forgets_beside_the_rings() {
     let mut m = uring::mount_with_log(&root, &[], "info,fuser=debug");
     let log = Log::follow(&mut m);
     let page = m.path().join("书/2/offset-1.txt");
-    assert!(std::fs::read_to_string(&page).unwrap().contains("1: 乙第1行"));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("1: 乙第1行")
+    );
     let listed = m.path().join("书");
-    assert_eq!(sorted_names(&listed).unwrap(), ["第1章 起.md", "第2章 承.md"]);
+    assert_eq!(
+        sorted_names(&listed).unwrap(),
+        ["第1章 起.md", "第2章 承.md"]
+    );
 
     std::fs::write(book.join("第2章 承.md"), lines(3, "丙")).unwrap();
     eventually("the edit shows", || {
@@ -326,10 +340,17 @@ fn changes_and_forgets_beside_the_rings() {
         "FORGET came through a ring: {forgets:?}"
     );
     let lookups: Vec<&&str> = served.iter().filter(|l| l.contains("LOOKUP")).collect();
-    assert!(!lookups.is_empty() && lookups.iter().all(on_ring), "{lookups:?}");
+    assert!(
+        !lookups.is_empty() && lookups.iter().all(on_ring),
+        "{lookups:?}"
+    );
     let reads: Vec<&&str> = served.iter().filter(|l| l.contains("READ ")).collect();
     assert!(reads.iter().all(on_ring), "{reads:?}");
-    assert!(std::fs::read_to_string(&page).unwrap().contains("1: 丙第1行"));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("1: 丙第1行")
+    );
 }
 
 fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {

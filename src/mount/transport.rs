@@ -73,7 +73,11 @@ mod tests {
         assert_eq!(IoUring::parse("auto"), Ok(IoUring::Auto));
         assert_eq!(IoUring::parse("on"), Ok(IoUring::On));
         assert_eq!(IoUring::parse("off"), Ok(IoUring::Off));
-        assert!(IoUring::parse("fast").unwrap_err().contains("auto, on or off"));
+        assert!(
+            IoUring::parse("fast")
+                .unwrap_err()
+                .contains("auto, on or off")
+        );
         assert_eq!(IoUring::default(), IoUring::Auto);
     }
 
@@ -84,7 +88,11 @@ mod tests {
         match kernel_enabled() {
             Some(true) => assert_eq!(preflight(IoUring::On), Ok(())),
             Some(false) => assert!(preflight(IoUring::On).unwrap_err().contains("echo Y >")),
-            None => assert!(preflight(IoUring::On).unwrap_err().contains("CONFIG_FUSE_IO_URING")),
+            None => assert!(
+                preflight(IoUring::On)
+                    .unwrap_err()
+                    .contains("CONFIG_FUSE_IO_URING")
+            ),
         }
     }
 }

@@ -519,11 +519,7 @@ impl<FS: Filesystem> Session<FS> {
     /// the kernel offers them, and then asks for FUSE over io_uring in the
     /// INIT reply. Fails only when `IoUringMode::On` cannot be had.
     #[cfg(target_os = "linux")]
-    fn prepare_uring(
-        &mut self,
-        offered: InitFlags,
-        config: &mut KernelConfig,
-    ) -> io::Result<()> {
+    fn prepare_uring(&mut self, offered: InitFlags, config: &mut KernelConfig) -> io::Result<()> {
         use crate::IoUringMode;
         use crate::uring;
         let mode = self.config.io_uring;

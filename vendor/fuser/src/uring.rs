@@ -307,7 +307,11 @@ impl ReplySlot {
                 at += d.len();
             }
         }
-        let payload_sz = if payload_sz > s.payload_cap { 0 } else { payload_sz };
+        let payload_sz = if payload_sz > s.payload_cap {
+            0
+        } else {
+            payload_sz
+        };
         // SAFETY: the header is the entry's, not read by the ring thread now.
         unsafe {
             let h = &mut *s.header;
@@ -321,7 +325,14 @@ impl ReplySlot {
 }
 
 /// Builds the 128-byte SQE of a FUSE io_uring command.
-fn command(fd: RawFd, cmd_op: u32, qid: u16, commit_id: u64, ent: &Ent, idx: usize) -> squeue::Entry128 {
+fn command(
+    fd: RawFd,
+    cmd_op: u32,
+    qid: u16,
+    commit_id: u64,
+    ent: &Ent,
+    idx: usize,
+) -> squeue::Entry128 {
     // struct fuse_uring_cmd_req { u64 flags; u64 commit_id; u16 qid; u8 pad[6]; }
     let mut cmd = [0u8; 80];
     cmd[8..16].copy_from_slice(&commit_id.to_ne_bytes());
@@ -375,7 +386,11 @@ pub(crate) struct Rings<FS: Filesystem> {
 
 impl<FS: Filesystem> std::fmt::Debug for Rings<FS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Rings({} queues x {} threads)", self.queues, self.per_queue)
+        write!(
+            f,
+            "Rings({} queues x {} threads)",
+            self.queues, self.per_queue
+        )
     }
 }
 
@@ -547,7 +562,14 @@ impl<FS: Filesystem> Queue<FS> {
 
     fn serve(&mut self) -> io::Result<()> {
         for idx in 0..self.ents.len() {
-            let sqe = command(self.fuse_fd, CMD_REGISTER, self.qid, 0, &self.ents[idx], idx);
+            let sqe = command(
+                self.fuse_fd,
+                CMD_REGISTER,
+                self.qid,
+                0,
+                &self.ents[idx],
+                idx,
+            );
             self.push(sqe)?;
         }
         // Entries that have carried a request, and entries lost.
@@ -644,19 +666,23 @@ impl<FS: Filesystem> Queue<FS> {
                 let sender = self.se.ch.sender();
                 let scratch = &self.scratch;
                 let se = &self.se;
-                let served = catch_unwind(AssertUnwindSafe(|| {
-                    match RequestWithSender::new_uring(sender, slot, scratch) {
-                        Some(req) => {
-                            req.dispatch(se);
-                            true
+                let served =
+                    catch_unwind(AssertUnwindSafe(|| {
+                        match RequestWithSender::new_uring(sender, slot, scratch) {
+                            Some(req) => {
+                                req.dispatch(se);
+                                true
+                            }
+                            None => false,
                         }
-                        None => false,
-                    }
-                }));
+                    }));
                 match served {
                     Ok(true) => dispatched = true,
                     Ok(false) => error!("io_uring queue {}: unparsable request {unique}", self.qid),
-                    Err(_) => error!("io_uring queue {}: panic serving request {unique}", self.qid),
+                    Err(_) => error!(
+                        "io_uring queue {}: panic serving request {unique}",
+                        self.qid
+                    ),
                 }
             }
             _ => error!(
@@ -673,7 +699,9 @@ impl<FS: Filesystem> Queue<FS> {
             || opcode == fuse_opcode::FUSE_BATCH_FORGET as u32
             || !dispatched;
         if no_reply_object && !ent.slot.replied() {
-            let _ = ent.slot.send(&[IoSlice::new(&errno_header(unique, libc::EIO))]);
+            let _ = ent
+                .slot
+                .send(&[IoSlice::new(&errno_header(unique, libc::EIO))]);
         }
         ent.slot.wait();
         commit_id
@@ -721,17 +749,32 @@ mod tests {
         let b: [u8; 128] = unsafe { std::mem::transmute(sqe) };
         assert_eq!(b[0], 46, "IORING_OP_URING_CMD");
         assert_eq!(i32::from_ne_bytes(b[4..8].try_into().unwrap()), 7, "fd");
-        assert_eq!(u32::from_ne_bytes(b[8..12].try_into().unwrap()), CMD_REGISTER);
+        assert_eq!(
+            u32::from_ne_bytes(b[8..12].try_into().unwrap()),
+            CMD_REGISTER
+        );
         let addr = u64::from_ne_bytes(b[16..24].try_into().unwrap());
         assert_eq!(addr, ent.iov.as_ptr() as u64);
-        assert_eq!(u32::from_ne_bytes(b[24..28].try_into().unwrap()), 2, "iovec count");
-        assert_eq!(u64::from_ne_bytes(b[32..40].try_into().unwrap()), 1, "user_data");
+        assert_eq!(
+            u32::from_ne_bytes(b[24..28].try_into().unwrap()),
+            2,
+            "iovec count"
+        );
+        assert_eq!(
+            u64::from_ne_bytes(b[32..40].try_into().unwrap()),
+            1,
+            "user_data"
+        );
         // cmd (struct fuse_uring_cmd_req) starts at byte 48: qid at +16.
         assert_eq!(u16::from_ne_bytes(b[64..66].try_into().unwrap()), 3, "qid");
         let commit = command(7, CMD_COMMIT_AND_FETCH, 1, 99, &ent, 0);
         let b: [u8; 128] = unsafe { std::mem::transmute(commit) };
         assert_eq!(u32::from_ne_bytes(b[24..28].try_into().unwrap()), 0);
-        assert_eq!(u64::from_ne_bytes(b[56..64].try_into().unwrap()), 99, "commit_id");
+        assert_eq!(
+            u64::from_ne_bytes(b[56..64].try_into().unwrap()),
+            99,
+            "commit_id"
+        );
     }
 
     #[test]
@@ -741,15 +784,26 @@ mod tests {
         let mut hdr = errno_header(5, 0);
         hdr[..4].copy_from_slice(&(16u32 + 6).to_ne_bytes());
         ent.slot
-            .send(&[IoSlice::new(&hdr[..10]), IoSlice::new(&hdr[10..]), IoSlice::new(b"abc"), IoSlice::new(b"def")])
+            .send(&[
+                IoSlice::new(&hdr[..10]),
+                IoSlice::new(&hdr[10..]),
+                IoSlice::new(b"abc"),
+                IoSlice::new(b"def"),
+            ])
             .unwrap();
         let h = unsafe { &*ent.header() };
         assert_eq!(&h.in_out[..16], &hdr);
         assert_eq!(h.payload_sz, 6);
         let p = unsafe { std::slice::from_raw_parts(ent.payload(), 6) };
         assert_eq!(p, b"abcdef");
-        assert!(ent.slot.send(&[IoSlice::new(&hdr)]).is_err(), "second reply");
+        assert!(
+            ent.slot.send(&[IoSlice::new(&hdr)]).is_err(),
+            "second reply"
+        );
         ent.slot.arm(6);
-        assert!(ent.slot.send(&[IoSlice::new(&errno_header(5, 2))]).is_err(), "wrong unique");
+        assert!(
+            ent.slot.send(&[IoSlice::new(&errno_header(5, 2))]).is_err(),
+            "wrong unique"
+        );
     }
 }
