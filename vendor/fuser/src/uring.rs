@@ -101,16 +101,18 @@ struct RingHeader {
     reserved: u64,
 }
 
-/// The number of queues the kernel makes: one per possible CPU.
-pub(crate) fn possible_cpus() -> usize {
-    fs::read_to_string("/sys/devices/system/cpu/possible")
-        .ok()
-        .and_then(|s| count_cpu_list(s.trim()))
-        .unwrap_or_else(|| {
-            // SAFETY: sysconf has no preconditions.
-            let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-            n.max(1) as usize
-        })
+/// The number of queues the kernel makes: one per possible CPU. Unknown
+/// (no sysfs) means no io_uring: a queue left unregistered would hold every
+/// request.
+pub(crate) fn possible_cpus() -> io::Result<usize> {
+    const POSSIBLE: &str = "/sys/devices/system/cpu/possible";
+    let list = fs::read_to_string(POSSIBLE)?;
+    count_cpu_list(list.trim()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{POSSIBLE} holds {list:?}"),
+        )
+    })
 }
 
 /// Counts the CPUs of a kernel CPU list such as `0-3,5`.
@@ -400,7 +402,7 @@ impl<FS: Filesystem> Rings<FS> {
     /// threads unpinned; its queue still has to be registered). Fails if any
     /// ring or buffer cannot be made: then none is left.
     pub(crate) fn prepare(ch: &Channel, per_queue: usize, payload_cap: usize) -> io::Result<Self> {
-        let queues = possible_cpus();
+        let queues = possible_cpus()?;
         let per_queue = per_queue.max(1);
         if queues > usize::from(u16::MAX) {
             return Err(io::Error::other(format!("{queues} CPUs: too many queues")));
