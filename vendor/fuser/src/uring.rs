@@ -216,6 +216,9 @@ struct SlotState {
     /// The request being served; a reply for another is refused.
     unique: u64,
     replied: bool,
+    /// The ring thread waits for a reply sent from elsewhere (waking it
+    /// costs a futex call, which a reply made while serving does not need).
+    waiting: bool,
 }
 
 /// Where the reply to a request served through io_uring goes: the buffers
@@ -243,6 +246,7 @@ impl ReplySlot {
                 payload_cap,
                 unique: 0,
                 replied: true,
+                waiting: false,
             }),
             Condvar::new(),
         )))
@@ -265,8 +269,10 @@ impl ReplySlot {
     fn wait(&self) {
         let mut s = self.lock();
         while !s.replied {
+            s.waiting = true;
             s = self.0.1.wait(s).unwrap_or_else(|e| e.into_inner());
         }
+        s.waiting = false;
     }
 
     /// Writes a reply (`fuse_out_header` then its payload, as one list of
@@ -321,7 +327,9 @@ impl ReplySlot {
             h.payload_sz = payload_sz as u32;
         }
         s.replied = true;
-        self.0.1.notify_all();
+        if s.waiting {
+            self.0.1.notify_all();
+        }
         Ok(())
     }
 }
