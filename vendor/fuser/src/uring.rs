@@ -541,7 +541,11 @@ fn queue_thread<FS: Filesystem>(
         scratch: Vec::with_capacity(IN_HEADER_LEN + 128 + PAGE),
         se,
     };
-    match q.serve() {
+    // A panic serving one request is answered EIO inside `serve`; one in
+    // the loop itself would leave the queue unserved, like an error.
+    let served = catch_unwind(AssertUnwindSafe(|| q.serve()))
+        .unwrap_or_else(|_| Err(io::Error::other("the ring loop panicked")));
+    match served {
         Ok(()) => debug!("io_uring queue {qid}: connection gone, thread ends"),
         Err(e) => {
             // Requests on this CPU would wait for this queue forever; ending
