@@ -595,12 +595,14 @@ impl<FS: Filesystem> Queue<FS> {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) => return Err(e),
             }
-            let done: Vec<(usize, i32)> = self
-                .ring
-                .completion()
-                .map(|c| (c.user_data() as usize, c.result()))
-                .collect();
-            for (idx, res) in done {
+            // At most the CQ's size; what does not fit waits in the CQ.
+            let mut done = [(0usize, 0i32); 2 * DEPTH];
+            let mut n = 0;
+            for c in self.ring.completion().take(done.len()) {
+                done[n] = (c.user_data() as usize, c.result());
+                n += 1;
+            }
+            for &(idx, res) in &done[..n] {
                 if idx >= self.ents.len() {
                     continue;
                 }
