@@ -544,3 +544,56 @@ fn sigkill_with_reads_in_flight_fails_them_fast() {
     );
     assert!(!is_mounted(&mnt));
 }
+
+/// The daemon forks before it mounts: its rings and their threads are made
+/// in the process that serves, and `novelfs unmount` ends it.
+#[test]
+fn a_daemonized_mount_serves_through_io_uring() {
+    require_uring!();
+    let (_g, root) = small_library();
+    let dir = mount_dir();
+    let s = Switch::set(true);
+    let out = common::within(20, "a daemonized mount", {
+        let (root, mnt) = (root.clone(), dir.path().to_path_buf());
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_novelfs"))
+                .arg("mount")
+                .arg(&root)
+                .arg(&mnt)
+                .args(["--io-uring", "on", "--state-file", "/nonexistent/s.json"])
+                .output()
+                .unwrap()
+        }
+    });
+    drop(s);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.path().join("书/1/offset-1.txt");
+    let text = common::within(10, "a read", move || std::fs::read_to_string(page));
+    assert!(text.unwrap().contains("1: 甲第1行"));
+    let daemon = Command::new("pgrep")
+        .args(["-f", &format!("novelfs mount .* {}", dir.path().display())])
+        .output()
+        .unwrap();
+    let pid: i32 = String::from_utf8_lossy(&daemon.stdout)
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("the daemon runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(Instant::now() < deadline, "the daemon did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!is_mounted(dir.path()));
+}
