@@ -709,8 +709,8 @@ impl<FS: Filesystem> Queue<FS> {
         let ent = &self.ents[idx];
         // A parsed request's reply object answers it, now or from wherever
         // the filesystem keeps it (an unsent one answers EIO when dropped);
-        // the forgets have none, and neither has what failed before one
-        // was made.
+        // the forgets have none, nor has a request that does not parse or
+        // panics in dispatch.
         let no_reply_object = opcode == fuse_opcode::FUSE_FORGET as u32
             || opcode == fuse_opcode::FUSE_BATCH_FORGET as u32
             || !dispatched;
