@@ -82,9 +82,13 @@ const MIN_PAYLOAD: usize = 8192;
 const PAGE: usize = 4096;
 /// Byte offset of `len` in `struct io_uring_sqe`.
 const SQE_LEN_OFFSET: usize = 24;
-/// Entries (outstanding commands) per ring: one is being served while the
-/// other already waits for the next request.
-const DEPTH: usize = 2;
+/// Entries (outstanding commands) per ring. A thread serves one request
+/// at a time, and the kernel hands a request to any available entry of the
+/// caller's queue: a second entry of a busy thread would make a request
+/// wait behind a slow one while another thread of the queue is idle. With
+/// one entry per thread, requests that find every thread busy wait in the
+/// kernel for the first entry committed.
+const DEPTH: usize = 1;
 
 /// `struct fuse_uring_req_header` (`fuse_kernel.h`, protocol 7.42+).
 #[repr(C)]
