@@ -597,3 +597,49 @@ fn a_daemonized_mount_serves_through_io_uring() {
     }
     assert!(!is_mounted(dir.path()));
 }
+
+fn pin_to_cpu0() {
+    // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+}
+
+/// A slow request (a long chapter decoded for the first time) holds only
+/// its own thread: what another reader asks meanwhile on the same CPU goes
+/// to the queue's other thread (`--threads 2`, the default).
+#[test]
+fn a_slow_request_does_not_hold_up_the_next_one_on_its_cpu() {
+    require_uring!();
+    let (_g, root) = common::book_library(&[
+        ("第1章 长.md", lines(300_000, "").as_bytes()),
+        ("第2章 短.md", lines(3, "").as_bytes()),
+    ]);
+    let m = uring::mount(&root, &["--ttl", "0"]);
+    let short = m.path().join("书/2/offset-1.txt");
+    std::fs::read(&short).unwrap();
+    let long = m.path().join("书/1/offset-1.txt");
+    let slow = std::thread::spawn(move || {
+        pin_to_cpu0();
+        let t = Instant::now();
+        std::fs::read(long).unwrap();
+        t.elapsed()
+    });
+    pin_to_cpu0();
+    std::thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    let quick = common::within(60, "the short page", move || std::fs::read(short));
+    let quick_took = t.elapsed();
+    let slow_took = slow.join().unwrap();
+    println!("long chapter {slow_took:?}; the short page meanwhile {quick_took:?}");
+    assert!(quick.unwrap().len() > 100);
+    assert!(
+        slow_took > Duration::from_millis(200) && quick_took * 4 < slow_took,
+        "long chapter {slow_took:?}, the short page meanwhile {quick_took:?}"
+    );
+}
