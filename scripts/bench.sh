@@ -724,7 +724,8 @@ done
 for t in $TRANSPORTS; do
     [ "$SCALE" = 0 ] || in_transport "$t" scale_figures
 done
-rtt_figures
+# With the main or the reference figures (not for --scale-only, --big-only).
+[ "$MAIN_FIGURES$REF_FIGURES" = 00 ] || rtt_figures
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 

@@ -224,10 +224,10 @@ fn auto_uses_io_uring_when_offered_and_dev_fuse_otherwise_with_the_same_pages() 
     let (_g, root) = small_library();
     let mut seen = Vec::new();
     for (switch, extra, transport) in [
-        (true, vec![], "FUSE over io_uring ("),
-        (false, vec![], "/dev/fuse"),
-        (true, vec!["--io-uring", "off"], "/dev/fuse"),
-        (true, vec!["-o", "io_uring=off"], "/dev/fuse"),
+        (true, vec![], "FUSE over io_uring, "),
+        (false, vec![], "classic /dev/fuse;"),
+        (true, vec!["--io-uring", "off"], "classic /dev/fuse;"),
+        (true, vec!["-o", "io_uring=off"], "classic /dev/fuse;"),
     ] {
         let s = Switch::set(switch);
         let dir = mount_dir();
@@ -236,7 +236,7 @@ fn auto_uses_io_uring_when_offered_and_dev_fuse_otherwise_with_the_same_pages() 
         drop(s);
         let line = log.wait_for("mounted ");
         assert!(
-            line.contains(&format!("served through {transport}")),
+            line.contains(&format!("(transport: {transport}")),
             "switch {switch}, {extra:?}: {line}"
         );
         seen.push(snapshot(m.path()));
@@ -257,7 +257,7 @@ fn rings_that_cannot_be_made_fall_back_under_auto_and_refuse_under_on() {
     std::fs::metadata(m.path()).unwrap();
     drop(s);
     let line = log.wait_for("mounted ");
-    assert!(line.ends_with("served through /dev/fuse"), "{line}");
+    assert!(line.contains("(transport: classic /dev/fuse;"), "{line}");
     let why = log.wait_for("FUSE over io_uring not used");
     assert!(why.contains("Operation not permitted"), "{why}");
     let pages = snapshot(m.path());

@@ -11,7 +11,8 @@
 //! Filtering stays `RUST_LOG`'s: novelfs logs at info (warn for a
 //! daemonized mount with nowhere to log, whose stderr is the caller's
 //! terminal until it is ready), fuser only its errors (its "[Not
-//! Implemented] getxattr(…)" warnings are not news to anyone), and
+//! Implemented] getxattr(…)" warnings are not news to anyone) but all of
+//! its io_uring transport's (which transport serves, and why), and
 //! `RUST_LOG` is applied on top, so `RUST_LOG=debug` or
 //! `RUST_LOG=fuser=warn` bring back what they name.
 
@@ -128,10 +129,11 @@ pub(crate) fn sink_for(
     }
 }
 
-/// The filter directives: novelfs at `level`, fuser's errors only, then
-/// `RUST_LOG` (later directives win for the same target).
+/// The filter directives: novelfs at `level`, fuser's errors only but its
+/// io_uring transport at `level`, then `RUST_LOG` (later directives win for
+/// the same target).
 fn directives(level: &str, rust_log: Option<&str>) -> String {
-    let mut d = format!("{level},fuser=error");
+    let mut d = format!("{level},fuser=error,fuser::uring={level}");
     if let Some(env) = rust_log.map(str::trim).filter(|e| !e.is_empty()) {
         d.push(',');
         d.push_str(env);
@@ -178,11 +180,17 @@ mod tests {
 
     #[test]
     fn rust_log_goes_on_top_of_the_defaults() {
-        assert_eq!(directives("info", None), "info,fuser=error");
-        assert_eq!(directives("info", Some(" ")), "info,fuser=error");
+        assert_eq!(
+            directives("info", None),
+            "info,fuser=error,fuser::uring=info"
+        );
+        assert_eq!(
+            directives("info", Some(" ")),
+            "info,fuser=error,fuser::uring=info"
+        );
         assert_eq!(
             directives("warn", Some("debug,fuser=warn")),
-            "warn,fuser=error,debug,fuser=warn"
+            "warn,fuser=error,fuser::uring=warn,debug,fuser=warn"
         );
         let logger = env_logger::Builder::new()
             .parse_filters(&directives("info", Some("debug")))

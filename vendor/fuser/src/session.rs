@@ -546,7 +546,7 @@ impl<FS: Filesystem> Session<FS> {
             }
             Err(e) if mode == IoUringMode::On => Err(e),
             Err(e) => {
-                info!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
+                uring::not_used(&e, offered.contains(InitFlags::FUSE_OVER_IO_URING));
                 Ok(())
             }
         }

@@ -105,6 +105,17 @@ struct RingHeader {
     reserved: u64,
 }
 
+/// Logs why `IoUringMode::Auto` serves through `/dev/fuse`: offered but
+/// not to be had is worth a warning; not offered (the kernel switch off)
+/// is the usual case.
+pub(crate) fn not_used(e: &io::Error, offered: bool) {
+    if offered {
+        warn!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
+    } else {
+        info!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
+    }
+}
+
 /// The number of queues the kernel makes: one per possible CPU. Unknown
 /// (no sysfs) means no io_uring: a queue left unregistered would hold every
 /// request.
