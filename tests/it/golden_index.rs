@@ -3,12 +3,10 @@
 //! chapters --tool` commands, through `NovelFs` in-process and through a
 //! real mount (the index files `novel_books.*` and `BOOK/novel_chapters.*`).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Mount, pretty_json};
+use crate::common::{Mount, pretty_json};
 use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
 use novelfs::library::Library;
 use serde_json::Value;
@@ -29,7 +27,7 @@ fn index_library() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("lib");
     let status = Command::new("python3")
-        .arg(common::golden_dir().join("make_index_library.py"))
+        .arg(crate::common::golden_dir().join("make_index_library.py"))
         .arg(&root)
         .status()
         .expect("python3 runs");
@@ -40,7 +38,7 @@ fn index_library() -> (tempfile::TempDir, PathBuf) {
 
 /// The cases with `@ROOT@` replaced by `root`.
 fn index_cases(root: &str) -> Vec<IndexCase> {
-    let raw = std::fs::read_to_string(common::golden_dir().join("index.jsonl")).unwrap();
+    let raw = std::fs::read_to_string(crate::common::golden_dir().join("index.jsonl")).unwrap();
     raw.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
@@ -316,7 +314,7 @@ impl IndexWay for Mounted {
                 assert_eq!(bytes.len() as u64, size, "st_size of {}", path.display());
                 Answer::Bytes(bytes)
             }
-            Err(e) => Answer::Errno(common::errno(&e)),
+            Err(e) => Answer::Errno(crate::common::errno(&e)),
         }
     }
     fn json_refusal(&self, error: &str) -> Answer {
@@ -336,13 +334,13 @@ fn every_index_case_through_a_mount() {
     let way = Mounted {
         mount: Mount::new(&root, &["--state-file", state]),
     };
-    let names = common::sorted_names(way.mount.path()).unwrap();
+    let names = crate::common::sorted_names(way.mount.path()).unwrap();
     assert!(
         names.contains(&"novel_books.txt".to_string())
             && names.contains(&"novel_books.json".to_string()),
         "the root lists the library's index: {names:?}"
     );
-    let book = common::sorted_names(&way.mount.path().join("三国演义")).unwrap();
+    let book = crate::common::sorted_names(&way.mount.path().join("三国演义")).unwrap();
     assert!(
         book.contains(&"novel_chapters.txt".to_string()),
         "a book lists its index: {book:?}"

@@ -3,8 +3,6 @@
 //! existing directory first is the fstab form and really mounts, a lone
 //! directory says what is missing, and `--help` explains the state file.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -158,7 +156,7 @@ struct Mounted(PathBuf);
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if common::is_mounted(&self.0) {
+        if crate::common::is_mounted(&self.0) {
             let _ = Command::new(BIN)
                 .args(["unmount", "--lazy"])
                 .arg(&self.0)
@@ -169,7 +167,7 @@ impl Drop for Mounted {
 
 fn wait_unmounted(path: &Path) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while common::is_mounted(path) {
+    while crate::common::is_mounted(path) {
         assert!(std::time::Instant::now() < deadline, "still mounted");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -193,7 +191,7 @@ fn an_existing_directory_first_mounts_as_fstab_does() {
         .unwrap();
     let guard = Mounted(mnt.path().to_path_buf());
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(common::is_mounted(mnt.path()));
+    assert!(crate::common::is_mounted(mnt.path()));
     let page = std::fs::read(mnt.path().join("西游记/1/offset-1.txt")).unwrap();
     let want = Command::new(BIN)
         .args(["read", "--state-file", "/nonexistent/state.json", "--root"])

@@ -3,13 +3,11 @@
 //! on, and the unmounted line; fuser's "[Not Implemented]" warnings are
 //! not there.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{book_library, is_mounted};
+use crate::common::{book_library, is_mounted};
 
 const BIN: &str = env!("CARGO_BIN_EXE_novelfs");
 
@@ -127,7 +125,7 @@ fn a_background_mount_logs_to_its_log_file() {
     getxattr(&page);
     getxattr(m.path());
     assert_eq!(
-        common::sorted_names(&m.path().join("书/2")).unwrap(),
+        crate::common::sorted_names(&m.path().join("书/2")).unwrap(),
         ["ERROR"]
     );
     log_with(

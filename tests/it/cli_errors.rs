@@ -4,8 +4,6 @@
 //!
 //! Every expected text below is written from the spec, never captured from a run.
 
-mod common;
-
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
@@ -777,7 +775,9 @@ fn unreadable_book() {
             .args(["--state-file", NO_STATE])
             .args(args);
         // Root reads what mode 000 forbids: the command runs without that.
-        common::without_dac_override(&mut cmd).output().unwrap()
+        crate::common::without_dac_override(&mut cmd)
+            .output()
+            .unwrap()
     };
     let why = format!(
         "无法读取 \"{}\"：Permission denied (os error 13)",

@@ -2,9 +2,7 @@
 //! `io_uring=on` refused with how to enable it, the fallback to /dev/fuse
 //! when rings cannot be made, notifications and FORGET beside the rings,
 //! and unmount, SIGTERM and SIGKILL with requests in flight.
-//! (The reference cases through an io_uring mount are in tests/golden.rs.)
-
-mod common;
+//! (The reference cases through an io_uring mount are in tests/it/golden.rs.)
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -14,21 +12,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::uring::{self, Switch};
-use common::{Mount, errno, errno_name, is_mounted, sorted_names};
+use crate::common::uring::{self, Switch};
+use crate::common::{Mount, errno, errno_name, is_mounted, sorted_names};
 
 const HINT: &str = "echo Y > /sys/module/fuse/parameters/enable_uring";
 
 macro_rules! require_uring {
     () => {
-        if !common::fuse_available() || !uring::available() {
+        if !crate::common::fuse_available() || !uring::available() {
             return;
         }
     };
 }
 
 fn lines(n: usize, tag: &str) -> String {
-    common::prose_lines(n, tag)
+    crate::common::prose_lines(n, tag)
 }
 
 /// The daemon's log, read on a thread as it comes (a full pipe would
@@ -168,7 +166,7 @@ fn deny_io_uring_setup(cmd: &mut Command) {
 }
 
 fn small_library() -> (tempfile::TempDir, PathBuf) {
-    common::book_library(&[
+    crate::common::book_library(&[
         ("第1章 起.md", lines(600, "甲").as_bytes()),
         ("第2章 承.md", lines(3, "乙").as_bytes()),
     ])
@@ -201,7 +199,7 @@ fn on_is_refused_with_how_to_enable_it_when_the_kernel_switch_is_off() {
     let _off = Switch::set(false);
     for extra in [vec!["--io-uring", "on"], vec!["-o", "ro,io_uring=on"]] {
         let dir = mount_dir();
-        let out = common::within(20, "a refused mount", {
+        let out = crate::common::within(20, "a refused mount", {
             let mut cmd = mount_command(&root, dir.path(), &extra);
             move || cmd.output().unwrap()
         });
@@ -272,7 +270,7 @@ fn rings_that_cannot_be_made_fall_back_under_auto_and_refuse_under_on() {
     let s = Switch::set(true);
     let mut cmd = mount_command(&root, dir.path(), &["--io-uring", "on"]);
     deny_io_uring_setup(&mut cmd);
-    let out = common::within(20, "a refused mount", move || cmd.output().unwrap());
+    let out = crate::common::within(20, "a refused mount", move || cmd.output().unwrap());
     drop(s);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -391,7 +389,7 @@ fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
             let (dir, stop, done, errors) =
                 (dir.clone(), stop.clone(), done.clone(), errors.clone());
             std::thread::spawn(move || {
-                let mut rng = common::Rng::new(id + 7);
+                let mut rng = crate::common::Rng::new(id + 7);
                 while !stop.load(Ordering::Relaxed) {
                     let offset = 1 + 400 * rng.below(pages);
                     match std::fs::read(dir.join(format!("offset-{offset}.json"))) {
@@ -440,7 +438,7 @@ impl Readers {
 
 /// 40,000 lines: 100 pages in the chain.
 fn long_library() -> (tempfile::TempDir, PathBuf) {
-    common::book_library(&[("第1章 长.md", lines(40_000, "").as_bytes())])
+    crate::common::book_library(&[("第1章 长.md", lines(40_000, "").as_bytes())])
 }
 
 /// Waits for the daemon to end by itself; its exit status.
@@ -553,7 +551,7 @@ fn a_daemonized_mount_serves_through_io_uring() {
     let (_g, root) = small_library();
     let dir = mount_dir();
     let s = Switch::set(true);
-    let out = common::within(20, "a daemonized mount", {
+    let out = crate::common::within(20, "a daemonized mount", {
         let (root, mnt) = (root.clone(), dir.path().to_path_buf());
         move || {
             Command::new(env!("CARGO_BIN_EXE_novelfs"))
@@ -572,7 +570,7 @@ fn a_daemonized_mount_serves_through_io_uring() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page = dir.path().join("书/1/offset-1.txt");
-    let text = common::within(10, "a read", move || std::fs::read_to_string(page));
+    let text = crate::common::within(10, "a read", move || std::fs::read_to_string(page));
     assert!(text.unwrap().contains("1: 甲第1行"));
     let daemon = Command::new("pgrep")
         .args(["-f", &format!("novelfs mount .* {}", dir.path().display())])
@@ -616,7 +614,7 @@ fn pin_to_cpu0() {
 #[test]
 fn a_slow_request_does_not_hold_up_the_next_one_on_its_cpu() {
     require_uring!();
-    let (_g, root) = common::book_library(&[
+    let (_g, root) = crate::common::book_library(&[
         ("第1章 长.md", lines(300_000, "").as_bytes()),
         ("第2章 短.md", lines(3, "").as_bytes()),
     ]);
@@ -633,7 +631,7 @@ fn a_slow_request_does_not_hold_up_the_next_one_on_its_cpu() {
     pin_to_cpu0();
     std::thread::sleep(Duration::from_millis(20));
     let t = Instant::now();
-    let quick = common::within(60, "the short page", move || std::fs::read(short));
+    let quick = crate::common::within(60, "the short page", move || std::fs::read(short));
     let quick_took = t.elapsed();
     let slow_took = slow.join().unwrap();
     println!("long chapter {slow_took:?}; the short page meanwhile {quick_took:?}");

@@ -6,8 +6,6 @@
 //! A tool that is missing (man, bash, systemd-analyze, unshare) makes its
 //! test say that it skipped; `.ci/run` installs them.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

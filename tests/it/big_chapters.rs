@@ -2,14 +2,12 @@
 //! file with the bytes a whole decode gives, in every encoding, without
 //! holding the text; and while big chapters load, other pages still answer.
 
-mod common;
-
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Mount, fuse_available, rss_kib, within};
+use crate::common::{Mount, fuse_available, rss_kib, within};
 use novelfs::library::{Chapter, Library, PageFormat};
 
 const BOOK: &str = "书";

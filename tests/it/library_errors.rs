@@ -4,15 +4,13 @@
 //! cannot be read holds an `ERROR` saying so, not nothing.
 //!
 //! Root reads what mode bits forbid, so the unreadable cases run the
-//! daemon without that capability (`common::without_dac_override`).
-
-mod common;
+//! daemon without that capability (`crate::common::without_dac_override`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Mount, book_library, sorted_names};
+use crate::common::{Mount, book_library, sorted_names};
 
 const BOOK: &str = "书";
 const CHAPTER: &str = "第1章 起.md";
@@ -115,7 +113,7 @@ fn unreadable_directories(args: &[&str]) {
     let mut all = vec!["--state-file", "/nonexistent/state.json"];
     all.extend_from_slice(args);
     let m = Mount::with_command(&root, &all, "warn", |cmd| {
-        common::without_dac_override(cmd);
+        crate::common::without_dac_override(cmd);
     });
     let mnt = m.path();
     assert!(

@@ -9,13 +9,11 @@
 //! same to a stamp, and only looking again at the names or the bytes tells
 //! them apart.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::sshfs::Sshfs;
-use common::{Mount, book_library};
+use crate::common::sshfs::Sshfs;
+use crate::common::{Mount, book_library};
 
 const BOOK: &str = "书";
 const CHAPTER: &str = "第1章 起.md";
@@ -64,7 +62,7 @@ impl Shared {
     }
 
     fn books(&self) -> Vec<String> {
-        common::sorted_names(self.mount.path()).unwrap()
+        crate::common::sorted_names(self.mount.path()).unwrap()
     }
 
     fn source(&self, rel: &str) -> PathBuf {
@@ -182,13 +180,13 @@ fn chapter_added_after_a_listing(shared: &Shared, limit: Duration) {
     let name = "第9章 新.md";
     fresh_second();
     assert!(
-        !common::sorted_names(&book)
+        !crate::common::sorted_names(&book)
             .unwrap()
             .contains(&name.to_string())
     );
     std::fs::write(shared.source(&format!("{BOOK}/{name}")), FIRST).unwrap();
     let took = time_until(limit, || {
-        common::sorted_names(&book)
+        crate::common::sorted_names(&book)
             .unwrap()
             .contains(&name.to_string())
     });
@@ -249,7 +247,7 @@ fn a_new_book_shows_with_sshfs_defaults_and_the_default_ttl() {
 
 /// The trials of the freshness table (README, docs/performance.md): how
 /// long each change takes to show, capped. Not a check: run it with
-/// `cargo test --test network_fs trials -- --ignored --nocapture`.
+/// `cargo test --test it network_fs::trials -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement, printed; about 4 minutes"]
 fn trials() {

@@ -2,7 +2,7 @@
 //! rewrites, renames, deletes, re-encodes and shadows its chapters.
 //!
 //! `NOVELFS_SOAK_THREADS` readers (default 8) for `NOVELFS_SOAK_SECS`
-//! seconds (default 12, once strict and once watched; run `NOVELFS_SOAK_SECS=60 cargo test --test soak --
+//! seconds (default 12, once strict and once watched; run `NOVELFS_SOAK_SECS=60 cargo test --test it soak:: --
 //! --nocapture` for the long run). Every successful read must be one whole
 //! valid page; the only error a reader may see is ENOENT (a chapter deleted
 //! or renamed, an offset gone, a number shadowed by a second file).
@@ -25,8 +25,6 @@
 //! the file, line `#n` tags matching their numbers) is not checked for the
 //! in-place chapters, since their sources legitimately mix versions.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Write;
@@ -35,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Mount, PageInfo, Rng, check_json_page, check_text_page, errno_name};
+use crate::common::{Mount, PageInfo, Rng, check_json_page, check_text_page, errno_name};
 
 const BOOK: &str = "书";
 const CHAPTERS: u64 = 30;
@@ -193,7 +191,7 @@ impl Counters {
             .errors
             .lock()
             .unwrap()
-            .entry(format!("{what}:{}", errno_name(common::errno(e))))
+            .entry(format!("{what}:{}", errno_name(crate::common::errno(e))))
             .or_default() += 1;
     }
     fn fail(&self, counter: &AtomicU64, msg: String) {
@@ -581,7 +579,7 @@ fn soak(ttl: &str) {
     require_fuse!();
     let threads = env_num("NOVELFS_SOAK_THREADS", 8);
     let secs = env_num("NOVELFS_SOAK_SECS", 12);
-    let (_g, root) = common::book_library(&[]);
+    let (_g, root) = crate::common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let mut seed_rng = Rng::new(42);
     let mut versions: Vec<Version> = (1..=CHAPTERS)
@@ -628,7 +626,7 @@ fn soak(ttl: &str) {
             let mut timeline = Vec::new();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                if let Some((rss, _)) = common::rss_kib(pid) {
+                if let Some((rss, _)) = crate::common::rss_kib(pid) {
                     peak.fetch_max(rss, Ordering::Relaxed);
                     if n.is_multiple_of(25) {
                         timeline.push(rss / 1024);
@@ -683,7 +681,7 @@ fn soak(ttl: &str) {
     let timeline = sampler.join().unwrap();
     let elapsed = started.elapsed();
 
-    let (rss, hwm) = common::rss_kib(pid).expect("daemon still running");
+    let (rss, hwm) = crate::common::rss_kib(pid).expect("daemon still running");
     assert!(m.alive(), "the daemon died or the mount stopped answering");
     // The watch hears of the last changes a moment after they are made.
     std::thread::sleep(Duration::from_millis(500));

@@ -1,15 +1,13 @@
 //! Every reference case of the original tool, three ways: the `novelfs read`
 //! binary, `NovelFs` in-process without FUSE, and a real mount read with
-//! plain std::fs calls. One loop (`common::golden`) checks all three.
-
-mod common;
+//! plain std::fs calls. One loop (`crate::common::golden`) checks all three.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::golden::{Refusal, Stat, Tree, Way, check_every_case, page_name};
-use common::{Case, Mount};
+use crate::common::golden::{Refusal, Stat, Tree, Way, check_every_case, page_name};
+use crate::common::{Case, Mount};
 use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
 use novelfs::library::Library;
 use serde_json::Value;
@@ -73,8 +71,8 @@ impl Way for Cli {
 
 #[test]
 fn every_reference_case_through_the_cli() {
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(&root);
     assert_eq!(cases.len(), 181, "the reference set has 181 cases");
     let mut way = Cli {
         root,
@@ -88,8 +86,8 @@ fn every_reference_case_through_the_cli() {
 /// one with `/library` as its root, wherever the library really is.
 #[test]
 fn every_reference_case_through_the_cli_with_a_path_root() {
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(Path::new(PATH_ROOT));
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(Path::new(PATH_ROOT));
     let mut way = Cli {
         root,
         state_file: guard.path().join("state.json"),
@@ -198,8 +196,8 @@ impl Way for InProcess {
 
 #[test]
 fn every_reference_case_in_process_without_fuse() {
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(&root);
     let state_file = guard.path().join("state.json");
     let fs = InProcess::mount(&root, &state_file);
     let mut way = InProcess {
@@ -236,8 +234,8 @@ impl Tree for Mounted {
 }
 
 impl Mounted {
-    fn tree_at(&self) -> common::golden::PathTree<'_> {
-        common::golden::PathTree(self.mount.as_ref().expect("mounted").path())
+    fn tree_at(&self) -> crate::common::golden::PathTree<'_> {
+        crate::common::golden::PathTree(self.mount.as_ref().expect("mounted").path())
     }
 }
 
@@ -250,7 +248,7 @@ impl Way for Mounted {
         let mut args = vec!["--state-file", self.state_file.to_str().unwrap()];
         args.extend_from_slice(&self.extra);
         self.mount = Some(if self.io_uring {
-            common::uring::mount(&self.root, &args)
+            crate::common::uring::mount(&self.root, &args)
         } else {
             Mount::new(&self.root, &args)
         });
@@ -263,8 +261,8 @@ impl Way for Mounted {
 #[test]
 fn every_reference_case_through_a_mount() {
     require_fuse!();
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(&root);
     let mut way = Mounted {
         root,
         state_file: guard.path().join("state.json"),
@@ -283,11 +281,11 @@ fn every_reference_case_through_a_mount() {
 #[test]
 fn every_reference_case_through_an_io_uring_mount() {
     require_fuse!();
-    if !common::uring::available() {
+    if !crate::common::uring::available() {
         return;
     }
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(&root);
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(&root);
     let mut way = Mounted {
         root,
         state_file: guard.path().join("state.json"),
@@ -304,8 +302,8 @@ fn every_reference_case_through_an_io_uring_mount() {
 #[test]
 fn every_reference_case_through_a_mount_with_a_path_root() {
     require_fuse!();
-    let (guard, root) = common::reference_library();
-    let cases = common::cases(Path::new(PATH_ROOT));
+    let (guard, root) = crate::common::reference_library();
+    let cases = crate::common::cases(Path::new(PATH_ROOT));
     for extra in [
         vec!["--path-root", PATH_ROOT],
         vec!["-o", "ro,path_root=/library/"],

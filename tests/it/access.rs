@@ -8,8 +8,6 @@
 //! otherwise. /dev/fuse's mode and /etc/fuse.conf are changed for a test
 //! and restored after it, under one lock.
 
-mod common;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -230,7 +228,7 @@ impl Workspace {
             child: Some(child),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !common::is_mounted(mnt) {
+        while !crate::common::is_mounted(mnt) {
             let exited = m.child.as_mut().unwrap().try_wait().unwrap();
             assert!(exited.is_none(), "mount -f {args:?} exited: {exited:?}");
             assert!(Instant::now() < deadline, "mount not ready in 20 s");
@@ -248,7 +246,7 @@ struct Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if common::is_mounted(&self.path) {
+        if crate::common::is_mounted(&self.path) {
             let c = std::ffi::CString::new(self.path.as_os_str().as_encoded_bytes()).unwrap();
             // SAFETY: c is a valid path.
             unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
@@ -353,7 +351,7 @@ fn expected_page(ws: &Workspace) -> Vec<u8> {
 
 fn wait_unmounted(mnt: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while common::is_mounted(mnt) {
+    while crate::common::is_mounted(mnt) {
         if Instant::now() > deadline {
             return false;
         }
@@ -394,7 +392,7 @@ fn a_user_who_is_not_root_mounts_reads_and_unmounts() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!common::is_mounted(&mnt));
+    assert!(!crate::common::is_mounted(&mnt));
     let again = ws.novelfs(owner).arg("unmount").arg(&mnt).output().unwrap();
     let said = String::from_utf8_lossy(&again.stderr);
     assert!(
@@ -422,7 +420,7 @@ fn errors_for_a_user_who_is_not_root_say_what_is_missing() {
             .output()
             .unwrap();
         assert!(!out.status.success(), "mounted with {args:?}");
-        assert!(!common::is_mounted(&mnt));
+        assert!(!crate::common::is_mounted(&mnt));
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     {

@@ -1,28 +1,26 @@
 //! Faults under a live mount: the library vanishing under it, a chapter
 //! that cannot be read, the daemon killed or stopped while reads are in
-//! flight. (tests/mount_fs.rs already covers a vanished novels/ dir, the
+//! flight. (tests/it/mount_fs.rs already covers a vanished novels/ dir, the
 //! stale mount a SIGKILL leaves with its explanation and `--force`, and
 //! SIGTERM during small reads; these do not repeat them.)
-
-mod common;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{errno, errno_name, is_mounted, sorted_names, strict_mount, within};
+use crate::common::{errno, errno_name, is_mounted, sorted_names, strict_mount, within};
 
 const BOOK: &str = "书";
 
 fn lines(n: usize) -> String {
-    common::prose_lines(n, "")
+    crate::common::prose_lines(n, "")
 }
 
 #[test]
 fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
+    let (_g, root) = crate::common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
     std::fs::create_dir_all(root.join("novels/别的书")).unwrap();
     std::fs::write(root.join("novels/别的书/第1章.md"), "别的").unwrap();
     let mut m = strict_mount(&root, &[]);
@@ -61,7 +59,7 @@ fn a_book_removed_while_mounted_is_gone_and_the_root_still_lists() {
 #[test]
 fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
     require_fuse!();
-    let (g, root) = common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
+    let (g, root) = crate::common::book_library(&[("第1章 起.md", lines(3).as_bytes())]);
     let mut m = strict_mount(&root, &[]);
     let mnt = m.path().to_path_buf();
     assert!(std::fs::read(mnt.join("书/1/offset-1.txt")).is_ok());
@@ -124,7 +122,8 @@ fn the_whole_root_removed_gives_errors_not_hangs_and_sigterm_still_unmounts() {
 #[test]
 fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第1章 起.md", b"short"), ("第2章 承.md", b"fine")]);
+    let (_g, root) =
+        crate::common::book_library(&[("第1章 起.md", b"short"), ("第2章 承.md", b"fine")]);
     let src = root.join("novels/书/第1章 起.md");
     let mut m = strict_mount(&root, &["--max-chapter-bytes", "64K"]);
     assert!(
@@ -189,7 +188,7 @@ fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
             let (dir, stop, done, errors) =
                 (dir.clone(), stop.clone(), done.clone(), errors.clone());
             std::thread::spawn(move || {
-                let mut rng = common::Rng::new(id + 1);
+                let mut rng = crate::common::Rng::new(id + 1);
                 while !stop.load(Ordering::Relaxed) {
                     let r = if rng.chance(100) {
                         std::fs::read_dir(&dir)
@@ -245,7 +244,7 @@ impl Readers {
 
 /// 200,000 lines: 500 pages in the chain.
 fn big_library() -> (tempfile::TempDir, PathBuf) {
-    common::book_library(&[("第1章 长.md", lines(200_000).as_bytes())])
+    crate::common::book_library(&[("第1章 长.md", lines(200_000).as_bytes())])
 }
 
 #[test]

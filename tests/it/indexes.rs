@@ -1,14 +1,12 @@
 //! The index files through a real mount: an edit shows in both indexes
 //! under each freshness mode, and listing (READDIRPLUS) decodes nothing.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Mount;
+use crate::common::Mount;
 
 /// Retries `f` for up to 5 s (a watched mount hears of a change a moment
 /// after it is made; a strict one at once).
@@ -36,7 +34,7 @@ fn read(p: &Path) -> Option<String> {
 #[test]
 fn an_edited_chapter_changes_both_indexes_in_every_freshness_mode() {
     require_fuse!();
-    let (guard, root) = common::book_library(&[
+    let (guard, root) = crate::common::book_library(&[
         ("第1章 起.md", "一二三".as_bytes()),
         ("第2章 承.md", "四五".as_bytes()),
     ]);
@@ -111,10 +109,10 @@ fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
         "novelfs=debug",
     );
     let log = follow(&mut mount);
-    let names = common::sorted_names(mount.path()).unwrap();
+    let names = crate::common::sorted_names(mount.path()).unwrap();
     assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
     for b in 0..10 {
-        let listed = common::sorted_names(&mount.path().join(format!("书{b}"))).unwrap();
+        let listed = crate::common::sorted_names(&mount.path().join(format!("书{b}"))).unwrap();
         assert_eq!(listed.len(), 50 + 2, "50 chapters and the two index files");
     }
     // A page read last: its decode is logged after anything the listings did.

@@ -4,8 +4,6 @@
 //! the only request a pass makes. The daemon's requests are watched in
 //! fuser's debug log.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -13,7 +11,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Mount;
+use crate::common::Mount;
 
 /// The daemon's stderr, line by line, collected by a thread so that the
 /// debug log never fills the pipe and blocks the daemon.
@@ -176,7 +174,7 @@ fn python_read(pages: &[PathBuf], ask_isatty: bool) -> Vec<(bool, String)> {
 #[test]
 fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
     require_fuse!();
-    let (guard, root) = common::reference_library();
+    let (guard, root) = crate::common::reference_library();
     let no_state = guard.path().join("no-state.json");
     let mut mount = Mount::with_log(
         &root,
@@ -234,7 +232,12 @@ fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
         let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::TCGETS, &mut term) };
         let err = std::io::Error::last_os_error();
         assert_eq!(r, -1, "TCGETS succeeded on {}", path.display());
-        assert_eq!(common::errno(&err), libc::ENOTTY, "{}", path.display());
+        assert_eq!(
+            crate::common::errno(&err),
+            libc::ENOTTY,
+            "{}",
+            path.display()
+        );
     }
     let _ = std::fs::metadata(mount.path().join("probe-done"));
     let requests = log.requests_until(mark, "probe-done");

@@ -1,26 +1,24 @@
 //! Filesystem behaviour through a real mount: sizes, partial reads, mmap,
 //! freshness, read-only, containment, signals, the fstab form, mount errors.
 
-mod common;
-
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Mount, errno, is_mounted};
+use crate::common::{Mount, errno, is_mounted};
 
 const BOOK: &str = "书";
 
 /// A small library: ROOT/novels/书/… ; returns (guard, root).
 fn small_library(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_bytes())).collect();
-    common::book_library(&files)
+    crate::common::book_library(&files)
 }
 
 fn strict(root: &Path) -> Mount {
-    common::strict_mount(root, &[])
+    crate::common::strict_mount(root, &[])
 }
 
 /// The three ways a mount stays fresh: asking every time (`--ttl 0`); the
@@ -68,9 +66,9 @@ fn read_errno(p: &Path) -> Option<i32> {
 }
 
 /// The names a directory lists, sorted, without the index files (every
-/// root and book lists them; `tests/indexes.rs` checks them).
+/// root and book lists them; `tests/it/indexes.rs` checks them).
 fn sorted_names(p: &Path) -> Option<Vec<String>> {
-    let names = common::sorted_names(p).ok()?;
+    let names = crate::common::sorted_names(p).ok()?;
     Some(
         names
             .into_iter()
@@ -80,7 +78,7 @@ fn sorted_names(p: &Path) -> Option<Vec<String>> {
 }
 
 fn lines(n: usize, tag: &str) -> String {
-    common::prose_lines(n, tag)
+    crate::common::prose_lines(n, tag)
 }
 
 fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -98,7 +96,7 @@ fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
     require_fuse!();
-    let (_g, root) = common::reference_library();
+    let (_g, root) = crate::common::reference_library();
     let m = strict(&root);
     let mut files = Vec::new();
     walk_files(m.path(), &mut files);
@@ -140,7 +138,7 @@ fn every_listed_file_has_its_exact_size_and_partial_reads_agree() {
 #[test]
 fn mmap_returns_the_same_bytes() {
     require_fuse!();
-    let (_g, root) = common::reference_library();
+    let (_g, root) = crate::common::reference_library();
     let m = strict(&root);
     let p = m.path().join("星河旧梦/31/offset-1.txt");
     let want = std::fs::read(&p).unwrap();
@@ -560,7 +558,7 @@ fn switched_off_state_follows_the_state_file() {
 #[test]
 fn ordinary_tools_work_on_the_mount() {
     require_fuse!();
-    let (_g, root) = common::reference_library();
+    let (_g, root) = crate::common::reference_library();
     let m = strict(&root);
     let run = |cmd: &mut Command| {
         let out = cmd.output().unwrap();
@@ -607,7 +605,7 @@ fn ordinary_tools_work_on_the_mount() {
 #[test]
 fn sigterm_unmounts_cleanly_even_with_reads_in_flight() {
     require_fuse!();
-    let (_g, root) = common::reference_library();
+    let (_g, root) = crate::common::reference_library();
     let mut m = strict(&root);
     let path = m.path().to_path_buf();
     let open = std::fs::File::open(path.join("星河旧梦/31/offset-1.txt")).unwrap();

@@ -8,15 +8,13 @@
 //! `.ci/run` installs them (the server into
 //! ~/.cache/novelfs/mcp-server-filesystem, or where NOVELFS_MCP_SERVER says).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::Mount;
+use crate::common::Mount;
 use serde_json::{Value, json};
 
 fn sample_library() -> PathBuf {

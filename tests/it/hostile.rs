@@ -2,14 +2,12 @@
 //! file names, malformed page names, random bytes in every decoding path.
 //! Each test prints its figures (`-- --nocapture`).
 
-mod common;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::{
+use crate::common::{
     Mount, Rng, check_json_page, check_text_page, errno, is_mounted, strict_mount, within,
 };
 
@@ -22,7 +20,7 @@ fn names(p: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
 }
 
 fn hwm_mib(m: &Mount) -> u64 {
-    common::rss_kib(m.pid())
+    crate::common::rss_kib(m.pid())
         .map(|(_, hwm)| hwm / 1024)
         .unwrap_or(0)
 }
@@ -34,7 +32,7 @@ fn a_chapter_of_a_million_short_lines() {
         .map(|i| format!("{i}"))
         .collect::<Vec<_>>()
         .join("\n");
-    let (_g, root) = common::book_library(&[("第1章 百万行.md", text.as_bytes())]);
+    let (_g, root) = crate::common::book_library(&[("第1章 百万行.md", text.as_bytes())]);
     let mut m = strict_mount(&root, &[]);
     let dir = m.path().join("书/1");
 
@@ -89,7 +87,7 @@ fn a_chapter_of_a_million_short_lines() {
 fn a_single_50_mb_line_is_one_cut_page() {
     require_fuse!();
     let line = "长".repeat(50_000_000 / 3);
-    let (_g, root) = common::book_library(&[("第1章 一行.md", line.as_bytes())]);
+    let (_g, root) = crate::common::book_library(&[("第1章 一行.md", line.as_bytes())]);
     let mut m = strict_mount(&root, &[]);
     let dir = m.path().join("书/1");
     let t = Instant::now();
@@ -116,7 +114,7 @@ fn a_single_50_mb_line_is_one_cut_page() {
 #[test]
 fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第2章 小.md", b"small")]);
+    let (_g, root) = crate::common::book_library(&[("第2章 小.md", b"small")]);
     let big = root.join("novels/书/第1章 巨.md");
     std::fs::File::create(&big)
         .unwrap()
@@ -152,7 +150,7 @@ fn a_sparse_1_gib_chapter_is_an_error_and_costs_no_memory() {
 #[test]
 fn a_book_of_50000_files_lists_and_resolves() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[]);
+    let (_g, root) = crate::common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let t = Instant::now();
     for i in 1..=50_000u32 {
@@ -208,7 +206,7 @@ fn odd_file_names_are_listed_and_readable() {
         "-第8章.md".into(),
         long.into_bytes(),
     ];
-    let (_g, root) = common::book_library(&[]);
+    let (_g, root) = crate::common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     for (k, name) in odd.iter().enumerate() {
         assert!(name.len() <= 255, "{}", name.len());
@@ -227,7 +225,7 @@ fn odd_file_names_are_listed_and_readable() {
         .collect();
     listed.sort();
     let mut want = odd.clone();
-    want.extend(common::BOOK_INDEX_FILES.map(|n| n.as_bytes().to_vec()));
+    want.extend(crate::common::BOOK_INDEX_FILES.map(|n| n.as_bytes().to_vec()));
     want.sort();
     assert_eq!(listed, want, "every odd name is listed byte for byte");
     for (k, name) in odd.iter().enumerate() {
@@ -251,7 +249,7 @@ fn odd_file_names_are_listed_and_readable() {
 #[test]
 fn malformed_names_are_enoent() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第1章 起.md", b"a\nb")]);
+    let (_g, root) = crate::common::book_library(&[("第1章 起.md", b"a\nb")]);
     let mut m = strict_mount(&root, &[]);
     let chapter = m.path().join("书/第1章 起.md");
     assert!(chapter.join("offset-1.txt").exists());
@@ -330,7 +328,7 @@ fn hostile_bytes(rng: &mut Rng, kind: u64) -> Vec<u8> {
 #[test]
 fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[]);
+    let (_g, root) = crate::common::book_library(&[]);
     let book = root.join("novels").join(BOOK);
     let mut rng = Rng::new(2024);
     let count = 96u64;
@@ -394,14 +392,14 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
     assert!(!is_mounted(&root));
 }
 
-// Containment. tests/mount_fs.rs already checks a book that
+// Containment. tests/it/mount_fs.rs already checks a book that
 // is a symlink to /etc, a chapter symlinked to /etc/passwd and to /etc, and
 // `..` paths; these add what it does not.
 
 #[test]
 fn symlinks_and_dot_dot_names_reach_nothing_outside() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
+    let (_g, root) = crate::common::book_library(&[("第1章 起.md", b"a")]);
     let novels = root.join("novels");
     let book = novels.join(BOOK);
     let link =
@@ -508,7 +506,7 @@ fn ls_as_nobody(mnt: &Path) -> std::process::Output {
 #[test]
 fn allow_other_is_off_unless_asked_for() {
     require_fuse!();
-    let (_g, root) = common::book_library(&[("第1章 起.md", b"a")]);
+    let (_g, root) = crate::common::book_library(&[("第1章 起.md", b"a")]);
     {
         let m = strict_mount(&root, &[]);
         let line = mount_line(m.path());

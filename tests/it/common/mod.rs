@@ -74,7 +74,7 @@ pub fn sorted_names(p: &Path) -> std::io::Result<Vec<String>> {
 #[macro_export]
 macro_rules! require_fuse {
     () => {
-        if !common::fuse_available() {
+        if !$crate::common::fuse_available() {
             return;
         }
     };

@@ -1,0 +1,26 @@
+//! The integration tests, in one binary: each module is one concern
+//! (see docs/testing.md). One binary links once instead of once per file.
+
+#[macro_use]
+mod common;
+mod access;
+mod agents;
+mod big_chapters;
+mod cli_errors;
+mod cli_usage;
+mod faults;
+mod fuzz_regressions;
+mod golden;
+mod golden_index;
+mod hostile;
+mod indexes;
+mod install;
+mod io_uring;
+mod layout;
+mod library_errors;
+mod logs;
+mod mount_fs;
+mod network_fs;
+mod properties;
+mod python_reader;
+mod soak;
