@@ -97,7 +97,7 @@ fn bubblewrap_reads_the_mount_read_only_at_library() {
     );
     let want = cli_page(&root, &["西游记", "1", "--offset", "401"])
         + &cli_page(&root, &["唐诗选", "静夜思", "--json"])
-        + "唐诗选\n西游记\n";
+        + "novel_books.json\nnovel_books.txt\n唐诗选\n西游记\n";
     assert!(stdout.starts_with(&want), "sandbox read:\n{stdout}");
     assert!(
         want.contains("<path>/library/novels/西游记/")
