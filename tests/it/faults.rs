@@ -5,11 +5,11 @@
 //! SIGTERM during small reads; these do not repeat them.)
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::common::{errno, errno_name, is_mounted, sorted_names, strict_mount, within};
+use crate::common::readers::start_readers;
+use crate::common::{errno, is_mounted, sorted_names, strict_mount, within};
 
 const BOOK: &str = "书";
 
@@ -169,77 +169,6 @@ fn a_chapter_over_max_chapter_bytes_lists_an_error_that_says_so() {
     );
     let status = m.terminate().expect("running");
     assert!(status.success());
-}
-
-/// Readers of a big chapter that run until told to stop, counting outcomes.
-struct Readers {
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicU64>,
-    errors: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
-    let threads = (0..n)
-        .map(|id| {
-            let (dir, stop, done, errors) =
-                (dir.clone(), stop.clone(), done.clone(), errors.clone());
-            std::thread::spawn(move || {
-                let mut rng = crate::common::Rng::new(id + 1);
-                while !stop.load(Ordering::Relaxed) {
-                    let r = if rng.chance(100) {
-                        std::fs::read_dir(&dir)
-                            .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
-                            .map(|_| ())
-                    } else {
-                        let offset = 1 + 400 * rng.below(pages);
-                        let ext = if rng.chance(500) { "txt" } else { "json" };
-                        std::fs::read(dir.join(format!("offset-{offset}.{ext}"))).map(|_| ())
-                    };
-                    match r {
-                        Ok(()) => {
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            *errors
-                                .lock()
-                                .unwrap()
-                                .entry(errno_name(errno(&e)))
-                                .or_default() += 1
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    Readers {
-        stop,
-        done,
-        errors,
-        threads,
-    }
-}
-
-impl Readers {
-    /// Stops the readers; fails if one does not come back within `secs`.
-    fn finish(self, secs: u64) -> (u64, std::collections::BTreeMap<String, u64>) {
-        self.stop.store(true, Ordering::Relaxed);
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        for t in self.threads {
-            while !t.is_finished() {
-                assert!(Instant::now() < deadline, "a reader hung");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            t.join().unwrap();
-        }
-        (
-            self.done.load(Ordering::Relaxed),
-            self.errors.lock().unwrap().clone(),
-        )
-    }
 }
 
 /// 200,000 lines: 500 pages in the chain.

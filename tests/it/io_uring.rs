@@ -8,12 +8,13 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::readers::start_readers;
 use crate::common::uring::{self, Switch};
-use crate::common::{Mount, errno, errno_name, is_mounted, sorted_names};
+use crate::common::{Mount, errno, is_mounted, sorted_names};
 
 const HINT: &str = "echo Y > /sys/module/fuse/parameters/enable_uring";
 
@@ -369,70 +370,6 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         }
         assert!(Instant::now() < deadline, "{what}: not within 10 s");
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Readers looping over a chapter's pages until stopped.
-struct Readers {
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicU64>,
-    errors: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
-    let threads = (0..n)
-        .map(|id| {
-            let (dir, stop, done, errors) =
-                (dir.clone(), stop.clone(), done.clone(), errors.clone());
-            std::thread::spawn(move || {
-                let mut rng = crate::common::Rng::new(id + 7);
-                while !stop.load(Ordering::Relaxed) {
-                    let offset = 1 + 400 * rng.below(pages);
-                    match std::fs::read(dir.join(format!("offset-{offset}.json"))) {
-                        Ok(_) => {
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            *errors
-                                .lock()
-                                .unwrap()
-                                .entry(errno_name(errno(&e)))
-                                .or_default() += 1
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    Readers {
-        stop,
-        done,
-        errors,
-        threads,
-    }
-}
-
-impl Readers {
-    /// Stops the readers; fails if one does not come back within `secs`
-    /// (a request left hanging in the kernel).
-    fn finish(self, secs: u64) -> (u64, std::collections::BTreeMap<String, u64>) {
-        self.stop.store(true, Ordering::Relaxed);
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        for t in self.threads {
-            while !t.is_finished() {
-                assert!(Instant::now() < deadline, "a reader hung");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            t.join().unwrap();
-        }
-        (
-            self.done.load(Ordering::Relaxed),
-            self.errors.lock().unwrap().clone(),
-        )
     }
 }
 

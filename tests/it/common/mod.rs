@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub mod golden;
+pub mod readers;
 pub mod sshfs;
 pub mod uring;
 
