@@ -1,28 +1,10 @@
 //! The index files through a real mount: an edit shows in both indexes
 //! under each freshness mode, and listing (READDIRPLUS) decodes nothing.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use crate::common::Mount;
-
-/// Retries `f` for up to 5 s (a watched mount hears of a change a moment
-/// after it is made; a strict one at once).
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "never happened: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::common::{eventually, follow_log};
 
 fn read(p: &Path) -> Option<String> {
     let text = std::fs::read_to_string(p).ok()?;
@@ -71,26 +53,6 @@ fn an_edited_chapter_changes_both_indexes_in_every_freshness_mode() {
     }
 }
 
-/// The daemon's log lines, collected on a thread.
-fn follow(mount: &mut Mount) -> Arc<Mutex<Vec<String>>> {
-    let stderr = mount
-        .child
-        .as_mut()
-        .and_then(|c| c.stderr.take())
-        .expect("daemon stderr is piped");
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).split(b'\n') {
-            let Ok(line) = line else { break };
-            sink.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&line).into_owned());
-        }
-    });
-    lines
-}
-
 #[test]
 fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
     require_fuse!();
@@ -108,7 +70,7 @@ fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
         &["--state-file", state.to_str().unwrap()],
         "novelfs=debug",
     );
-    let log = follow(&mut mount);
+    let log = follow_log(&mut mount);
     let names = crate::common::sorted_names(mount.path()).unwrap();
     assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
     for b in 0..10 {

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::eventually;
 use crate::common::readers::start_readers;
 use crate::common::uring::{self, Switch};
 use crate::common::{Mount, errno, is_mounted, sorted_names};
@@ -360,17 +361,6 @@ fn chapters(book: &Path) -> std::io::Result<Vec<String>> {
         .into_iter()
         .filter(|n| n.ends_with(".md"))
         .collect())
-}
-
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within 10 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// 40,000 lines: 100 pages in the chain.

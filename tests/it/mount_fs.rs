@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::common::eventually;
 use crate::common::{Mount, errno, is_mounted};
 
 const BOOK: &str = "书";
@@ -32,22 +33,6 @@ fn mount_in(root: &Path, ttl: &str, state: &str) -> Mount {
         args.push("--no-watch");
     }
     Mount::new(root, &args)
-}
-
-/// Retries `f` for up to 5 s: a watched mount hears of a change a moment
-/// after it is made (a strict one at once, so it passes the first time).
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "never happened: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Waits until the page at `page` shows `text` as its line 1.

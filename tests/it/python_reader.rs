@@ -4,7 +4,6 @@
 //! the only request a pass makes. The daemon's requests are watched in
 //! fuser's debug log.
 
-use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::Mount;
+use crate::common::follow_log;
 
 /// The daemon's stderr, line by line, collected by a thread so that the
 /// debug log never fills the pipe and blocks the daemon.
@@ -21,22 +21,9 @@ struct DaemonLog {
 
 impl DaemonLog {
     fn follow(mount: &mut Mount) -> DaemonLog {
-        let stderr = mount
-            .child
-            .as_mut()
-            .and_then(|c| c.stderr.take())
-            .expect("daemon stderr is piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).split(b'\n') {
-                let Ok(line) = line else { break };
-                sink.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&line).into_owned());
-            }
-        });
-        DaemonLog { lines }
+        DaemonLog {
+            lines: follow_log(mount),
+        }
     }
 
     fn len(&self) -> usize {

@@ -586,3 +586,41 @@ pub fn without_dac_override(cmd: &mut std::process::Command) -> &mut std::proces
         })
     }
 }
+
+/// Retries `f` every 20 ms for up to 5 s: a watched mount hears of a change
+/// a moment after it is made (a strict one at once).
+pub fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "never happened: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The lines a foreground daemon writes on its (piped) stderr, collected
+/// on a thread as they come.
+pub fn follow_log(mount: &mut Mount) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use std::io::BufRead;
+    let stderr = mount
+        .child
+        .as_mut()
+        .and_then(|c| c.stderr.take())
+        .expect("daemon stderr is piped");
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).split(b'\n') {
+            let Ok(line) = line else { break };
+            sink.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&line).into_owned());
+        }
+    });
+    lines
+}
