@@ -187,21 +187,38 @@ fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
     }
 
     // Warm: nothing but the isatty() probes reaches the daemon, one at most
-    // per open (a newer Python may not probe regular files at all).
-    let mark = log.mark(mount.path(), "cold-pass-done");
-    let warm = python_read(&pages, false);
-    assert!(
-        warm.iter().map(|w| &w.1).eq(cold.iter().map(|c| &c.1)),
-        "the warm pass read other bytes"
-    );
-    let _ = std::fs::metadata(mount.path().join("warm-pass-done"));
-    let requests = log.requests_until(mark, "warm-pass-done");
-    let others: Vec<&String> = requests.iter().filter(|op| *op != "IOCTL").collect();
-    assert!(
-        others.is_empty(),
-        "a warm pass of {} opens sent {others:?}",
-        pages.len()
-    );
+    // per open (a newer Python may not probe regular files at all). The
+    // kernel may still evict an unused inode, and its cached pages with it,
+    // when other work fills memory (the rest of the suite runs beside this
+    // test): a pass that re-read a page is followed by another, which must
+    // then be served by the kernel alone.
+    let mut passes = Vec::new();
+    let requests = loop {
+        let sentinel = format!("pass-{}", passes.len());
+        let mark = log.mark(mount.path(), &format!("{sentinel}-start"));
+        let warm = python_read(&pages, false);
+        assert!(
+            warm.iter().map(|w| &w.1).eq(cold.iter().map(|c| &c.1)),
+            "the warm pass read other bytes"
+        );
+        let done = format!("{sentinel}-done");
+        let _ = std::fs::metadata(mount.path().join(&done));
+        let requests = log.requests_until(mark, &done);
+        let others: Vec<String> = requests
+            .iter()
+            .filter(|op| *op != "IOCTL")
+            .cloned()
+            .collect();
+        if others.is_empty() {
+            break requests;
+        }
+        passes.push(others);
+        assert!(
+            passes.len() < 3,
+            "warm passes of {} opens sent {passes:?}",
+            pages.len()
+        );
+    };
     assert!(
         requests.len() <= pages.len(),
         "{} IOCTLs for {} opens",
