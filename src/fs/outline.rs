@@ -87,6 +87,11 @@ impl Outlines {
         }
     }
 
+    /// Bytes of outlines that fit before one is evicted.
+    pub(crate) fn room(&self) -> usize {
+        lock(&self.cache).room()
+    }
+
     /// The chapter's outline as the source is now (decoding it only when
     /// the outline is not cached for the source's current version).
     ///

@@ -31,6 +31,7 @@ use super::node::{
     Attr, ChapterRef, Kind, Node, Result, UNLOOKED, books_file, chapter_ref, chapters_file,
     index_format,
 };
+use super::ahead::Outliner;
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
@@ -66,10 +67,11 @@ impl Default for FsConfig {
 }
 
 pub struct NovelFs {
-    source: Source,
+    source: Arc<Source>,
     freshness: Arc<Freshness>,
     inodes: InodeTable,
-    outlines: Outlines,
+    outlines: Arc<Outlines>,
+    outliner: Outliner,
     pages: Pages,
     listings: Listings,
     index_files: IndexFiles,
@@ -113,17 +115,20 @@ impl NovelFs {
             config.watch,
         ));
         let inodes = InodeTable::default();
+        let source = Arc::new(Source::new(
+            library,
+            freshness.clone(),
+            budget.texts,
+            budget.indexes,
+            inodes.bytes(),
+        ));
+        let outlines = Arc::new(Outlines::new(budget.outlines));
         NovelFs {
-            source: Source::new(
-                library,
-                freshness.clone(),
-                budget.texts,
-                budget.indexes,
-                inodes.bytes(),
-            ),
+            outliner: Outliner::start(source.clone(), outlines.clone()),
+            source,
             freshness,
             inodes,
-            outlines: Outlines::new(budget.outlines),
+            outlines,
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
             index_files: IndexFiles::new(budget.index_files),
@@ -733,6 +738,15 @@ impl NovelFs {
                         }
                     })
                     .collect::<Vec<_>>();
+                // Their listings are what a walk of the tree asks for next.
+                let refs = chapters
+                    .iter()
+                    .filter_map(|e| match &e.node {
+                        Node::Chapter { chapter } => Some(chapter.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                self.outliner.book_listed(&book, look.version(), refs);
                 // The same looks tell whether the cached index is current:
                 // then its files are listed as a lookup would give them.
                 let on = self.switch.tool_on(Tool::Chapters);
