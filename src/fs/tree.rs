@@ -1258,6 +1258,63 @@ mod tests {
     }
 
     #[test]
+    fn listing_a_book_outlines_its_chapters_ahead() {
+        let names: Vec<String> = (1..=30).map(|i| format!("第{i}章.md")).collect();
+        let body = "字\n".repeat(50);
+        let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), body.as_str())).collect();
+        let f = fixture(&files);
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapters: Vec<ChapterRef> = names
+            .iter()
+            .map(|n| chapter_ref(&book, OsStr::new(n)))
+            .collect();
+        let outlined = || {
+            chapters
+                .iter()
+                .filter(|c| f.fs.outlines.is_cached(&f.fs.source, c))
+                .count()
+        };
+        assert_eq!(outlined(), 0, "nothing listed yet");
+        let book_ino = walk(&f.fs, "书").unwrap().ino;
+        f.fs.listing(book_ino, 0).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while outlined() < chapters.len() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            outlined(),
+            chapters.len(),
+            "every chapter outlined without its directory being listed"
+        );
+    }
+
+    #[test]
+    fn a_book_is_outlined_ahead_once_and_only_within_the_outlines_budget() {
+        // The smallest cache: 1 MiB of outlines.
+        let f = fixture_with_cache(&[("第1章.md", "a")], 1);
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let refs = |n: usize| {
+            (0..n)
+                .map(|i| chapter_ref(&book, OsStr::new(&format!("第{i}章.md"))))
+                .collect::<Vec<_>>()
+        };
+        let fit = (1 << 20) / crate::fs::ahead::OUTLINE_GUESS;
+        assert!(
+            !f.fs.outliner.book_listed(&book, 1, refs(fit + 1)),
+            "more outlines than the cache holds: none computed ahead"
+        );
+        assert!(f.fs.outliner.book_listed(&book, 1, refs(10)));
+        assert!(
+            !f.fs.outliner.book_listed(&book, 1, refs(10)),
+            "the same version of the book is queued once"
+        );
+        assert!(
+            f.fs.outliner.book_listed(&book, 2, refs(10)),
+            "a changed book is queued again"
+        );
+    }
+
+    #[test]
     fn a_book_listing_carries_each_chapters_attributes() {
         let f = fixture(&[("第1章 起.md", "a"), ("第2章 承.md", "b")]);
         let book = walk(&f.fs, "书").unwrap();
