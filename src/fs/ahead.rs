@@ -99,7 +99,12 @@ impl Outliner {
     /// outlines, unless this version was queued already, the queue is
     /// full, or their outlines would not fit in the cache beside those
     /// already there and queued. True when queued.
-    pub(crate) fn book_listed(&self, book: &Arc<OsStr>, version: u64, chapters: Vec<ChapterRef>) -> bool {
+    pub(crate) fn book_listed(
+        &self,
+        book: &Arc<OsStr>,
+        version: u64,
+        chapters: Vec<ChapterRef>,
+    ) -> bool {
         let Some(queue) = &self.queue else {
             return false;
         };

@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
+use super::ahead::Outliner;
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
@@ -31,7 +32,6 @@ use super::node::{
     Attr, ChapterRef, Kind, Node, Result, UNLOOKED, books_file, chapter_ref, chapters_file,
     index_format,
 };
-use super::ahead::Outliner;
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;

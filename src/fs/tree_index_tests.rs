@@ -114,11 +114,7 @@ fn listing_a_large_library_decodes_each_chapter_once_ahead_and_novel_books_no_mo
     }
     assert_eq!(fs.decodes(), 2000, "every chapter outlined ahead, once");
     let books_txt = walk(fs, &["novel_books.txt"]).unwrap();
-    assert_eq!(
-        fs.decodes(),
-        2000,
-        "novel_books decodes nothing more"
-    );
+    assert_eq!(fs.decodes(), 2000, "novel_books decodes nothing more");
     let text = read_all(fs, books_txt.ino);
     assert_eq!(text.len() as u64, books_txt.size);
     assert!(text.contains("- 书19: 100 章, "), "{text}");
