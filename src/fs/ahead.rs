@@ -2,10 +2,12 @@
 //! computed on a thread of their own, so that the listings of its chapter
 //! directories, which `find`, `ls -R` and agents walking the tree ask for
 //! next, are answered from memory instead of decoding on the request
-//! thread. The work runs at a low priority (on the other core when there
-//! is one), never blocks a request (a full queue drops the book), and
-//! stops where the outlines' cache would start evicting: what is computed
-//! ahead must still be there when it is asked for.
+//! thread. The work runs on the other core when there is one (at the
+//! requests' priority: a request may wait for the chapter this thread is
+//! loading, see `Source::chapter_from`), never blocks a request (a full
+//! queue drops the book), and stops where the outlines' cache would start
+//! evicting: what is computed ahead must still be there when it is asked
+//! for.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -57,12 +59,6 @@ impl Outliner {
             std::thread::Builder::new()
                 .name("novelfs-outline".into())
                 .spawn(move || {
-                    // Requests come first: this thread takes what CPU they
-                    // leave.
-                    // SAFETY: sets the nice value of this thread only.
-                    unsafe {
-                        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10)
-                    };
                     for batch in rx {
                         let n = batch.len();
                         for (done, c) in batch.into_iter().enumerate() {
