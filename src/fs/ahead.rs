@@ -24,6 +24,10 @@ use super::source::Source;
 /// not outlined ahead (its chapters are outlined when listed).
 const QUEUE_BOOKS: usize = 64;
 
+/// Chapters whose source is bigger are not outlined ahead (a typical
+/// chapter is a few KiB).
+pub(crate) const AHEAD_MAX_BYTES: u64 = 1 << 20;
+
 /// What an outline of a small chapter weighs in the cache (its fixed part
 /// and a few pages): room for this many bytes per chapter is needed to
 /// queue a book.

@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
-use super::ahead::Outliner;
+use super::ahead::{AHEAD_MAX_BYTES, Outliner};
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
@@ -739,12 +739,19 @@ impl NovelFs {
                     })
                     .collect::<Vec<_>>();
                 // Their listings are what a walk of the tree asks for next.
-                let refs = chapters
+                // A big chapter is outlined only when asked for: decoding it
+                // ahead would take memory and time a listing does not need.
+                let refs = look
+                    .book
+                    .index
+                    .chapters
                     .iter()
-                    .filter_map(|e| match &e.node {
-                        Node::Chapter { chapter } => Some(chapter.clone()),
-                        _ => None,
+                    .zip(&look.metas)
+                    .filter(|(c, meta)| {
+                        !is_chapters_file(&c.os_name)
+                            && meta.as_ref().is_some_and(|m| m.len() <= AHEAD_MAX_BYTES)
                     })
+                    .map(|(c, _)| chapter_ref(&book, &c.os_name))
                     .collect();
                 self.outliner.book_listed(&book, look.version(), refs);
                 // The same looks tell whether the cached index is current:
@@ -1261,9 +1268,13 @@ mod tests {
     fn listing_a_book_outlines_its_chapters_ahead() {
         let names: Vec<String> = (1..=30).map(|i| format!("第{i}章.md")).collect();
         let body = "字\n".repeat(50);
-        let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), body.as_str())).collect();
+        let mut files: Vec<(&str, &str)> =
+            names.iter().map(|n| (n.as_str(), body.as_str())).collect();
+        let big = "字\n".repeat(300_000);
+        files.push(("第31章.md", &big));
         let f = fixture(&files);
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let big_chapter = chapter_ref(&book, OsStr::new("第31章.md"));
         let chapters: Vec<ChapterRef> = names
             .iter()
             .map(|n| chapter_ref(&book, OsStr::new(n)))
@@ -1285,6 +1296,10 @@ mod tests {
             outlined(),
             chapters.len(),
             "every chapter outlined without its directory being listed"
+        );
+        assert!(
+            !f.fs.outlines.is_cached(&f.fs.source, &big_chapter),
+            "the last one, over 1 MiB, is outlined only when listed"
         );
     }
 
