@@ -711,6 +711,8 @@ proptest! {
                 prop_assert!(out.stderr.is_empty(), "{}", stderr);
                 prop_assert!(stdout.ends_with('\n'));
                 let help = stdout.contains("Usage") || stdout.starts_with("novelfs ");
+                // `extra` may hold a --json of its own.
+                let json = json || extra.iter().any(|a| a == "--json");
                 if sub == "read" && !help {
                     prop_assert!(
                         if json { stdout.starts_with("{\n") } else { stdout.starts_with("<path>") && stdout.ends_with("\n</content>\n") },
