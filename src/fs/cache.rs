@@ -244,11 +244,6 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         }
     }
 
-    /// Bytes that fit before anything is evicted.
-    pub(crate) fn room(&self) -> usize {
-        self.budget.saturating_sub(self.used)
-    }
-
     #[cfg(test)]
     pub(crate) fn used_bytes(&self) -> usize {
         self.used

@@ -5,7 +5,6 @@
 //! them for the kernel. Each concern the handlers rely on has its own
 //! module.
 
-mod ahead;
 mod cache;
 mod freshness;
 mod gave_up;

@@ -87,20 +87,6 @@ impl Outlines {
         }
     }
 
-    /// Bytes of outlines that fit before one is evicted.
-    pub(crate) fn room(&self) -> usize {
-        lock(&self.cache).room()
-    }
-
-    /// Whether the outline of the chapter's current version is cached.
-    #[cfg(test)]
-    pub(crate) fn is_cached(&self, source: &Source, c: &ChapterRef) -> bool {
-        let Ok(now) = source.chapter_file(c) else {
-            return false;
-        };
-        lock(&self.cache).get(&(c.clone(), now.version())).is_some()
-    }
-
     /// The chapter's outline as the source is now (decoding it only when
     /// the outline is not cached for the source's current version).
     ///

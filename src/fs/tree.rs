@@ -20,7 +20,6 @@ use std::time::Duration;
 use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
-use super::ahead::{AHEAD_MAX_BYTES, Outliner};
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
@@ -67,11 +66,10 @@ impl Default for FsConfig {
 }
 
 pub struct NovelFs {
-    source: Arc<Source>,
+    source: Source,
     freshness: Arc<Freshness>,
     inodes: InodeTable,
-    outlines: Arc<Outlines>,
-    outliner: Outliner,
+    outlines: Outlines,
     pages: Pages,
     listings: Listings,
     index_files: IndexFiles,
@@ -115,20 +113,17 @@ impl NovelFs {
             config.watch,
         ));
         let inodes = InodeTable::default();
-        let source = Arc::new(Source::new(
-            library,
-            freshness.clone(),
-            budget.texts,
-            budget.indexes,
-            inodes.bytes(),
-        ));
-        let outlines = Arc::new(Outlines::new(budget.outlines));
         NovelFs {
-            outliner: Outliner::start(source.clone(), outlines.clone()),
-            source,
+            source: Source::new(
+                library,
+                freshness.clone(),
+                budget.texts,
+                budget.indexes,
+                inodes.bytes(),
+            ),
             freshness,
             inodes,
-            outlines,
+            outlines: Outlines::new(budget.outlines),
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
             index_files: IndexFiles::new(budget.index_files),
@@ -738,22 +733,6 @@ impl NovelFs {
                         }
                     })
                     .collect::<Vec<_>>();
-                // Their listings are what a walk of the tree asks for next.
-                // A big chapter is outlined only when asked for: decoding it
-                // ahead would take memory and time a listing does not need.
-                let refs = look
-                    .book
-                    .index
-                    .chapters
-                    .iter()
-                    .zip(&look.metas)
-                    .filter(|(c, meta)| {
-                        !is_chapters_file(&c.os_name)
-                            && meta.as_ref().is_some_and(|m| m.len() <= AHEAD_MAX_BYTES)
-                    })
-                    .map(|(c, _)| chapter_ref(&book, &c.os_name))
-                    .collect();
-                self.outliner.book_listed(&book, look.version(), refs);
                 // The same looks tell whether the cached index is current:
                 // then its files are listed as a lookup would give them.
                 let on = self.switch.tool_on(Tool::Chapters);
@@ -1262,71 +1241,6 @@ mod tests {
         // Each text (with its line index) outweighs the 1 MiB minimum: the
         // new one is kept alone.
         assert_eq!(texts(), three / 3, "only the text just loaded is left");
-    }
-
-    #[test]
-    fn listing_a_book_outlines_its_chapters_ahead() {
-        let names: Vec<String> = (1..=30).map(|i| format!("第{i}章.md")).collect();
-        let body = "字\n".repeat(50);
-        let mut files: Vec<(&str, &str)> =
-            names.iter().map(|n| (n.as_str(), body.as_str())).collect();
-        let big = "字\n".repeat(300_000);
-        files.push(("第0章.md", &big));
-        let f = fixture(&files);
-        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
-        let big_chapter = chapter_ref(&book, OsStr::new("第0章.md"));
-        let chapters: Vec<ChapterRef> = names
-            .iter()
-            .map(|n| chapter_ref(&book, OsStr::new(n)))
-            .collect();
-        let outlined = || {
-            chapters
-                .iter()
-                .filter(|c| f.fs.outlines.is_cached(&f.fs.source, c))
-                .count()
-        };
-        assert_eq!(outlined(), 0, "nothing listed yet");
-        let book_ino = walk(&f.fs, "书").unwrap().ino;
-        f.fs.listing(book_ino, 0).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while outlined() < chapters.len() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(
-            outlined(),
-            chapters.len(),
-            "every chapter outlined without its directory being listed"
-        );
-        assert!(
-            !f.fs.outlines.is_cached(&f.fs.source, &big_chapter),
-            "the first one, over 1 MiB, is outlined only when listed"
-        );
-    }
-
-    #[test]
-    fn a_book_is_outlined_ahead_once_and_only_within_the_outlines_budget() {
-        // The smallest cache: 1 MiB of outlines.
-        let f = fixture_with_cache(&[("第1章.md", "a")], 1);
-        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
-        let refs = |n: usize| {
-            (0..n)
-                .map(|i| chapter_ref(&book, OsStr::new(&format!("第{i}章.md"))))
-                .collect::<Vec<_>>()
-        };
-        let fit = (1 << 20) / crate::fs::ahead::OUTLINE_GUESS;
-        assert!(
-            !f.fs.outliner.book_listed(&book, 1, refs(fit + 1)),
-            "more outlines than the cache holds: none computed ahead"
-        );
-        assert!(f.fs.outliner.book_listed(&book, 1, refs(10)));
-        assert!(
-            !f.fs.outliner.book_listed(&book, 1, refs(10)),
-            "the same version of the book is queued once"
-        );
-        assert!(
-            f.fs.outliner.book_listed(&book, 2, refs(10)),
-            "a changed book is queued again"
-        );
     }
 
     #[test]
