@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::common::readers::start_readers;
+use crate::common::readers::{sigkill_mid_read, start_readers};
 use crate::common::{errno, is_mounted, sorted_names, strict_mount, within};
 
 const BOOK: &str = "书";
@@ -222,15 +222,8 @@ fn sigkill_with_reads_in_flight_fails_them_fast() {
         1000,
         "loaded before the readers start"
     );
-    let readers = start_readers(mnt.join("书/1"), 500, 6);
-    std::thread::sleep(Duration::from_secs(2));
-    let before = readers.done.load(Ordering::Relaxed);
-    let mut child = m.child.take().unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (done, errors) = readers.finish(20);
-    println!("sigkill: {before} reads before, {done} in all; errors after it {errors:?}");
-    assert!(before > 0);
+    let child = m.child.take().unwrap();
+    let errors = sigkill_mid_read(child, mnt.join("书/1"), 500, Duration::from_secs(2));
     // ENOTCONN once the connection is gone; ECONNABORTED for a request the
     // kernel had already sent to the daemon when it died.
     assert!(

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::eventually;
-use crate::common::readers::start_readers;
+use crate::common::readers::{sigkill_mid_read, start_readers};
 use crate::common::uring::{self, Switch};
 use crate::common::{Mount, errno, is_mounted, sorted_names};
 
@@ -441,15 +441,8 @@ fn sigkill_with_reads_in_flight_fails_them_fast() {
     let mut m = uring::mount(&root, &["--ttl", "0"]);
     let mnt = m.path().to_path_buf();
     assert_eq!(sorted_names(&mnt.join("书/1")).unwrap().len(), 200);
-    let readers = start_readers(mnt.join("书/1"), 100, 6);
-    std::thread::sleep(Duration::from_secs(1));
-    let before = readers.done.load(Ordering::Relaxed);
-    let mut child = m.child.take().unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (done, errors) = readers.finish(20);
-    println!("sigkill: {before} reads before, {done} in all; errors after it {errors:?}");
-    assert!(before > 0);
+    let child = m.child.take().unwrap();
+    let errors = sigkill_mid_read(child, mnt.join("书/1"), 100, Duration::from_secs(1));
     assert!(
         errors
             .keys()

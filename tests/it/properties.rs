@@ -26,17 +26,7 @@ const READ_LIMIT: u32 = 400;
 const BUDGET: usize = 20_000;
 const CUT: usize = 3_000;
 const CUT_SUFFIX: &str = "…（行过长已裁剪）";
-const JSON_KEYS: [&str; 9] = [
-    "book",
-    "chapter",
-    "file",
-    "path",
-    "offset",
-    "totalLines",
-    "chars",
-    "truncated",
-    "lines",
-];
+use crate::common::JSON_KEYS;
 
 /// `cases` cases with the fast XorShift generator: in a debug build the
 /// default ChaCha generator, not the checks, dominates the run time.

@@ -459,6 +459,19 @@ pub fn check_text_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
     Ok(info)
 }
 
+/// The keys of a JSON page, in the order §1.6 writes them.
+pub const JSON_KEYS: [&str; 9] = [
+    "book",
+    "chapter",
+    "file",
+    "path",
+    "offset",
+    "totalLines",
+    "chars",
+    "truncated",
+    "lines",
+];
+
 /// Checks that `bytes` is one whole JSON page starting at `offset`: the nine
 /// keys in order, consecutive lines, and `chars` matching them.
 pub fn check_json_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
@@ -469,18 +482,7 @@ pub fn check_json_page(bytes: &[u8], offset: u64) -> Result<PageInfo, String> {
     let v: Value = serde_json::from_str(s).map_err(|e| format!("JSON does not parse: {e}"))?;
     let obj = v.as_object().ok_or("not an object")?;
     let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-    let want = [
-        "book",
-        "chapter",
-        "file",
-        "path",
-        "offset",
-        "totalLines",
-        "chars",
-        "truncated",
-        "lines",
-    ];
-    if keys != want {
+    if keys != JSON_KEYS {
         return Err(format!("keys {keys:?}"));
     }
     if obj["chapter"] != obj["file"] {

@@ -78,3 +78,24 @@ impl Readers {
         )
     }
 }
+
+/// Lets six readers of `dir` (a chapter of `pages` chain pages) run for
+/// `warmup`, SIGKILLs the daemon `child`, and returns the errors the readers
+/// saw; fails if none read before the kill, or if a reader does not come
+/// back within 20 s (a request left hanging in the kernel).
+pub fn sigkill_mid_read(
+    mut child: std::process::Child,
+    dir: PathBuf,
+    pages: u64,
+    warmup: Duration,
+) -> std::collections::BTreeMap<String, u64> {
+    let readers = start_readers(dir, pages, 6);
+    std::thread::sleep(warmup);
+    let before = readers.done.load(Ordering::Relaxed);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (done, errors) = readers.finish(20);
+    println!("sigkill: {before} reads before, {done} in all; errors after it {errors:?}");
+    assert!(before > 0, "the readers read before the kill");
+    errors
+}
