@@ -380,6 +380,7 @@ TARGETS = {  # figure id: (shown target, limit on the ratio)
     "pywarm": ("≤ 1.5×", 1.5),
     "refcold": ("≤ 10×", 10.0),
     "refwarm": ("≤ 1.5×", 1.5),
+    "sccat": ("≤ 3×", 3.0),
 }
 
 
