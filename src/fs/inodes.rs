@@ -628,6 +628,50 @@ impl InodeTable {
         freed
     }
 
+    /// The number of a page the kernel holds now (given in a lookup or a
+    /// READDIRPLUS entry, not yet forgotten): `None` when it holds none,
+    /// also when it holds another version of that page.
+    pub(crate) fn held_page(&self, node: &Node) -> Option<u64> {
+        let Node::Page {
+            chapter,
+            page,
+            version,
+        } = node
+        else {
+            return None;
+        };
+        let table = lock(&self.table);
+        if let Some(slot) = page_slot(page) {
+            let hash = block_key(chapter, *version);
+            let &block = table.block_of.ids.find(hash, |&b| {
+                table
+                    .blocks
+                    .get(b)
+                    .is_some_and(|pb| pb.version == *version && *pb.chapter == **chapter)
+            })?;
+            let b = table.blocks.get(block)?;
+            return (b.lookups > 0 && b.pages().any(|(s, _)| *s == slot))
+                .then(|| page_ino(block, slot));
+        }
+        let &ino = table.by_node.ids.find(fx_hash(node), |&ino| {
+            table.entries.get(ino).is_some_and(|e| e.node == *node)
+        })?;
+        (table.entries.get(ino)?.lookups > 0).then_some(ino)
+    }
+
+    /// Whether the kernel still holds `ino` (it has not forgotten its last
+    /// lookup).
+    pub(crate) fn held(&self, ino: u64) -> bool {
+        let table = lock(&self.table);
+        match split_page_ino(ino) {
+            Some((block, slot)) => table
+                .blocks
+                .get(u64::from(block))
+                .is_some_and(|b| b.lookups > 0 && b.pages().any(|(s, _)| *s == slot)),
+            None => table.entries.get(ino).is_some_and(|e| e.lookups > 0),
+        }
+    }
+
     /// Entries held: one per node with a number of its own, one per block
     /// of pages.
     pub(crate) fn len(&self) -> usize {

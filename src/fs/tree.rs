@@ -35,6 +35,7 @@ use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
 use super::source::{Source, dir_mtime, mtime_of, stamp_of};
+use super::store_ahead::{Parts, Store, StoreAhead, StoreOutcome};
 use super::switch::{Switch, Tool};
 use crate::library::PageFormat;
 
@@ -76,6 +77,7 @@ pub struct NovelFs {
     switch: Switch,
     heap_trim: HeapTrim,
     gave_up: GaveUp,
+    ahead: StoreAhead,
 }
 
 /// A name resolved with its attributes, both of the same look at its source.
@@ -130,6 +132,7 @@ impl NovelFs {
             switch: Switch::new(config.state_file),
             heap_trim: HeapTrim::default(),
             gave_up: GaveUp::default(),
+            ahead: StoreAhead::new(),
         }
     }
 
@@ -606,6 +609,11 @@ impl NovelFs {
     /// The listing a READDIR of `ino` at `offset` continues (see
     /// `Listings::continue_or_take`).
     pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
+        if self.ahead.following()
+            && let Ok(Node::Chapter { chapter }) = self.node(ino)
+        {
+            self.ahead.listed(&chapter);
+        }
         self.listings
             .continue_or_take(ino, offset, || self.list(ino))
     }
@@ -879,9 +887,35 @@ impl NovelFs {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
         let bytes = self.content(&node)?;
+        if let Node::Page {
+            chapter,
+            page,
+            version,
+        } = &node
+        {
+            self.ahead.read(chapter, *page, *version);
+        }
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
         Ok(bytes[start..end].to_vec())
+    }
+
+    /// The next pages to store into the kernel's page cache ahead of its
+    /// readers (`store_ahead`), with the inodes the kernel holds for them:
+    /// waits until there are some to send, or at most `wait`.
+    pub fn stores_ahead(&self, wait: Option<Duration>) -> Vec<Store> {
+        let parts = Parts {
+            source: &self.source,
+            outlines: &self.outlines,
+            pages: &self.pages,
+            inodes: &self.inodes,
+        };
+        self.ahead.next(&parts, wait)
+    }
+
+    /// What the kernel said to a store from `stores_ahead`.
+    pub fn store_finished(&self, store: Store, outcome: StoreOutcome) {
+        self.ahead.finished(store, outcome);
     }
 
     /// What the kernel must drop after `changes` (see `freshness::plan`).
@@ -1670,3 +1704,7 @@ mod tests {
 #[cfg(test)]
 #[path = "tree_index_tests.rs"]
 mod index_tests;
+
+#[cfg(test)]
+#[path = "tree_store_tests.rs"]
+mod store_tests;

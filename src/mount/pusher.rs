@@ -1,11 +1,47 @@
-//! The thread that tells the kernel what to drop whenever the library
-//! changes on disk.
+//! The threads that talk to the kernel unasked: one tells it what to drop
+//! whenever the library changes on disk, one stores pages into its page
+//! cache ahead of a reader (`crate::fs::store_ahead` decides which).
 
 use std::time::Duration;
 
 use fuser::INodeNo;
 
-use crate::fs::{Change, Invalidation, NovelFs};
+use crate::fs::{Change, Invalidation, NovelFs, StoreOutcome};
+
+/// Stores the pages the tree plans ahead of its readers
+/// (FUSE_NOTIFY_STORE), until the connection goes. On a thread of its own:
+/// rendering and storing never hold up a request.
+pub(crate) fn store_ahead(fs: &NovelFs, notifier: &fuser::Notifier) {
+    loop {
+        for store in fs.stores_ahead(None) {
+            let outcome = match notifier.store(INodeNo(store.ino), 0, &store.bytes) {
+                Ok(()) => {
+                    log::debug!(
+                        "stored ahead: {} ({} bytes, inode {:#x})",
+                        store.path,
+                        store.bytes.len(),
+                        store.ino
+                    );
+                    StoreOutcome::Stored
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => StoreOutcome::NotHeld,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)
+                    ) =>
+                {
+                    return;
+                }
+                Err(e) => {
+                    log::warn!("cannot store {} ahead: {e}", store.path);
+                    StoreOutcome::Failed
+                }
+            };
+            fs.store_finished(store, outcome);
+        }
+    }
+}
 
 /// Tells the kernel what to drop whenever the watch reports a change, and
 /// looks at the switch file every TTL (at most every second).

@@ -13,7 +13,7 @@ use super::config::MountConfig;
 use super::fuse::FuseAdapter;
 use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
-use super::pusher::push_changes;
+use super::pusher::{push_changes, store_ahead};
 use super::watchdog::Watchdog;
 use crate::fs::NovelFs;
 use crate::library::Library;
@@ -74,6 +74,14 @@ pub(crate) fn serve(
     );
     ready(Ok(()));
 
+    let notifier = session.notifier();
+    let store_fs = fs.clone();
+    let spawned = std::thread::Builder::new()
+        .name("novelfs-store".into())
+        .spawn(move || store_ahead(&store_fs, &notifier));
+    if let Err(e) = spawned {
+        log::warn!("no thread storing pages ahead of readers: {e}");
+    }
     if fs.watch().is_some() {
         let notifier = session.notifier();
         std::thread::spawn(move || push_changes(&fs, &notifier));

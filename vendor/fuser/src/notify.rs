@@ -85,13 +85,15 @@ impl Notifier {
 
     /// Update the kernel's cached copy of a given inode's data
     /// # Errors
+    /// Returns `NotFound` (ENOENT) if the kernel does not hold the inode.
     /// Returns an error if the notification data is too large.
     /// Returns an error if the kernel rejects the notification.
     pub fn store(&self, ino: INodeNo, offset: u64, data: &[u8]) -> io::Result<()> {
         let notif = Notification::new_store(ino, offset, data).map_err(Self::too_big_err)?;
-        // Not strictly an invalidate, but the inode we're operating
-        // on may have been evicted anyway, so treat is as such
-        self.send_inval(notify_code::FUSE_NOTIFY_STORE, &notif)
+        // ENOENT is returned (not taken as success as for an
+        // invalidation): the kernel may not have made the inode yet, and
+        // the caller may want to try again.
+        self.send(notify_code::FUSE_NOTIFY_STORE, &notif)
     }
 
     /// Invalidate the kernel cache for a given directory entry and inform

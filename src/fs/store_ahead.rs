@@ -1,0 +1,607 @@
+//! Pages pushed into the kernel's page cache ahead of a reader (contract
+//! §2.4a; the kernel is told by `crate::mount::pusher` with
+//! FUSE_NOTIFY_STORE). Once a reader has read a page (a READ of it reached
+//! the daemon), the rest of that chapter and the chapters after it in the
+//! book, in the format it read, are rendered on the store thread and stored
+//! into the inodes the kernel holds for them: its reads of those pages then
+//! send no READ.
+//!
+//! Only a READ makes a reader: a listing alone (`find`, `ls`) stores
+//! nothing. The kernel takes a store only for an inode it holds (given in a
+//! LOOKUP or READDIRPLUS reply, not forgotten since), so the pages of a
+//! chapter ahead become storable when the reader lists that chapter; a store
+//! sent before the kernel has made the inode (it makes it while the reader
+//! parses the reply) is refused with ENOENT and tried again shortly.
+//!
+//! The bytes stored are what a READ of the inode returns: `Pages::bytes` of
+//! the inode's own version (an inode stands for one version of its source,
+//! contract §2.3), so a page whose source changed is another inode and
+//! never gets the old bytes.
+
+use std::collections::{HashSet, VecDeque};
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::inodes::InodeTable;
+use super::lock;
+use super::names::PageName;
+use super::node::{ChapterRef, Node};
+use super::outline::Outlines;
+use super::pages::Pages;
+use super::source::Source;
+use crate::library::PageFormat;
+
+/// Chapters after the one being read whose pages are pushed. A chapter's
+/// pages become storable only once the reader lists it, so the store thread
+/// renders a few chapters before that and is ready when the listing comes;
+/// a reader who stops or jumps away leaves at most this many chapters
+/// decoded and rendered for nothing.
+pub(crate) const AHEAD_CHAPTERS: usize = 4;
+
+/// Bytes of pages pushed ahead of one reader position, at most, counted
+/// from the page read: they take the kernel's memory and the other core's
+/// time whether the reader comes or not. 2 MiB holds the next 4 chapters of
+/// a typical novel (10–60 KB of text a chapter) and stops a few dozen pages
+/// into a chapter of thousands.
+pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
+
+/// Bytes rendered for one plan and not yet stored (their inodes not held
+/// yet, or a store refused and waiting for its retry), at most: what the
+/// store thread renders before the reader catches up. Several chapters of
+/// typical pages (up to 60 KB of text each) fit.
+pub(crate) const IN_FLIGHT_BYTES: u64 = 1 << 20;
+
+/// Reader positions followed at once, one per book and format, the most
+/// recent first: `grep -r` reads both formats, a few agents a few books.
+const READERS: usize = 4;
+
+/// When a store the kernel refused with ENOENT is sent again, after each
+/// refusal. The kernel makes a page's inode while the reader parses the
+/// reply that named it, microseconds to a few milliseconds after the daemon
+/// sent it; the reader's next request in the book (its next listing) is a
+/// sign it has, and retries every refused store at once. After the last
+/// refusal the store is dropped: the reader's READ serves the page.
+pub(crate) const RETRY_AFTER: [Duration; 5] = [
+    Duration::from_micros(100),
+    Duration::from_micros(500),
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+    Duration::from_millis(50),
+];
+
+/// Inodes stored (or given up on) that are not stored again: an inode's
+/// bytes never change, so once is enough. Older ones are forgotten first.
+const REMEMBERED: usize = 8192;
+
+/// Where a reader is: the page it read last, of which version.
+#[derive(Debug, Clone)]
+struct Reader {
+    chapter: ChapterRef,
+    /// The offset read (0: none of this chapter yet, every page wanted) and
+    /// the format read.
+    offset: u64,
+    format: PageFormat,
+    version: u64,
+}
+
+impl Reader {
+    fn book(&self) -> &OsStr {
+        &self.chapter.book
+    }
+}
+
+/// A page to store into the kernel's inode `ino`.
+pub struct Store {
+    pub ino: u64,
+    pub bytes: Arc<Vec<u8>>,
+    /// The page's path, for the log.
+    pub path: String,
+    refused: usize,
+    due: Instant,
+}
+
+/// What the kernel said to a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOutcome {
+    Stored,
+    /// ENOENT: it does not hold the inode (not made yet, or forgotten).
+    NotHeld,
+    /// Any other error: not tried again.
+    Failed,
+}
+
+/// One page of a plan: in the chapter `ahead` chapters after the one read
+/// (0: that chapter), at `offset`, of `bytes` bytes in the format read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub ahead: usize,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// The pages to push ahead of a reader who read page `offset` of a
+/// chapter, in reading order: the pages of that chapter after it, then
+/// those of the next `AHEAD_CHAPTERS` chapters, until the next page would
+/// pass `AHEAD_BYTES`. `chain(i)` gives the reading chain (offset, size in
+/// the format read) of the chapter `i` after the one read (0: that one),
+/// `None` past the book's end; a chapter that cannot be read has none.
+pub(crate) fn plan(
+    offset: u64,
+    mut chain: impl FnMut(usize) -> Option<Vec<(u64, u64)>>,
+) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    let mut total = 0u64;
+    for ahead in 0..=AHEAD_CHAPTERS {
+        let Some(pages) = chain(ahead) else { break };
+        for (page_offset, bytes) in pages {
+            if ahead == 0 && page_offset <= offset {
+                continue;
+            }
+            if total + bytes > AHEAD_BYTES {
+                return wanted;
+            }
+            total += bytes;
+            wanted.push(Wanted {
+                ahead,
+                offset: page_offset,
+                bytes,
+            });
+        }
+    }
+    wanted
+}
+
+/// Inode numbers, the oldest forgotten first beyond `REMEMBERED`.
+#[derive(Default)]
+struct Remembered {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+}
+
+impl Remembered {
+    fn insert(&mut self, ino: u64) {
+        if self.set.insert(ino) {
+            self.order.push_back(ino);
+            if self.order.len() > REMEMBERED
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    fn contains(&self, ino: u64) -> bool {
+        self.set.contains(&ino)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// The most recent first.
+    readers: VecDeque<Reader>,
+    /// Chapter directories listed in a reader's book since the last plan.
+    listed: Vec<ChapterRef>,
+    /// Bumped by each read at a new place and each listing in a reader's
+    /// book; the store thread plans again when it moves.
+    events: u64,
+    planned: u64,
+    /// The plan has more to do (its stores were sent first).
+    again: bool,
+    /// Stores the kernel refused with ENOENT, to send again.
+    retries: Vec<Store>,
+    done: Remembered,
+}
+
+pub(crate) struct StoreAhead {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Whether any reader is followed: listings skip the lock while none is.
+    any_reader: AtomicBool,
+}
+
+/// What a plan needs of the tree.
+pub(crate) struct Parts<'a> {
+    pub source: &'a Source,
+    pub outlines: &'a Outlines,
+    pub pages: &'a Pages,
+    pub inodes: &'a InodeTable,
+}
+
+impl StoreAhead {
+    pub(crate) fn new() -> StoreAhead {
+        StoreAhead {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            any_reader: AtomicBool::new(false),
+        }
+    }
+
+    /// A READ of `page` (of `version`) reached the daemon: its reader is
+    /// there now.
+    pub(crate) fn read(&self, chapter: &ChapterRef, page: PageName, version: u64) {
+        // A page with a limit is off the reading chain: it says nothing of
+        // where a reader of the chain is.
+        if page.limit.is_some() {
+            return;
+        }
+        let mut state = lock(&self.state);
+        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
+        let at = state.readers.iter().position(same);
+        if let Some(i) = at {
+            let r = &state.readers[i];
+            if r.chapter == *chapter && r.offset == page.offset && r.version == version {
+                return;
+            }
+            state.readers.remove(i);
+        }
+        state.readers.push_front(Reader {
+            chapter: chapter.clone(),
+            offset: page.offset,
+            format: page.format,
+            version,
+        });
+        state.readers.truncate(READERS);
+        state.events += 1;
+        self.any_reader.store(true, Ordering::Relaxed);
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// Whether a listing may concern a reader (cheap: no lock).
+    pub(crate) fn following(&self) -> bool {
+        self.any_reader.load(Ordering::Relaxed)
+    }
+
+    /// The chapter directory `chapter` is being listed: if a reader reads
+    /// its book, the pages it lists may become storable, and a reader
+    /// listing the chapters ahead moves on to them.
+    pub(crate) fn listed(&self, chapter: &ChapterRef) {
+        let mut state = lock(&self.state);
+        if !state.readers.iter().any(|r| *r.book() == *chapter.book) {
+            return;
+        }
+        if state.listed.len() < 2 * READERS * AHEAD_CHAPTERS {
+            state.listed.push(chapter.clone());
+        }
+        state.events += 1;
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// The next stores to send: waits until a reader moves, a listing comes
+    /// in a reader's book or a refused store is due again (at most `wait`,
+    /// when given; then nothing may be returned).
+    pub(crate) fn next(&self, parts: &Parts, wait: Option<Duration>) -> Vec<Store> {
+        let give_up_at = wait.map(|w| Instant::now() + w);
+        let (readers, listed, retries, events) = {
+            let mut state = lock(&self.state);
+            loop {
+                let now = Instant::now();
+                if state.events != state.planned || state.again {
+                    break;
+                }
+                let due = state.retries.iter().map(|s| s.due).min();
+                if due.is_some_and(|d| d <= now) {
+                    break;
+                }
+                if give_up_at.is_some_and(|g| g <= now) {
+                    return Vec::new();
+                }
+                let until = match (due, give_up_at) {
+                    (Some(d), Some(g)) => Some(d.min(g)),
+                    (d, g) => d.or(g),
+                };
+                state = match until {
+                    Some(t) => {
+                        self.wake
+                            .wait_timeout(state, t.saturating_duration_since(now))
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                    None => self.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
+                };
+            }
+            // A new event means the kernel went on with the reader's
+            // requests, so it parsed the replies before: every refused store
+            // is tried again now, not only those due.
+            let now = Instant::now();
+            let fresh = state.events != state.planned;
+            state.planned = state.events;
+            state.again = false;
+            let (retries, later): (Vec<Store>, Vec<Store>) = std::mem::take(&mut state.retries)
+                .into_iter()
+                .partition(|s| fresh || s.due <= now);
+            state.retries = later;
+            let listed = std::mem::take(&mut state.listed);
+            (state.readers.clone(), listed, retries, state.planned)
+        };
+        let readers = self.follow_listings(parts, readers, &listed);
+        let mut out: Vec<Store> = retries
+            .into_iter()
+            .filter(|s| parts.inodes.held(s.ino))
+            .collect();
+        let mut in_flight: u64 = out.iter().map(|s| s.bytes.len() as u64).sum();
+        // First what the kernel can take now, sent before anything else is
+        // rendered: the reader may be about to read it.
+        for r in &readers {
+            self.batch(parts, r, Some(&mut out), &mut in_flight, &|| false);
+        }
+        if !out.is_empty() {
+            // Then the rest of the plan, on the next call.
+            lock(&self.state).again = true;
+            return out;
+        }
+        // Then the pages whose inodes the kernel does not hold yet, rendered
+        // so that they are ready when the reader lists their chapter; given
+        // up as soon as anything happens, which may have made some storable.
+        let moved = || lock(&self.state).events != events;
+        for r in &readers {
+            self.batch(parts, r, None, &mut in_flight, &moved);
+        }
+        out
+    }
+
+    /// Moves each reader whose book had a chapter listed within its reach
+    /// (the chapters after its own, up to `AHEAD_CHAPTERS`) to the start of
+    /// that chapter: a reader lists the chapter it reads next, and its reads
+    /// there may all be served from stored pages (no READ would move it).
+    fn follow_listings(
+        &self,
+        parts: &Parts,
+        mut readers: VecDeque<Reader>,
+        listed: &[ChapterRef],
+    ) -> VecDeque<Reader> {
+        if listed.is_empty() {
+            return readers;
+        }
+        let before = readers.clone();
+        let mut moved = false;
+        for c in listed {
+            let Ok(file) = parts.source.chapter_file(c) else {
+                continue;
+            };
+            for r in readers.iter_mut().filter(|r| *r.book() == *c.book) {
+                let Ok(at) = parts.source.chapter_file(&r.chapter) else {
+                    continue;
+                };
+                let reach = at.position + 1..=at.position + AHEAD_CHAPTERS;
+                if !Arc::ptr_eq(&at.index, &file.index) || !reach.contains(&file.position) {
+                    continue;
+                }
+                *r = Reader {
+                    chapter: c.clone(),
+                    offset: 0,
+                    format: r.format,
+                    version: file.version(),
+                };
+                moved = true;
+            }
+        }
+        if moved {
+            let mut state = lock(&self.state);
+            for (old, new) in before.iter().zip(&readers) {
+                // Unless a read moved it meanwhile.
+                if let Some(now) = state.readers.iter_mut().find(|s| {
+                    s.format == old.format
+                        && s.chapter == old.chapter
+                        && s.offset == old.offset
+                        && s.version == old.version
+                }) {
+                    *now = new.clone();
+                }
+            }
+        }
+        readers
+    }
+
+    /// With `out`: adds to it the stores of `r`'s plan that the kernel can
+    /// take now. Without: renders the pages of the plan whose inodes the
+    /// kernel does not hold yet, until `stop` says so. Either way, until
+    /// `in_flight` reaches `IN_FLIGHT_BYTES`.
+    fn batch(
+        &self,
+        parts: &Parts,
+        r: &Reader,
+        mut out: Option<&mut Vec<Store>>,
+        in_flight: &mut u64,
+        stop: &dyn Fn() -> bool,
+    ) {
+        let Ok(at) = parts.source.chapter_file(&r.chapter) else {
+            return;
+        };
+        let index = at.index.clone();
+        // The chapter and version of each chapter the plan looked at.
+        let mut chapters: Vec<Option<(ChapterRef, u64)>> = Vec::new();
+        let wanted = plan(r.offset, |ahead| {
+            let c = if ahead == 0 {
+                r.chapter.clone()
+            } else {
+                let entry = index.chapters.get(at.position + ahead)?;
+                super::node::chapter_ref(&r.chapter.book, &entry.os_name)
+            };
+            let outline = parts.outlines.outline(parts.source, &c).ok();
+            let pages = match outline {
+                // The version read: pages of another version are other
+                // inodes, which the reader has not reached.
+                Some(o) if ahead > 0 || o.version == r.version => match o.outline {
+                    Ok(outline) => {
+                        chapters.push(Some((c, o.version)));
+                        outline
+                            .pages
+                            .iter()
+                            .map(|p| match r.format {
+                                PageFormat::Text => (p.offset, p.text_bytes),
+                                PageFormat::Json => (p.offset, p.json_bytes),
+                            })
+                            .collect()
+                    }
+                    Err(_) => {
+                        chapters.push(None);
+                        Vec::new()
+                    }
+                },
+                _ => {
+                    chapters.push(None);
+                    Vec::new()
+                }
+            };
+            Some(pages)
+        });
+        for w in wanted {
+            if *in_flight >= IN_FLIGHT_BYTES || stop() {
+                return;
+            }
+            let Some(Some((chapter, version))) = chapters.get(w.ahead) else {
+                continue;
+            };
+            let page = PageName {
+                offset: w.offset,
+                limit: None,
+                format: r.format,
+            };
+            let node = Node::Page {
+                chapter: chapter.clone(),
+                page,
+                version: *version,
+            };
+            let held = parts.inodes.held_page(&node);
+            let wanted_now = match (&out, held) {
+                (Some(out), Some(ino)) => {
+                    // Once per inode: not stored yet, nor waiting for a retry.
+                    let state = lock(&self.state);
+                    !state.done.contains(ino)
+                        && !state.retries.iter().any(|s| s.ino == ino)
+                        && !out.iter().any(|s| s.ino == ino)
+                }
+                (None, None) => true,
+                _ => false,
+            };
+            if !wanted_now {
+                continue;
+            }
+            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, *version) else {
+                continue;
+            };
+            *in_flight += bytes.len() as u64;
+            if let (Some(out), Some(ino)) = (out.as_mut(), held) {
+                out.push(Store {
+                    ino,
+                    bytes,
+                    path: node.path(),
+                    refused: 0,
+                    due: Instant::now(),
+                });
+            }
+        }
+    }
+
+    /// What the kernel said to `store`: a refused one is sent again later
+    /// (`RETRY_AFTER`), up to a point.
+    pub(crate) fn finished(&self, mut store: Store, outcome: StoreOutcome) {
+        let mut state = lock(&self.state);
+        match outcome {
+            StoreOutcome::NotHeld if store.refused < RETRY_AFTER.len() => {
+                store.due = Instant::now() + RETRY_AFTER[store.refused];
+                store.refused += 1;
+                state.retries.push(store);
+            }
+            StoreOutcome::NotHeld => {
+                log::debug!(
+                    "not stored ahead (the kernel does not hold it): {}",
+                    store.path
+                );
+                state.done.insert(store.ino);
+            }
+            StoreOutcome::Stored | StoreOutcome::Failed => state.done.insert(store.ino),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chains(chapters: &[&[(u64, u64)]]) -> impl FnMut(usize) -> Option<Vec<(u64, u64)>> {
+        let chapters: Vec<Vec<(u64, u64)>> = chapters.iter().map(|c| c.to_vec()).collect();
+        move |i| chapters.get(i).cloned()
+    }
+
+    #[test]
+    fn a_plan_takes_the_rest_of_the_chapter_then_the_next_ones() {
+        let wanted = plan(
+            401,
+            chains(&[
+                &[(1, 10), (401, 10), (801, 10)],
+                &[(1, 20), (401, 5)],
+                &[],
+                &[(1, 30)],
+            ]),
+        );
+        let got: Vec<(usize, u64)> = wanted.iter().map(|w| (w.ahead, w.offset)).collect();
+        assert_eq!(got, [(0, 801), (1, 1), (1, 401), (3, 1)]);
+    }
+
+    #[test]
+    fn a_plan_reaches_at_most_the_chapters_ahead() {
+        let one: &[(u64, u64)] = &[(1, 100)];
+        let book = vec![one; 3 * AHEAD_CHAPTERS];
+        let wanted = plan(1, chains(&book));
+        assert_eq!(wanted.len(), AHEAD_CHAPTERS, "only the chapters after");
+        assert_eq!(wanted.last().unwrap().ahead, AHEAD_CHAPTERS);
+        assert!(wanted.iter().all(|w| w.ahead > 0), "page 1 was read");
+        let from_start = plan(0, chains(&book));
+        assert_eq!(from_start.len(), AHEAD_CHAPTERS + 1, "offset 0: all of it");
+    }
+
+    #[test]
+    fn a_plan_stops_before_its_bytes() {
+        let page = 300 << 10;
+        let big: Vec<(u64, u64)> = (0..20).map(|i| (1 + 400 * i, page)).collect();
+        let wanted = plan(1, chains(&[&big, &big]));
+        let total: u64 = wanted.iter().map(|w| w.bytes).sum();
+        assert!(total <= AHEAD_BYTES, "{total}");
+        assert_eq!(wanted.len() as u64, AHEAD_BYTES / page);
+        assert!(wanted.iter().all(|w| w.ahead == 0));
+        let huge = plan(0, chains(&[&[(1, AHEAD_BYTES + 1)], &[(1, 1)]]));
+        assert!(
+            huge.is_empty(),
+            "a page over the bound is not pushed: {huge:?}"
+        );
+    }
+
+    #[test]
+    fn a_refused_store_is_retried_a_bounded_number_of_times() {
+        let ahead = StoreAhead::new();
+        let store = || Store {
+            ino: 7,
+            bytes: Arc::new(vec![1]),
+            path: "p".into(),
+            refused: 0,
+            due: Instant::now(),
+        };
+        let mut s = store();
+        for i in 0..RETRY_AFTER.len() {
+            ahead.finished(s, StoreOutcome::NotHeld);
+            let mut state = lock(&ahead.state);
+            assert_eq!(state.retries.len(), 1, "refusal {i} is retried");
+            s = state.retries.pop().unwrap();
+            assert_eq!(s.refused, i + 1);
+        }
+        ahead.finished(s, StoreOutcome::NotHeld);
+        let state = lock(&ahead.state);
+        assert!(state.retries.is_empty(), "dropped after the last retry");
+        assert!(state.done.contains(7), "and not planned again");
+    }
+
+    #[test]
+    fn remembered_inodes_are_bounded() {
+        let mut r = Remembered::default();
+        for ino in 0..(REMEMBERED as u64 + 10) {
+            r.insert(ino);
+        }
+        assert_eq!(r.set.len(), REMEMBERED);
+        assert!(!r.contains(0) && r.contains(REMEMBERED as u64 + 9));
+    }
+}

@@ -1,0 +1,261 @@
+//! Pages stored ahead of a reader (`store_ahead`), without a mount: the
+//! tree plays the kernel, listing with READDIRPLUS and reading pages.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use super::*;
+use crate::fs::node::ROOT_INO;
+use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
+
+struct Lib {
+    dir: tempfile::TempDir,
+    fs: NovelFs,
+}
+
+impl Lib {
+    fn chapter_path(&self, file: &str) -> std::path::PathBuf {
+        self.dir.path().join("novels/书").join(file)
+    }
+}
+
+/// `n` numbered lines of `width` characters.
+fn lines(n: usize, tag: &str) -> String {
+    (1..=n)
+        .map(|i| format!("{tag}{i}{}\n", "字".repeat(20)))
+        .collect()
+}
+
+fn library(chapters: &[(&str, String)]) -> Lib {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("novels/书");
+    std::fs::create_dir_all(&book).unwrap();
+    for (name, body) in chapters {
+        std::fs::write(book.join(name), body).unwrap();
+    }
+    let config = FsConfig {
+        state_file: Some(dir.path().join("no-state.json")),
+        ..FsConfig::default()
+    };
+    let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+    Lib { dir, fs }
+}
+
+fn lookup(fs: &NovelFs, parent: u64, name: &str) -> Attr {
+    fs.lookup(parent, OsStr::new(name)).unwrap()
+}
+
+/// What a READDIRPLUS of `ino` gives the kernel: name → attributes, each
+/// counted as a lookup.
+fn list_plus(fs: &NovelFs, ino: u64) -> BTreeMap<String, Attr> {
+    let listing = fs.listing(ino, 0).unwrap();
+    listing
+        .entries
+        .iter()
+        .filter_map(|e| Some((e.name.to_string_lossy().into_owned(), fs.listed_plus(e)?)))
+        .collect()
+}
+
+/// Every store planned within a moment, each answered as the kernel
+/// would if it holds the inode: taken.
+fn drain(fs: &NovelFs) -> Vec<(u64, Vec<u8>)> {
+    let mut stored = Vec::new();
+    loop {
+        let batch = fs.stores_ahead(Some(Duration::from_millis(200)));
+        if batch.is_empty() {
+            return stored;
+        }
+        for s in batch {
+            stored.push((s.ino, s.bytes.to_vec()));
+            fs.store_finished(s, StoreOutcome::Stored);
+        }
+    }
+}
+
+fn book(lib: &Lib) -> u64 {
+    lookup(&lib.fs, ROOT_INO, "书").ino
+}
+
+#[test]
+fn a_read_page_stores_the_rest_of_its_chapter_then_the_listed_chapters_after_it() {
+    let lib = library(&[
+        ("第1章.md", lines(1000, "甲")),
+        ("第2章.md", lines(10, "乙")),
+        ("第3章.md", lines(450, "丙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let two = list_plus(fs, chapters["第2章.md"].ino);
+    assert!(drain(fs).is_empty(), "listings alone store nothing");
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    let stored = drain(fs);
+    let want: Vec<u64> = [
+        &one["offset-401.txt"],
+        &one["offset-801.txt"],
+        &two["offset-1.txt"],
+    ]
+    .iter()
+    .map(|a| a.ino)
+    .collect();
+    let got: Vec<u64> = stored.iter().map(|s| s.0).collect();
+    assert_eq!(
+        got, want,
+        "the rest of the chapter, then the next listed one, as text"
+    );
+    for (ino, bytes) in &stored {
+        assert_eq!(
+            *bytes,
+            fs.read(*ino, 0, u32::MAX).unwrap(),
+            "what a READ returns"
+        );
+    }
+    // The third chapter's pages become storable once it is listed, and the
+    // reader is taken to be there.
+    let three = list_plus(fs, chapters["第3章.md"].ino);
+    let got: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    assert_eq!(
+        got,
+        [three["offset-1.txt"].ino, three["offset-401.txt"].ino]
+    );
+    assert!(drain(fs).is_empty(), "each page is stored once");
+}
+
+#[test]
+fn a_json_reader_gets_json_pages() {
+    let lib = library(&[("第1章.md", lines(500, "甲")), ("第2章.md", lines(3, "乙"))]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let two = list_plus(fs, chapters["第2章.md"].ino);
+    fs.read(one["offset-1.json"].ino, 0, 4096).unwrap();
+    let got: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    assert_eq!(got, [one["offset-401.json"].ino, two["offset-1.json"].ino]);
+}
+
+#[test]
+fn only_pages_the_kernel_holds_are_stored() {
+    let lib = library(&[
+        ("第1章.md", lines(1000, "甲")),
+        ("第2章.md", lines(3, "乙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = chapters["第1章.md"].ino;
+    // Looked up by name, never listed: the other pages are not held.
+    let first = lookup(fs, one, "offset-1.txt");
+    fs.read(first.ino, 0, 4096).unwrap();
+    assert!(drain(fs).is_empty(), "no page the kernel does not hold");
+    let pages = list_plus(fs, one);
+    let got: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    assert_eq!(
+        got,
+        [pages["offset-401.txt"].ino, pages["offset-801.txt"].ino]
+    );
+    // Forgotten: the kernel dropped every lookup of the second chapter's pages.
+    let two = list_plus(fs, chapters["第2章.md"].ino);
+    for a in two.values() {
+        fs.forget(a.ino, 1);
+    }
+    fs.read(pages["offset-801.txt"].ino, 0, 4096).unwrap();
+    assert!(drain(fs).is_empty(), "a forgotten page is not stored");
+}
+
+#[test]
+fn a_changed_chapter_is_stored_as_its_new_inode_with_its_new_bytes() {
+    let lib = library(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let old = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
+    let old_bytes = fs.read(old.ino, 0, u32::MAX).unwrap();
+    std::fs::write(lib.chapter_path("第2章.md"), lines(12, "丁")).unwrap();
+    let new = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
+    assert_ne!(new.ino, old.ino, "another version, another inode");
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    let stored = drain(fs);
+    assert_eq!(stored.len(), 1, "only the current version: {stored:?}");
+    assert_eq!(stored[0].0, new.ino);
+    assert!(String::from_utf8_lossy(&stored[0].1).contains("丁1"));
+    assert_eq!(
+        fs.read(old.ino, 0, u32::MAX).unwrap(),
+        old_bytes,
+        "the old inode keeps its bytes"
+    );
+}
+
+#[test]
+fn a_reader_gets_at_most_the_chapters_and_bytes_ahead() {
+    let many: Vec<(String, String)> = (1..=3 * AHEAD_CHAPTERS)
+        .map(|i| (format!("第{i}章.md"), lines(5, "甲")))
+        .collect();
+    let refs: Vec<(&str, String)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let lib = library(&refs);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let pages: Vec<BTreeMap<String, Attr>> = (1..=3 * AHEAD_CHAPTERS)
+        .map(|i| list_plus(fs, chapters[&format!("第{i}章.md")].ino))
+        .collect();
+    fs.read(pages[0]["offset-1.txt"].ino, 0, 4096).unwrap();
+    let got: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    let want: Vec<u64> = pages[1..=AHEAD_CHAPTERS]
+        .iter()
+        .map(|p| p["offset-1.txt"].ino)
+        .collect();
+    assert_eq!(got, want, "the next {AHEAD_CHAPTERS} chapters");
+
+    // Pages of about 54 KB: the bytes bound stops first.
+    let big = "字".repeat(19_000);
+    let lib = library(&[("第1章.md", format!("{big}\n").repeat(400))]);
+    let fs = &lib.fs;
+    let chapter = list_plus(fs, book(&lib))["第1章.md"].ino;
+    let pages = list_plus(fs, chapter);
+    fs.read(pages["offset-1.txt"].ino, 0, 4096).unwrap();
+    let stored = drain(fs);
+    let total: usize = stored.iter().map(|s| s.1.len()).sum();
+    assert!(
+        !stored.is_empty() && total as u64 <= AHEAD_BYTES,
+        "{total} bytes"
+    );
+    let sizes: Vec<u64> = pages
+        .iter()
+        .filter(|(n, _)| n.ends_with(".txt"))
+        .map(|(_, a)| a.size)
+        .collect();
+    assert!(
+        stored.len() < sizes.len() - 1,
+        "{} of {} pages: {sizes:?}",
+        stored.len(),
+        sizes.len()
+    );
+}
+
+#[test]
+fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
+    let lib = library(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let two = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    let first = fs.stores_ahead(Some(Duration::from_secs(1)));
+    assert_eq!(first.iter().map(|s| s.ino).collect::<Vec<_>>(), [two.ino]);
+    for s in first {
+        fs.store_finished(s, StoreOutcome::NotHeld);
+    }
+    // Listings in the book while the retry waits plan again.
+    for _ in 0..3 {
+        list_plus(fs, chapters["第2章.md"].ino);
+    }
+    let again = fs.stores_ahead(Some(Duration::from_secs(1)));
+    assert_eq!(
+        again.iter().map(|s| s.ino).collect::<Vec<_>>(),
+        [two.ino],
+        "one store, retried"
+    );
+    for s in again {
+        fs.store_finished(s, StoreOutcome::Stored);
+    }
+    assert!(drain(fs).is_empty());
+}
