@@ -28,7 +28,7 @@ use super::inodes::InodeTable;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterRef, Node};
-use super::outline::Outlines;
+use super::outline::{ChapterOutline, Outlines};
 use super::pages::Pages;
 use super::source::Source;
 use crate::library::PageFormat;
@@ -84,22 +84,46 @@ struct Reader {
     offset: u64,
     format: PageFormat,
     version: u64,
+    /// What to push ahead of it, made once per position (`None`: not yet).
+    plan: Option<Arc<Planned>>,
 }
 
 impl Reader {
     fn book(&self) -> &OsStr {
         &self.chapter.book
     }
+
+    fn at(&self, other: &Reader) -> bool {
+        self.chapter == other.chapter
+            && self.offset == other.offset
+            && self.format == other.format
+            && self.version == other.version
+    }
+}
+
+/// A reader's plan with the chapters it reaches.
+#[derive(Debug)]
+struct Planned {
+    /// By distance from the reader's chapter (0: that one): the chapter and
+    /// the version planned, `None` for one that cannot be read.
+    chapters: Vec<Option<(ChapterRef, u64)>>,
+    wanted: Vec<Wanted>,
 }
 
 /// A page to store into the kernel's inode `ino`.
 pub struct Store {
     pub ino: u64,
     pub bytes: Arc<Vec<u8>>,
-    /// The page's path, for the log.
-    pub path: String,
+    node: Node,
     refused: usize,
     due: Instant,
+}
+
+impl Store {
+    /// The page's path, for the log.
+    pub fn path(&self) -> String {
+        self.node.path()
+    }
 }
 
 /// What the kernel said to a store.
@@ -181,8 +205,6 @@ impl Remembered {
 struct State {
     /// The most recent first.
     readers: VecDeque<Reader>,
-    /// Chapter directories listed in a reader's book since the last plan.
-    listed: Vec<ChapterRef>,
     /// Bumped by each read at a new place and each listing in a reader's
     /// book; the store thread plans again when it moves.
     events: u64,
@@ -226,22 +248,22 @@ impl StoreAhead {
         if page.limit.is_some() {
             return;
         }
-        let mut state = lock(&self.state);
-        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
-        let at = state.readers.iter().position(same);
-        if let Some(i) = at {
-            let r = &state.readers[i];
-            if r.chapter == *chapter && r.offset == page.offset && r.version == version {
-                return;
-            }
-            state.readers.remove(i);
-        }
-        state.readers.push_front(Reader {
+        let reader = Reader {
             chapter: chapter.clone(),
             offset: page.offset,
             format: page.format,
             version,
-        });
+            plan: None,
+        };
+        let mut state = lock(&self.state);
+        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
+        if let Some(i) = state.readers.iter().position(same) {
+            if state.readers[i].at(&reader) {
+                return;
+            }
+            state.readers.remove(i);
+        }
+        state.readers.push_front(reader);
         state.readers.truncate(READERS);
         state.events += 1;
         self.any_reader.store(true, Ordering::Relaxed);
@@ -254,20 +276,48 @@ impl StoreAhead {
         self.any_reader.load(Ordering::Relaxed)
     }
 
-    /// The chapter directory `chapter` is being listed: if a reader reads
-    /// its book, the pages it lists may become storable, and a reader
-    /// listing the chapters ahead moves on to them.
+    /// The chapter directory `chapter` is being listed. If it is one of the
+    /// chapters ahead of a reader, its pages become storable once the
+    /// kernel has the reply, and the reader is taken to be there: a reader
+    /// lists the chapter it reads next, and its reads there may all be
+    /// served from stored pages (no READ would move it on).
     pub(crate) fn listed(&self, chapter: &ChapterRef) {
         let mut state = lock(&self.state);
-        if !state.readers.iter().any(|r| *r.book() == *chapter.book) {
-            return;
+        let mut moved = false;
+        for r in state.readers.iter_mut() {
+            if *r.book() != *chapter.book {
+                continue;
+            }
+            let Some(plan) = &r.plan else {
+                // Not planned yet: the plan will see what is held by then.
+                moved = true;
+                continue;
+            };
+            let Some(ahead) = plan
+                .chapters
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|(c, _)| c == chapter))
+            else {
+                continue;
+            };
+            moved = true;
+            // Its own chapter: still there, with more pages held now.
+            let Some(Some((_, version))) = plan.chapters.get(ahead).filter(|_| ahead > 0) else {
+                continue;
+            };
+            *r = Reader {
+                chapter: chapter.clone(),
+                offset: 0,
+                format: r.format,
+                version: *version,
+                plan: None,
+            };
         }
-        if state.listed.len() < 2 * READERS * AHEAD_CHAPTERS {
-            state.listed.push(chapter.clone());
+        if moved {
+            state.events += 1;
+            drop(state);
+            self.wake.notify_one();
         }
-        state.events += 1;
-        drop(state);
-        self.wake.notify_one();
     }
 
     /// The next stores to send: waits until a reader moves, a listing comes
@@ -275,7 +325,7 @@ impl StoreAhead {
     /// when given; then nothing may be returned).
     pub(crate) fn next(&self, parts: &Parts, wait: Option<Duration>) -> Vec<Store> {
         let give_up_at = wait.map(|w| Instant::now() + w);
-        let (readers, listed, retries, events) = {
+        let (mut readers, retries, events) = {
             let mut state = lock(&self.state);
             loop {
                 let now = Instant::now();
@@ -314,10 +364,9 @@ impl StoreAhead {
                 .into_iter()
                 .partition(|s| fresh || s.due <= now);
             state.retries = later;
-            let listed = std::mem::take(&mut state.listed);
-            (state.readers.clone(), listed, retries, state.planned)
+            (state.readers.clone(), retries, state.planned)
         };
-        let readers = self.follow_listings(parts, readers, &listed);
+        self.make_plans(parts, &mut readers);
         let mut out: Vec<Store> = retries
             .into_iter()
             .filter(|s| parts.inodes.held(s.ino))
@@ -343,89 +392,46 @@ impl StoreAhead {
         out
     }
 
-    /// Moves each reader whose book had a chapter listed within its reach
-    /// (the chapters after its own, up to `AHEAD_CHAPTERS`) to the start of
-    /// that chapter: a reader lists the chapter it reads next, and its reads
-    /// there may all be served from stored pages (no READ would move it).
-    fn follow_listings(
-        &self,
-        parts: &Parts,
-        mut readers: VecDeque<Reader>,
-        listed: &[ChapterRef],
-    ) -> VecDeque<Reader> {
-        if listed.is_empty() {
-            return readers;
+    /// Makes the plan of each reader that has none, and keeps it with the
+    /// reader (unless it moved meanwhile).
+    fn make_plans(&self, parts: &Parts, readers: &mut VecDeque<Reader>) {
+        let mut made = false;
+        for r in readers.iter_mut().filter(|r| r.plan.is_none()) {
+            r.plan = Some(Arc::new(Self::plan_of(parts, r)));
+            made = true;
         }
-        let before = readers.clone();
-        let mut moved = false;
-        for c in listed {
-            let Ok(file) = parts.source.chapter_file(c) else {
-                continue;
-            };
-            for r in readers.iter_mut().filter(|r| *r.book() == *c.book) {
-                let Ok(at) = parts.source.chapter_file(&r.chapter) else {
-                    continue;
-                };
-                let reach = at.position + 1..=at.position + AHEAD_CHAPTERS;
-                if !Arc::ptr_eq(&at.index, &file.index) || !reach.contains(&file.position) {
-                    continue;
-                }
-                *r = Reader {
-                    chapter: c.clone(),
-                    offset: 0,
-                    format: r.format,
-                    version: file.version(),
-                };
-                moved = true;
-            }
-        }
-        if moved {
+        if made {
             let mut state = lock(&self.state);
-            for (old, new) in before.iter().zip(&readers) {
-                // Unless a read moved it meanwhile.
-                if let Some(now) = state.readers.iter_mut().find(|s| {
-                    s.format == old.format
-                        && s.chapter == old.chapter
-                        && s.offset == old.offset
-                        && s.version == old.version
-                }) {
-                    *now = new.clone();
+            for r in readers.iter() {
+                if let Some(now) = state.readers.iter_mut().find(|s| s.at(r)) {
+                    now.plan = r.plan.clone();
                 }
             }
         }
-        readers
     }
 
-    /// With `out`: adds to it the stores of `r`'s plan that the kernel can
-    /// take now. Without: renders the pages of the plan whose inodes the
-    /// kernel does not hold yet, until `stop` says so. Either way, until
-    /// `in_flight` reaches `IN_FLIGHT_BYTES`.
-    fn batch(
-        &self,
-        parts: &Parts,
-        r: &Reader,
-        mut out: Option<&mut Vec<Store>>,
-        in_flight: &mut u64,
-        stop: &dyn Fn() -> bool,
-    ) {
-        let Ok(at) = parts.source.chapter_file(&r.chapter) else {
-            return;
-        };
-        let index = at.index.clone();
-        // The chapter and version of each chapter the plan looked at.
+    /// The plan of a reader, with the chapters as they are now.
+    fn plan_of(parts: &Parts, r: &Reader) -> Planned {
         let mut chapters: Vec<Option<(ChapterRef, u64)>> = Vec::new();
+        let Ok(at) = parts.source.chapter_file(&r.chapter) else {
+            return Planned {
+                chapters,
+                wanted: Vec::new(),
+            };
+        };
         let wanted = plan(r.offset, |ahead| {
             let c = if ahead == 0 {
                 r.chapter.clone()
             } else {
-                let entry = index.chapters.get(at.position + ahead)?;
+                let entry = at.index.chapters.get(at.position + ahead)?;
                 super::node::chapter_ref(&r.chapter.book, &entry.os_name)
             };
             let outline = parts.outlines.outline(parts.source, &c).ok();
+            // Past the page read, only the version read: pages of another
+            // version are other inodes, which the reader has not reached.
+            let current = |o: &ChapterOutline| ahead > 0 || r.offset == 0 || o.version == r.version;
             let pages = match outline {
-                // The version read: pages of another version are other
-                // inodes, which the reader has not reached.
-                Some(o) if ahead > 0 || o.version == r.version => match o.outline {
+                Some(o) if current(&o) => match o.outline {
                     Ok(outline) => {
                         chapters.push(Some((c, o.version)));
                         outline
@@ -449,11 +455,27 @@ impl StoreAhead {
             };
             Some(pages)
         });
-        for w in wanted {
+        Planned { chapters, wanted }
+    }
+
+    /// With `out`: adds to it the stores of `r`'s plan that the kernel can
+    /// take now. Without: renders the pages of the plan whose inodes the
+    /// kernel does not hold yet, until `stop` says so. Either way, until
+    /// `in_flight` reaches `IN_FLIGHT_BYTES`.
+    fn batch(
+        &self,
+        parts: &Parts,
+        r: &Reader,
+        mut out: Option<&mut Vec<Store>>,
+        in_flight: &mut u64,
+        stop: &dyn Fn() -> bool,
+    ) {
+        let Some(plan) = &r.plan else { return };
+        for w in &plan.wanted {
             if *in_flight >= IN_FLIGHT_BYTES || stop() {
                 return;
             }
-            let Some(Some((chapter, version))) = chapters.get(w.ahead) else {
+            let Some(Some((chapter, version))) = plan.chapters.get(w.ahead) else {
                 continue;
             };
             let page = PageName {
@@ -489,7 +511,7 @@ impl StoreAhead {
                 out.push(Store {
                     ino,
                     bytes,
-                    path: node.path(),
+                    node,
                     refused: 0,
                     due: Instant::now(),
                 });
@@ -510,7 +532,7 @@ impl StoreAhead {
             StoreOutcome::NotHeld => {
                 log::debug!(
                     "not stored ahead (the kernel does not hold it): {}",
-                    store.path
+                    store.path()
                 );
                 state.done.insert(store.ino);
             }
@@ -577,7 +599,7 @@ mod tests {
         let store = || Store {
             ino: 7,
             bytes: Arc::new(vec![1]),
-            path: "p".into(),
+            node: Node::Root,
             refused: 0,
             due: Instant::now(),
         };

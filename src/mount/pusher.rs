@@ -18,7 +18,7 @@ pub(crate) fn store_ahead(fs: &NovelFs, notifier: &fuser::Notifier) {
                 Ok(()) => {
                     log::debug!(
                         "stored ahead: {} ({} bytes, inode {:#x})",
-                        store.path,
+                        store.path(),
                         store.bytes.len(),
                         store.ino
                     );
@@ -34,7 +34,7 @@ pub(crate) fn store_ahead(fs: &NovelFs, notifier: &fuser::Notifier) {
                     return;
                 }
                 Err(e) => {
-                    log::warn!("cannot store {} ahead: {e}", store.path);
+                    log::warn!("cannot store {} ahead: {e}", store.path());
                     StoreOutcome::Failed
                 }
             };
