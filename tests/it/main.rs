@@ -24,3 +24,4 @@ mod network_fs;
 mod properties;
 mod python_reader;
 mod soak;
+mod store_ahead;

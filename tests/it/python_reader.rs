@@ -7,90 +7,9 @@
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use crate::common::Mount;
-use crate::common::follow_log;
-
-/// The daemon's stderr, line by line, collected by a thread so that the
-/// debug log never fills the pipe and blocks the daemon.
-struct DaemonLog {
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl DaemonLog {
-    fn follow(mount: &mut Mount) -> DaemonLog {
-        DaemonLog {
-            lines: follow_log(mount),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.lines.lock().unwrap().len()
-    }
-
-    /// The opcodes of the requests logged from line `from` up to the
-    /// LOOKUP of `sentinel`, which the caller makes last: every request
-    /// before it has been logged once it shows.
-    fn requests_until(&self, from: usize, sentinel: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            {
-                let lines = self.lines.lock().unwrap();
-                let tail = &lines[from.min(lines.len())..];
-                if let Some(end) = tail
-                    .iter()
-                    .position(|l| l.contains("LOOKUP") && l.contains(sentinel))
-                {
-                    return tail[..end].iter().filter_map(|l| opcode(l)).collect();
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the sentinel lookup never showed in the daemon's log"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The line after the LOOKUP of `sentinel` in `mnt`, which this makes:
-    /// everything requested before the call is logged above that line (the
-    /// log is read on another thread, so `len()` alone may come early).
-    fn mark(&self, mnt: &Path, sentinel: &str) -> usize {
-        let _ = std::fs::metadata(mnt.join(sentinel));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            {
-                let lines = self.lines.lock().unwrap();
-                if let Some(at) = lines
-                    .iter()
-                    .rposition(|l| l.contains("LOOKUP") && l.contains(sentinel))
-                {
-                    return at + 1;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the sentinel lookup never showed in the daemon's log"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn contains(&self, what: &str) -> bool {
-        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
-    }
-}
-
-/// The opcode of a fuser debug line `... FUSE(  12) ino 0x.. OPCODE ...`.
-fn opcode(line: &str) -> Option<String> {
-    let rest = &line[line.find("FUSE(")?..];
-    let rest = &rest[rest.find(") ino ")? + ") ino ".len()..];
-    let mut words = rest.split_whitespace();
-    words.next()?; // the inode
-    Some(words.next()?.to_string())
-}
+use crate::common::daemon_log::DaemonLog;
 
 /// Every `offset-N.txt` listed in every chapter directory.
 fn listed_pages(mnt: &Path) -> Vec<PathBuf> {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod daemon_log;
 pub mod golden;
 pub mod readers;
 pub mod sshfs;

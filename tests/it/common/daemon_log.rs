@@ -1,0 +1,96 @@
+//! The daemon's log as a test reads it: the requests fuser logs at debug
+//! level (`RUST_LOG=fuser=debug`), in order, up to a sentinel LOOKUP the
+//! test makes.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Mount, follow_log};
+
+/// The daemon's stderr, line by line, collected by a thread so that the
+/// debug log never fills the pipe and blocks the daemon.
+pub struct DaemonLog {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl DaemonLog {
+    pub fn follow(mount: &mut Mount) -> DaemonLog {
+        DaemonLog {
+            lines: follow_log(mount),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.lock().unwrap().len()
+    }
+
+    /// The opcodes of the requests logged from line `from` up to the
+    /// LOOKUP of `sentinel`, which the caller makes last: every request
+    /// before it has been logged once it shows.
+    pub fn requests_until(&self, from: usize, sentinel: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let lines = self.lines.lock().unwrap();
+                let tail = &lines[from.min(lines.len())..];
+                if let Some(end) = tail
+                    .iter()
+                    .position(|l| l.contains("LOOKUP") && l.contains(sentinel))
+                {
+                    return tail[..end].iter().filter_map(|l| opcode(l)).collect();
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel lookup never showed in the daemon's log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The line after the LOOKUP of `sentinel` in `mnt`, which this makes:
+    /// everything requested before the call is logged above that line (the
+    /// log is read on another thread, so `len()` alone may come early).
+    pub fn mark(&self, mnt: &Path, sentinel: &str) -> usize {
+        let _ = std::fs::metadata(mnt.join(sentinel));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let lines = self.lines.lock().unwrap();
+                if let Some(at) = lines
+                    .iter()
+                    .rposition(|l| l.contains("LOOKUP") && l.contains(sentinel))
+                {
+                    return at + 1;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel lookup never showed in the daemon's log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn contains(&self, what: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
+    }
+}
+
+/// The opcode of a fuser debug line `... FUSE(  12) ino 0x.. OPCODE ...`.
+pub fn opcode(line: &str) -> Option<String> {
+    let rest = &line[line.find("FUSE(")?..];
+    let rest = &rest[rest.find(") ino ")? + ") ino ".len()..];
+    let mut words = rest.split_whitespace();
+    words.next()?; // the inode
+    Some(words.next()?.to_string())
+}
+
+impl DaemonLog {
+    /// Every line logged from line `from` on (a copy).
+    pub fn lines_from(&self, from: usize) -> Vec<String> {
+        let lines = self.lines.lock().unwrap();
+        lines[from.min(lines.len())..].to_vec()
+    }
+}
