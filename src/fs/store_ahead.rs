@@ -124,6 +124,12 @@ impl Store {
     pub fn path(&self) -> String {
         self.node.path()
     }
+
+    /// How many times the kernel refused it so far.
+    #[cfg(test)]
+    pub(crate) fn refused(&self) -> usize {
+        self.refused
+    }
 }
 
 /// What the kernel said to a store.

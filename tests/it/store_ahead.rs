@@ -88,7 +88,10 @@ fn pages_follow_without_reads(io_uring: bool) {
         log.lines_from(0)
     );
     let first = book.join("第1章 起.md/offset-1.txt");
-    assert_eq!(std::fs::read(&first).unwrap(), cli_page(&root, "第1章 起.md", 1));
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        cli_page(&root, "第1章 起.md", 1)
+    );
     // The rest of the chapter, then the next chapter, stored into the
     // inodes the listing gave the kernel.
     let rest = [
@@ -119,7 +122,10 @@ fn pages_follow_without_reads(io_uring: bool) {
         "{reads} READs for {} pages stored ahead: {requests:?}",
         rest.len()
     );
-    assert_eq!(reads, 0, "every page stored was read from the page cache: {requests:?}");
+    assert_eq!(
+        reads, 0,
+        "every page stored was read from the page cache: {requests:?}"
+    );
     assert!(m.alive());
 }
 
@@ -143,7 +149,11 @@ fn a_bare_find_stores_nothing() {
     assert!(found.status.success());
     let listed = String::from_utf8_lossy(&found.stdout);
     assert!(listed.contains("offset-801.txt"), "{listed}");
-    let ls = Command::new("ls").arg("-lR").arg(m.path()).output().unwrap();
+    let ls = Command::new("ls")
+        .arg("-lR")
+        .arg(m.path())
+        .output()
+        .unwrap();
     assert!(ls.status.success());
     log.mark(m.path(), "listed");
     // A moment for a store that would follow the listing.
