@@ -108,6 +108,30 @@ struct Planned {
     /// the version planned, `None` for one that cannot be read.
     chapters: Vec<Option<(ChapterRef, u64)>>,
     wanted: Vec<Wanted>,
+    /// False for the part of an earlier plan that is still ahead of a
+    /// reader who moved on: it serves at once, and is made whole (looking
+    /// at the chapters further on) before anything is rendered ahead.
+    whole: bool,
+}
+
+impl Planned {
+    /// What is left of this plan for a reader `ahead` chapters further on,
+    /// at the start of that chapter.
+    fn shifted(&self, ahead: usize) -> Planned {
+        Planned {
+            chapters: self.chapters[ahead..].to_vec(),
+            wanted: self
+                .wanted
+                .iter()
+                .filter(|w| w.ahead >= ahead)
+                .map(|w| Wanted {
+                    ahead: w.ahead - ahead,
+                    ..*w
+                })
+                .collect(),
+            whole: false,
+        }
+    }
 }
 
 /// A page to store into the kernel's inode `ino`.
@@ -311,12 +335,15 @@ impl StoreAhead {
             let Some(Some((_, version))) = plan.chapters.get(ahead).filter(|_| ahead > 0) else {
                 continue;
             };
+            // What the plan already knows of the chapters it reaches serves
+            // without looking at the disk again.
+            let shifted = Some(Arc::new(plan.shifted(ahead)));
             *r = Reader {
                 chapter: chapter.clone(),
                 offset: 0,
                 format: r.format,
                 version: *version,
-                plan: None,
+                plan: shifted,
             };
         }
         if moved {
@@ -372,16 +399,26 @@ impl StoreAhead {
             state.retries = later;
             (state.readers.clone(), retries, state.planned)
         };
-        self.make_plans(parts, &mut readers);
-        let mut out: Vec<Store> = retries
+        // Refused stores first, before any planning: the kernel most likely
+        // has their inodes now, and their reader is about to read them.
+        let retried: Vec<Store> = retries
             .into_iter()
             .filter(|s| parts.inodes.held(s.ino))
             .collect();
-        let mut in_flight: u64 = out.iter().map(|s| s.bytes.len() as u64).sum();
-        // First what the kernel can take now, sent before anything else is
-        // rendered: the reader may be about to read it.
+        if !retried.is_empty() {
+            lock(&self.state).again = true;
+            return retried;
+        }
+        self.make_plans(parts, &mut readers);
+        let mut out = Vec::new();
+        let mut in_flight = 0;
+        // Then what the kernel can take now, one page at a time, each sent
+        // before the next is rendered: the reader may be about to read it,
+        // and where it is by the next call decides what comes next.
         for r in &readers {
-            self.batch(parts, r, Some(&mut out), &mut in_flight, &|| false);
+            if out.is_empty() {
+                self.batch(parts, r, Some(&mut out), &mut in_flight, &|| false);
+            }
         }
         if !out.is_empty() {
             // Then the rest of the plan, on the next call.
@@ -392,6 +429,12 @@ impl StoreAhead {
         // so that they are ready when the reader lists their chapter; given
         // up as soon as anything happens, which may have made some storable.
         let moved = || lock(&self.state).events != events;
+        for r in readers.iter_mut() {
+            if r.plan.as_ref().is_some_and(|p| !p.whole) {
+                r.plan = None;
+            }
+        }
+        self.make_plans(parts, &mut readers);
         for r in &readers {
             self.batch(parts, r, None, &mut in_flight, &moved);
         }
@@ -423,6 +466,7 @@ impl StoreAhead {
             return Planned {
                 chapters,
                 wanted: Vec::new(),
+                whole: true,
             };
         };
         let wanted = plan(r.offset, |ahead| {
@@ -461,7 +505,11 @@ impl StoreAhead {
             };
             Some(pages)
         });
-        Planned { chapters, wanted }
+        Planned {
+            chapters,
+            wanted,
+            whole: true,
+        }
     }
 
     /// With `out`: adds to it the stores of `r`'s plan that the kernel can
@@ -521,6 +569,7 @@ impl StoreAhead {
                     refused: 0,
                     due: Instant::now(),
                 });
+                return;
             }
         }
     }
