@@ -47,6 +47,12 @@ pub(crate) const AHEAD_CHAPTERS: usize = 4;
 /// into a chapter of thousands.
 pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
 
+/// A chapter file bigger than this ends a plan instead of being decoded
+/// ahead: its outline alone costs a pass over the whole file (seconds for
+/// hundreds of MB), which a reader who stops before it never pays back. Its
+/// reader's READ there starts a plan of its own.
+pub(crate) const AHEAD_FILE_BYTES: u64 = 1 << 20;
+
 /// Bytes rendered for one plan and not yet stored (their inodes not held
 /// yet, or a store refused and waiting for its retry), at most: what the
 /// store thread renders before the reader catches up. Several chapters of
@@ -474,7 +480,12 @@ impl StoreAhead {
                 r.chapter.clone()
             } else {
                 let entry = at.index.chapters.get(at.position + ahead)?;
-                super::node::chapter_ref(&r.chapter.book, &entry.os_name)
+                let c = super::node::chapter_ref(&r.chapter.book, &entry.os_name);
+                let file = parts.source.chapter_file(&c).ok()?;
+                if file.meta.len() > AHEAD_FILE_BYTES {
+                    return None;
+                }
+                c
             };
             let outline = parts.outlines.outline(parts.source, &c).ok();
             // Past the page read, only the version read: pages of another

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::fs::node::ROOT_INO;
-use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
+use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS, AHEAD_FILE_BYTES};
 
 struct Lib {
     dir: tempfile::TempDir,
@@ -268,4 +268,22 @@ fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
         fs.store_finished(s, StoreOutcome::Stored);
     }
     assert!(drain(fs).is_empty());
+}
+
+#[test]
+fn a_big_chapter_ahead_ends_the_plan_undecoded() {
+    let big = lines((AHEAD_FILE_BYTES as usize) / 60 + 100, "乙");
+    assert!(big.len() as u64 > AHEAD_FILE_BYTES);
+    let lib = library(&[
+        ("第1章.md", lines(5, "甲")),
+        ("第2章.md", big),
+        ("第3章.md", lines(5, "丙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let decodes = fs.decodes();
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    assert!(drain(fs).is_empty());
+    assert_eq!(fs.decodes(), decodes, "nothing decoded ahead");
 }
