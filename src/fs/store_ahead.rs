@@ -31,7 +31,7 @@ use super::node::{ChapterRef, Node};
 use super::outline::{ChapterOutline, Outlines};
 use super::pages::Pages;
 use super::source::Source;
-use crate::library::PageFormat;
+use crate::library::{BookIndex, PageFormat};
 
 /// Chapters after the one being read whose pages are pushed. A chapter's
 /// pages become storable only once the reader lists it, so the store thread
@@ -110,26 +110,45 @@ impl Reader {
 /// A reader's plan with the chapters it reaches.
 #[derive(Debug)]
 struct Planned {
-    /// By distance from the reader's chapter (0: that one): the chapter and
-    /// the version planned, `None` for one that cannot be read.
-    chapters: Vec<Option<(ChapterRef, u64)>>,
+    /// By distance from the reader's chapter (0: that one), as far as the
+    /// plan looked: the chapter, the version planned and its reading chain
+    /// (offset, size in the format read); `None` for one that cannot be
+    /// read.
+    chapters: Vec<Option<PlannedChapter>>,
+    /// The book's chapters and the reader's chapter's place among them.
+    index: Option<(Arc<BookIndex>, usize)>,
     wanted: Vec<Wanted>,
     /// False for the part of an earlier plan that is still ahead of a
     /// reader who moved on: it serves at once, and is made whole (looking
-    /// at the chapters further on) before anything is rendered ahead.
+    /// only at the chapters it does not know yet) before anything is
+    /// rendered ahead.
     whole: bool,
 }
 
+#[derive(Debug, Clone)]
+struct PlannedChapter {
+    chapter: ChapterRef,
+    version: u64,
+    chain: Arc<[(u64, u64)]>,
+}
+
 impl Planned {
+    /// The chapter `ahead` chapters on, with its version, if planned.
+    fn chapter(&self, ahead: usize) -> Option<(&ChapterRef, u64)> {
+        let c = self.chapters.get(ahead)?.as_ref()?;
+        Some((&c.chapter, c.version))
+    }
+
     /// What is left of this plan for a reader `ahead` chapters further on,
-    /// at the start of that chapter.
-    fn shifted(&self, ahead: usize) -> Planned {
+    /// past page `offset` of that chapter.
+    fn shifted(&self, ahead: usize, offset: u64) -> Planned {
         Planned {
-            chapters: self.chapters[ahead..].to_vec(),
+            chapters: self.chapters[ahead.min(self.chapters.len())..].to_vec(),
+            index: self.index.clone().map(|(i, at)| (i, at + ahead)),
             wanted: self
                 .wanted
                 .iter()
-                .filter(|w| w.ahead >= ahead)
+                .filter(|w| w.ahead > ahead || (w.ahead == ahead && w.offset > offset))
                 .map(|w| Wanted {
                     ahead: w.ahead - ahead,
                     ..*w
@@ -284,7 +303,7 @@ impl StoreAhead {
         if page.limit.is_some() {
             return;
         }
-        let reader = Reader {
+        let mut reader = Reader {
             chapter: chapter.clone(),
             offset: page.offset,
             format: page.format,
@@ -294,10 +313,18 @@ impl StoreAhead {
         let mut state = lock(&self.state);
         let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
         if let Some(i) = state.readers.iter().position(same) {
-            if state.readers[i].at(&reader) {
+            let was = state.readers.remove(i).expect("found");
+            if was.at(&reader) {
+                state.readers.insert(i, was);
                 return;
             }
-            state.readers.remove(i);
+            // Further on in its plan: what the plan knows serves at once.
+            if let Some(plan) = &was.plan
+                && let Some(ahead) =
+                    (0..plan.chapters.len()).find(|&a| plan.chapter(a) == Some((chapter, version)))
+            {
+                reader.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
+            }
         }
         state.readers.push_front(reader);
         state.readers.truncate(READERS);
@@ -329,26 +356,24 @@ impl StoreAhead {
                 moved = true;
                 continue;
             };
-            let Some(ahead) = plan
-                .chapters
-                .iter()
-                .position(|c| c.as_ref().is_some_and(|(c, _)| c == chapter))
+            let Some(ahead) = (0..plan.chapters.len())
+                .find(|&i| plan.chapter(i).is_some_and(|(c, _)| c == chapter))
             else {
                 continue;
             };
             moved = true;
             // Its own chapter: still there, with more pages held now.
-            let Some(Some((_, version))) = plan.chapters.get(ahead).filter(|_| ahead > 0) else {
+            let Some((_, version)) = plan.chapter(ahead).filter(|_| ahead > 0) else {
                 continue;
             };
             // What the plan already knows of the chapters it reaches serves
             // without looking at the disk again.
-            let shifted = Some(Arc::new(plan.shifted(ahead)));
+            let shifted = Some(Arc::new(plan.shifted(ahead, 0)));
             *r = Reader {
                 chapter: chapter.clone(),
                 offset: 0,
                 format: r.format,
-                version: *version,
+                version,
                 plan: shifted,
             };
         }
@@ -415,7 +440,7 @@ impl StoreAhead {
             lock(&self.state).again = true;
             return retried;
         }
-        self.make_plans(parts, &mut readers);
+        self.make_plans(parts, &mut readers, false);
         let mut out = Vec::new();
         let mut in_flight = 0;
         // Then what the kernel can take now, one page at a time, each sent
@@ -435,24 +460,25 @@ impl StoreAhead {
         // so that they are ready when the reader lists their chapter; given
         // up as soon as anything happens, which may have made some storable.
         let moved = || lock(&self.state).events != events;
-        for r in readers.iter_mut() {
-            if r.plan.as_ref().is_some_and(|p| !p.whole) {
-                r.plan = None;
-            }
-        }
-        self.make_plans(parts, &mut readers);
+        self.make_plans(parts, &mut readers, true);
         for r in &readers {
             self.batch(parts, r, None, &mut in_flight, &moved);
         }
         out
     }
 
-    /// Makes the plan of each reader that has none, and keeps it with the
-    /// reader (unless it moved meanwhile).
-    fn make_plans(&self, parts: &Parts, readers: &mut VecDeque<Reader>) {
+    /// Makes the plan of each reader that has none (and, with `whole`,
+    /// completes each part of a plan), and keeps it with the reader (unless
+    /// it moved meanwhile).
+    fn make_plans(&self, parts: &Parts, readers: &mut VecDeque<Reader>, whole: bool) {
         let mut made = false;
-        for r in readers.iter_mut().filter(|r| r.plan.is_none()) {
-            r.plan = Some(Arc::new(Self::plan_of(parts, r)));
+        for r in readers.iter_mut() {
+            let part = match &r.plan {
+                None => None,
+                Some(p) if whole && !p.whole => Some(p.clone()),
+                Some(_) => continue,
+            };
+            r.plan = Some(Arc::new(Self::plan_of(parts, r, part.as_deref())));
             made = true;
         }
         if made {
@@ -465,21 +491,34 @@ impl StoreAhead {
         }
     }
 
-    /// The plan of a reader, with the chapters as they are now.
-    fn plan_of(parts: &Parts, r: &Reader) -> Planned {
-        let mut chapters: Vec<Option<(ChapterRef, u64)>> = Vec::new();
-        let Ok(at) = parts.source.chapter_file(&r.chapter) else {
-            return Planned {
-                chapters,
-                wanted: Vec::new(),
-                whole: true,
-            };
+    /// The plan of a reader, with the chapters as they are now, or as
+    /// `known` (a part of a plan for this position) has them.
+    fn plan_of(parts: &Parts, r: &Reader, known: Option<&Planned>) -> Planned {
+        let mut chapters: Vec<Option<PlannedChapter>> = Vec::new();
+        let index = match known.and_then(|k| k.index.clone()) {
+            Some(index) => index,
+            None => match parts.source.chapter_file(&r.chapter) {
+                Ok(at) => (at.index, at.position),
+                Err(_) => {
+                    return Planned {
+                        chapters,
+                        index: None,
+                        wanted: Vec::new(),
+                        whole: true,
+                    };
+                }
+            },
         };
+        let (book_index, position) = (&index.0, index.1);
         let wanted = plan(r.offset, |ahead| {
+            if let Some(c) = known.and_then(|k| k.chapters.get(ahead)) {
+                chapters.push(c.clone());
+                return Some(c.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec()));
+            }
             let c = if ahead == 0 {
                 r.chapter.clone()
             } else {
-                let entry = at.index.chapters.get(at.position + ahead)?;
+                let entry = book_index.chapters.get(position + ahead)?;
                 let c = super::node::chapter_ref(&r.chapter.book, &entry.os_name);
                 let file = parts.source.chapter_file(&c).ok()?;
                 if file.meta.len() > AHEAD_FILE_BYTES {
@@ -491,33 +530,28 @@ impl StoreAhead {
             // Past the page read, only the version read: pages of another
             // version are other inodes, which the reader has not reached.
             let current = |o: &ChapterOutline| ahead > 0 || r.offset == 0 || o.version == r.version;
-            let pages = match outline {
-                Some(o) if current(&o) => match o.outline {
-                    Ok(outline) => {
-                        chapters.push(Some((c, o.version)));
-                        outline
-                            .pages
-                            .iter()
-                            .map(|p| match r.format {
-                                PageFormat::Text => (p.offset, p.text_bytes),
-                                PageFormat::Json => (p.offset, p.json_bytes),
-                            })
-                            .collect()
-                    }
-                    Err(_) => {
-                        chapters.push(None);
-                        Vec::new()
-                    }
-                },
-                _ => {
-                    chapters.push(None);
-                    Vec::new()
-                }
+            let planned = match outline {
+                Some(o) if current(&o) => o.outline.ok().map(|outline| PlannedChapter {
+                    chapter: c,
+                    version: o.version,
+                    chain: outline
+                        .pages
+                        .iter()
+                        .map(|p| match r.format {
+                            PageFormat::Text => (p.offset, p.text_bytes),
+                            PageFormat::Json => (p.offset, p.json_bytes),
+                        })
+                        .collect(),
+                }),
+                _ => None,
             };
-            Some(pages)
+            let chain = planned.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec());
+            chapters.push(planned);
+            Some(chain)
         });
         Planned {
             chapters,
+            index: Some(index),
             wanted,
             whole: true,
         }
@@ -540,9 +574,10 @@ impl StoreAhead {
             if *in_flight >= IN_FLIGHT_BYTES || stop() {
                 return;
             }
-            let Some(Some((chapter, version))) = plan.chapters.get(w.ahead) else {
+            let Some((chapter, version)) = plan.chapter(w.ahead) else {
                 continue;
             };
+            let version = &version;
             let page = PageName {
                 offset: w.offset,
                 limit: None,
