@@ -72,6 +72,14 @@ pub(crate) fn serve(
         mountpoint.display(),
         freshness_of(&fs)
     );
+    if session.io_uring_queues().is_some() && autogroups_on() {
+        log::info!(
+            "the scheduler's autogroups are on (kernel.sched_autogroup_enabled = 1): a reader \
+             in another session than the daemon's can be moved to the other CPU on a reply, \
+             which costs the wake-up that io_uring saves; sysctl \
+             kernel.sched_autogroup_enabled=0 keeps readers where they are (docs/performance.md)"
+        );
+    }
     ready(Ok(()));
 
     let notifier = session.notifier();
@@ -151,4 +159,14 @@ fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
     if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
         let _ = unmount(mountpoint, true);
     }
+}
+
+/// Whether the scheduler puts each session in a group of its own: the
+/// daemon (a session of its own) and its readers are then in different
+/// groups, and a reply wakes the reader on the other, idle CPU rather
+/// than on the busy one its queue serves, so the round trip pays the
+/// cross-CPU wake-up that per-CPU queues avoid.
+fn autogroups_on() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|v| v.trim() == "1")
 }

@@ -240,6 +240,19 @@ fn auto_uses_io_uring_when_offered_and_dev_fuse_otherwise_with_the_same_pages() 
             "switch {switch}, {extra:?}: {line}"
         );
         seen.push(snapshot(m.path()));
+        // The autogroup note comes with io_uring only, right after the
+        // mounted line, when the scheduler has autogroups on.
+        let autogroups = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+            .is_ok_and(|v| v.trim() == "1");
+        if autogroups && transport.starts_with("FUSE over io_uring") {
+            log.wait_for("autogroups are on");
+        } else {
+            let text = log.text();
+            assert!(
+                !text.contains("autogroups are on"),
+                "switch {switch}, {extra:?}: {text}"
+            );
+        }
     }
     assert!(seen[0].len() >= 4, "pages listed: {:?}", seen[0].len());
     assert!(seen.iter().all(|s| s == &seen[0]), "same pages both ways");
