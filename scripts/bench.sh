@@ -294,6 +294,7 @@ echo "== machine"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "host:    nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo)"
 echo "kernel:  $(uname -srm)"
+echo "sched:   autogroups $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?") (1: readers in another session than the daemon's are often woken on the other CPU; docs/performance.md)"
 echo "novelfs: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?') ($BIN)"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg)"
 
