@@ -222,6 +222,15 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         Some(value)
     }
 
+    /// Whether `key` is held (its place in the order unchanged).
+    pub(crate) fn contains<Q>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.contains_key(key)
+    }
+
     /// Inserts `value` weighing `bytes`. An entry larger than the whole
     /// budget is kept alone: a 100,000-line chapter read page by page with
     /// a small cache must not be decoded again for every page.

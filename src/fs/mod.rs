@@ -5,6 +5,7 @@
 //! them for the kernel. Each concern the handlers rely on has its own
 //! module.
 
+mod ahead;
 mod cache;
 mod freshness;
 mod gave_up;

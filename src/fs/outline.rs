@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::library::index::ChapterStats;
+use crate::library::lookup::BookIndex;
 use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
@@ -52,6 +53,9 @@ pub(crate) struct ChapterOutline {
     pub version: u64,
     pub outline: std::result::Result<Arc<Outline>, NovelError>,
     pub mtime: SystemTime,
+    /// The book's chapters the chapter was found in, and its place there.
+    pub index: Arc<BookIndex>,
+    pub position: usize,
 }
 
 /// The size of a page as the source is now.
@@ -96,11 +100,14 @@ impl Outlines {
     pub(crate) fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
         let now = source.chapter_file(c)?;
         let version = now.version();
+        let (index, position) = (now.index.clone(), now.position);
         if let Some(outline) = lock(&self.cache).get(&(c.clone(), version)) {
             return Ok(ChapterOutline {
                 version,
                 outline,
                 mtime: now.mtime(),
+                index,
+                position,
             });
         }
         let loaded = source.chapter_from(c, now)?;
@@ -108,7 +115,36 @@ impl Outlines {
             version: loaded.version,
             outline: self.outline_of(source, c, &loaded),
             mtime: loaded.mtime,
+            index,
+            position,
         })
+    }
+
+    /// Computes and caches the chapter's outline unless it is cached or
+    /// its source is over `max_bytes` (for outlines made ahead of a walk).
+    pub(crate) fn outline_small(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        max_bytes: u64,
+    ) -> Result<()> {
+        let now = source.chapter_file(c)?;
+        if now.meta.len() > max_bytes || lock(&self.cache).contains(&(c.clone(), now.version())) {
+            return Ok(());
+        }
+        let loaded = source.chapter_from(c, now)?;
+        // An error is cached as the outline too.
+        let _ = self.outline_of(source, c, &loaded);
+        Ok(())
+    }
+
+    /// Whether the outline of the chapter's current version is cached.
+    #[cfg(test)]
+    pub(crate) fn is_cached(&self, source: &Source, c: &ChapterRef) -> bool {
+        let Ok(now) = source.chapter_file(c) else {
+            return false;
+        };
+        lock(&self.cache).contains(&(c.clone(), now.version()))
     }
 
     /// The outline of a loaded version, cached under that version.

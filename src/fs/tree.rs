@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
+use super::ahead::Outliner;
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
@@ -67,10 +68,11 @@ impl Default for FsConfig {
 }
 
 pub struct NovelFs {
-    source: Source,
+    source: Arc<Source>,
     freshness: Arc<Freshness>,
     inodes: InodeTable,
-    outlines: Outlines,
+    outlines: Arc<Outlines>,
+    outliner: Outliner,
     pages: Pages,
     listings: Listings,
     index_files: IndexFiles,
@@ -115,17 +117,20 @@ impl NovelFs {
             config.watch,
         ));
         let inodes = InodeTable::default();
+        let source = Arc::new(Source::new(
+            library,
+            freshness.clone(),
+            budget.texts,
+            budget.indexes,
+            inodes.bytes(),
+        ));
+        let outlines = Arc::new(Outlines::new(budget.outlines));
         NovelFs {
-            source: Source::new(
-                library,
-                freshness.clone(),
-                budget.texts,
-                budget.indexes,
-                inodes.bytes(),
-            ),
+            outliner: Outliner::start(source.clone(), outlines.clone(), budget.outlines),
+            source,
             freshness,
             inodes,
-            outlines: Outlines::new(budget.outlines),
+            outlines,
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
             index_files: IndexFiles::new(budget.index_files),
@@ -741,6 +746,8 @@ impl NovelFs {
                         }
                     })
                     .collect::<Vec<_>>();
+                // Their listings are what a walk of the tree asks for next.
+                self.outliner.book_listed(&book, &look.book.index);
                 // The same looks tell whether the cached index is current:
                 // then its files are listed as a lookup would give them.
                 let on = self.switch.tool_on(Tool::Chapters);
@@ -775,6 +782,9 @@ impl NovelFs {
             }
             Node::Chapter { chapter } => {
                 let now = self.outlines.outline(&self.source, &chapter)?;
+                // The next chapters' listings are what a walk asks for next.
+                self.outliner
+                    .chapter_listed(&chapter.book, &now.index, now.position);
                 let outline = match now.outline {
                     Ok(outline) => outline,
                     Err(e) => {
@@ -1275,6 +1285,104 @@ mod tests {
         // Each text (with its line index) outweighs the 1 MiB minimum: the
         // new one is kept alone.
         assert_eq!(texts(), three / 3, "only the text just loaded is left");
+    }
+
+    /// Waits until the outline thread has done what was queued.
+    fn outlined_ahead(fs: &NovelFs) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while fs.outliner.pending() > 0 {
+            assert!(std::time::Instant::now() < deadline, "outline thread stuck");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// A book of 40 small chapters in listing order, and a big one first.
+    fn walked_book() -> (Fixture, Vec<ChapterRef>, ChapterRef) {
+        let names: Vec<String> = (1..=40).map(|i| format!("第{i}章.md")).collect();
+        let body = "字\n".repeat(50);
+        let mut files: Vec<(&str, &str)> =
+            names.iter().map(|n| (n.as_str(), body.as_str())).collect();
+        let big = "字\n".repeat(400_000);
+        files.push(("第0章.md", &big));
+        let f = fixture(&files);
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapters = names
+            .iter()
+            .map(|n| chapter_ref(&book, OsStr::new(n)))
+            .collect();
+        let big = chapter_ref(&book, OsStr::new("第0章.md"));
+        (f, chapters, big)
+    }
+
+    #[test]
+    fn listing_a_book_outlines_its_first_chapters_ahead() {
+        let (f, chapters, big) = walked_book();
+        let outlined = |c: &ChapterRef| f.fs.outlines.is_cached(&f.fs.source, c);
+        let book_ino = walk(&f.fs, "书").unwrap().ino;
+        f.fs.listing(book_ino, 0).unwrap();
+        outlined_ahead(&f.fs);
+        assert!(
+            !outlined(&big),
+            "a chapter over 1 MiB is outlined only when listed"
+        );
+        // The big chapter is first: the window holds it and 15 small ones.
+        let ahead = crate::fs::ahead::WINDOW - 1;
+        assert!(
+            chapters[..ahead].iter().all(outlined),
+            "the first {ahead} outlined"
+        );
+        assert!(
+            !chapters[ahead..].iter().any(outlined),
+            "nothing past the window is outlined"
+        );
+        assert!(f.fs.decodes() as usize <= ahead, "each decoded once");
+    }
+
+    #[test]
+    fn listing_a_chapter_directory_outlines_the_next_ones_only() {
+        let (f, chapters, _) = walked_book();
+        let outlined = |c: &ChapterRef| f.fs.outlines.is_cached(&f.fs.source, c);
+        // The 20th small chapter, listed without its book.
+        let ino = walk(&f.fs, "书/第20章.md").unwrap().ino;
+        f.fs.listing(ino, 0).unwrap();
+        outlined_ahead(&f.fs);
+        let window = crate::fs::ahead::WINDOW;
+        assert!(!chapters[..19].iter().any(outlined), "nothing before it");
+        assert!(chapters[19..20 + window].iter().all(outlined));
+        assert!(!chapters[20 + window..].iter().any(outlined));
+        // The next directory moves the window by one: one more chapter.
+        let ino = walk(&f.fs, "书/第21章.md").unwrap().ino;
+        let before = f.fs.decodes();
+        f.fs.listing(ino, 0).unwrap();
+        outlined_ahead(&f.fs);
+        assert_eq!(
+            f.fs.decodes(),
+            before + 1,
+            "only the chapter the window reached"
+        );
+        assert!(outlined(&chapters[20 + window]));
+    }
+
+    #[test]
+    fn outlines_ahead_stay_within_a_quarter_of_the_outlines_share() {
+        let (f, _, _) = walked_book();
+        let window = crate::fs::ahead::WINDOW;
+        let index = f.fs.source.book_index(OsStr::new("书")).unwrap();
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let share = |chapters: usize| 4 * chapters * crate::fs::ahead::OUTLINE_GUESS;
+        let small = Outliner::start(
+            f.fs.source.clone(),
+            f.fs.outlines.clone(),
+            share(window - 1),
+        );
+        assert_eq!(
+            small.chapter_listed(&book, &index, 1),
+            0,
+            "a window over the share"
+        );
+        let fits = Outliner::start(f.fs.source.clone(), f.fs.outlines.clone(), share(window));
+        assert_eq!(fits.chapter_listed(&book, &index, 1), window);
+        assert_eq!(fits.chapter_listed(&book, &index, 1), 0, "queued once");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The index files through a real mount: an edit shows in both indexes
-//! under each freshness mode, and listing (READDIRPLUS) decodes nothing.
+//! under each freshness mode, and listing (READDIRPLUS) the root decodes nothing.
 
 use std::path::Path;
 
@@ -54,7 +54,7 @@ fn an_edited_chapter_changes_both_indexes_in_every_freshness_mode() {
 }
 
 #[test]
-fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
+fn listing_the_root_decodes_nothing_and_books_only_a_window_ahead() {
     require_fuse!();
     let dir = tempfile::tempdir().unwrap();
     for b in 0..10 {
@@ -71,39 +71,62 @@ fn listing_the_root_and_every_book_of_a_mount_decodes_nothing() {
         "novelfs=debug",
     );
     let log = follow_log(&mut mount);
+    let decodes = || -> Vec<String> {
+        let lines = log.lock().unwrap();
+        lines
+            .iter()
+            .filter_map(|l| l.split_once(" decode /").map(|(_, path)| path.to_string()))
+            .collect()
+    };
     let names = crate::common::sorted_names(mount.path()).unwrap();
     assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
-    for b in 0..10 {
-        let listed = crate::common::sorted_names(&mount.path().join(format!("书{b}"))).unwrap();
-        assert_eq!(listed.len(), 50 + 2, "50 chapters and the two index files");
-    }
-    // A page read last: its decode is logged after anything the listings did.
+    // A page read after the root's listing: its decode is logged after
+    // anything the listing did.
     let page = mount.path().join("书9/第50章.md/offset-1.txt");
     assert!(
         std::fs::read_to_string(&page)
             .unwrap()
             .contains("1: 第50章\n")
     );
-    let decodes = eventually("the page's decode is logged", || {
-        let lines = log.lock().unwrap();
-        let decodes: Vec<String> = lines
-            .iter()
-            .filter(|l| l.contains(" decode /"))
-            .cloned()
-            .collect();
+    let first = eventually("the page's decode is logged", || {
+        let decodes = decodes();
         decodes
             .iter()
-            .any(|l| l.contains("/书9/第50章.md"))
+            .any(|l| l.ends_with("书9/第50章.md"))
             .then_some(decodes)
     });
-    assert_eq!(
-        decodes.len(),
-        1,
-        "listing decoded chapters, the first: {:?}",
-        decodes.first()
+    assert_eq!(first.len(), 1, "listing the root decoded: {first:?}");
+    // Listing a book outlines its first chapters ahead of a walk, on a
+    // thread of the daemon: 16 of them, not the book.
+    for b in 0..10 {
+        let listed = crate::common::sorted_names(&mount.path().join(format!("书{b}"))).unwrap();
+        assert_eq!(listed.len(), 50 + 2, "50 chapters and the two index files");
+    }
+    let ahead = eventually("the first chapters of the last book are outlined", || {
+        let decodes = decodes();
+        decodes
+            .iter()
+            .any(|l| l.ends_with("书9/第16章.md"))
+            .then_some(decodes)
+    });
+    // The thread works in listing order: the other books' are done.
+    assert!(
+        ahead.len() <= 1 + 10 * 16,
+        "{} decodes after listing 10 books",
+        ahead.len()
     );
-    // Reading the library's index decodes every chapter (the page's once more
-    // is not needed: its outline is cached).
+    assert!(
+        !ahead.iter().any(|l| l.ends_with("/第17章.md")),
+        "nothing past the window: {ahead:?}"
+    );
+    // The library's index decodes what is not outlined yet, each chapter once.
     let books = read(&mount.path().join("novel_books.txt")).unwrap();
     assert!(books.contains("- 书0: 50 章, "), "{books}");
+    let all = decodes();
+    let distinct: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(
+        (all.len(), distinct.len()),
+        (500, 500),
+        "each chapter decoded once"
+    );
 }
