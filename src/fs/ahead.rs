@@ -31,6 +31,9 @@ use super::source::Source;
 /// so a few are enough to stay ahead of it.
 pub(crate) const WINDOW: usize = 16;
 
+/// The least a walk's window is refilled by (its end excepted).
+const REFILL: usize = WINDOW / 2;
+
 /// Batches waiting for the thread (a batch is one window at most; the
 /// allowance bounds the chapters they hold).
 const QUEUE_BATCHES: usize = 64;
@@ -134,11 +137,20 @@ impl Outliner {
         let end = (from + WINDOW).min(index.chapters.len());
         let batch: Vec<ChapterRef> = {
             let mut cursor = lock(&self.cursor);
-            let start = match &*cursor {
-                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => c.end.max(from),
-                _ => from,
+            let (start, walking) = match &*cursor {
+                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => {
+                    (c.end.max(from), true)
+                }
+                _ => (from, false),
             };
-            if start >= end {
+            // A walk refills its window by halves: one wake-up of the
+            // thread per half window, not per chapter directory listed.
+            let refill = if walking && end < index.chapters.len() {
+                REFILL
+            } else {
+                1
+            };
+            if start + refill > end {
                 return 0;
             }
             let pending = self.shared.pending.load(Ordering::Relaxed);

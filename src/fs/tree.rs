@@ -1296,9 +1296,9 @@ mod tests {
         }
     }
 
-    /// A book of 40 small chapters in listing order, and a big one first.
+    /// A book of 60 small chapters in listing order, and a big one first.
     fn walked_book() -> (Fixture, Vec<ChapterRef>, ChapterRef) {
-        let names: Vec<String> = (1..=40).map(|i| format!("第{i}章.md")).collect();
+        let names: Vec<String> = (1..=60).map(|i| format!("第{i}章.md")).collect();
         let body = "字\n".repeat(50);
         let mut files: Vec<(&str, &str)> =
             names.iter().map(|n| (n.as_str(), body.as_str())).collect();
@@ -1350,17 +1350,28 @@ mod tests {
         assert!(!chapters[..19].iter().any(outlined), "nothing before it");
         assert!(chapters[19..20 + window].iter().all(outlined));
         assert!(!chapters[20 + window..].iter().any(outlined));
-        // The next directory moves the window by one: one more chapter.
-        let ino = walk(&f.fs, "书/第21章.md").unwrap().ino;
+        // The walk goes on: the window is refilled by halves.
         let before = f.fs.decodes();
+        for n in 21..=27 {
+            let ino = walk(&f.fs, &format!("书/第{n}章.md")).unwrap().ino;
+            f.fs.listing(ino, 0).unwrap();
+        }
+        outlined_ahead(&f.fs);
+        assert_eq!(
+            f.fs.decodes(),
+            before,
+            "every one listed was outlined ahead"
+        );
+        let ino = walk(&f.fs, "书/第28章.md").unwrap().ino;
         f.fs.listing(ino, 0).unwrap();
         outlined_ahead(&f.fs);
         assert_eq!(
             f.fs.decodes(),
-            before + 1,
-            "only the chapter the window reached"
+            before + window as u64 / 2,
+            "half a window more"
         );
-        assert!(outlined(&chapters[20 + window]));
+        assert!(chapters[19..20 + window + window / 2].iter().all(outlined));
+        assert!(!outlined(&chapters[20 + window + window / 2]));
     }
 
     #[test]
