@@ -23,7 +23,7 @@ use crate::library::lookup::BookIndex;
 
 use super::lock;
 use super::node::{ChapterRef, chapter_ref};
-use super::outline::Outlines;
+use super::outline::{GUESS_MAX_BYTES, Outlines};
 use super::source::Source;
 
 /// Chapters outlined ahead of the last one listed: a walk lists a chapter
@@ -37,10 +37,6 @@ const REFILL: usize = WINDOW / 2;
 /// Batches waiting for the thread (a batch is one window at most; the
 /// allowance bounds the chapters they hold).
 const QUEUE_BATCHES: usize = 64;
-
-/// Chapters whose source is bigger are not outlined ahead (a typical
-/// chapter is a few KiB).
-pub(crate) const AHEAD_MAX_BYTES: u64 = 1 << 20;
 
 /// What an outline of a small chapter weighs in the cache with its share
 /// of the cache's tables: room for this many bytes per chapter ahead is
@@ -90,7 +86,7 @@ impl Outliner {
                             if !shared.stopped.load(Ordering::Relaxed) {
                                 // An unreadable chapter is cached as its
                                 // error, or answered when it is listed.
-                                let _ = outlines.outline_small(&source, &c, AHEAD_MAX_BYTES);
+                                let _ = outlines.outline_small(&source, &c, GUESS_MAX_BYTES);
                             }
                             shared.pending.fetch_sub(1, Ordering::Relaxed);
                         }

@@ -13,8 +13,14 @@ use super::cache::Lru;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
-use super::source::{LoadedChapter, Source, VersionKey};
+use super::source::{ChapterFile, LoadedChapter, Source, VersionKey};
 use crate::library::PageFormat;
+
+/// Chapters whose source is bigger are never outlined on a guess (ahead of
+/// a walk or of a reader): the outline costs a pass over the whole file,
+/// seconds for hundreds of MB, which a reader who stops before that
+/// chapter never pays back; a typical chapter is a few KiB.
+pub(crate) const GUESS_MAX_BYTES: u64 = 1 << 20;
 
 /// One page of a chapter's reading chain and its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +104,16 @@ impl Outlines {
     /// version and its mtime are of the same `lstat` (or, when the file
     /// had to be read, of the file read), never of two.
     pub(crate) fn outline(&self, source: &Source, c: &ChapterRef) -> Result<ChapterOutline> {
-        let now = source.chapter_file(c)?;
+        self.outline_at(source, c, source.chapter_file(c)?)
+    }
+
+    /// The chapter's outline as of `now`, a look at its source just taken.
+    pub(crate) fn outline_at(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        now: ChapterFile,
+    ) -> Result<ChapterOutline> {
         let version = now.version();
         let (index, position) = (now.index.clone(), now.position);
         if let Some(outline) = lock(&self.cache).get(&(c.clone(), version)) {

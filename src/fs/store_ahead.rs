@@ -28,7 +28,7 @@ use super::inodes::InodeTable;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterRef, Node};
-use super::outline::{ChapterOutline, Outlines};
+use super::outline::{ChapterOutline, GUESS_MAX_BYTES, Outlines};
 use super::pages::Pages;
 use super::source::Source;
 use crate::library::{BookIndex, PageFormat};
@@ -46,12 +46,6 @@ pub(crate) const AHEAD_CHAPTERS: usize = 4;
 /// a typical novel (10–60 KB of text a chapter) and stops a few dozen pages
 /// into a chapter of thousands.
 pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
-
-/// A chapter file bigger than this ends a plan instead of being decoded
-/// ahead: its outline alone costs a pass over the whole file (seconds for
-/// hundreds of MB), which a reader who stops before it never pays back. Its
-/// reader's READ there starts a plan of its own.
-pub(crate) const AHEAD_FILE_BYTES: u64 = 1 << 20;
 
 /// Bytes rendered for one plan and not yet stored (their inodes not held
 /// yet, or a store refused and waiting for its retry), at most: what the
@@ -515,18 +509,22 @@ impl StoreAhead {
                 chapters.push(c.clone());
                 return Some(c.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec()));
             }
-            let c = if ahead == 0 {
-                r.chapter.clone()
+            // A chapter over GUESS_MAX_BYTES ends the plan: its reader's
+            // READ there starts a plan of its own.
+            let (c, outline) = if ahead == 0 {
+                let c = r.chapter.clone();
+                let outline = parts.outlines.outline(parts.source, &c).ok();
+                (c, outline)
             } else {
                 let entry = book_index.chapters.get(position + ahead)?;
                 let c = super::node::chapter_ref(&r.chapter.book, &entry.os_name);
                 let file = parts.source.chapter_file(&c).ok()?;
-                if file.meta.len() > AHEAD_FILE_BYTES {
+                if file.meta.len() > GUESS_MAX_BYTES {
                     return None;
                 }
-                c
+                let outline = parts.outlines.outline_at(parts.source, &c, file).ok();
+                (c, outline)
             };
-            let outline = parts.outlines.outline(parts.source, &c).ok();
             // Past the page read, only the version read: pages of another
             // version are other inodes, which the reader has not reached.
             let current = |o: &ChapterOutline| ahead > 0 || r.offset == 0 || o.version == r.version;

@@ -79,7 +79,7 @@ pub struct NovelFs {
     switch: Switch,
     heap_trim: HeapTrim,
     gave_up: GaveUp,
-    ahead: StoreAhead,
+    store_ahead: StoreAhead,
 }
 
 /// A name resolved with its attributes, both of the same look at its source.
@@ -137,7 +137,7 @@ impl NovelFs {
             switch: Switch::new(config.state_file),
             heap_trim: HeapTrim::default(),
             gave_up: GaveUp::default(),
-            ahead: StoreAhead::new(),
+            store_ahead: StoreAhead::new(),
         }
     }
 
@@ -614,10 +614,10 @@ impl NovelFs {
     /// The listing a READDIR of `ino` at `offset` continues (see
     /// `Listings::continue_or_take`).
     pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
-        if self.ahead.following()
+        if self.store_ahead.following()
             && let Ok(Node::Chapter { chapter }) = self.node(ino)
         {
-            self.ahead.listed(&chapter);
+            self.store_ahead.listed(&chapter);
         }
         self.listings
             .continue_or_take(ino, offset, || self.list(ino))
@@ -903,7 +903,7 @@ impl NovelFs {
             version,
         } = &node
         {
-            self.ahead.read(chapter, *page, *version);
+            self.store_ahead.read(chapter, *page, *version);
         }
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
@@ -920,12 +920,12 @@ impl NovelFs {
             pages: &self.pages,
             inodes: &self.inodes,
         };
-        self.ahead.next(&parts, wait)
+        self.store_ahead.next(&parts, wait)
     }
 
     /// What the kernel said to a store from `stores_ahead`.
     pub fn store_finished(&self, store: Store, outcome: StoreOutcome) {
-        self.ahead.finished(store, outcome);
+        self.store_ahead.finished(store, outcome);
     }
 
     /// What the kernel must drop after `changes` (see `freshness::plan`).

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::fs::node::ROOT_INO;
-use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS, AHEAD_FILE_BYTES};
+use crate::fs::outline::GUESS_MAX_BYTES;
+use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
 
 struct Lib {
     dir: tempfile::TempDir,
@@ -272,8 +273,8 @@ fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
 
 #[test]
 fn a_big_chapter_ahead_ends_the_plan_undecoded() {
-    let big = lines((AHEAD_FILE_BYTES as usize) / 60 + 100, "乙");
-    assert!(big.len() as u64 > AHEAD_FILE_BYTES);
+    let big = lines((GUESS_MAX_BYTES as usize) / 60 + 100, "乙");
+    assert!(big.len() as u64 > GUESS_MAX_BYTES);
     let lib = library(&[
         ("第1章.md", lines(5, "甲")),
         ("第2章.md", big),

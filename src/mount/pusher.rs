@@ -8,6 +8,23 @@ use fuser::INodeNo;
 
 use crate::fs::{Change, Invalidation, NovelFs, StoreOutcome};
 
+/// Why the kernel refused a notification.
+enum Refusal {
+    /// ENOENT: it holds no inode (or entry) by that number or name.
+    NotHeld,
+    /// The connection is gone (unmounted or aborted): the thread ends.
+    Gone,
+    Other,
+}
+
+fn refusal(e: &std::io::Error) -> Refusal {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => Refusal::NotHeld,
+        Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN) => Refusal::Gone,
+        _ => Refusal::Other,
+    }
+}
+
 /// Stores the pages the tree plans ahead of its readers
 /// (FUSE_NOTIFY_STORE), until the connection goes. On a thread of its own:
 /// rendering and storing never hold up a request.
@@ -24,19 +41,14 @@ pub(crate) fn store_ahead(fs: &NovelFs, notifier: &fuser::Notifier) {
                     );
                     StoreOutcome::Stored
                 }
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => StoreOutcome::NotHeld,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)
-                    ) =>
-                {
-                    return;
-                }
-                Err(e) => {
-                    log::warn!("cannot store {} ahead: {e}", store.path());
-                    StoreOutcome::Failed
-                }
+                Err(e) => match refusal(&e) {
+                    Refusal::NotHeld => StoreOutcome::NotHeld,
+                    Refusal::Gone => return,
+                    Refusal::Other => {
+                        log::warn!("cannot store {} ahead: {e}", store.path());
+                        StoreOutcome::Failed
+                    }
+                },
             };
             fs.store_finished(store, outcome);
         }
@@ -70,18 +82,13 @@ pub(crate) fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
                 }
                 Invalidation::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
             };
-            match sent {
-                Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EBADF | libc::ENODEV | libc::ENOTCONN)
-                    ) =>
-                {
-                    return;
+            if let Err(e) = sent {
+                match refusal(&e) {
+                    // Nothing cached there to drop.
+                    Refusal::NotHeld => {}
+                    Refusal::Gone => return,
+                    Refusal::Other => log::warn!("cannot invalidate {inv:?}: {e}"),
                 }
-                Err(e) => log::warn!("cannot invalidate {inv:?}: {e}"),
             }
         }
     }
