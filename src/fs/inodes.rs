@@ -389,6 +389,41 @@ impl Default for InodeTable {
 }
 
 impl Table {
+    /// The block of a version of a chapter's pages, if it has one.
+    fn find_block(&self, chapter: &ChapterRef, version: u64) -> Option<u64> {
+        let blocks = &self.blocks;
+        self.block_of
+            .ids
+            .find(block_key(chapter, version), |&b| {
+                blocks
+                    .get(b)
+                    .is_some_and(|pb| pb.version == version && *pb.chapter == **chapter)
+            })
+            .copied()
+    }
+
+    /// The number of a node with an entry of its own, if it has one.
+    fn find_own(&self, node: &Node) -> Option<u64> {
+        let entries = &self.entries;
+        self.by_node
+            .ids
+            .find(fx_hash(node), |&ino| {
+                entries.get(ino).is_some_and(|e| e.node == *node)
+            })
+            .copied()
+    }
+
+    /// Whether the kernel holds `ino` (looked up and not forgotten).
+    fn held(&self, ino: u64) -> bool {
+        match split_page_ino(ino) {
+            Some((block, slot)) => self
+                .blocks
+                .get(u64::from(block))
+                .is_some_and(|b| b.lookups > 0 && b.pages().any(|(s, _)| *s == slot)),
+            None => self.entries.get(ino).is_some_and(|e| e.lookups > 0),
+        }
+    }
+
     fn bytes(&self) -> usize {
         self.entries.bytes()
             + self.blocks.bytes()
@@ -400,6 +435,9 @@ impl Table {
 
     /// The number of a node with an entry of its own, created if new.
     fn own_entry(&mut self, node: Node) -> u64 {
+        if let Some(ino) = self.find_own(&node) {
+            return ino;
+        }
         let hash = fx_hash(&node);
         let Table {
             entries,
@@ -407,11 +445,6 @@ impl Table {
             owned_heap,
             ..
         } = self;
-        if let Some(&ino) = by_node.ids.find(hash, |&ino| {
-            entries.get(ino).is_some_and(|e| e.node == node)
-        }) {
-            return ino;
-        }
         *owned_heap += node_heap_bytes(&node);
         let ino = entries.push(Entry { node, lookups: 0 });
         by_node.ids.insert_unique(hash, ino, |&ino| {
@@ -430,6 +463,7 @@ impl Table {
         counted: bool,
         attr: Option<&Attr>,
     ) -> Option<u64> {
+        let found = self.find_block(chapter, version);
         let hash = block_key(chapter, version);
         let Table {
             blocks,
@@ -437,13 +471,8 @@ impl Table {
             owned_heap,
             ..
         } = self;
-        let found = block_of.ids.find(hash, |&b| {
-            blocks
-                .get(b)
-                .is_some_and(|pb| pb.version == version && *pb.chapter == **chapter)
-        });
         let block = match found {
-            Some(&b) => b,
+            Some(b) => b,
             None => {
                 if blocks.next > MAX_BLOCK {
                     return None;
@@ -641,35 +670,16 @@ impl InodeTable {
             return None;
         };
         let table = lock(&self.table);
-        if let Some(slot) = page_slot(page) {
-            let hash = block_key(chapter, *version);
-            let &block = table.block_of.ids.find(hash, |&b| {
-                table
-                    .blocks
-                    .get(b)
-                    .is_some_and(|pb| pb.version == *version && *pb.chapter == **chapter)
-            })?;
-            let b = table.blocks.get(block)?;
-            return (b.lookups > 0 && b.pages().any(|(s, _)| *s == slot))
-                .then(|| page_ino(block, slot));
-        }
-        let &ino = table.by_node.ids.find(fx_hash(node), |&ino| {
-            table.entries.get(ino).is_some_and(|e| e.node == *node)
-        })?;
-        (table.entries.get(ino)?.lookups > 0).then_some(ino)
+        let ino = match page_slot(page) {
+            Some(slot) => page_ino(table.find_block(chapter, *version)?, slot),
+            None => table.find_own(node)?,
+        };
+        table.held(ino).then_some(ino)
     }
 
-    /// Whether the kernel still holds `ino` (it has not forgotten its last
-    /// lookup).
+    /// Whether the kernel holds `ino` (looked up and not forgotten).
     pub(crate) fn held(&self, ino: u64) -> bool {
-        let table = lock(&self.table);
-        match split_page_ino(ino) {
-            Some((block, slot)) => table
-                .blocks
-                .get(u64::from(block))
-                .is_some_and(|b| b.lookups > 0 && b.pages().any(|(s, _)| *s == slot)),
-            None => table.entries.get(ino).is_some_and(|e| e.lookups > 0),
-        }
+        lock(&self.table).held(ino)
     }
 
     /// Entries held: one per node with a number of its own, one per block
