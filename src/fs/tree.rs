@@ -958,13 +958,15 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex};
 
-    struct Fixture {
+    /// A library of one book, `书`, served by a `NovelFs` (also for the
+    /// sibling test modules).
+    pub(super) struct Fixture {
         _dir: tempfile::TempDir,
-        book_dir: PathBuf,
-        fs: NovelFs,
+        pub(super) book_dir: PathBuf,
+        pub(super) fs: NovelFs,
     }
 
-    fn fixture(files: &[(&str, &str)]) -> Fixture {
+    pub(super) fn fixture(files: &[(&str, &str)]) -> Fixture {
         fixture_with_cache(files, FsConfig::default().cache_bytes)
     }
 

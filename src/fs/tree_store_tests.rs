@@ -10,16 +10,7 @@ use crate::fs::node::ROOT_INO;
 use crate::fs::outline::GUESS_MAX_BYTES;
 use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
 
-struct Lib {
-    dir: tempfile::TempDir,
-    fs: NovelFs,
-}
-
-impl Lib {
-    fn chapter_path(&self, file: &str) -> std::path::PathBuf {
-        self.dir.path().join("novels/书").join(file)
-    }
-}
+use super::tests::{Fixture, fixture};
 
 /// `n` numbered lines of `width` characters.
 fn lines(n: usize, tag: &str) -> String {
@@ -28,19 +19,9 @@ fn lines(n: usize, tag: &str) -> String {
         .collect()
 }
 
-fn library(chapters: &[(&str, String)]) -> Lib {
-    let dir = tempfile::tempdir().unwrap();
-    let book = dir.path().join("novels/书");
-    std::fs::create_dir_all(&book).unwrap();
-    for (name, body) in chapters {
-        std::fs::write(book.join(name), body).unwrap();
-    }
-    let config = FsConfig {
-        state_file: Some(dir.path().join("no-state.json")),
-        ..FsConfig::default()
-    };
-    let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
-    Lib { dir, fs }
+fn library(chapters: &[(&str, String)]) -> Fixture {
+    let files: Vec<(&str, &str)> = chapters.iter().map(|(n, b)| (*n, b.as_str())).collect();
+    fixture(&files)
 }
 
 fn lookup(fs: &NovelFs, parent: u64, name: &str) -> Attr {
@@ -74,7 +55,7 @@ fn drain(fs: &NovelFs) -> Vec<(u64, Vec<u8>)> {
     }
 }
 
-fn book(lib: &Lib) -> u64 {
+fn book(lib: &Fixture) -> u64 {
     lookup(&lib.fs, ROOT_INO, "书").ino
 }
 
@@ -171,7 +152,7 @@ fn a_changed_chapter_is_stored_as_its_new_inode_with_its_new_bytes() {
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let old = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
     let old_bytes = fs.read(old.ino, 0, u32::MAX).unwrap();
-    std::fs::write(lib.chapter_path("第2章.md"), lines(12, "丁")).unwrap();
+    std::fs::write(lib.book_dir.join("第2章.md"), lines(12, "丁")).unwrap();
     let new = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
     assert_ne!(new.ino, old.ino, "another version, another inode");
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
