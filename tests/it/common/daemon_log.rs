@@ -4,9 +4,11 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{Mount, follow_log};
+use super::{Mount, eventually_within, follow_log};
+
+const SENTINEL: &str = "the sentinel lookup in the daemon's log";
 
 /// The daemon's stderr, line by line, collected by a thread so that the
 /// debug log never fills the pipe and blocks the daemon.
@@ -29,24 +31,14 @@ impl DaemonLog {
     /// LOOKUP of `sentinel`, which the caller makes last: every request
     /// before it has been logged once it shows.
     pub fn requests_until(&self, from: usize, sentinel: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            {
-                let lines = self.lines.lock().unwrap();
-                let tail = &lines[from.min(lines.len())..];
-                if let Some(end) = tail
-                    .iter()
-                    .position(|l| l.contains("LOOKUP") && l.contains(sentinel))
-                {
-                    return tail[..end].iter().filter_map(|l| opcode(l)).collect();
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the sentinel lookup never showed in the daemon's log"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually_within(SENTINEL, Duration::from_secs(20), || {
+            let lines = self.lines.lock().unwrap();
+            let tail = &lines[from.min(lines.len())..];
+            let end = tail
+                .iter()
+                .position(|l| l.contains("LOOKUP") && l.contains(sentinel))?;
+            Some(tail[..end].iter().filter_map(|l| opcode(l)).collect())
+        })
     }
 
     /// The line after the LOOKUP of `sentinel` in `mnt`, which this makes:
@@ -54,23 +46,19 @@ impl DaemonLog {
     /// log is read on another thread, so `len()` alone may come early).
     pub fn mark(&self, mnt: &Path, sentinel: &str) -> usize {
         let _ = std::fs::metadata(mnt.join(sentinel));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            {
-                let lines = self.lines.lock().unwrap();
-                if let Some(at) = lines
-                    .iter()
-                    .rposition(|l| l.contains("LOOKUP") && l.contains(sentinel))
-                {
-                    return at + 1;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the sentinel lookup never showed in the daemon's log"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually_within(SENTINEL, Duration::from_secs(20), || {
+            let lines = self.lines.lock().unwrap();
+            let at = lines
+                .iter()
+                .rposition(|l| l.contains("LOOKUP") && l.contains(sentinel))?;
+            Some(at + 1)
+        })
+    }
+
+    /// Every line logged from line `from` on (a copy).
+    pub fn lines_from(&self, from: usize) -> Vec<String> {
+        let lines = self.lines.lock().unwrap();
+        lines[from.min(lines.len())..].to_vec()
     }
 
     pub fn contains(&self, what: &str) -> bool {
@@ -85,12 +73,4 @@ pub fn opcode(line: &str) -> Option<String> {
     let mut words = rest.split_whitespace();
     words.next()?; // the inode
     Some(words.next()?.to_string())
-}
-
-impl DaemonLog {
-    /// Every line logged from line `from` on (a copy).
-    pub fn lines_from(&self, from: usize) -> Vec<String> {
-        let lines = self.lines.lock().unwrap();
-        lines[from.min(lines.len())..].to_vec()
-    }
 }

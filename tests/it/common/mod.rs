@@ -592,16 +592,22 @@ pub fn without_dac_override(cmd: &mut std::process::Command) -> &mut std::proces
 
 /// Retries `f` every 20 ms for up to 5 s: a watched mount hears of a change
 /// a moment after it is made (a strict one at once).
-pub fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    eventually_within(what, std::time::Duration::from_secs(5), f)
+}
+
+/// `eventually`, waiting at most `limit`.
+pub fn eventually_within<T>(
+    what: &str,
+    limit: std::time::Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
     let start = std::time::Instant::now();
     loop {
         if let Some(v) = f() {
             return v;
         }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(5),
-            "never happened: {what}"
-        );
+        assert!(start.elapsed() < limit, "never happened: {what}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
