@@ -60,12 +60,6 @@ fn byte_counts(b: &[u8]) -> (usize, usize) {
     (units, json_extra)
 }
 
-/// UTF-16 units of valid UTF-8 (also of a piece of it cut anywhere: each
-/// character is counted by its first byte).
-pub(crate) fn utf16_units(b: &[u8]) -> usize {
-    byte_counts(b).0
-}
-
 impl LineStats {
     pub(crate) fn of(line: &str) -> LineStats {
         // Byte-wise first (the loops vectorize): a UTF-16 unit per byte

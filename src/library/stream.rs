@@ -18,7 +18,8 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use encoding_rs::{CoderResult, Decoder, Encoding, GBK, UTF_8, UTF_16BE, UTF_16LE};
 
 use super::decode::{UndetectableEncoding, is_plausible_text_code, is_text_high_byte};
-use super::line::{LINE_CUT, LineStats, utf16_units};
+use super::js::utf16_units;
+use super::line::{LINE_CUT, LineStats};
 
 /// Bytes read from the file at a time (even, so that UTF-16 units never
 /// straddle two chunks; small in tests, so that they cross many).
