@@ -80,6 +80,7 @@ pub(crate) fn serve(
              kernel.sched_autogroup_enabled=0 keeps readers where they are (docs/performance.md)"
         );
     }
+    fs.prepared();
     ready(Ok(()));
 
     let notifier = session.notifier();
