@@ -22,12 +22,12 @@ use crate::library::{Library, NovelError};
 
 use super::ahead::Outliner;
 use super::cache::{Budget, HeapTrim, Stamp};
-use super::lock;
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
 use super::indexes::{BookLook, IndexFiles, Rendered};
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
+use super::lock;
 use super::names::{ERROR_FILE, PageName};
 use super::node::{
     Attr, ChapterRef, Kind, Node, Result, UNLOOKED, books_file, chapter_ref, chapters_file,

@@ -111,7 +111,11 @@ mod tests {
         assert_eq!(utf16_len(&long), by_chars);
         let cut = &long.as_bytes()[..long.len() - 2];
         let whole: usize = long[..long.len() - 5].chars().map(char::len_utf16).sum();
-        assert_eq!(utf16_units(cut), whole + 2, "a cut 4-byte character counts by its first byte");
+        assert_eq!(
+            utf16_units(cut),
+            whole + 2,
+            "a cut 4-byte character counts by its first byte"
+        );
     }
 
     #[test]
