@@ -84,6 +84,13 @@
 #          page of a --ttl 0 mount, from a C loop (compiled with cc; Python's
 #          when there is no compiler); median per call, runs alternating the
 #          transports; target: io_uring median <= 15 us.
+#   floor  (with the reference or the scale figures, each transport) the
+#          same readers over a FUSE server that does no work
+#          (scripts/floor/tree.c, built with cc and liburing): Python's warm
+#          pass over as many one-page chapters as the reference library has
+#          pages vs plain copies of them, and the cold find over the scale
+#          library's shape vs reading every source once. No target: what
+#          any FUSE server pays on this machine, under novelfs's figures.
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -524,7 +531,7 @@ scale_figures() {
     [ -n "$SCALE_BOOKS" ] || [ -z "$QUICK" ] || books=200
     chapters=$((books * SCALE_CHAPTERS))
     echo "== scale library: $books books x $SCALE_CHAPTERS chapters"
-    SROOT=$WORK/scale
+    SROOT=$WORK/scale SCALE_SHAPE_BOOKS=$books
     # Made once, for the first transport measured.
     [ -d "$SROOT/novels" ] || $LIB gen-scale "$SROOT" --books "$books" --chapters "$SCALE_CHAPTERS" --seed "$SEED"
     label scfind "scale: find -name offset-1.txt, cold (fresh mount, sources cached), vs find over the sources"
@@ -733,6 +740,80 @@ C
     fi
 }
 
+# The floor: the same readers over a FUSE server that does no work at all
+# (scripts/floor/tree.c answers a tree of the same shape from arithmetic).
+# What a figure costs there, any FUSE server pays on this machine; what
+# novelfs costs above it is its own.
+floor_figures() {
+    if ! cc -O2 -pthread -I"$REPO/scripts/floor" -o "$WORK/floor-tree" "$REPO/scripts/floor/tree.c" \
+        -luring 2> "$WORK/floor-cc.log"; then
+        printf 'note\tfloor: not measured (scripts/floor/tree.c needs cc and liburing-dev: %s)\n' \
+            "$(grep -m1 -i error "$WORK/floor-cc.log")" >> "$RES"
+        return
+    fi
+    echo "== the floor: a FUSE server that does no work (scripts/floor/tree.c)"
+    for t in $TRANSPORTS; do
+        in_transport "$t" floor_transport
+    done
+}
+
+# floor_mount BOOKS CHAPTERS: the zero-work server at $FMNT; sets FPID.
+floor_mount() {
+    local mode=classic log=$WORK/floor.log
+    [ "$TRANSPORT" = io_uring ] && mode=uring
+    mkdir -p "$FMNT"
+    MOUNTED+=("$FMNT")
+    : > "$log"
+    [ "$mode" = classic ] || uring_on
+    "$WORK/floor-tree" "$FMNT" "$mode" -B "$1" -C "$2" 2>> "$log" &
+    FPID=$!
+    # Its first request makes it INIT; io_uring queues register after it,
+    # and only while the switch is on.
+    for _ in $(seq 100); do mountpoint -q "$FMNT" && break; sleep 0.02; done
+    stat "$FMNT" > /dev/null 2>&1
+    if [ "$mode" = uring ]; then
+        for _ in $(seq 100); do grep -q 'queues x' "$log" && break; sleep 0.02; done
+        uring_restore
+        grep -q 'queues x' "$log" || { echo "bench.sh: the floor server registered no io_uring queue: $(cat "$log")" >&2; exit 1; }
+    fi
+    mountpoint -q "$FMNT" || { echo "bench.sh: the floor server did not mount: $(cat "$log")" >&2; exit 1; }
+}
+floor_unmount() { umount "$FMNT"; wait "$FPID" 2> /dev/null; }
+
+floor_transport() {
+    local r cpu0 cpu1 pages
+    FMNT=$WORK/floor-mnt
+    if [ "$REF_FIGURES" = 1 ] && [ -d "$WORK/ref-copies" ]; then
+        # As many one-page chapters as the reference library has pages.
+        pages=$(find "$WORK/ref-copies" -name 'offset-*.txt' | wc -l)
+        label flwarm "floor: warm pass from Python over a FUSE server doing no work ($pages pages), vs plain copies"
+        floor_mount 1 "$pages"
+        rm -rf "$WORK/floor-copies"
+        mkdir -p "$WORK/floor-copies"
+        cp -r "$FMNT/." "$WORK/floor-copies/"
+        $LIB pyread "$FMNT" pages > /dev/null
+        $LIB pyread "$WORK/floor-copies" pages > /dev/null
+        for r in $(seq "$RUNS"); do
+            pytimed nfs flwarm "$FMNT" pages 20
+            pytimed base flwarm "$WORK/floor-copies" pages 20
+        done
+        floor_unmount
+    fi
+    if [ "$SCALE" = 1 ] && [ -n "${SROOT:-}" ]; then
+        label flscale "floor: cold find -name offset-1.txt over a FUSE server doing no work, the scale library's shape, vs reading every source once (find | xargs cat, cached)"
+        for r in $(seq "$RUNS"); do
+            floor_mount "$SCALE_SHAPE_BOOKS" "$SCALE_CHAPTERS"
+            cpu0=$(daemon_cpu "$FPID")
+            timed nfs flscale find_first_pages "$FMNT"
+            cpu1=$(daemon_cpu "$FPID")
+            floor_unmount
+            timed base flscale cat_tree "$SROOT/novels"
+        done
+        printf 'note\tfloor: the zero-work server'"'"'s CPU per chapter directory listed cold (last run): %s us\n' \
+            "$(awk -v a="$cpu0" -v b="$cpu1" -v t="$(getconf CLK_TCK)" -v n="$((SCALE_SHAPE_BOOKS * SCALE_CHAPTERS))" 'BEGIN { printf "%.1f", (b - a) / t / n * 1e6 }')" >> "$RES"
+    fi
+}
+
 [ "$MAIN_FIGURES" = 0 ] || main_figures
 for t in $TRANSPORTS; do
     [ "$REF_FIGURES" = 0 ] || in_transport "$t" reference_figures
@@ -742,6 +823,7 @@ for t in $TRANSPORTS; do
 done
 # With the main or the reference figures (not for --scale-only, --big-only).
 [ "$MAIN_FIGURES$REF_FIGURES" = 00 ] || rtt_figures
+[ "$REF_FIGURES$SCALE" = 00 ] || floor_figures
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 
