@@ -53,6 +53,12 @@ pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
 /// typical pages (up to 60 KB of text each) fit.
 pub(crate) const IN_FLIGHT_BYTES: u64 = 1 << 20;
 
+/// Bytes stored at the end of one chapter directory's listing, at most
+/// (`StoreAhead::at_listing_end`): the answer to the reader's last READDIR
+/// waits for them, so a chapter of many pages leaves the rest to the store
+/// thread. A few typical pages.
+pub(crate) const LISTING_END_BYTES: u64 = 256 << 10;
+
 /// Reader positions followed at once, one per book and format, the most
 /// recent first: `grep -r` reads both formats, a few agents a few books.
 const READERS: usize = 4;
@@ -376,6 +382,106 @@ impl StoreAhead {
             drop(state);
             self.wake.notify_one();
         }
+    }
+
+    /// The store of a page the kernel was not given yet (neither stored
+    /// nor read), claimed: the store thread skips it. `None` once it was.
+    pub(crate) fn claim(&self, ino: u64, node: Node, bytes: Arc<Vec<u8>>) -> Option<Store> {
+        let mut state = lock(&self.state);
+        if state.done.contains(ino) || state.retries.iter().any(|s| s.ino == ino) {
+            return None;
+        }
+        state.done.insert(ino);
+        Some(Store {
+            ino,
+            bytes,
+            node,
+            refused: 0,
+            due: Instant::now(),
+        })
+    }
+
+    /// Whether the kernel may not have the page `ino` yet: it was neither
+    /// stored nor read (as far as `REMEMBERED` goes).
+    pub(crate) fn not_given(&self, ino: u64) -> bool {
+        let state = lock(&self.state);
+        !state.done.contains(ino) && !state.retries.iter().any(|s| s.ino == ino)
+    }
+
+    /// A READ of `ino` reached the daemon: the kernel has its bytes now.
+    pub(crate) fn given(&self, ino: u64) {
+        lock(&self.state).done.insert(ino);
+    }
+
+    /// The stores to send before answering a READDIR past the first reply
+    /// of `chapter`'s listing: the reader has taken that reply in, so the
+    /// kernel holds the inodes it named, and the reader reads the pages
+    /// next. The pages of the chapter that a reader's plan wants (up to
+    /// `LISTING_END_BYTES`) are stored then, on the request's thread: the
+    /// store thread, woken by the same listing, races the reader's open and
+    /// READ, and under io_uring it lost most races. Each store is claimed
+    /// here (the store thread skips it); say how it went with `finished`.
+    pub(crate) fn at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
+        let wanted: Vec<(PageName, u64, u64)> = {
+            let state = lock(&self.state);
+            let mut wanted = Vec::new();
+            for r in &state.readers {
+                let Some(plan) = &r.plan else { continue };
+                let Some((ahead, version)) = (0..plan.chapters.len()).find_map(|i| {
+                    plan.chapter(i)
+                        .filter(|(c, _)| *c == chapter)
+                        .map(|(_, v)| (i, v))
+                }) else {
+                    continue;
+                };
+                let page = |offset| PageName {
+                    offset,
+                    limit: None,
+                    format: r.format,
+                };
+                wanted.extend(
+                    plan.wanted
+                        .iter()
+                        .filter(|w| w.ahead == ahead)
+                        .map(|w| (page(w.offset), version, w.bytes)),
+                );
+            }
+            wanted
+        };
+        let mut out = Vec::new();
+        let mut total = 0;
+        for (page, version, bytes) in wanted {
+            if total + bytes > LISTING_END_BYTES {
+                break;
+            }
+            let node = Node::Page {
+                chapter: chapter.clone(),
+                page,
+                version,
+            };
+            let Some(ino) = parts.inodes.held_page(&node) else {
+                continue;
+            };
+            {
+                let mut state = lock(&self.state);
+                if state.done.contains(ino) || state.retries.iter().any(|s| s.ino == ino) {
+                    continue;
+                }
+                state.done.insert(ino);
+            }
+            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, version) else {
+                continue;
+            };
+            total += bytes.len() as u64;
+            out.push(Store {
+                ino,
+                bytes,
+                node,
+                refused: 0,
+                due: Instant::now(),
+            });
+        }
+        out
     }
 
     /// The next stores to send: waits until a reader moves, a listing comes

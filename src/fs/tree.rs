@@ -919,6 +919,7 @@ impl NovelFs {
         } = &node
         {
             self.store_ahead.read(chapter, *page, *version);
+            self.store_ahead.given(ino);
         }
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
@@ -938,7 +939,54 @@ impl NovelFs {
         self.store_ahead.next(&parts, wait)
     }
 
-    /// What the kernel said to a store from `stores_ahead`.
+    /// A page was just opened and its reader asks whether it is a terminal
+    /// (the IOCTL that Python's `open()` sends before it reads): the store
+    /// of its bytes into the kernel's page cache, unless the kernel was
+    /// given them already. Sent before that answer, it spares the reader
+    /// the READ that follows (the same bytes a READ would get, rendered
+    /// once either way). Its reader is followed from there, as after a READ.
+    pub fn store_on_open(&self, ino: u64) -> Option<Store> {
+        let node = self.node(ino).ok()?;
+        let Node::Page {
+            chapter,
+            page,
+            version,
+        } = &node
+        else {
+            return None;
+        };
+        // A warm pass opens pages the kernel has: one lookup, nothing else.
+        if !self.store_ahead.not_given(ino) {
+            return None;
+        }
+        self.check_switch(&node).ok()?;
+        let bytes = self.content(&node).ok()?;
+        self.store_ahead.read(chapter, *page, *version);
+        self.store_ahead.claim(ino, node.clone(), bytes)
+    }
+
+    /// The pages to store before answering a READDIR of `ino` at
+    /// `offset`: past the first reply of a chapter directory's listing, the
+    /// kernel holds its pages' inodes, and a reader followed there reads
+    /// them next (see `StoreAhead::at_listing_end`).
+    pub fn stores_at_listing(&self, ino: u64, offset: u64) -> Vec<Store> {
+        if offset == 0 || !self.store_ahead.following() {
+            return Vec::new();
+        }
+        let Ok(Node::Chapter { chapter }) = self.node(ino) else {
+            return Vec::new();
+        };
+        let parts = Parts {
+            source: &self.source,
+            outlines: &self.outlines,
+            pages: &self.pages,
+            inodes: &self.inodes,
+        };
+        self.store_ahead.at_listing_end(&parts, &chapter)
+    }
+
+    /// What the kernel said to a store from `stores_ahead` or
+    /// `stores_at_listing`.
     pub fn store_finished(&self, store: Store, outcome: StoreOutcome) {
         self.store_ahead.finished(store, outcome);
     }

@@ -269,3 +269,75 @@ fn a_big_chapter_ahead_ends_the_plan_undecoded() {
     assert!(drain(fs).is_empty());
     assert_eq!(fs.decodes(), decodes, "nothing decoded ahead");
 }
+
+#[test]
+fn a_page_opened_is_stored_once_unless_the_kernel_has_it() {
+    let lib = library(&[
+        ("第1章.md", lines(1000, "甲")),
+        ("第2章.md", lines(10, "乙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    let two = list_plus(fs, chapters["第2章.md"].ino);
+    // Opened (its IOCTL) before any READ: stored, as a READ would return it.
+    let first = one["offset-1.txt"].ino;
+    let store = fs
+        .store_on_open(first)
+        .expect("a page never given is stored");
+    assert_eq!(store.ino, first);
+    assert_eq!(*store.bytes, fs.read(first, 0, u32::MAX).unwrap());
+    fs.store_finished(store, StoreOutcome::Stored);
+    assert!(fs.store_on_open(first).is_none(), "stored once");
+    // The opened page made a reader: the store thread follows it, and
+    // skips what the open stored.
+    let rest: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    assert!(rest.contains(&one["offset-401.txt"].ino), "{rest:?}");
+    assert!(!rest.contains(&first), "{rest:?}");
+    // A page the kernel got through a READ is not stored on its next open.
+    let read = two["offset-1.txt"].ino;
+    fs.read(read, 0, 4096).unwrap();
+    assert!(fs.store_on_open(read).is_none(), "given by its READ");
+    // Only pages: a directory is never stored.
+    assert!(fs.store_on_open(chapters["第1章.md"].ino).is_none());
+    assert!(fs.store_on_open(book(&lib)).is_none());
+}
+
+#[test]
+fn the_end_of_a_chapter_listing_stores_its_planned_pages() {
+    let lib = library(&[
+        ("第1章.md", lines(10, "甲")),
+        ("第2章.md", lines(450, "乙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    // The store thread plans; the second chapter is not listed yet, so
+    // nothing of it can be stored.
+    assert!(drain(fs).is_empty());
+    let dir = chapters["第2章.md"].ino;
+    let listing = fs.listing(dir, 0).unwrap();
+    let two: BTreeMap<String, Attr> = listing
+        .entries
+        .iter()
+        .filter_map(|e| Some((e.name.to_string_lossy().into_owned(), fs.listed_plus(e)?)))
+        .collect();
+    assert!(
+        fs.stores_at_listing(dir, 0).is_empty(),
+        "not before the reader has the first reply"
+    );
+    let end = listing.offset_after(listing.entries.len() + 1);
+    let stores = fs.stores_at_listing(dir, end);
+    let got: Vec<u64> = stores.iter().map(|s| s.ino).collect();
+    assert_eq!(got, [two["offset-1.txt"].ino, two["offset-401.txt"].ino]);
+    for s in stores {
+        assert_eq!(*s.bytes, fs.read(s.ino, 0, u32::MAX).unwrap());
+        fs.store_finished(s, StoreOutcome::Stored);
+    }
+    assert!(fs.stores_at_listing(dir, end).is_empty(), "each page once");
+    assert!(
+        drain(fs).iter().all(|(ino, _)| !got.contains(ino)),
+        "the store thread skips them"
+    );
+}

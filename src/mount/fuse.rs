@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use fuser::{
@@ -19,6 +19,7 @@ use fuser::{
 
 use super::offload::Offload;
 use super::process::euid_egid;
+use super::pusher::send_store;
 use crate::fs::{Attr, Errno, Kind, NovelFs};
 
 /// Cloned into the requests that run on a spare thread (see `offload`).
@@ -30,6 +31,9 @@ pub(crate) struct FuseAdapter {
     gid: u32,
     /// Mode bits every node keeps (owner-only for `allow_root`; see `access`).
     mode_mask: u16,
+    /// How pages are stored into the kernel's page cache at the end of a
+    /// chapter directory's listing; set once the session has one.
+    notifier: Arc<OnceLock<fuser::Notifier>>,
 }
 
 impl FuseAdapter {
@@ -43,12 +47,18 @@ impl FuseAdapter {
             uid,
             gid,
             mode_mask: 0o777,
+            notifier: Arc::default(),
         }
     }
 
     pub(crate) fn with_mode_mask(mut self, mask: u16) -> Self {
         self.mode_mask = mask;
         self
+    }
+
+    /// Where the session's notifier goes once there is one.
+    pub(crate) fn notifier_slot(&self) -> Arc<OnceLock<fuser::Notifier>> {
+        self.notifier.clone()
     }
 
     /// Served by `workers` fuser threads.
@@ -246,6 +256,15 @@ impl FuseAdapter {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
+        // The reader has the first reply: the pages it read of are stored
+        // now, before it is told the listing ended and goes on to read them.
+        if let Some(notifier) = self.notifier.get() {
+            for store in self.fs.stores_at_listing(ino.0, offset) {
+                if !send_store(&self.fs, notifier, store) {
+                    break;
+                }
+            }
+        }
         let entries = &listing.entries;
         // The kernel skips the attributes of "." and ".." in a READDIRPLUS
         // reply (`fuse_direntplus_link`), and only their inode number
@@ -420,12 +439,14 @@ impl Filesystem for FuseAdapter {
     /// the daemon. Nothing stops the kernel from sending it (there is no
     /// init flag, and it does not remember an ENOSYS for ioctls as it does
     /// for OPEN: it only turns it into ENOTTY for the caller), so the
-    /// answer must be as cheap as possible; fuser's default would also log
-    /// a warning per request.
+    /// answer is ENOTTY, touching nothing but one lookup for a page the
+    /// kernel already has; fuser's default would also log a warning per
+    /// request. A page it does not have yet is stored first: the reader
+    /// opened it to read it (see `NovelFs::store_on_open`).
     fn ioctl(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _flags: IoctlFlags,
         _cmd: u32,
@@ -433,7 +454,14 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        reply.error(fuser::Errno::ENOTTY);
+        self.serve(move |a| {
+            if let Some(notifier) = a.notifier.get()
+                && let Some(store) = a.fs.store_on_open(ino.0)
+            {
+                send_store(&a.fs, notifier, store);
+            }
+            reply.error(fuser::Errno::ENOTTY);
+        });
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fuser::INodeNo;
 
-use crate::fs::{Change, Invalidation, NovelFs, StoreOutcome};
+use crate::fs::{Change, Invalidation, NovelFs, Store, StoreOutcome};
 
 /// Why the kernel refused a notification.
 enum Refusal {
@@ -31,28 +31,37 @@ fn refusal(e: &std::io::Error) -> Refusal {
 pub(crate) fn store_ahead(fs: &NovelFs, notifier: &fuser::Notifier) {
     loop {
         for store in fs.stores_ahead(None) {
-            let outcome = match notifier.store(INodeNo(store.ino), 0, &store.bytes) {
-                Ok(()) => {
-                    log::debug!(
-                        "stored ahead: {} ({} bytes, inode {:#x})",
-                        store.path(),
-                        store.bytes.len(),
-                        store.ino
-                    );
-                    StoreOutcome::Stored
-                }
-                Err(e) => match refusal(&e) {
-                    Refusal::NotHeld => StoreOutcome::NotHeld,
-                    Refusal::Gone => return,
-                    Refusal::Other => {
-                        log::warn!("cannot store {} ahead: {e}", store.path());
-                        StoreOutcome::Failed
-                    }
-                },
-            };
-            fs.store_finished(store, outcome);
+            if !send_store(fs, notifier, store) {
+                return;
+            }
         }
     }
+}
+
+/// Stores one page into the kernel's page cache and tells the tree how it
+/// went; false when the connection is gone.
+pub(crate) fn send_store(fs: &NovelFs, notifier: &fuser::Notifier, store: Store) -> bool {
+    let outcome = match notifier.store(INodeNo(store.ino), 0, &store.bytes) {
+        Ok(()) => {
+            log::debug!(
+                "stored ahead: {} ({} bytes, inode {:#x})",
+                store.path(),
+                store.bytes.len(),
+                store.ino
+            );
+            StoreOutcome::Stored
+        }
+        Err(e) => match refusal(&e) {
+            Refusal::NotHeld => StoreOutcome::NotHeld,
+            Refusal::Gone => return false,
+            Refusal::Other => {
+                log::warn!("cannot store {} ahead: {e}", store.path());
+                StoreOutcome::Failed
+            }
+        },
+    };
+    fs.store_finished(store, outcome);
+    true
 }
 
 /// Tells the kernel what to drop whenever the watch reports a change, and

@@ -52,6 +52,7 @@ pub(crate) fn serve(
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
         .with_workers(config.threads.max(1));
+    let listing_notifier = adapter.notifier_slot();
     let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,
         Err(e) => {
@@ -83,6 +84,7 @@ pub(crate) fn serve(
     fs.prepared();
     ready(Ok(()));
 
+    let _ = listing_notifier.set(session.notifier());
     let notifier = session.notifier();
     let store_fs = fs.clone();
     let spawned = std::thread::Builder::new()

@@ -193,3 +193,63 @@ fn a_chapter_changed_after_its_pages_were_stored_is_read_fresh() {
         "the new version has one page"
     );
 }
+
+/// Python's `open()` asks whether the file is a terminal (an IOCTL) before
+/// it reads: the page is stored then, and the read that follows sends no
+/// READ. A second open finds it in the page cache: nothing stored again.
+fn opened_from_python(io_uring: bool) {
+    require_fuse!();
+    let (_guard, root) = library();
+    let Some(mut m) = mount(&root, io_uring) else {
+        return;
+    };
+    let log = DaemonLog::follow(&mut m);
+    let dir = m.path().join("书/第3章 转.md");
+    std::fs::read_dir(&dir).unwrap().for_each(drop);
+    let page = dir.join("offset-1.txt");
+    let start = log.mark(m.path(), "listed");
+    let read = |tag: &str| {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())",
+            ])
+            .arg(&page)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "python3: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let end = log.mark(m.path(), tag);
+        (out.stdout, log.requests_until(start, tag), end)
+    };
+    let (bytes, requests, end) = read("first-open");
+    assert_eq!(bytes, cli_page(&root, "第3章 转.md", 1));
+    assert!(requests.iter().any(|op| op == "IOCTL"), "{requests:?}");
+    assert!(
+        !requests.iter().any(|op| op == "READ"),
+        "the page was stored on its open: {requests:?}"
+    );
+    assert!(stored(&log, start, "第3章 转.md/offset-1.txt"));
+    let (again, _, _) = read("second-open");
+    assert_eq!(again, bytes);
+    let later: Vec<String> = log
+        .lines_from(end)
+        .into_iter()
+        .filter(|l| l.contains("stored ahead") && l.contains("第3章 转.md/offset-1.txt"))
+        .collect();
+    assert!(later.is_empty(), "stored again: {later:?}");
+    assert!(m.alive());
+}
+
+#[test]
+fn a_page_opened_from_python_is_stored_on_its_open() {
+    opened_from_python(false);
+}
+
+#[test]
+fn a_page_opened_from_python_is_stored_on_its_open_through_io_uring() {
+    opened_from_python(true);
+}
