@@ -77,10 +77,6 @@ pub(crate) const RETRY_AFTER: [Duration; 5] = [
     Duration::from_millis(50),
 ];
 
-/// Inodes stored (or given up on) that are not stored again: an inode's
-/// bytes never change, so once is enough. Older ones are forgotten first.
-const REMEMBERED: usize = 8192;
-
 /// Where a reader is: the page it read last, of which version.
 #[derive(Debug, Clone)]
 struct Reader {
@@ -232,30 +228,6 @@ pub(crate) fn plan(
     wanted
 }
 
-/// Inode numbers, the oldest forgotten first beyond `REMEMBERED`.
-#[derive(Default)]
-struct Remembered {
-    set: HashSet<u64>,
-    order: VecDeque<u64>,
-}
-
-impl Remembered {
-    fn insert(&mut self, ino: u64) {
-        if self.set.insert(ino) {
-            self.order.push_back(ino);
-            if self.order.len() > REMEMBERED
-                && let Some(old) = self.order.pop_front()
-            {
-                self.set.remove(&old);
-            }
-        }
-    }
-
-    fn contains(&self, ino: u64) -> bool {
-        self.set.contains(&ino)
-    }
-}
-
 #[derive(Default)]
 struct State {
     /// The most recent first.
@@ -268,7 +240,12 @@ struct State {
     again: bool,
     /// Stores the kernel refused with ENOENT, to send again.
     retries: Vec<Store>,
-    done: Remembered,
+    /// Inodes the kernel was given the bytes of (stored or read), or that
+    /// were given up on, while it holds them: an inode's bytes never
+    /// change, so once is enough. A FORGET takes the inode out (the kernel
+    /// dropped it with its pages, and its number may come back for another
+    /// page), so this holds at most what the kernel holds.
+    done: HashSet<u64>,
 }
 
 pub(crate) struct StoreAhead {
@@ -388,7 +365,7 @@ impl StoreAhead {
     /// nor read), claimed: the store thread skips it. `None` once it was.
     pub(crate) fn claim(&self, ino: u64, node: Node, bytes: Arc<Vec<u8>>) -> Option<Store> {
         let mut state = lock(&self.state);
-        if state.done.contains(ino) || state.retries.iter().any(|s| s.ino == ino) {
+        if state.done.contains(&ino) || state.retries.iter().any(|s| s.ino == ino) {
             return None;
         }
         state.done.insert(ino);
@@ -402,15 +379,25 @@ impl StoreAhead {
     }
 
     /// Whether the kernel may not have the page `ino` yet: it was neither
-    /// stored nor read (as far as `REMEMBERED` goes).
+    /// stored nor read since the kernel made the inode.
     pub(crate) fn not_given(&self, ino: u64) -> bool {
         let state = lock(&self.state);
-        !state.done.contains(ino) && !state.retries.iter().any(|s| s.ino == ino)
+        !state.done.contains(&ino) && !state.retries.iter().any(|s| s.ino == ino)
     }
 
     /// A READ of `ino` reached the daemon: the kernel has its bytes now.
     pub(crate) fn given(&self, ino: u64) {
         lock(&self.state).done.insert(ino);
+    }
+
+    /// The kernel forgot `ino`: whatever it was given there went with it.
+    pub(crate) fn forgotten(&self, ino: u64) {
+        if !self.following() {
+            return;
+        }
+        let mut state = lock(&self.state);
+        state.done.remove(&ino);
+        state.retries.retain(|s| s.ino != ino);
     }
 
     /// The stores to send before answering a READDIR past the first reply
@@ -464,7 +451,7 @@ impl StoreAhead {
             };
             {
                 let mut state = lock(&self.state);
-                if state.done.contains(ino) || state.retries.iter().any(|s| s.ino == ino) {
+                if state.done.contains(&ino) || state.retries.iter().any(|s| s.ino == ino) {
                     continue;
                 }
                 state.done.insert(ino);
@@ -697,7 +684,7 @@ impl StoreAhead {
                 (Some(out), Some(ino)) => {
                     // Once per inode: not stored yet, nor waiting for a retry.
                     let state = lock(&self.state);
-                    !state.done.contains(ino)
+                    !state.done.contains(&ino)
                         && !state.retries.iter().any(|s| s.ino == ino)
                         && !out.iter().any(|s| s.ino == ino)
                 }
@@ -741,7 +728,9 @@ impl StoreAhead {
                 );
                 state.done.insert(store.ino);
             }
-            StoreOutcome::Stored | StoreOutcome::Failed => state.done.insert(store.ino),
+            StoreOutcome::Stored | StoreOutcome::Failed => {
+                state.done.insert(store.ino);
+            }
         }
     }
 }
@@ -819,16 +808,23 @@ mod tests {
         ahead.finished(s, StoreOutcome::NotHeld);
         let state = lock(&ahead.state);
         assert!(state.retries.is_empty(), "dropped after the last retry");
-        assert!(state.done.contains(7), "and not planned again");
+        assert!(state.done.contains(&7), "and not planned again");
     }
 
     #[test]
-    fn remembered_inodes_are_bounded() {
-        let mut r = Remembered::default();
-        for ino in 0..(REMEMBERED as u64 + 10) {
-            r.insert(ino);
-        }
-        assert_eq!(r.set.len(), REMEMBERED);
-        assert!(!r.contains(0) && r.contains(REMEMBERED as u64 + 9));
+    fn a_forgotten_inode_is_no_longer_given() {
+        let ahead = StoreAhead::new();
+        let chapter =
+            crate::fs::node::chapter_ref(&Arc::from(OsStr::new("书")), OsStr::new("第1章.md"));
+        let page = PageName {
+            offset: 1,
+            limit: None,
+            format: PageFormat::Text,
+        };
+        ahead.read(&chapter, page, 1);
+        ahead.given(7);
+        assert!(!ahead.not_given(7));
+        ahead.forgotten(7);
+        assert!(ahead.not_given(7), "the kernel dropped it with its pages");
     }
 }

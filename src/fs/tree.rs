@@ -192,6 +192,7 @@ impl NovelFs {
 
     /// The kernel dropped `n` lookups of `ino`.
     pub fn forget(&self, ino: u64, n: u64) {
+        self.store_ahead.forgotten(ino);
         if self.inodes.forget(ino, n) {
             self.listings.forget(ino);
             self.heap_trim.freed();
