@@ -165,6 +165,16 @@ pub struct Store {
 }
 
 impl Store {
+    fn new(ino: u64, bytes: Arc<Vec<u8>>, node: Node) -> Store {
+        Store {
+            ino,
+            bytes,
+            node,
+            refused: 0,
+            due: Instant::now(),
+        }
+    }
+
     /// The page's path, for the log.
     pub fn path(&self) -> String {
         self.node.path()
@@ -369,13 +379,7 @@ impl StoreAhead {
             return None;
         }
         state.done.insert(ino);
-        Some(Store {
-            ino,
-            bytes,
-            node,
-            refused: 0,
-            due: Instant::now(),
-        })
+        Some(Store::new(ino, bytes, node))
     }
 
     /// Whether the kernel may not have the page `ino` yet: it was neither
@@ -407,7 +411,7 @@ impl StoreAhead {
     /// `LISTING_END_BYTES`) are stored then, on the request's thread: the
     /// store thread, woken by the same listing, races the reader's open and
     /// READ, and under io_uring it lost most races. Each store is claimed
-    /// here (the store thread skips it); say how it went with `finished`.
+    /// (`claim`: the store thread skips it); say how it went with `finished`.
     pub(crate) fn at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
         let wanted: Vec<(PageName, u64, u64)> = {
             let state = lock(&self.state);
@@ -449,24 +453,17 @@ impl StoreAhead {
             let Some(ino) = parts.inodes.held_page(&node) else {
                 continue;
             };
-            {
-                let mut state = lock(&self.state);
-                if state.done.contains(&ino) || state.retries.iter().any(|s| s.ino == ino) {
-                    continue;
-                }
-                state.done.insert(ino);
+            if !self.not_given(ino) {
+                continue;
             }
             let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, version) else {
                 continue;
             };
-            total += bytes.len() as u64;
-            out.push(Store {
-                ino,
-                bytes,
-                node,
-                refused: 0,
-                due: Instant::now(),
-            });
+            let len = bytes.len() as u64;
+            if let Some(store) = self.claim(ino, node, bytes) {
+                total += len;
+                out.push(store);
+            }
         }
         out
     }
@@ -699,13 +696,7 @@ impl StoreAhead {
             };
             *in_flight += bytes.len() as u64;
             if let (Some(out), Some(ino)) = (out.as_mut(), held) {
-                out.push(Store {
-                    ino,
-                    bytes,
-                    node,
-                    refused: 0,
-                    due: Instant::now(),
-                });
+                out.push(Store::new(ino, bytes, node));
                 return;
             }
         }
