@@ -15,7 +15,6 @@
 //   -s US       classic: busy-poll O_NONBLOCK read() for up to US microseconds before poll()
 //   -q DEPTH    uring: entries per queue (default 2)
 //   -S US       uring: busy-poll the CQ (io_uring_peek_cqe + io_uring_enter(GETEVENTS=0)) up to US before blocking
-//   -1          uring: ONE ring thread serving every queue (pinned to the 2nd CPU of -c, default free)
 // The mount has one file "f" (4096 bytes, attr/entry timeout 0 so fstat() = GETATTR).
 // It answers FUSE_OPEN with ENOSYS (no_open, like novelfs) and FUSE_IOCTL with ENOTTY.
 #define _GNU_SOURCE
@@ -49,7 +48,6 @@ static int cpus[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
 static int spin_us;
 static int qdepth = 2;
 static int uspin_us;
-static int single_ring;
 static atomic_long nreq[64];
 static atomic_long via_uring[8];
 
@@ -393,76 +391,7 @@ static void *uring_thread(void *arg) {
     return NULL;
 }
 
-static void *single_ring_thread(void *arg) {
-    (void)arg;
-    pin(cpus[1]);
-    struct io_uring ring;
-    struct io_uring_params p = {0};
-    p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE;
-    p.cq_entries = qdepth * nr_queues * 2;
-    int rc = io_uring_queue_init_params(qdepth * nr_queues, &ring, &p);
-    if (rc) { fprintf(stderr, "init: %s\n", strerror(-rc)); exit(1); }
-    for (int qi = 0; qi < nr_queues; qi++) {
-        struct queue *q = &queues[qi];
-        q->ents = calloc(qdepth, sizeof *q->ents);
-        for (int i = 0; i < qdepth; i++) {
-            struct ent *e = &q->ents[i];
-            e->hdr = aligned_alloc(4096, 4096); memset(e->hdr, 0, 4096);
-            e->payload = aligned_alloc(4096, BUFSZ); memset(e->payload, 0, BUFSZ);
-            e->iov[0] = (struct iovec){e->hdr, sizeof *e->hdr};
-            e->iov[1] = (struct iovec){e->payload, BUFSZ};
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-            prep_cmd(sqe, q, i, FUSE_IO_URING_CMD_REGISTER);
-            sqe->user_data = ((uint64_t)qi << 16) | i;
-        }
-    }
-    io_uring_submit(&ring);
-    atomic_store(&queues_ready, nr_queues);
-    for (;;) {
-        struct io_uring_cqe *cqe;
-        rc = io_uring_wait_cqe(&ring, &cqe);
-        if (rc == -EINTR) continue;
-        if (rc) exit(1);
-        unsigned head, seen = 0;
-        io_uring_for_each_cqe(&ring, head, cqe) {
-            seen++;
-            int qi = cqe->user_data >> 16, idx = cqe->user_data & 0xffff;
-            if (cqe->res < 0) exit(cqe->res == -ENOTCONN || cqe->res == -ECANCELED ? 0 : 1);
-            struct queue *q = &queues[qi];
-            struct ent *e = &q->ents[idx];
-            struct fuse_in_header *ih = (void *)e->hdr->in_out;
-            e->commit_id = e->hdr->ring_ent_in_out.commit_id;
-            atomic_fetch_add(&nreq[ih->opcode & 63], 1);
-            atomic_fetch_add(&via_uring[qi & 7], 1);
-            int r = serve(ih, e->hdr->op_in, e->payload, e->hdr->ring_ent_in_out.payload_sz, e->payload);
-            struct fuse_out_header *oh = (void *)e->hdr->in_out;
-            uint64_t unique = ih->unique;
-            memset(oh, 0, sizeof *oh);
-            oh->unique = unique;
-            oh->error = r < 0 ? r : 0;
-            oh->len = sizeof *oh + (r > 0 ? r : 0);
-            e->hdr->ring_ent_in_out.payload_sz = r > 0 ? r : 0;
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-            prep_cmd(sqe, q, idx, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
-            sqe->user_data = ((uint64_t)qi << 16) | idx;
-        }
-        io_uring_cq_advance(&ring, seen);
-        io_uring_submit(&ring);
-    }
-    return NULL;
-}
-
 void start_uring(void) {
-    if (single_ring) {
-        nr_queues = sysconf(_SC_NPROCESSORS_CONF);
-        queues = calloc(nr_queues, sizeof *queues);
-        for (int i = 0; i < nr_queues; i++) queues[i].qid = i;
-        pthread_t t;
-        pthread_create(&t, NULL, single_ring_thread, NULL);
-        while (atomic_load(&queues_ready) < nr_queues) usleep(1000);
-        fprintf(stderr, "io_uring: ONE ring thread (cpu %d) for %d queues x %d entries\n", cpus[1], nr_queues, qdepth);
-        return;
-    }
     nr_queues = sysconf(_SC_NPROCESSORS_CONF);
     queues = calloc(nr_queues, sizeof *queues);
     for (int i = 0; i < nr_queues; i++) {
@@ -503,7 +432,7 @@ int main(int argc, char **argv) {
     mode_uring = !strcmp(argv[2], "uring");
     int opt;
     optind = 3;
-    while ((opt = getopt(argc, argv, "t:c:s:q:S:1B:C:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:")) != -1) {
         switch (opt) {
         case 't': nthreads = atoi(optarg); break;
         case 'c': {
@@ -514,7 +443,6 @@ int main(int argc, char **argv) {
         case 's': spin_us = atoi(optarg); break;
         case 'q': qdepth = atoi(optarg); break;
         case 'S': uspin_us = atoi(optarg); break;
-        case '1': single_ring = 1; break;
         case 'B': books = atoi(optarg); break;
         case 'C': chapters = atoi(optarg); break;
         }
