@@ -8,15 +8,16 @@
 // O_NONBLOCK fd), or FUSE-over-io_uring (one queue per possible CPU, one thread
 // per queue pinned to that CPU, like libfuse's lib/fuse_uring.c).
 //
-// usage: fb MNT MODE [options]
+// usage: tree MNT MODE [options]
 //   MODE: classic | uring
 //   -t N        classic: N reader threads (default 1)
 //   -c CPU[,CPU] classic: pin reader thread i to the i-th CPU listed (default: free)
 //   -s US       classic: busy-poll O_NONBLOCK read() for up to US microseconds before poll()
 //   -q DEPTH    uring: entries per queue (default 2)
 //   -S US       uring: busy-poll the CQ (io_uring_peek_cqe + io_uring_enter(GETEVENTS=0)) up to US before blocking
-// The mount has one file "f" (4096 bytes, attr/entry timeout 0 so fstat() = GETATTR).
-// It answers FUSE_OPEN with ENOSYS (no_open, like novelfs) and FUSE_IOCTL with ENOTTY.
+//   -B N, -C N  the tree: N books (default 40) of N chapter directories (default 100)
+// Entries and attributes live 1 s. OPEN and OPENDIR are answered ENOSYS (the
+// kernel then stops sending them, as with novelfs), IOCTL ENOTTY.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
