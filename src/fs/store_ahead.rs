@@ -135,6 +135,15 @@ impl Planned {
         Some((&c.chapter, c.version))
     }
 
+    /// How many chapters on `chapter` is planned, with the version planned.
+    fn find(&self, chapter: &ChapterRef) -> Option<(usize, u64)> {
+        (0..self.chapters.len()).find_map(|i| {
+            self.chapter(i)
+                .filter(|(c, _)| *c == chapter)
+                .map(|(_, v)| (i, v))
+        })
+    }
+
     /// What is left of this plan for a reader `ahead` chapters further on,
     /// past page `offset` of that chapter.
     fn shifted(&self, ahead: usize, offset: u64) -> Planned {
@@ -258,6 +267,14 @@ struct State {
     done: HashSet<u64>,
 }
 
+impl State {
+    /// Whether the kernel was given `ino` (or it was given up on), or a
+    /// store of it waits for its retry: not to be stored now.
+    fn has(&self, ino: u64) -> bool {
+        self.done.contains(&ino) || self.retries.iter().any(|s| s.ino == ino)
+    }
+}
+
 pub(crate) struct StoreAhead {
     state: Mutex<State>,
     wake: Condvar,
@@ -307,8 +324,8 @@ impl StoreAhead {
             }
             // Further on in its plan: what the plan knows serves at once.
             if let Some(plan) = &was.plan
-                && let Some(ahead) =
-                    (0..plan.chapters.len()).find(|&a| plan.chapter(a) == Some((chapter, version)))
+                && let Some((ahead, planned)) = plan.find(chapter)
+                && planned == version
             {
                 reader.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
             }
@@ -343,16 +360,14 @@ impl StoreAhead {
                 moved = true;
                 continue;
             };
-            let Some(ahead) = (0..plan.chapters.len())
-                .find(|&i| plan.chapter(i).is_some_and(|(c, _)| c == chapter))
-            else {
+            let Some((ahead, version)) = plan.find(chapter) else {
                 continue;
             };
             moved = true;
             // Its own chapter: still there, with more pages held now.
-            let Some((_, version)) = plan.chapter(ahead).filter(|_| ahead > 0) else {
+            if ahead == 0 {
                 continue;
-            };
+            }
             // What the plan already knows of the chapters it reaches serves
             // without looking at the disk again.
             let shifted = Some(Arc::new(plan.shifted(ahead, 0)));
@@ -375,7 +390,7 @@ impl StoreAhead {
     /// nor read), claimed: the store thread skips it. `None` once it was.
     pub(crate) fn claim(&self, ino: u64, node: Node, bytes: Arc<Vec<u8>>) -> Option<Store> {
         let mut state = lock(&self.state);
-        if state.done.contains(&ino) || state.retries.iter().any(|s| s.ino == ino) {
+        if state.has(ino) {
             return None;
         }
         state.done.insert(ino);
@@ -386,7 +401,7 @@ impl StoreAhead {
     /// stored nor read since the kernel made the inode.
     pub(crate) fn not_given(&self, ino: u64) -> bool {
         let state = lock(&self.state);
-        !state.done.contains(&ino) && !state.retries.iter().any(|s| s.ino == ino)
+        !state.has(ino)
     }
 
     /// A READ of `ino` reached the daemon: the kernel has its bytes now.
@@ -418,11 +433,7 @@ impl StoreAhead {
             let mut wanted = Vec::new();
             for r in &state.readers {
                 let Some(plan) = &r.plan else { continue };
-                let Some((ahead, version)) = (0..plan.chapters.len()).find_map(|i| {
-                    plan.chapter(i)
-                        .filter(|(c, _)| *c == chapter)
-                        .map(|(_, v)| (i, v))
-                }) else {
+                let Some((ahead, version)) = plan.find(chapter) else {
                     continue;
                 };
                 let page = |offset| PageName {
@@ -681,9 +692,7 @@ impl StoreAhead {
                 (Some(out), Some(ino)) => {
                     // Once per inode: not stored yet, nor waiting for a retry.
                     let state = lock(&self.state);
-                    !state.done.contains(&ino)
-                        && !state.retries.iter().any(|s| s.ino == ino)
-                        && !out.iter().any(|s| s.ino == ino)
+                    !state.has(ino) && !out.iter().any(|s| s.ino == ino)
                 }
                 (None, None) => true,
                 _ => false,

@@ -927,17 +927,21 @@ impl NovelFs {
         Ok(bytes[start..end].to_vec())
     }
 
-    /// The next pages to store into the kernel's page cache ahead of its
-    /// readers (`store_ahead`), with the inodes the kernel holds for them:
-    /// waits until there are some to send, or at most `wait`.
-    pub fn stores_ahead(&self, wait: Option<Duration>) -> Vec<Store> {
-        let parts = Parts {
+    /// What the store-ahead plans read of the tree.
+    fn parts(&self) -> Parts<'_> {
+        Parts {
             source: &self.source,
             outlines: &self.outlines,
             pages: &self.pages,
             inodes: &self.inodes,
-        };
-        self.store_ahead.next(&parts, wait)
+        }
+    }
+
+    /// The next pages to store into the kernel's page cache ahead of its
+    /// readers (`store_ahead`), with the inodes the kernel holds for them:
+    /// waits until there are some to send, or at most `wait`.
+    pub fn stores_ahead(&self, wait: Option<Duration>) -> Vec<Store> {
+        self.store_ahead.next(&self.parts(), wait)
     }
 
     /// A page was just opened and its reader asks whether it is a terminal
@@ -977,13 +981,7 @@ impl NovelFs {
         let Ok(Node::Chapter { chapter }) = self.node(ino) else {
             return Vec::new();
         };
-        let parts = Parts {
-            source: &self.source,
-            outlines: &self.outlines,
-            pages: &self.pages,
-            inodes: &self.inodes,
-        };
-        self.store_ahead.at_listing_end(&parts, &chapter)
+        self.store_ahead.at_listing_end(&self.parts(), &chapter)
     }
 
     /// What the kernel said to a store from `stores_ahead` or
