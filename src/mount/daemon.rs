@@ -109,11 +109,11 @@ pub(crate) unsafe fn run(config: MountConfig) -> i32 {
     // Keep the daemon's footprint close to its cache budget: big buffers
     // (big chapters and their line indexes, see `MMAP_THRESHOLD`) go
     // straight to mmap and back to the system when freed, and one arena
-    // holds the heap. With two, the
-    // cache's entries are made in the arena of whichever thread decodes
-    // them and freed into it by whichever thread evicts them, so one arena
-    // can fill while the other keeps its freed pages: each keeps its own
-    // high-water mark, and the sum went up to a third over the budget.
+    // holds the heap. With two, the cache's entries are made in the arena
+    // of whichever thread decodes them and freed into it by whichever
+    // thread evicts them, so one arena can fill while the other keeps its
+    // freed pages: each keeps its own high-water mark, and the sum went up
+    // to a third over the budget.
     // SAFETY: mallopt only tunes glibc's allocator; called before any thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);

@@ -31,8 +31,9 @@ pub(crate) struct FuseAdapter {
     gid: u32,
     /// Mode bits every node keeps (owner-only for `allow_root`; see `access`).
     mode_mask: u16,
-    /// How pages are stored into the kernel's page cache at the end of a
-    /// chapter directory's listing; set once the session has one.
+    /// How pages are stored into the kernel's page cache on a request's
+    /// thread (on a page's IOCTL, at the end of a chapter directory's
+    /// listing); set once the session has one.
     notifier: Arc<OnceLock<fuser::Notifier>>,
 }
 
@@ -256,8 +257,8 @@ impl FuseAdapter {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
-        // The reader has the first reply: the pages it read of are stored
-        // now, before it is told the listing ended and goes on to read them.
+        // Past the first reply the reader has it: the pages it reads next are
+        // stored now, before it is told the listing ended and goes on to them.
         if let Some(notifier) = self.notifier.get() {
             for store in self.fs.stores_at_listing(ino.0, offset) {
                 if !send_store(&self.fs, notifier, store) {
