@@ -391,10 +391,15 @@ impl Default for InodeTable {
 impl Table {
     /// The block of a version of a chapter's pages, if it has one.
     fn find_block(&self, chapter: &ChapterRef, version: u64) -> Option<u64> {
+        self.find_block_at(block_key(chapter, version), chapter, version)
+    }
+
+    /// `find_block` with the block's key already computed (`block_key`).
+    fn find_block_at(&self, key: u64, chapter: &ChapterRef, version: u64) -> Option<u64> {
         let blocks = &self.blocks;
         self.block_of
             .ids
-            .find(block_key(chapter, version), |&b| {
+            .find(key, |&b| {
                 blocks
                     .get(b)
                     .is_some_and(|pb| pb.version == version && *pb.chapter == **chapter)
@@ -404,10 +409,15 @@ impl Table {
 
     /// The number of a node with an entry of its own, if it has one.
     fn find_own(&self, node: &Node) -> Option<u64> {
+        self.find_own_at(fx_hash(node), node)
+    }
+
+    /// `find_own` with the node's hash already computed (`fx_hash`).
+    fn find_own_at(&self, hash: u64, node: &Node) -> Option<u64> {
         let entries = &self.entries;
         self.by_node
             .ids
-            .find(fx_hash(node), |&ino| {
+            .find(hash, |&ino| {
                 entries.get(ino).is_some_and(|e| e.node == *node)
             })
             .copied()
@@ -435,10 +445,10 @@ impl Table {
 
     /// The number of a node with an entry of its own, created if new.
     fn own_entry(&mut self, node: Node) -> u64 {
-        if let Some(ino) = self.find_own(&node) {
+        let hash = fx_hash(&node);
+        if let Some(ino) = self.find_own_at(hash, &node) {
             return ino;
         }
-        let hash = fx_hash(&node);
         let Table {
             entries,
             by_node,
@@ -463,8 +473,8 @@ impl Table {
         counted: bool,
         attr: Option<&Attr>,
     ) -> Option<u64> {
-        let found = self.find_block(chapter, version);
         let hash = block_key(chapter, version);
+        let found = self.find_block_at(hash, chapter, version);
         let Table {
             blocks,
             block_of,
