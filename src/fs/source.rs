@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::library::{BookIndex, ChapterText, Library, NovelError};
 
+use super::ahead::{Prefetcher, in_page_cache};
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
 use super::freshness::racy::{self, Known, Settling};
@@ -21,7 +22,6 @@ use super::lock;
 #[cfg(test)]
 use super::node::ChapterId;
 use super::node::{ChapterRef, Node, Result, chapter_ref};
-use super::prefetch::{self, Prefetcher};
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
@@ -576,7 +576,7 @@ impl Source {
                     self.decodes
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     log::debug!("decode {}", Node::Chapter { chapter: c.clone() }.path());
-                    was_cached = prefetch::in_page_cache(&f, meta.len());
+                    was_cached = in_page_cache(&f, meta.len());
                     let stamp = Stamp::of(&meta);
                     // Bytes the stamp does not prove are digested first, so
                     // that the next look can tell them from an edit made

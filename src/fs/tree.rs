@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::library::index::{is_books_file, is_chapters_file};
 use crate::library::{Library, NovelError};
 
-use super::ahead::Outliner;
+use super::ahead::{Outliner, Parts, Store, StoreAhead, StoreOutcome};
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{self, Change, Freshness, Invalidation, Watch};
 use super::gave_up::GaveUp;
@@ -37,7 +37,6 @@ use super::outline::Outlines;
 use super::pages::Pages;
 use super::resolve;
 use super::source::{Source, dir_mtime, mtime_of, stamp_of};
-use super::store_ahead::{Parts, Store, StoreAhead, StoreOutcome};
 use super::switch::{Switch, Tool};
 use crate::library::PageFormat;
 
@@ -1300,7 +1299,7 @@ mod tests {
         let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
-        if crate::fs::prefetch::in_page_cache(&file, 1) {
+        if crate::fs::ahead::in_page_cache(&file, 1) {
             assert_eq!(
                 queued(),
                 None,
@@ -1312,7 +1311,7 @@ mod tests {
         use std::os::fd::AsRawFd;
         // SAFETY: advice on an open descriptor; no memory involved.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if crate::fs::prefetch::in_page_cache(&file, 1) {
+        if crate::fs::ahead::in_page_cache(&file, 1) {
             return; // tmpfs, or a kernel that cannot tell.
         }
         walk(&f.fs, "书/5/offset-1.txt").unwrap();

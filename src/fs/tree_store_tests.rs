@@ -6,9 +6,9 @@ use std::ffi::OsStr;
 use std::time::Duration;
 
 use super::*;
+use crate::fs::ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
 use crate::fs::node::ROOT_INO;
 use crate::fs::outline::GUESS_MAX_BYTES;
-use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
 
 use super::tests::{Fixture, fixture};
 

@@ -1,6 +1,6 @@
 //! The threads that talk to the kernel unasked: one tells it what to drop
 //! whenever the library changes on disk, one stores pages into its page
-//! cache ahead of a reader (`crate::fs::store_ahead` decides which).
+//! cache ahead of a reader (`crate::fs::ahead` decides which).
 
 use std::time::Duration;
 
