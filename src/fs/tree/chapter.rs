@@ -73,6 +73,8 @@ pub(super) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<
     page::found(fs, chapter, name)
 }
 
+/// The `ERROR` of `version` of the chapter, which cannot be decoded, with
+/// its attributes.
 fn error(
     fs: &NovelFs,
     chapter: ChapterRef,

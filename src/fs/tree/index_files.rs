@@ -130,9 +130,9 @@ pub(super) fn chapters_listed(fs: &NovelFs, book: &Arc<OsStr>, look: &BookLook) 
     })
 }
 
-// The bytes of a version never change, nor do its attributes: whether it
-// is still current is a lookup's question.
-
+/// The attributes of `version` of the library's index file, while it is
+/// cached. The bytes of a version never change, nor do its attributes:
+/// whether it is still current is a lookup's question.
 pub(super) fn books_stat(fs: &NovelFs, ino: u64, format: PageFormat, version: u64) -> Result<Stat> {
     match fs.index_files.cached_library(version) {
         Some(r) => Ok(Stat::file(r.bytes(format).len() as u64, r.mtime)),
@@ -140,6 +140,7 @@ pub(super) fn books_stat(fs: &NovelFs, ino: u64, format: PageFormat, version: u6
     }
 }
 
+/// The attributes of `version` of a book's index file (as `books_stat`).
 pub(super) fn chapters_stat(
     fs: &NovelFs,
     ino: u64,
@@ -153,9 +154,9 @@ pub(super) fn chapters_stat(
     }
 }
 
-// A version that left the cache is made again only while the sources are
-// still that version, never from newer ones.
-
+/// The bytes of `version` of the library's index file. A version that
+/// left the cache is made again only while the sources are still that
+/// version, never from newer ones.
 pub(super) fn books_content(
     fs: &NovelFs,
     format: PageFormat,
@@ -171,6 +172,7 @@ pub(super) fn books_content(
     Ok(r.bytes(format))
 }
 
+/// The bytes of `version` of a book's index file (as `books_content`).
 pub(super) fn chapters_content(
     fs: &NovelFs,
     book: &Arc<OsStr>,
