@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::fusermount::fusermount;
-use super::mountinfo::is_mount_point;
+use super::mountinfo::{is_mount_point, mount_type};
 use super::process::euid_egid;
 
 /// How a mountpoint looks right now.
@@ -49,9 +49,14 @@ pub(crate) fn mountpoint_state(path: &Path) -> MountpointState {
     }
 }
 
-/// Unmounts `path`; `lazy` detaches even while files are open.
+/// The one mount type `novelfs unmount` takes down. A mount whose daemon
+/// died keeps its type in mountinfo, so a stale novelfs mount is cleared too.
+const NOVELFS_TYPE: &str = "fuse.novelfs";
+
+/// Unmounts the novelfs mount at `path`; `lazy` detaches even while files
+/// are open. Anything else mounted there, or nothing, is refused untouched.
 pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
-    let path = absolute(path);
+    let path = novelfs_mount_at(path)?;
     let c =
         CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
@@ -71,14 +76,44 @@ pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     }
 }
 
+/// The mount point `path` names, when the topmost mount there is novelfs.
+/// The lexical form is looked up first, so the mount of a hung or dead
+/// daemon is never stat'ed; only a path mountinfo lacks is resolved
+/// (through symlinks and `..`).
+fn novelfs_mount_at(path: &Path) -> Result<PathBuf, String> {
+    let lexical = absolute(path);
+    let found = match mount_type(&lexical) {
+        Some(fstype) => Some((lexical.clone(), fstype)),
+        None => std::fs::canonicalize(&lexical)
+            .ok()
+            .and_then(|resolved| mount_type(&resolved).map(|fstype| (resolved, fstype))),
+    };
+    let Some((at, fstype)) = found else {
+        return Err(format!(
+            "{} is not a mount point; nothing was unmounted",
+            lexical.display()
+        ));
+    };
+    if fstype == NOVELFS_TYPE {
+        return Ok(at);
+    }
+    // `-o subtype=NAME` makes a novelfs mount `fuse.NAME`, which this
+    // command cannot tell from another FUSE filesystem.
+    let subtype_hint = if fstype.starts_with("fuse") {
+        " (a novelfs mount made with -o subtype=NAME has the type fuse.NAME: unmount that one with umount or fusermount3 -u)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "{} is a {fstype} mount, not novelfs; nothing was unmounted{subtype_hint}",
+        at.display()
+    ))
+}
+
 /// A user who is not root unmounts through fusermount3, which checks that
 /// the mount is theirs. Its refusals are passed on in its own words, after
-/// the two causes this side can name itself.
+/// the cause this side can name itself.
 fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
-    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if !is_mount_point(path) && !is_mount_point(&resolved) {
-        return Err(format!("{} is not a mount point", path.display()));
-    }
     let (uid, _) = euid_egid();
     let Some(helper) = fusermount() else {
         return Err(format!(

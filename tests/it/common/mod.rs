@@ -8,6 +8,7 @@ use serde_json::Value;
 pub mod daemon_log;
 pub mod golden;
 pub mod readers;
+pub mod s3;
 pub mod sshfs;
 pub mod uring;
 
@@ -632,4 +633,23 @@ pub fn follow_log(mount: &mut Mount) -> std::sync::Arc<std::sync::Mutex<Vec<Stri
         }
     });
     lines
+}
+
+/// The first of `names` found on PATH or in the sbin directories (where
+/// root's tools live even when PATH lacks them).
+pub fn find_tool(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+        .collect();
+    names
+        .iter()
+        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// A port on 127.0.0.1 no one listens on now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    l.local_addr().unwrap().port()
 }

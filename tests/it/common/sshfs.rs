@@ -5,28 +5,17 @@
 //! unmounted on drop. `None` (the test says SKIPPED) where sshd or sshfs
 //! cannot be had.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::is_mounted;
+use super::{find_tool, free_port, is_mounted};
 
 pub struct Sshfs {
     dir: tempfile::TempDir,
     sshd: Option<Child>,
     sshfs: Option<Child>,
-}
-
-fn find(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
-        .collect();
-    names
-        .iter()
-        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
-        .find(|p| p.is_file())
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
@@ -45,21 +34,17 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// A port on 127.0.0.1 no one listens on now.
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    l.local_addr().unwrap().port()
-}
-
 impl Sshfs {
     /// `root` served by a fresh sshd on 127.0.0.1 and mounted with sshfs
     /// (with `options`, e.g. `dir_cache=no`). Prints SKIPPED and returns
     /// `None` when sshd, sshfs or ssh-keygen is missing; panics when they
     /// are there but fail.
     pub fn mount(root: &Path, options: &[&str]) -> Option<Sshfs> {
-        let (Some(sshd), Some(sshfs), Some(keygen)) =
-            (find(&["sshd"]), find(&["sshfs"]), find(&["ssh-keygen"]))
-        else {
+        let (Some(sshd), Some(sshfs), Some(keygen)) = (
+            find_tool(&["sshd"]),
+            find_tool(&["sshfs"]),
+            find_tool(&["ssh-keygen"]),
+        ) else {
             eprintln!("SKIPPED (sshd, sshfs or ssh-keygen is not installed)");
             return None;
         };
