@@ -22,8 +22,10 @@
 //   -P TXT,JSON sizes in bytes of every offset-1.txt and offset-1.json (default 3000,4000)
 //   -I TXT,JSON list novel_chapters.txt and .json of these sizes in every book (default: none)
 //   -L TXT,JSON list novel_books.txt and .json of these sizes in the root (default: none)
-// Entries and attributes live 1 s. OPEN and OPENDIR are answered ENOSYS (the
-// kernel then stops sending them, as with novelfs), IOCTL ENOTTY.
+//   -T S        entries and attributes live S seconds (default 1; novelfs gives 3600 to what
+//               it watches, --ttl to the rest)
+// OPEN and OPENDIR are answered ENOSYS (the kernel then stops sending them, as
+// with novelfs), IOCTL ENOTTY.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +82,7 @@ static void pin(int cpu) {
 // for the .txt and 1 for the .json.
 static int books = 40, chapters = 100;
 enum { ROOT = 1, BOOK = 1, CHAPTER = 2, FILE_KIND = 3, BOOK_INDEX = 4, ROOT_INDEX = 5 };
-#define TTL_S 1
+static uint64_t ttl_s = 1;
 // File sizes by kind, [0] the .txt and [1] the .json; an index size of 0
 // leaves those index files out.
 static uint64_t page_bytes[2] = {3000, 4000};
@@ -161,8 +163,8 @@ static uint64_t entry(uint64_t dir, int i, char *name) {
 static void fill_entry(struct fuse_entry_out *o, uint64_t ino) {
     memset(o, 0, sizeof *o);
     o->nodeid = ino;
-    o->entry_valid = TTL_S;
-    o->attr_valid = TTL_S;
+    o->entry_valid = ttl_s;
+    o->attr_valid = ttl_s;
     fill_attr(ino, &o->attr);
 }
 
@@ -206,7 +208,7 @@ static int serve(const struct fuse_in_header *ih, const void *op_in, const void 
     case FUSE_GETATTR: {
         struct fuse_attr_out *o = (void *)out;
         memset(o, 0, sizeof *o);
-        o->attr_valid = TTL_S;
+        o->attr_valid = ttl_s;
         fill_attr(ih->nodeid, &o->attr);
         return sizeof *o;
     }
@@ -477,14 +479,14 @@ static void sizes(const char *arg, uint64_t *sizes) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: tree MNT classic|uring [-t N] [-c cpu,cpu] [-s us] [-q depth] [-S us]"
-                        " [-B books] [-C chapters] [-P txt,json] [-I txt,json] [-L txt,json]\n");
+                         " [-B books] [-C chapters] [-P txt,json] [-I txt,json] [-L txt,json] [-T ttl]\n");
         return 2;
     }
     const char *mnt = argv[1];
     mode_uring = !strcmp(argv[2], "uring");
     int opt;
     optind = 3;
-    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:P:I:L:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:P:I:L:T:")) != -1) {
         switch (opt) {
         case 't': nthreads = atoi(optarg); break;
         case 'c': {
@@ -500,6 +502,7 @@ int main(int argc, char **argv) {
         case 'P': sizes(optarg, page_bytes); break;
         case 'I': sizes(optarg, book_index_bytes); break;
         case 'L': sizes(optarg, root_index_bytes); break;
+        case 'T': ttl_s = strtoull(optarg, NULL, 10); break;
         }
     }
     make_filler();
