@@ -95,21 +95,31 @@ pub(crate) fn serve(
     }
     if fs.watch().is_some() {
         let notifier = session.notifier();
-        std::thread::spawn(move || push_changes(&fs, &notifier));
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-notify".into())
+            .spawn(move || push_changes(&fs, &notifier));
+        if let Err(e) = spawned {
+            log::warn!("no thread telling the kernel of changes on disk: {e}");
+        }
     } else {
         drop(fs);
     }
     let signal_mountpoint = mountpoint.to_path_buf();
-    std::thread::spawn(move || {
-        let mut sig = 0;
-        // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
-        unsafe { libc::sigwait(&signals, &mut sig) };
-        log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
-        if unmount(&signal_mountpoint, false).is_err() {
-            // Busy: detach now; the kernel finishes once open files close.
-            let _ = unmount(&signal_mountpoint, true);
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("novelfs-signal".into())
+        .spawn(move || {
+            let mut sig = 0;
+            // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
+            unsafe { libc::sigwait(&signals, &mut sig) };
+            log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
+            if unmount(&signal_mountpoint, false).is_err() {
+                // Busy: detach now; the kernel finishes once open files close.
+                let _ = unmount(&signal_mountpoint, true);
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!("no thread unmounting on a signal: {e}");
+    }
     let code = match session.run() {
         Ok(()) => 0,
         Err(e) => {
