@@ -115,8 +115,7 @@ pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    // SAFETY: the CLI has started no thread.
-    ExitCode::from(unsafe { daemon::run(config) } as u8)
+    ExitCode::from(daemon::run(config) as u8)
 }
 
 pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {

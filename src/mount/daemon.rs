@@ -66,11 +66,10 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
 
 /// Mounts and serves until unmounted. Returns the process exit code.
 /// Without `foreground`, the calling process returns as soon as the mount
-/// is ready (or failed), and a detached child serves it.
-///
-/// # Safety
-/// The process must have a single thread (it forks).
-pub(crate) unsafe fn run(config: MountConfig) -> i32 {
+/// is ready (or failed), and a detached child serves it. Daemonizing and
+/// auto_unmount's watchdog fork: they fail unless the process has a single
+/// thread (see `fork_with_pipe`).
+pub(crate) fn run(config: MountConfig) -> i32 {
     if let Err(msg) = preflight(&config) {
         eprintln!("novelfs: {msg}");
         return 1;
@@ -88,8 +87,7 @@ pub(crate) unsafe fn run(config: MountConfig) -> i32 {
 
     let mut ready_pipe: Option<OwnedFd> = None;
     if !config.foreground {
-        // SAFETY: the caller guarantees a single thread.
-        match unsafe { fork_with_pipe(Writer::Child) } {
+        match fork_with_pipe(Writer::Child) {
             Err(e) => {
                 eprintln!("novelfs: cannot start the daemon: {e}");
                 return 1;
@@ -121,9 +119,7 @@ pub(crate) unsafe fn run(config: MountConfig) -> i32 {
     }
     let mut watchdog = None;
     if config.auto_unmount {
-        // SAFETY: still a single thread (the caller's guarantee; nothing
-        // above starts one).
-        match unsafe { Watchdog::start(&mountpoint) } {
+        match Watchdog::start(&mountpoint) {
             Ok(w) => watchdog = Some(w),
             Err(e) => {
                 let msg = format!("auto_unmount: cannot start its watchdog process: {e}");

@@ -44,11 +44,15 @@ pub(crate) fn serve(
     if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
     }
+    #[cfg_attr(not(feature = "io-uring"), allow(unused_mut))]
     let mut cfg = fuser_config(access, config.threads, attached.can_clone);
-    cfg.io_uring = config.io_uring.to_fuser();
-    // Each CPU's queue gets `threads` threads, so that one slow chapter
-    // does not hold up the other requests made on that CPU.
-    cfg.io_uring_threads_per_queue = config.threads;
+    #[cfg(feature = "io-uring")]
+    {
+        cfg.io_uring = config.io_uring.to_fuser();
+        // Each CPU's queue gets `threads` threads, so that one slow chapter
+        // does not hold up the other requests made on that CPU.
+        cfg.io_uring_threads_per_queue = config.threads;
+    }
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
         .with_workers(config.threads.max(1));

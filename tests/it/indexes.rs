@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use crate::common::Mount;
-use crate::common::{eventually, follow_log};
+use crate::common::daemon_log::DaemonLog;
+use crate::common::eventually;
+use novelfs::events::DECODED;
 
 fn read(p: &Path) -> Option<String> {
     let text = std::fs::read_to_string(p).ok()?;
@@ -70,14 +72,9 @@ fn listing_the_root_decodes_nothing_and_books_only_a_window_ahead() {
         &["--state-file", state.to_str().unwrap()],
         "novelfs=debug",
     );
-    let log = follow_log(&mut mount);
-    let decodes = || -> Vec<String> {
-        let lines = log.lock().unwrap();
-        lines
-            .iter()
-            .filter_map(|l| l.split_once(" decode /").map(|(_, path)| path.to_string()))
-            .collect()
-    };
+    let log = DaemonLog::follow(&mut mount);
+    // The chapters decoded so far (`events::DECODED`), in order.
+    let decodes = || log.event_paths(0..usize::MAX, DECODED);
     let names = crate::common::sorted_names(mount.path()).unwrap();
     assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
     // A page read after the root's listing: its decode is logged after

@@ -24,7 +24,7 @@ fn have(tool: &str) -> bool {
 }
 
 fn skip(test: &str, why: &str) {
-    eprintln!("SKIPPED {test}: {why}");
+    crate::common::skip(&format!("{test}: {why}"));
 }
 
 fn run(cmd: &mut Command) -> Output {
