@@ -11,3 +11,5 @@ pub mod cli;
 pub mod fs;
 pub mod library;
 pub mod mount;
+#[cfg(test)]
+mod test_util;
