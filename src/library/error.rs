@@ -39,6 +39,11 @@ pub enum NovelError {
         file: String,
         total_lines: u64,
     },
+    /// A library root without `novels/`: every command that takes a root
+    /// refuses it with this text (`root` as the user gave it, absolute).
+    NotALibrary {
+        root: String,
+    },
     /// Reading the source failed (permissions, vanished file, too large…).
     Io {
         path: String,
@@ -86,6 +91,10 @@ impl fmt::Display for NovelError {
             NovelError::OffsetOutOfRange { offset, file, total_lines } => {
                 write!(f, "offset {offset} 超出范围（\"{file}\" 共 {total_lines} 行）")
             }
+            NovelError::NotALibrary { root } => write!(
+                f,
+                "{root} is not a novelfs library: it has no novels/ directory (expected {root}/novels/<book>/<chapter>.md)"
+            ),
             NovelError::Io { path, reason } => write!(f, "无法读取 \"{path}\"：{reason}"),
         }
     }
