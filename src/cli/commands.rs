@@ -106,12 +106,7 @@ pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
         }
     };
     match logging::sink_for(config.log_file.as_deref(), config.foreground) {
-        Ok((sink, warning)) => {
-            if let Some(warning) = warning {
-                eprintln!("novelfs: {warning}");
-            }
-            logging::init(sink, config.foreground);
-        }
+        Ok(sink) => logging::init(sink),
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             return ExitCode::FAILURE;

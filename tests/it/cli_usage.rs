@@ -146,8 +146,24 @@ fn help_explains_every_argument_and_the_state_file() {
         "NOVELFS_ROOT",
         "DSH_NOVEL_WRITER_STATE",
         "/etc/fstab",
+        "The library root of read, chapters and books",
+        "XDG_STATE_HOME",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+}
+
+#[test]
+fn mount_help_says_where_the_log_goes() {
+    let out = novelfs(&["mount", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "journalctl -t novelfs",
+        "$XDG_STATE_HOME/novelfs/novelfs.log",
+        "~/.local/state/novelfs/novelfs.log",
+        "(log: …)",
+    ] {
+        assert!(help.contains(needle), "mount --help lacks {needle}:\n{help}");
     }
 }
 

@@ -18,6 +18,10 @@ struct Background {
 
 impl Background {
     fn mount(root: &Path, args: &[&str]) -> Background {
+        Background::mount_with_env(root, args, &[])
+    }
+
+    fn mount_with_env(root: &Path, args: &[&str], env: &[(&str, &Path)]) -> Background {
         let mnt = tempfile::Builder::new()
             .prefix("novelfs-mnt")
             .tempdir()
@@ -29,6 +33,7 @@ impl Background {
             .args(["--state-file", "/nonexistent/state.json"])
             .args(args)
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         assert!(
@@ -139,6 +144,27 @@ fn a_background_mount_logs_to_its_log_file() {
 }
 
 #[test]
+fn without_syslog_a_background_mount_logs_to_the_xdg_state_directory() {
+    require_fuse!();
+    if Path::new("/dev/log").exists() {
+        eprintln!("SKIPPED: syslog listens at /dev/log, so the mount logs there");
+        return;
+    }
+    let (lib, root) = library();
+    let state = lib.path().join("state");
+    // Quiet on stderr (Background checks it), and the mounted line names the file.
+    let m = Background::mount_with_env(&root, &[], &[("XDG_STATE_HOME", &state)]);
+    let log = state.join("novelfs/novelfs.log");
+    log_with(
+        &log,
+        &format!("at {} (transport: ", m.path().display()),
+    );
+    log_with(&log, &format!("; log: {})", log.display()));
+    m.unmount();
+    log_with(&log, &format!("unmounted {}", m.path().display()));
+}
+
+#[test]
 fn a_log_file_given_as_a_mount_option_says_why_nothing_is_watched() {
     require_fuse!();
     let (lib, root) = library();
@@ -147,7 +173,10 @@ fn a_log_file_given_as_a_mount_option_says_why_nothing_is_watched() {
     let m = Background::mount(&root, &["-o", &option]);
     log_with(
         &log,
-        "(transport: classic /dev/fuse; unwatched (--no-watch): changes show within the TTL of 1 s)",
+        &format!(
+            "(transport: classic /dev/fuse; unwatched (--no-watch): changes show within the TTL of 1 s; log: {})",
+            log.display()
+        ),
     );
     m.unmount();
     log_with(&log, "unmounted");
