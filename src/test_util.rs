@@ -44,7 +44,10 @@ mod tests {
     #[test]
     fn planted_panics_stay_out_of_the_test_log() {
         for (test, message) in [
-            ("a_load_that_panics_leaves_the_chapter_loadable", "a load fails halfway"),
+            (
+                "a_load_that_panics_leaves_the_chapter_loadable",
+                "a load fails halfway",
+            ),
             ("a_panic_in_a_handler_becomes_eio", "boom"),
         ] {
             let out = Command::new(std::env::current_exe().unwrap())

@@ -118,4 +118,12 @@ impl NovelError {
     pub fn error_line(&self) -> String {
         format!("错误：{self}\n")
     }
+
+    /// What a `.json` index file holds when its call fails, so that a
+    /// `.json` file always parses: `{"error": "错误：…"}`, written as the
+    /// pages' JSON is (two-space indent, a final newline).
+    pub fn error_json(&self) -> String {
+        let value = serde_json::json!({ "error": format!("错误：{self}") });
+        serde_json::to_string_pretty(&value).expect("a string serializes") + "\n"
+    }
 }

@@ -132,7 +132,10 @@ pub(crate) fn sink_for(log_file: Option<&Path>, foreground: bool) -> Result<Sink
                     .mode(0o700)
                     .create(dir)
             });
-            match made.map_err(|e| e.to_string()).and_then(|()| open_log_file(path)) {
+            match made
+                .map_err(|e| e.to_string())
+                .and_then(|()| open_log_file(path))
+            {
                 Ok(file) => return Ok(Sink::File(file, path.clone())),
                 Err(e) => e,
             }

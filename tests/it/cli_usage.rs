@@ -163,7 +163,10 @@ fn mount_help_says_where_the_log_goes() {
         "~/.local/state/novelfs/novelfs.log",
         "(log: …)",
     ] {
-        assert!(help.contains(needle), "mount --help lacks {needle}:\n{help}");
+        assert!(
+            help.contains(needle),
+            "mount --help lacks {needle}:\n{help}"
+        );
     }
 }
 

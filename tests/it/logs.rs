@@ -155,10 +155,7 @@ fn without_syslog_a_background_mount_logs_to_the_xdg_state_directory() {
     // Quiet on stderr (Background checks it), and the mounted line names the file.
     let m = Background::mount_with_env(&root, &[], &[("XDG_STATE_HOME", &state)]);
     let log = state.join("novelfs/novelfs.log");
-    log_with(
-        &log,
-        &format!("at {} (transport: ", m.path().display()),
-    );
+    log_with(&log, &format!("at {} (transport: ", m.path().display()));
     log_with(&log, &format!("; log: {})", log.display()));
     m.unmount();
     log_with(&log, &format!("unmounted {}", m.path().display()));
