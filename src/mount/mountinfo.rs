@@ -9,6 +9,8 @@ struct MountEntry {
     /// The mount point, unescaped (mountinfo writes space, tab, newline and
     /// `\` as octal escapes).
     mount_point: Vec<u8>,
+    /// The type after the ` - ` separator (`fuse.novelfs`, `ext4`, …).
+    fs_type: String,
 }
 
 fn entries() -> Vec<MountEntry> {
@@ -22,7 +24,13 @@ fn parse_line(line: &str) -> Option<MountEntry> {
     let mut fields = line.split(' ');
     let id = fields.next()?.parse::<u64>().ok()?;
     let mount_point = unescape(fields.nth(3)?);
-    Some(MountEntry { id, mount_point })
+    // Optional fields come before the lone `-`; the type follows it.
+    let fs_type = fields.skip_while(|f| *f != "-").nth(1)?.to_string();
+    Some(MountEntry {
+        id,
+        mount_point,
+        fs_type,
+    })
 }
 
 fn unescape(s: &str) -> Vec<u8> {
@@ -60,6 +68,16 @@ pub(crate) fn is_mount_point(path: &Path) -> bool {
     mount_id(path).is_some()
 }
 
+/// The type of the topmost mount at `mount_point` (absolute), if any.
+pub(crate) fn mount_type(mount_point: &Path) -> Option<String> {
+    let want = mount_point.as_os_str().as_bytes();
+    entries()
+        .into_iter()
+        .rev()
+        .find(|e| e.mount_point == want)
+        .map(|e| e.fs_type)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +95,9 @@ mod tests {
                 .unwrap();
         assert_eq!(e.id, 36);
         assert_eq!(e.mount_point, b"/mnt/my books");
+        assert_eq!(e.fs_type, "fuse.novelfs");
+        let no_optional = parse_line("40 1 0:5 / /x rw - tmpfs tmpfs rw").unwrap();
+        assert_eq!(no_optional.fs_type, "tmpfs");
         assert!(parse_line("garbage").is_none());
     }
 
