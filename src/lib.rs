@@ -13,3 +13,5 @@ pub mod events;
 pub mod fs;
 pub mod library;
 pub mod mount;
+#[cfg(test)]
+mod test_util;

@@ -18,17 +18,7 @@ use crate::library::Library;
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
     super::transport::preflight(config.io_uring)?;
-    let novels = config.root.join("novels");
-    match std::fs::metadata(&novels) {
-        Ok(m) if m.is_dir() => {}
-        _ => {
-            return Err(format!(
-                "{} is not a novelfs library: it has no novels/ directory (expected {}/<book>/<chapter>.md)",
-                config.root.display(),
-                novels.display()
-            ));
-        }
-    }
+    Library::check_root(&config.root).map_err(|e| e.to_string())?;
     match mountpoint_state(&config.mountpoint) {
         MountpointState::Ready => {}
         MountpointState::Missing => {

@@ -11,6 +11,7 @@ use super::access::Access;
 use super::attach::attach;
 use super::config::MountConfig;
 use super::fuse::FuseAdapter;
+use super::logging;
 use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
 use super::pusher::{push_changes, store_ahead};
@@ -73,10 +74,15 @@ pub(crate) fn serve(
         None => "classic /dev/fuse".to_string(),
     };
     log::info!(
-        "mounted {library_root} at {} (transport: {transport}; {})",
+        "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
         mountpoint.display(),
-        freshness_of(&fs)
+        freshness_of(&fs),
+        logging::destination()
     );
+    if let Some(why) = logging::lost() {
+        // Said once the mount is made, so that it never precedes a refusal.
+        log::warn!("{why}");
+    }
     if session.io_uring_queues().is_some() && autogroups_on() {
         log::info!(
             "the scheduler's autogroups are on (kernel.sched_autogroup_enabled = 1): a reader \

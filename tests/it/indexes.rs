@@ -127,3 +127,38 @@ fn listing_the_root_decodes_nothing_and_books_only_a_window_ahead() {
         "each chapter decoded once"
     );
 }
+
+#[test]
+fn an_index_json_whose_call_fails_holds_the_error_as_json() {
+    require_fuse!();
+    // Undecodable under every rule: the novel_chapters call of this book fails.
+    let bad: &[u8] = &[0x81, 0x20, 0xfe, 0x7f, 0x81, 0x20, 0xfe, 0x7f];
+    let (guard, root) =
+        crate::common::book_library(&[("第1章 起.md", "一".as_bytes()), ("第2章 坏.txt", bad)]);
+    let state = guard.path().join("no-state.json");
+    let mount = Mount::new(&root, &["--state-file", state.to_str().unwrap()]);
+    for index in ["书/novel_chapters", "novel_books"] {
+        let text = read(&mount.path().join(format!("{index}.txt"))).unwrap();
+        let json = read(&mount.path().join(format!("{index}.json"))).unwrap();
+        if !text.starts_with("错误：") {
+            // This call does not fail here; its JSON is the tool's.
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+                "{json}"
+            );
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("{index}.json is not JSON ({e}): {json}"));
+        assert_eq!(value, serde_json::json!({ "error": text.trim_end() }));
+        assert_eq!(
+            json,
+            format!(
+                "{{\n  \"error\": {}\n}}\n",
+                serde_json::to_string(text.trim_end()).unwrap()
+            )
+        );
+    }
+    let chapters = read(&mount.path().join("书/novel_chapters.txt")).unwrap();
+    assert!(chapters.starts_with("错误："), "the call fails: {chapters}");
+}
