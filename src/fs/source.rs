@@ -564,7 +564,9 @@ impl Source {
         }
         #[cfg(test)]
         self.at(|s| &s.loading, c);
-        super::hold::big_load(source.meta.len());
+        if source.meta.len() > BIG_CHAPTER_BYTES {
+            super::hold::big_load();
+        }
         let chapter = &source.index.chapters[source.position];
         let mut was_cached = false;
         let at = self.freshness.now();
