@@ -1,132 +1,783 @@
-//! The source layout's rules, checked on the sources themselves: the tree
-//! (`src/fs`) never talks to FUSE, and no two files import each other.
+//! The source layout's rules, checked on the sources themselves: each layer
+//! names only the layers below it (the tree never talks to FUSE), and no
+//! files nor top-level modules import each other in a circle.
+//!
+//! The check reads the crate as rustc does: modules from their `mod`
+//! declarations (`#[path]` and `#[cfg(test)]` included), `crate::`,
+//! `super::` and `self::` paths resolved against the module they are
+//! written in, in `use` trees and in code alike. Unit-test modules
+//! (`#[cfg(test)] mod … { … }` and files declared under `#[cfg(test)]`) may
+//! reach anywhere and are left out of the import graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
+/// A module path from the crate root (`["fs", "source"]`).
+type ModPath = Vec<String>;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Str(String),
+    /// `::`
+    Sep,
+    Punct(char),
+}
+
+/// The tokens of Rust source, without comments; string literals keep
+/// their text (a `#[path]` needs it), lifetimes and char literals go.
+fn tokens(src: &str) -> Vec<Tok> {
+    let s: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let ident_char = |c: char| c.is_alphanumeric() || c == '_';
+    while i < s.len() {
+        let c = s[i];
+        let next = s.get(i + 1).copied();
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && next == Some('/') {
+            while i < s.len() && s[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < s.len() {
+                if s[i] == '/' && s.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if c == '"' {
+            let mut text = String::new();
+            i += 1;
+            while i < s.len() && s[i] != '"' {
+                if s[i] == '\\' {
+                    i += 1;
+                }
+                text.extend(s.get(i));
+                i += 1;
+            }
+            i += 1;
+            out.push(Tok::Str(text));
+        } else if c == '\'' {
+            if next == Some('\\') {
+                i += 2;
+                while i < s.len() && s[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if s.get(i + 2) == Some(&'\'') {
+                i += 3;
+            } else {
+                i += 1;
+                while i < s.len() && ident_char(s[i]) {
+                    i += 1;
+                }
+            }
+        } else if ident_char(c) {
+            let start = i;
+            while i < s.len() && ident_char(s[i]) {
+                i += 1;
+            }
+            let word: String = s[start..i].iter().collect();
+            let raw =
+                matches!(word.as_str(), "r" | "br" | "cr") && matches!(s.get(i), Some('"' | '#'));
+            if raw {
+                let mut hashes = 0;
+                while s.get(i) == Some(&'#') {
+                    hashes += 1;
+                    i += 1;
+                }
+                i += 1;
+                let start = i;
+                let closes = |at: usize| {
+                    s.get(at) == Some(&'"') && (1..=hashes).all(|h| s.get(at + h) == Some(&'#'))
+                };
+                while i < s.len() && !closes(i) {
+                    i += 1;
+                }
+                out.push(Tok::Str(s[start..i].iter().collect()));
+                i += 1 + hashes;
+            } else if matches!(word.as_str(), "b" | "c") && matches!(s.get(i), Some('"' | '\'')) {
+                // A byte string or byte: the literal follows.
+            } else {
+                out.push(Tok::Ident(word));
+            }
+        } else if c == ':' && next == Some(':') {
+            out.push(Tok::Sep);
+            i += 2;
+        } else {
+            out.push(Tok::Punct(c));
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident(t: Option<&Tok>) -> Option<&str> {
+    match t {
+        Some(Tok::Ident(w)) => Some(w),
+        _ => None,
+    }
+}
+
+/// The index just past the bracket that closes the one at `open`.
+fn matching(toks: &[Tok], open: usize) -> usize {
+    let (o, c) = match toks[open] {
+        Tok::Punct('{') => ('{', '}'),
+        Tok::Punct('[') => ('[', ']'),
+        _ => ('(', ')'),
+    };
+    let mut depth = 0;
+    for (i, t) in toks.iter().enumerate().skip(open) {
+        if *t == Tok::Punct(o) {
+            depth += 1;
+        } else if *t == Tok::Punct(c) {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    toks.len()
+}
+
+/// A path written in a file: the module it is written in (inline
+/// modules included) and its segments.
+struct Written {
+    at: ModPath,
+    segments: Vec<String>,
+    in_test: bool,
+}
+
+/// A `mod` declaration of a module in a file of its own.
+struct Declared {
+    at: ModPath,
+    name: String,
+    path_attr: Option<String>,
+    in_test: bool,
+    /// Declared inside inline modules of the file (their names).
+    inline: Vec<String>,
+}
+
+/// What one file declares and names.
+#[derive(Default)]
+struct Scan {
+    declared: Vec<Declared>,
+    inline_modules: Vec<ModPath>,
+    paths: Vec<Written>,
+    names_fuser: bool,
+}
+
+/// The full paths of a `use` tree starting at `toks[i]`, each with
+/// `prefix` before it; returns the index past the tree.
+fn use_tree(toks: &[Tok], mut i: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut path = prefix.to_vec();
+    loop {
+        match toks.get(i) {
+            // `{self, …}`: the group's prefix itself.
+            Some(Tok::Ident(w))
+                if w == "self" && !prefix.is_empty() && path.len() == prefix.len() =>
+            {
+                out.push(path);
+                return i + 1;
+            }
+            Some(Tok::Ident(w)) => {
+                path.push(w.clone());
+                i += 1;
+            }
+            Some(Tok::Punct('{')) => {
+                let end = matching(toks, i) - 1;
+                i += 1;
+                while i < end {
+                    i = use_tree(toks, i, &path, out);
+                    while i < end && toks[i] != Tok::Punct(',') {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                return end + 1;
+            }
+            Some(Tok::Punct('*')) => {
+                out.push(path);
+                return i + 1;
+            }
+            _ => {
+                out.push(path);
+                return i;
+            }
+        }
+        match toks.get(i) {
+            Some(Tok::Sep) => i += 1,
+            _ => {
+                out.push(path);
+                return i;
+            }
         }
     }
 }
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-/// The code of a file, without comments (a comment may name fuser).
-fn code(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-#[test]
-fn the_tree_never_imports_fuser() {
-    let mut files = Vec::new();
-    rust_files(&src().join("fs"), &mut files);
-    assert!(files.len() > 5, "src/fs holds the tree");
-    for f in files {
-        let code = code(&f);
-        assert!(
-            !code.contains("fuser"),
-            "{} uses fuser: the tree stays FUSE-free (the adapter is src/mount/fuse.rs)",
-            f.display()
-        );
+/// The path starting at `toks[i]` if one starts there with `crate::`,
+/// `super::` or `self::` (`crate::x::f()` in code).
+fn code_path(toks: &[Tok], i: usize) -> Option<Vec<String>> {
+    let first = ident(toks.get(i)).filter(|w| matches!(*w, "crate" | "super" | "self"))?;
+    if toks.get(i + 1) != Some(&Tok::Sep) || (i > 0 && toks[i - 1] == Tok::Sep) {
+        return None;
     }
+    let mut segments = vec![first.to_string()];
+    let mut at = i + 1;
+    while toks.get(at) == Some(&Tok::Sep) {
+        match ident(toks.get(at + 1)) {
+            Some(seg) => segments.push(seg.to_string()),
+            None => break,
+        }
+        at += 2;
+    }
+    Some(segments)
 }
 
-/// The module path of a source file: `src/mount/attach.rs` is
-/// `mount::attach`, `src/fs/freshness/mod.rs` is `fs::freshness`.
-fn module_of(file: &Path) -> String {
-    let rel = file.strip_prefix(src()).unwrap().with_extension("");
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
-        parts.pop();
-    }
-    parts.join("::")
+fn is_cfg_test(attr: &[Tok]) -> bool {
+    attr == [
+        Tok::Ident("cfg".into()),
+        Tok::Punct('('),
+        Tok::Ident("test".into()),
+        Tok::Punct(')'),
+    ]
 }
 
-/// The modules a file's code names through `crate::…` or `super::…`,
-/// resolved to module paths of files that exist.
-fn imports(file: &Path, code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let me = module_of(file);
-    let is_mod_rs = matches!(
-        file.file_stem().and_then(|s| s.to_str()),
-        Some("mod" | "lib")
-    );
-    let mut parent: Vec<&str> = me.split("::").filter(|s| !s.is_empty()).collect();
-    if !is_mod_rs {
-        parent.pop();
-    }
-    let mut found = BTreeSet::new();
-    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent)] {
-        for (i, _) in code.match_indices(prefix) {
-            if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+/// Reads the declarations and paths of a file whose module is `module`.
+fn scan(src: &str, module: &ModPath) -> Scan {
+    let toks = tokens(src);
+    let mut out = Scan {
+        names_fuser: toks.contains(&Tok::Ident("fuser".into())),
+        ..Scan::default()
+    };
+    let mut attrs: Vec<Vec<Tok>> = Vec::new();
+    // Open inline modules: (index past their closing brace, name, cfg(test)).
+    let mut inline: Vec<(usize, String, bool)> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        while inline.last().is_some_and(|(end, _, _)| i >= *end) {
+            inline.pop();
+        }
+        let mut here = module.clone();
+        here.extend(inline.iter().map(|(_, n, _)| n.clone()));
+        let in_test = inline.iter().any(|(_, _, t)| *t);
+        let t = &toks[i];
+        if *t == Tok::Punct('#') {
+            let bang = toks.get(i + 1) == Some(&Tok::Punct('!'));
+            let open = i + 1 + bang as usize;
+            let end = matching(&toks, open);
+            if !bang {
+                attrs.push(toks[open + 1..end - 1].to_vec());
+            }
+            // An attribute names code too (`value_parser = crate::x::f`).
+            for j in open..end {
+                if let Some(segments) = code_path(&toks, j) {
+                    out.paths.push(Written {
+                        at: here.clone(),
+                        segments,
+                        in_test,
+                    });
+                }
+            }
+            i = end;
+            continue;
+        }
+        match t {
+            Tok::Ident(w) if w == "mod" => {
+                let name = ident(toks.get(i + 1)).unwrap_or_default().to_string();
+                let test = in_test || attrs.iter().any(|a| is_cfg_test(a));
+                if toks.get(i + 2) == Some(&Tok::Punct('{')) {
+                    let end = matching(&toks, i + 2);
+                    let mut m = here.clone();
+                    m.push(name.clone());
+                    out.inline_modules.push(m);
+                    inline.push((end, name, test));
+                    i += 3;
+                } else {
+                    let path_attr = attrs.iter().find_map(|a| match a.as_slice() {
+                        [Tok::Ident(p), Tok::Punct('='), Tok::Str(s)] if p == "path" => {
+                            Some(s.clone())
+                        }
+                        _ => None,
+                    });
+                    out.declared.push(Declared {
+                        at: here,
+                        name,
+                        path_attr,
+                        in_test: test,
+                        inline: inline.iter().map(|(_, n, _)| n.clone()).collect(),
+                    });
+                    i += 2;
+                }
+                attrs.clear();
                 continue;
             }
-            let rest = &code[i + prefix.len()..];
-            let path: Vec<&str> = rest
-                .split("::")
-                .map(|seg| {
-                    seg.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .next()
-                        .unwrap_or("")
-                })
-                .take_while(|seg| !seg.is_empty())
-                .collect();
-            let mut full: Vec<&str> = base.clone();
-            for seg in path {
-                full.push(seg);
-                let candidate = full.join("::");
-                if modules.contains(&candidate) && candidate != me {
-                    found.insert(candidate);
+            Tok::Ident(w) if w == "use" => {
+                let start = i + 1 + (toks.get(i + 1) == Some(&Tok::Sep)) as usize;
+                let mut paths = Vec::new();
+                i = use_tree(&toks, start, &[], &mut paths);
+                for segments in paths {
+                    out.paths.push(Written {
+                        at: here.clone(),
+                        segments,
+                        in_test,
+                    });
+                }
+                continue;
+            }
+            Tok::Ident(_) if code_path(&toks, i).is_some() => {
+                let segments = code_path(&toks, i).unwrap_or_default();
+                i += 2 * segments.len() - 1;
+                out.paths.push(Written {
+                    at: here,
+                    segments,
+                    in_test,
+                });
+                continue;
+            }
+            Tok::Punct(';' | '{' | '}' | ',') => attrs.clear(),
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A module in a file of its own.
+struct FileModule {
+    path: ModPath,
+    file: PathBuf,
+    /// Declared under `#[cfg(test)]`, or inside such a module.
+    test: bool,
+    scan: Scan,
+}
+
+/// The crate under `src` as rustc reads it, from `src/lib.rs` down.
+struct Crate {
+    files: Vec<FileModule>,
+    /// Every module (inline ones too) and the index of its file.
+    modules: BTreeMap<ModPath, usize>,
+}
+
+impl Crate {
+    fn read(src: &Path) -> Crate {
+        let mut krate = Crate {
+            files: Vec::new(),
+            modules: BTreeMap::new(),
+        };
+        krate.add(src.join("lib.rs"), Vec::new(), false, true);
+        krate
+    }
+
+    fn add(&mut self, file: PathBuf, path: ModPath, test: bool, owns_dir: bool) {
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let scan = scan(&text, &path);
+        let me = self.files.len();
+        self.modules.insert(path.clone(), me);
+        for m in &scan.inline_modules {
+            self.modules.insert(m.clone(), me);
+        }
+        let dir = file.parent().unwrap().to_path_buf();
+        let children: Vec<(PathBuf, ModPath, bool)> = scan
+            .declared
+            .iter()
+            .map(|d| {
+                let mut child = d.at.clone();
+                child.push(d.name.clone());
+                let file = match &d.path_attr {
+                    Some(p) if d.inline.is_empty() => dir.join(p),
+                    _ => {
+                        let mut base = dir.clone();
+                        if !owns_dir {
+                            base.push(file.file_stem().unwrap());
+                        }
+                        base.extend(&d.inline);
+                        let flat = base.join(format!("{}.rs", d.name));
+                        if flat.exists() {
+                            flat
+                        } else {
+                            base.join(&d.name).join("mod.rs")
+                        }
+                    }
+                };
+                (file, child, test || d.in_test)
+            })
+            .collect();
+        self.files.push(FileModule {
+            path,
+            file: file.clone(),
+            test,
+            scan,
+        });
+        for (file, child, test) in children {
+            let owns_dir = file.file_name().is_some_and(|n| n == "mod.rs");
+            self.add(file, child, test, owns_dir);
+        }
+    }
+
+    /// The file a path written in module `at` names, if it is one of the
+    /// crate's: the file of the longest prefix that is a module.
+    fn resolve(&self, at: &ModPath, segments: &[String]) -> Option<usize> {
+        let (mut full, rest) = match segments.first()?.as_str() {
+            "crate" => (Vec::new(), &segments[1..]),
+            "self" => (at.clone(), &segments[1..]),
+            "super" => {
+                let supers = segments.iter().take_while(|s| *s == "super").count();
+                let mut base = at.clone();
+                base.truncate(at.len().checked_sub(supers)?);
+                (base, &segments[supers..])
+            }
+            first => {
+                let mut child = at.clone();
+                child.push(first.to_string());
+                // Not a child module: another crate's path.
+                self.modules.get(&child)?;
+                (at.clone(), segments)
+            }
+        };
+        let mut found = self.modules.get(&full).copied();
+        for seg in rest {
+            full.push(seg.clone());
+            match self.modules.get(&full) {
+                Some(f) => found = Some(*f),
+                None => break,
+            }
+        }
+        found
+    }
+
+    /// Which files each file's code (unit tests left out) names; a module
+    /// naming its own submodules (declaring, re-exporting) does not count.
+    fn imports(&self) -> Vec<BTreeSet<usize>> {
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if f.test {
+                    return BTreeSet::new();
+                }
+                f.scan
+                    .paths
+                    .iter()
+                    .filter(|w| !w.in_test)
+                    .filter_map(|w| self.resolve(&w.at, &w.segments))
+                    .filter(|&t| t != i && !self.files[t].path.starts_with(&f.path))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The top-level module a file is part of (`crate` for the root).
+    fn top(&self, file: usize) -> String {
+        let path = &self.files[file].path;
+        path.first().cloned().unwrap_or_else(|| "crate".into())
+    }
+
+    fn name(&self, file: usize, src: &Path) -> String {
+        let f = &self.files[file].file;
+        f.strip_prefix(src).unwrap_or(f).display().to_string()
+    }
+}
+
+/// The strongly connected components of a graph of more than one node
+/// (Tarjan's algorithm): each is a set of nodes that reach one another.
+fn circles<N: Ord + Clone>(graph: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    struct Tarjan<'g, N> {
+        graph: &'g BTreeMap<N, BTreeSet<N>>,
+        index: BTreeMap<N, usize>,
+        low: BTreeMap<N, usize>,
+        stack: Vec<N>,
+        on_stack: BTreeSet<N>,
+        found: Vec<Vec<N>>,
+    }
+    impl<N: Ord + Clone> Tarjan<'_, N> {
+        fn visit(&mut self, v: &N) {
+            let n = self.index.len();
+            self.index.insert(v.clone(), n);
+            self.low.insert(v.clone(), n);
+            self.stack.push(v.clone());
+            self.on_stack.insert(v.clone());
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v.clone(), low);
+                } else if self.on_stack.contains(w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v.clone(), low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                loop {
+                    let w = self.stack.pop().unwrap();
+                    self.on_stack.remove(&w);
+                    let done = w == *v;
+                    component.push(w);
+                    if done {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
                 }
             }
         }
     }
-    // A module's own children are not imports of it.
-    found.retain(|m| !m.starts_with(&format!("{me}::")) || me.is_empty());
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.found
+}
+
+/// Which top-level modules each layer must never name, and whether it
+/// must stay free of `fuser`.
+const LAYERS: [(&str, &[&str], bool); 3] = [
+    ("library", &["fs", "mount", "cli"], true),
+    ("fs", &["mount", "cli"], true),
+    ("mount", &["cli"], false),
+];
+
+/// Every broken layout rule of the crate under `src`.
+fn problems(src: &Path) -> Vec<String> {
+    let krate = Crate::read(src);
+    let imports = krate.imports();
+    let mut found = Vec::new();
+    for (i, f) in krate.files.iter().enumerate() {
+        let top = krate.top(i);
+        let Some((_, banned, no_fuser)) = LAYERS.iter().find(|(l, _, _)| *l == top) else {
+            continue;
+        };
+        if *no_fuser && f.scan.names_fuser {
+            found.push(format!("{} names fuser", krate.name(i, src)));
+        }
+        for w in &f.scan.paths {
+            if let Some(t) = krate.resolve(&w.at, &w.segments)
+                && banned.contains(&krate.top(t).as_str())
+            {
+                found.push(format!(
+                    "{} names {} ({top} never names {})",
+                    krate.name(i, src),
+                    w.segments.join("::"),
+                    krate.top(t),
+                ));
+            }
+        }
+    }
+    let files: BTreeMap<usize, BTreeSet<usize>> = imports.iter().cloned().enumerate().collect();
+    for circle in circles(&files) {
+        let names: Vec<String> = circle.iter().map(|&f| krate.name(f, src)).collect();
+        found.push(format!("files import each other: {}", names.join(", ")));
+    }
+    let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, targets) in imports.iter().enumerate() {
+        for &to in targets {
+            if krate.top(from) != krate.top(to) {
+                tops.entry(krate.top(from))
+                    .or_default()
+                    .insert(krate.top(to));
+            }
+        }
+    }
+    for circle in circles(&tops) {
+        let mut through = Vec::new();
+        for (from, targets) in imports.iter().enumerate() {
+            for &to in targets {
+                if krate.top(from) != krate.top(to)
+                    && circle.contains(&krate.top(from))
+                    && circle.contains(&krate.top(to))
+                {
+                    through.push(format!(
+                        "{} -> {}",
+                        krate.name(from, src),
+                        krate.name(to, src)
+                    ));
+                }
+            }
+        }
+        found.push(format!(
+            "top-level modules import each other: {} (through {})",
+            circle.join(", "),
+            through.join(", ")
+        ));
+    }
     found
 }
 
 #[test]
-fn no_two_files_import_each_other() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in &files {
-        // Unit tests may reach anywhere.
-        let code = code(f);
-        let code = code.split("#[cfg(test)]").next().unwrap_or("");
-        graph.insert(module_of(f), imports(f, code, &modules));
-    }
+fn the_sources_keep_their_layout() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let krate = Crate::read(&src);
     assert!(
-        graph["mount::session"].contains("mount::attach"),
-        "the import scan sees `use super::attach`"
+        krate.files.len() > 40,
+        "the crate is read from src/lib.rs down"
     );
-    let mut cycles = Vec::new();
-    for (a, targets) in &graph {
-        for b in targets {
-            if a < b && graph.get(b).is_some_and(|t| t.contains(a)) {
-                cycles.push(format!("{a} <-> {b}"));
-            }
-        }
-    }
+    let session = krate.modules[&vec!["mount".to_string(), "session".to_string()]];
+    let attach = krate.modules[&vec!["mount".to_string(), "attach".to_string()]];
     assert!(
-        cycles.is_empty(),
-        "files that import each other: {cycles:?}"
+        krate.imports()[session].contains(&attach),
+        "the scan sees `use super::attach`"
+    );
+    let problems = problems(&src);
+    assert!(
+        problems.is_empty(),
+        "layout problems:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A fake crate: `files` as (path under `src`, code).
+fn fake_crate(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, code) in files {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, code).unwrap();
+    }
+    dir
+}
+
+fn assert_one_problem_naming(dir: &tempfile::TempDir, files: &[&str]) {
+    let problems = problems(dir.path());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    for f in files {
+        assert!(problems[0].contains(f), "{f} in {problems:?}");
+    }
+}
+
+#[test]
+fn a_clean_crate_passes() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod library;\npub mod fs;\n"),
+        (
+            "library/mod.rs",
+            "mod scan;\npub use scan::Chapter;\npub struct Library;\n",
+        ),
+        (
+            "library/scan.rs",
+            "use super::Library;\npub struct Chapter;\n",
+        ),
+        (
+            "fs/mod.rs",
+            "mod tree;\nmod node;\n#[cfg(test)]\nmod tests {\n    use super::tree::*;\n}\n",
+        ),
+        (
+            "fs/tree.rs",
+            "use super::node::Node;\nuse crate::library::{self, Library};\n",
+        ),
+        (
+            "fs/node.rs",
+            "// super::tree names this file; a comment is not an import\n\
+             pub struct Node(&'static str);\n\
+             const S: &str = \"super::tree::x\";\n\
+             #[cfg(test)]\nmod tests {\n    use super::super::tree;\n}\n",
+        ),
+    ]);
+    assert_eq!(problems(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn two_files_importing_each_other_fail() {
+    let dir = fake_crate(&[
+        ("lib.rs", "mod fs;\n"),
+        ("fs/mod.rs", "mod hold;\nmod source;\n"),
+        (
+            "fs/hold.rs",
+            "#[cfg(test)]\nfn f() {}\nuse super::source::BIG;\n",
+        ),
+        (
+            "fs/source.rs",
+            "pub const BIG: u64 = 1;\nfn f() { super::hold::big_load(); }\n",
+        ),
+    ]);
+    assert_one_problem_naming(&dir, &["fs/hold.rs", "fs/source.rs"]);
+}
+
+#[test]
+fn a_ring_of_three_files_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "mod library;\n"),
+        ("library/mod.rs", "mod a;\nmod b;\nmod stream;\n"),
+        ("library/a.rs", "use super::{b::B, stream};\n"),
+        (
+            "library/b.rs",
+            "pub struct B;\nfn f() { crate::library::stream::text::go() }\n",
+        ),
+        ("library/stream/mod.rs", "mod text;\n"),
+        ("library/stream/text.rs", "use super::super::a;\n"),
+    ]);
+    assert_one_problem_naming(
+        &dir,
+        &["library/a.rs", "library/b.rs", "library/stream/text.rs"],
+    );
+}
+
+#[test]
+fn mount_naming_cli_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod cli;\npub mod mount;\n"),
+        (
+            "cli.rs",
+            "pub struct MountCmd;\n#[arg(value_parser = crate::mount::parse_size)]\nstruct A;\n",
+        ),
+        ("mount/mod.rs", "pub mod config;\n"),
+        ("mount/config.rs", "use crate::cli::MountCmd;\n"),
+    ]);
+    let problems = problems(dir.path());
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("mount/config.rs") && p.contains("crate::cli::MountCmd")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("cli, mount")
+            && p.contains("cli.rs -> mount/mod.rs")
+            && p.contains("mount/config.rs -> cli.rs")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn a_circle_of_top_level_modules_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod cli;\npub mod fs;\n"),
+        ("cli/mod.rs", "mod commands;\nmod args;\n"),
+        ("cli/commands.rs", "use crate::fs::tree::Tree;\n"),
+        ("cli/args.rs", "pub struct Args;\n"),
+        ("fs/mod.rs", "pub mod tree;\n"),
+        ("fs/tree.rs", "fn f(_: crate::cli::args::Args) {}\n"),
+    ]);
+    let problems = problems(dir.path());
+    assert!(
+        problems.iter().any(
+            |p| p.contains("top-level modules import each other: cli, fs")
+                && p.contains("cli/commands.rs")
+                && p.contains("fs/tree.rs")
+        ),
+        "{problems:?}"
     );
 }
