@@ -15,6 +15,11 @@ fn is_absence(e: &std::io::Error) -> bool {
 }
 
 impl Library {
+    /// The library root as pages print it.
+    pub fn root_display(&self) -> &str {
+        &self.root_display
+    }
+
     pub fn novels_dir(&self) -> PathBuf {
         self.root.join("novels")
     }
