@@ -74,6 +74,9 @@ impl Prefetcher {
         index: &BookIndex,
         i: usize,
     ) -> Range<usize> {
+        if super::switched_off("disk") {
+            return i + 1..i + 1;
+        }
         let queued = {
             let mut queued = lock(&self.queued_to);
             let window = match queued.get_mut(book) {

@@ -132,6 +132,9 @@ impl Outliner {
         let Some(queue) = &self.queue else {
             return 0;
         };
+        if super::switched_off("outlines") {
+            return 0;
+        }
         let batch: Vec<ChapterRef> = {
             let mut cursor = lock(&self.cursor);
             let mut window = match &*cursor {

@@ -21,7 +21,7 @@ impl StoreAhead {
     pub(crate) fn read(&self, chapter: &ChapterRef, page: PageName, version: u64) {
         // A page with a limit is off the reading chain: it says nothing of
         // where a reader of the chain is.
-        if page.limit.is_some() {
+        if page.limit.is_some() || crate::fs::ahead::switched_off("kernel") {
             return;
         }
         let mut reader = Reader {
