@@ -263,43 +263,40 @@ impl IndexFiles {
         let mut names: Vec<OsString> = library.counted_books();
         names.sort();
         let novels_stamp = stamp_of(&novels);
-        let mut looks: Vec<(Arc<OsStr>, BookLook)> = names
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ("books", &novels_stamp, library.root_display()).hash(&mut h);
+        let mut mtime = dir_mtime(&novels);
+        // One book at a time: a look holds the book's index and a metadata
+        // per chapter, and every look of 2,000 books held at once was more
+        // than the whole cache budget. A book whose totals are not known
+        // for this look is indexed right away, from the same look.
+        let totals: Vec<BookTotals> = names
             .into_iter()
             .filter_map(|name| {
                 let book: Arc<OsStr> = Arc::from(name.as_os_str());
                 // A book that cannot be scanned is left out, as the
                 // original leaves it out.
                 let look = BookLook::take(source, &book).ok()?;
-                Some((book, look))
+                let book_version = look.version();
+                (&book, book_version).hash(&mut h);
+                mtime = mtime.max(newest(&look));
+                let known = lock(&self.totals)
+                    .get(&book)
+                    .filter(|t| t.0 == book_version)
+                    .map(|t| (t.1, t.2));
+                let (chapters, chars) =
+                    known.unwrap_or_else(|| self.make_book(source, outlines, &book, look).1);
+                Some(BookTotals {
+                    name: book.to_string_lossy().into_owned(),
+                    chapters,
+                    chars,
+                })
             })
             .collect();
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        ("books", &novels_stamp, library.root_display()).hash(&mut h);
-        for (book, look) in &looks {
-            (book, look.version()).hash(&mut h);
-        }
         let version = h.finish();
         if let Some(hit) = self.cached_library(version) {
             return Ok(hit);
         }
-        let mut mtime = dir_mtime(&novels);
-        let totals = looks
-            .drain(..)
-            .map(|(book, look)| {
-                mtime = mtime.max(newest(&look));
-                let known = lock(&self.totals)
-                    .get(&book)
-                    .filter(|t| t.0 == look.version())
-                    .map(|t| (t.1, t.2));
-                let (chapters, chars) =
-                    known.unwrap_or_else(|| self.make_book(source, outlines, &book, look).1);
-                BookTotals {
-                    name: book.to_string_lossy().into_owned(),
-                    chapters,
-                    chars,
-                }
-            })
-            .collect();
         let books = LibraryBooks::new(library.root_display().to_string(), totals);
         let rendered = Rendered {
             version,
