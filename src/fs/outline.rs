@@ -2,12 +2,13 @@
 //! small enough to stay cached when the texts do not fit, so listing a
 //! chapter or stat-ing a page of its chain needs no decode.
 
+use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::library::index::ChapterStats;
 use crate::library::lookup::BookIndex;
-use crate::library::{ChapterText, NovelError};
+use crate::library::{ChapterText, Library, NovelError};
 
 use super::cache::Lru;
 use super::lock;
@@ -80,14 +81,59 @@ pub(crate) struct Outlines {
 /// The byte size of a page — computed from line sizes, never by rendering
 /// it. `page.offset` must be in range.
 fn size_of_page(source: &Source, c: &ChapterId, page: PageName, text: &ChapterText) -> u64 {
-    source.library().page_len(
-        &c.book,
-        &c.file,
+    page_len(source.library(), &c.book, &c.file, page, text)
+}
+
+fn page_len(
+    library: &Library,
+    book: &OsStr,
+    file: &OsStr,
+    page: PageName,
+    text: &ChapterText,
+) -> u64 {
+    library.page_len(
+        book,
+        file,
         text,
         page.offset,
         page.limit_or_default(),
         page.format,
     )
+}
+
+impl Outline {
+    /// The outline of the text of `file` in `book`: its reading chain with
+    /// each page's sizes, and its figures.
+    pub(crate) fn compute(
+        library: &Library,
+        book: &OsStr,
+        file: &OsStr,
+        text: &ChapterText,
+    ) -> Outline {
+        let pages = text
+            .chain()
+            .into_iter()
+            .map(|offset| {
+                let size = |format| {
+                    let page = PageName {
+                        offset,
+                        limit: None,
+                        format,
+                    };
+                    page_len(library, book, file, page, text)
+                };
+                OutlinePage {
+                    offset,
+                    text_bytes: size(PageFormat::Text),
+                    json_bytes: size(PageFormat::Json),
+                }
+            })
+            .collect::<Vec<_>>();
+        Outline {
+            pages,
+            stats: ChapterStats::of(text),
+        }
+    }
 }
 
 impl Outlines {
@@ -170,31 +216,12 @@ impl Outlines {
         }
         let outline = match &loaded.loaded {
             Err(e) => Err(e.clone()),
-            Ok(text) => {
-                let pages = text
-                    .chain()
-                    .into_iter()
-                    .map(|offset| {
-                        let size = |format| {
-                            let page = PageName {
-                                offset,
-                                limit: None,
-                                format,
-                            };
-                            size_of_page(source, c, page, text)
-                        };
-                        OutlinePage {
-                            offset,
-                            text_bytes: size(PageFormat::Text),
-                            json_bytes: size(PageFormat::Json),
-                        }
-                    })
-                    .collect::<Vec<_>>();
-                Ok(Arc::new(Outline {
-                    pages,
-                    stats: ChapterStats::of(text),
-                }))
-            }
+            Ok(text) => Ok(Arc::new(Outline::compute(
+                source.library(),
+                &c.book,
+                &c.file,
+                text,
+            ))),
         };
         let weight = 128
             + match &outline {
