@@ -14,7 +14,9 @@ use super::cache::Lru;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
-use super::source::{ChapterFile, LoadedChapter, Source, VersionKey};
+use super::cache::Stamp;
+use super::persist::MountIndex;
+use super::source::{ChapterFile, LoadedChapter, Source, VersionKey, version_of};
 use crate::library::PageFormat;
 
 /// Chapters whose source is bigger are never outlined on a guess (ahead of
@@ -76,6 +78,8 @@ type Outlined = std::result::Result<Arc<Outline>, NovelError>;
 
 pub(crate) struct Outlines {
     cache: Mutex<Lru<VersionKey, Outlined>>,
+    /// Outlines kept across mounts (`None`: no persistent index).
+    stored: Option<MountIndex>,
 }
 
 /// The byte size of a page — computed from line sizes, never by rendering
@@ -140,7 +144,48 @@ impl Outlines {
     pub(crate) fn new(budget: usize) -> Outlines {
         Outlines {
             cache: Mutex::new(Lru::new(budget)),
+            stored: None,
         }
+    }
+
+    /// Looks outlines up in `stored` before decoding, and records there
+    /// the ones it computes.
+    pub(crate) fn with_stored(mut self, stored: Option<MountIndex>) -> Outlines {
+        self.stored = stored;
+        self
+    }
+
+    /// The stored outline of the chapter as `now` looked at it, cached
+    /// under `now`'s version.
+    fn from_stored(&self, c: &ChapterRef, now: &ChapterFile) -> Option<Arc<Outline>> {
+        let outline = Arc::new(self.stored.as_ref()?.lookup(&c.book, &c.file, &now.meta)?);
+        let weight = 128 + outline.pages.capacity() * 24;
+        let key = (c.clone(), now.version());
+        lock(&self.cache).insert(key, Ok(outline.clone()), weight);
+        Some(outline)
+    }
+
+    /// Computes the outline of `now` (reading the chapter) and records it
+    /// in the persistent index when the bytes read are those `now` looked
+    /// at, under a version of their stamp alone.
+    fn outline_read(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        now: ChapterFile,
+    ) -> Result<(LoadedChapter, Outlined)> {
+        let plain = now.version() == version_of(&Stamp::of(&now.meta));
+        let reading = self.stored.as_ref().and_then(|s| s.reading(&now.meta));
+        let version = now.version();
+        let loaded = source.chapter_from(c, now)?;
+        let outline = self.outline_of(source, c, &loaded);
+        if let (Some(stored), Some(reading), Ok(o)) = (&self.stored, reading, &outline)
+            && plain
+            && loaded.version == version
+        {
+            stored.record(&c.book, &c.file, reading, o.clone());
+        }
+        Ok((loaded, outline))
     }
 
     /// The chapter's outline as the source is now (decoding it only when
@@ -171,10 +216,19 @@ impl Outlines {
                 position,
             });
         }
-        let loaded = source.chapter_from(c, now)?;
+        if let Some(outline) = self.from_stored(c, &now) {
+            return Ok(ChapterOutline {
+                version,
+                outline: Ok(outline),
+                mtime: now.mtime(),
+                index,
+                position,
+            });
+        }
+        let (loaded, outline) = self.outline_read(source, c, now)?;
         Ok(ChapterOutline {
             version: loaded.version,
-            outline: self.outline_of(source, c, &loaded),
+            outline,
             mtime: loaded.mtime,
             index,
             position,
@@ -190,12 +244,14 @@ impl Outlines {
         max_bytes: u64,
     ) -> Result<()> {
         let now = source.chapter_file(c)?;
-        if now.meta.len() > max_bytes || lock(&self.cache).contains(&(c.clone(), now.version())) {
+        if now.meta.len() > max_bytes
+            || lock(&self.cache).contains(&(c.clone(), now.version()))
+            || self.from_stored(c, &now).is_some()
+        {
             return Ok(());
         }
-        let loaded = source.chapter_from(c, now)?;
         // An error is cached as the outline too.
-        let _ = self.outline_of(source, c, &loaded);
+        let _ = self.outline_read(source, c, now)?;
         Ok(())
     }
 
@@ -244,6 +300,7 @@ impl Outlines {
         let now = source.chapter_file(c)?;
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
+        let cached = cached.or_else(|| self.from_stored(c, &now).map(Ok));
         match &cached {
             Some(Err(_)) => return Err(libc::EIO),
             Some(Ok(o)) => {

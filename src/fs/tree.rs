@@ -35,6 +35,7 @@ use super::node::{
 };
 use super::outline::Outlines;
 use super::pages::Pages;
+use super::persist::MountIndex;
 use super::resolve;
 use super::source::{Source, dir_mtime, mtime_of, stamp_of};
 use super::store_ahead::{Parts, Store, StoreAhead, StoreOutcome};
@@ -55,6 +56,8 @@ pub struct FsConfig {
     /// Watch the library for changes (inotify) so that the kernel may
     /// cache for long; only with a non-zero `ttl`.
     pub watch: bool,
+    /// Where the persistent index of chapter outlines lives; `None`: none.
+    pub index_dir: Option<PathBuf>,
 }
 
 impl Default for FsConfig {
@@ -64,6 +67,7 @@ impl Default for FsConfig {
             state_file: None,
             cache_bytes: 256 << 20,
             watch: true,
+            index_dir: None,
         }
     }
 }
@@ -120,6 +124,13 @@ impl NovelFs {
             config.ttl,
             config.watch,
         ));
+        // SQLite's page cache is a quarter of the outlines' share.
+        let stored_cache = budget.outlines / 4;
+        let stored = config
+            .index_dir
+            .as_deref()
+            .and_then(|dir| MountIndex::open(dir, &library, stored_cache));
+        let outlines_budget = budget.outlines - stored.as_ref().map_or(0, |_| stored_cache);
         let inodes = InodeTable::default();
         let source = Arc::new(Source::new(
             library,
@@ -128,7 +139,7 @@ impl NovelFs {
             budget.indexes,
             inodes.bytes(),
         ));
-        let outlines = Arc::new(Outlines::new(budget.outlines));
+        let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
         NovelFs {
             outliner: Outliner::start(source.clone(), outlines.clone(), budget.outlines),
             source,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::access::Access;
 use super::mountpoint::absolute;
-use super::options::{parse_options, parse_size, parse_ttl};
+use super::options::{MountOptions, parse_options, parse_size, parse_ttl};
 use super::transport::IoUring;
 use crate::cli::MountCmd;
 use crate::fs::FsConfig;
@@ -68,6 +68,7 @@ impl MountConfig {
             allow_other: access.kernel_allow_other(),
             default_permissions: options.default_permissions || access.needs_default_permissions(),
         };
+        let index_dir = index_dir(args, &options);
         Ok(MountConfig {
             mountpoint: absolute(&args.mountpoint),
             foreground: args.foreground,
@@ -81,6 +82,7 @@ impl MountConfig {
                 cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
                     .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
                 watch: !(args.no_watch || options.no_watch),
+                index_dir,
             },
             access,
             auto_unmount: options.auto_unmount,
@@ -97,6 +99,18 @@ impl MountConfig {
             root,
         })
     }
+}
+
+/// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
+/// else the default folder; none with `--no-index` or `-o noindex`.
+fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
+    if args.no_index || options.no_index {
+        return None;
+    }
+    let given = args.index_dir.clone().or(options.index_dir.as_ref().map(PathBuf::from));
+    given
+        .map(|dir| absolute(&dir))
+        .or_else(crate::fs::persist::default_dir)
 }
 
 #[cfg(test)]
@@ -119,6 +133,8 @@ mod tests {
             no_watch: false,
             log_file: None,
             io_uring: None,
+            index_dir: None,
+            no_index: false,
         }
     }
 

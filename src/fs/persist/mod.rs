@@ -32,8 +32,9 @@ use crate::library::index::ChapterStats;
 use crate::library::{ChapterText, Library};
 
 pub(crate) use recorder::Recorder;
-pub use refresh::{RefreshSummary, refresh};
-pub(crate) use store::{Refused, default_dir};
+pub use refresh::{RefreshSummary, Step, refresh};
+pub(crate) use store::Refused;
+pub use store::default_dir;
 
 /// A chapter's place under `novels/`: `book/file`, as bytes on disk.
 pub(crate) fn chapter_key(book: &OsStr, file: &OsStr) -> Vec<u8> {
@@ -275,7 +276,7 @@ impl PersistentIndex {
 
     /// A writer of this index on its own thread (`None` when the file is
     /// read-only or cannot be opened a second time).
-    pub(crate) fn recorder(&self, queue: usize) -> Option<Recorder> {
+    fn recorder(&self, queue: usize) -> Option<Recorder> {
         if !self.writable {
             return None;
         }
@@ -360,4 +361,80 @@ fn write_batch(
     }
     tx.commit()?;
     Ok(written)
+}
+
+/// Outlines queued for the writer at most: past that, requests drop them
+/// rather than wait on the disk.
+const RECORD_QUEUE: usize = 4096;
+
+/// A mount's use of its persistent index: lookups on the request path,
+/// writes on the recorder's thread.
+pub(crate) struct MountIndex {
+    index: PersistentIndex,
+    recorder: Option<Recorder>,
+}
+
+/// What a request notes before it reads a chapter, to record the outline
+/// of what it read.
+pub(crate) struct Reading {
+    stamp: Stamp,
+    at: SystemTime,
+}
+
+impl MountIndex {
+    /// The index of `library` in `dir` with a page cache of `cache_bytes`;
+    /// `None` (said in the log) when it cannot be used.
+    pub(crate) fn open(dir: &Path, library: &Library, cache_bytes: usize) -> Option<MountIndex> {
+        let granularity = racy::granularity_of(&library.novels_dir());
+        match PersistentIndex::open(dir, library, cache_bytes, granularity) {
+            Ok(index) => {
+                let recorder = index.recorder(RECORD_QUEUE);
+                log::info!(
+                    "index {}{}",
+                    index.path().display(),
+                    if recorder.is_some() { "" } else { " (read-only)" }
+                );
+                Some(MountIndex { index, recorder })
+            }
+            Err(refused) => {
+                log::warn!("{refused}");
+                None
+            }
+        }
+    }
+
+    /// The stored outline of `book/file` when it holds for `meta`, the
+    /// file's metadata just taken.
+    pub(crate) fn lookup(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        meta: &std::fs::Metadata,
+    ) -> Option<Outline> {
+        self.index
+            .lookup(&chapter_key(book, file), &Stamp::of(meta))
+    }
+
+    /// Notes the moment before a chapter whose metadata is `meta` is read
+    /// (`None` when nothing can be recorded).
+    pub(crate) fn reading(&self, meta: &std::fs::Metadata) -> Option<Reading> {
+        self.recorder.as_ref()?;
+        Some(Reading {
+            stamp: Stamp::of(meta),
+            at: SystemTime::now(),
+        })
+    }
+
+    /// Records the outline of what was read after `reading`: its caller
+    /// vouches that the bytes read had `reading`'s stamp.
+    pub(crate) fn record(&self, book: &OsStr, file: &OsStr, reading: Reading, outline: Arc<Outline>) {
+        if let Some(recorder) = &self.recorder {
+            recorder.record(Record {
+                key: chapter_key(book, file),
+                stamp: reading.stamp,
+                read_at: reading.at,
+                outline,
+            });
+        }
+    }
 }

@@ -17,7 +17,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default folder of index files: `$XDG_CACHE_HOME/novelfs`, else
 /// `~/.cache/novelfs`; `None` when neither variable is set.
-pub(crate) fn default_dir() -> Option<PathBuf> {
+pub fn default_dir() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     if let Some(cache) = std::env::var_os("XDG_CACHE_HOME").and_then(absolute) {
         return Some(cache.join("novelfs"));
