@@ -11,10 +11,10 @@ use crate::library::lookup::BookIndex;
 use crate::library::{ChapterText, Library, NovelError};
 
 use super::cache::Lru;
+use super::cache::Stamp;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
-use super::cache::Stamp;
 use super::persist::MountIndex;
 use super::source::{ChapterFile, LoadedChapter, Source, VersionKey, version_of};
 use crate::library::PageFormat;
@@ -157,7 +157,7 @@ impl Outlines {
 
     /// The stored outline of the chapter as `now` looked at it, cached
     /// under `now`'s version.
-    fn from_stored(&self, c: &ChapterRef, now: &ChapterFile) -> Option<Arc<Outline>> {
+    fn stored_outline(&self, c: &ChapterRef, now: &ChapterFile) -> Option<Arc<Outline>> {
         let outline = Arc::new(self.stored.as_ref()?.lookup(&c.book, &c.file, &now.meta)?);
         let weight = 128 + outline.pages.capacity() * 24;
         let key = (c.clone(), now.version());
@@ -216,7 +216,7 @@ impl Outlines {
                 position,
             });
         }
-        if let Some(outline) = self.from_stored(c, &now) {
+        if let Some(outline) = self.stored_outline(c, &now) {
             return Ok(ChapterOutline {
                 version,
                 outline: Ok(outline),
@@ -246,7 +246,7 @@ impl Outlines {
         let now = source.chapter_file(c)?;
         if now.meta.len() > max_bytes
             || lock(&self.cache).contains(&(c.clone(), now.version()))
-            || self.from_stored(c, &now).is_some()
+            || self.stored_outline(c, &now).is_some()
         {
             return Ok(());
         }
@@ -300,7 +300,7 @@ impl Outlines {
         let now = source.chapter_file(c)?;
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
-        let cached = cached.or_else(|| self.from_stored(c, &now).map(Ok));
+        let cached = cached.or_else(|| self.stored_outline(c, &now).map(Ok));
         match &cached {
             Some(Err(_)) => return Err(libc::EIO),
             Some(Ok(o)) => {

@@ -107,7 +107,10 @@ fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
     if args.no_index || options.no_index {
         return None;
     }
-    let given = args.index_dir.clone().or(options.index_dir.as_ref().map(PathBuf::from));
+    let given = args
+        .index_dir
+        .clone()
+        .or(options.index_dir.as_ref().map(PathBuf::from));
     given
         .map(|dir| absolute(&dir))
         .or_else(crate::fs::persist::default_dir)

@@ -21,6 +21,7 @@ mod library_errors;
 mod logs;
 mod mount_fs;
 mod network_fs;
+mod persist;
 mod properties;
 mod python_reader;
 mod soak;

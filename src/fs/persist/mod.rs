@@ -392,7 +392,11 @@ impl MountIndex {
                 log::info!(
                     "index {}{}",
                     index.path().display(),
-                    if recorder.is_some() { "" } else { " (read-only)" }
+                    if recorder.is_some() {
+                        ""
+                    } else {
+                        " (read-only)"
+                    }
                 );
                 Some(MountIndex { index, recorder })
             }
@@ -427,7 +431,13 @@ impl MountIndex {
 
     /// Records the outline of what was read after `reading`: its caller
     /// vouches that the bytes read had `reading`'s stamp.
-    pub(crate) fn record(&self, book: &OsStr, file: &OsStr, reading: Reading, outline: Arc<Outline>) {
+    pub(crate) fn record(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        reading: Reading,
+        outline: Arc<Outline>,
+    ) {
         if let Some(recorder) = &self.recorder {
             recorder.record(Record {
                 key: chapter_key(book, file),
