@@ -9,6 +9,7 @@
 #                    [--scale-chapters N] [--scale-reads N] [--perf]
 #                    [--big] [--big-only] [--big-mb N] [--huge-mb N] [--bin PATH]
 #                    [--transport classic|io_uring|both] [--rtt-calls N]
+#                    [--wholelib] [--stat-calls N]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -23,7 +24,10 @@
 # (600) MB chapter); --big-only: only them. --bin: bench this novelfs
 # binary instead of building the repository's (to measure another commit).
 # (reports in the kept temp dir; implies --keep).
-# --transport: how the mounts of the reference, scale and round-trip figures
+# --wholelib: only the whole-library figures (below; 2,000 books x 100
+# chapters, with --quick 200 x 100; --scale-books/--scale-chapters shape it;
+# --stat-calls N stats of a missing name, default 1000).
+# --transport: how the mounts of the reference, scale, whole-library and round-trip figures
 # are served (default both, each figure measured with each in the same run;
 # classic only when the kernel has no FUSE over io_uring). The main figures
 # use the classic /dev/fuse loop. io_uring mounts switch
@@ -91,6 +95,27 @@
 #          pages vs plain copies of them, and the cold find over the scale
 #          library's shape vs reading every source once. No target: what
 #          any FUSE server pays on this machine, under novelfs's figures.
+#   wholelib  (--wholelib, each transport) BOOKS x CHAPTERS small chapters,
+#          sources cached (read once before each baseline). grep: `grep -r
+#          WORD MNT` (a word found nowhere) through a fresh mount (cold) vs
+#          the same grep over the sources (≤ 8×), again on that mount (warm,
+#          ≤ 2×); the daemon's CPU (utime + stime, every thread) during the
+#          cold grep per page file (every file it lists: pages and index
+#          files) vs the floor server's (≤ 2×); VmHWM after the greps. books:
+#          the first `cat MNT/novel_books.txt` on a fresh mount vs a cat of
+#          every source (≤ 1.2×); VmHWM after it. rg: on the grep's mount,
+#          warm `rg --files MNT` vs warm `find MNT -type f` (≤ 2×; each run
+#          once untimed first; skipped with a note without rg); stat:
+#          --stat-calls (1000) os.stat of CHAPTER/.gitignore (missing: what
+#          ripgrep probes in every directory) vs of CHAPTER/offset-1.txt, in
+#          alternating blocks, per op (≤ 2×; the same on the sources as a
+#          note). Then --cache-size 64M: the cold grep and, on another fresh
+#          mount, novel_books.txt, each with its VmHWM (≤ 128 MiB; times as
+#          notes). floor: the cold and warm grep over scripts/floor/tree.c
+#          serving the same shape (index files included) with each file the
+#          mean size of its kind on the novelfs mount and names kept an hour
+#          (as novelfs keeps what it watches), vs the same grep over the
+#          sources; its CPU per page file is the wcpu baseline.
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -103,7 +128,8 @@ export LC_ALL=C
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -132,6 +158,8 @@ while [ $# -gt 0 ]; do
         --bin) BIN_GIVEN=$2; shift 2 ;;
         --transport) TRANSPORTS=$2; shift 2 ;;
         --rtt-calls) RTT_CALLS=$2; shift 2 ;;
+        --wholelib) WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --stat-calls) STAT_CALLS=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -745,27 +773,37 @@ C
 # What a figure costs there, any FUSE server pays on this machine; what
 # novelfs costs above it is its own.
 floor_figures() {
-    if ! cc -O2 -pthread -I"$REPO/scripts/floor" -o "$WORK/floor-tree" "$REPO/scripts/floor/tree.c" \
-        -luring 2> "$WORK/floor-cc.log"; then
-        printf 'note\tfloor: not measured (scripts/floor/tree.c needs cc and liburing-dev: %s)\n' \
-            "$(grep -m1 -i error "$WORK/floor-cc.log")" >> "$RES"
-        return
-    fi
+    floor_build || return 0
     echo "== the floor: a FUSE server that does no work (scripts/floor/tree.c)"
     for t in $TRANSPORTS; do
         in_transport "$t" floor_transport
     done
 }
 
-# floor_mount BOOKS CHAPTERS: the zero-work server at $FMNT; sets FPID.
+# floor_build: compiles the zero-work server once into $WORK/floor-tree;
+# fails with a note when it cannot be built.
+floor_build() {
+    [ ! -x "$WORK/floor-tree" ] || return 0
+    [ ! -e "$WORK/floor-cc.log" ] || return 1
+    if ! cc -O2 -pthread -I"$REPO/scripts/floor" -o "$WORK/floor-tree" "$REPO/scripts/floor/tree.c" \
+        -luring 2> "$WORK/floor-cc.log"; then
+        printf 'note\tfloor: not measured (scripts/floor/tree.c needs cc and liburing-dev: %s)\n' \
+            "$(grep -m1 -i error "$WORK/floor-cc.log")" >> "$RES"
+        return 1
+    fi
+}
+
+# floor_mount BOOKS CHAPTERS [tree.c options...]: the zero-work server at
+# $FMNT; sets FPID.
 floor_mount() {
-    local mode=classic log=$WORK/floor.log
+    local mode=classic log=$WORK/floor.log books=$1 chapters=$2
+    shift 2
     [ "$TRANSPORT" = io_uring ] && mode=uring
     mkdir -p "$FMNT"
     MOUNTED+=("$FMNT")
     : > "$log"
     [ "$mode" = classic ] || uring_on
-    "$WORK/floor-tree" "$FMNT" "$mode" -B "$1" -C "$2" 2>> "$log" &
+    "$WORK/floor-tree" "$FMNT" "$mode" -B "$books" -C "$chapters" "$@" 2>> "$log" &
     FPID=$!
     # Its first request makes it INIT; io_uring queues register after it,
     # and only while the switch is on.
@@ -814,6 +852,138 @@ floor_transport() {
     fi
 }
 
+# Whole-library work: grep -r of everything, novel_books, ripgrep's walk and
+# its probes of missing names, and the daemon's memory meanwhile, with the
+# floor's grep beside them.
+wholelib_figures() {
+    local books=${SCALE_BOOKS:-2000} chapters r wmnt=$WORK/whole-mnt cpu0 cpu1 ticks hwm rss
+    local grep_hwm=0 books_hwm=0 chapter_dir source_file tm te t0 rg_ok=1
+    [ -n "$SCALE_BOOKS" ] || [ -z "$QUICK" ] || books=200
+    chapters=$((books * SCALE_CHAPTERS))
+    ticks=$(getconf CLK_TCK)
+    echo "== whole library: $books books x $SCALE_CHAPTERS chapters"
+    WROOT=$WORK/whole
+    # Made once, for the first transport measured.
+    [ -d "$WROOT/novels" ] || $LIB gen-scale "$WROOT" --books "$books" --chapters "$SCALE_CHAPTERS" --seed "$SEED"
+    command -v rg > /dev/null || rg_ok=0
+    label wgrep "whole library ($chapters chapters): grep -r WORD (found nowhere), cold (fresh mount, sources cached), vs the same grep over the sources"
+    label wgrepwarm "whole library: the same grep again on that mount (warm) vs over the sources"
+    label wcpu "whole library: daemon CPU per page file during the cold grep, novelfs (novelfs column) vs the zero-work server (baseline)"
+    label wbooks "whole library: first cat MNT/novel_books.txt on a fresh mount vs a cat of every source (cached)"
+    label wrg "whole library: warm rg --files MNT vs warm find MNT -type f on the same mount"
+    label wstat "whole library: stat of a missing name in a chapter dir (.gitignore) vs of an existing page, per op"
+    for r in $(seq "$RUNS"); do
+        cat_tree "$WROOT/novels"
+        timed base wgrep grep_nowhere "$WROOT/novels"
+        mount_lib "$WROOT" "$wmnt" --ttl "$TTL"
+        cpu0=$(daemon_cpu "$DPID")
+        timed nfs wgrep grep_nowhere "$wmnt"
+        cpu1=$(daemon_cpu "$DPID")
+        alive "$wmnt"
+        timed nfs wgrepwarm grep_nowhere "$wmnt"
+        timed base wgrepwarm grep_nowhere "$WROOT/novels"
+        alive "$wmnt"
+        read -r hwm rss < <($LIB rss "$DPID")
+        [ "$hwm" -le "$grep_hwm" ] || grep_hwm=$hwm
+        # What the grep read: every listed file (pages and index files), and
+        # the mean size of each kind, which the floor's files take.
+        [ -n "${WHOLE_FILES:-}" ] || whole_shape "$wmnt" "$books"
+        printf 'nfs\twcpu\t%s\t%s\n' "$(awk -v a="$cpu0" -v b="$cpu1" -v t="$ticks" -v n="$WHOLE_FILES" \
+            'BEGIN { printf "%.9f", (b - a) / t / n }')" "$(load1)" >> "$RES"
+        if [ "$rg_ok" = 1 ]; then
+            find "$wmnt" -type f > /dev/null
+            rg --files "$wmnt" > /dev/null
+            timed nfs wrg rg_files "$wmnt"
+            timed base wrg find_files "$wmnt"
+        fi
+        chapter_dir=$(find "$wmnt" -mindepth 2 -maxdepth 2 -type d -print -quit)
+        read -r tm te < <($LIB statloop "$chapter_dir/.gitignore" "$chapter_dir/offset-1.txt" "$STAT_CALLS")
+        printf 'nfs\twstat\t%s\t%s\nbase\twstat\t%s\t%s\n' "$tm" "$(load1)" "$te" "$(load1)" >> "$RES"
+        alive "$wmnt"
+        unmount_fs "$wmnt"
+        cat_tree "$WROOT/novels"
+        timed base wbooks cat_tree "$WROOT/novels"
+        mount_lib "$WROOT" "$wmnt" --ttl "$TTL"
+        timed nfs wbooks cat_books "$wmnt"
+        alive "$wmnt"
+        read -r hwm rss < <($LIB rss "$DPID")
+        [ "$hwm" -le "$books_hwm" ] || books_hwm=$hwm
+        unmount_fs "$wmnt"
+    done
+    [ "$rg_ok" = 1 ] || echo "note	whole library: rg --files not measured (no rg on PATH; apt-get install ripgrep)" >> "$RES"
+    source_file=$(find "$WROOT/novels" -mindepth 2 -maxdepth 2 -type f -print -quit)
+    read -r tm te < <($LIB statloop "$(dirname "$source_file")/.gitignore" "$source_file" "$STAT_CALLS")
+    printf 'note\twhole library: on the sources, a stat of a missing name takes %.1f us, of an existing file %.1f us (load %s)\n' \
+        "$(awk -v x="$tm" 'BEGIN { print x * 1e6 }')" "$(awk -v x="$te" 'BEGIN { print x * 1e6 }')" "$(load1)" >> "$RES"
+    printf 'rss\t%s\t%s\t%s\n' "whole library, default cache 256M, after the cold and warm grep -r" "$grep_hwm" $((256 << 20)) >> "$RES"
+    printf 'rss\t%s\t%s\t%s\n' "whole library, default cache 256M, after novel_books.txt" "$books_hwm" $((256 << 20)) >> "$RES"
+
+    # --cache-size 64M: the same two workloads, once, for the memory.
+    cat_tree "$WROOT/novels"
+    mount_lib "$WROOT" "$wmnt" --ttl "$TTL" --cache-size 64M
+    t0=$EPOCHREALTIME
+    grep_nowhere "$wmnt"
+    echo "note	whole library, --cache-size 64M: the cold grep -r took $(elapsed "$t0" "$EPOCHREALTIME") s (load $(load1))" >> "$RES"
+    alive "$wmnt"
+    read -r hwm rss < <($LIB rss "$DPID")
+    printf 'rss\t%s\t%s\t%s\n' "whole library, --cache-size 64M, after the cold grep -r" "$hwm" $((64 << 20)) >> "$RES"
+    unmount_fs "$wmnt"
+    mount_lib "$WROOT" "$wmnt" --ttl "$TTL" --cache-size 64M
+    t0=$EPOCHREALTIME
+    cat_books "$wmnt"
+    echo "note	whole library, --cache-size 64M: the first novel_books.txt took $(elapsed "$t0" "$EPOCHREALTIME") s (load $(load1))" >> "$RES"
+    alive "$wmnt"
+    read -r hwm rss < <($LIB rss "$DPID")
+    printf 'rss\t%s\t%s\t%s\n' "whole library, --cache-size 64M, after novel_books.txt" "$hwm" $((64 << 20)) >> "$RES"
+    unmount_fs "$wmnt"
+
+    # The floor: the same grep over a server that does no work.
+    floor_build || return 0
+    label flgrep "floor: cold grep -r over a FUSE server doing no work, the same files and bytes, vs the grep over the sources"
+    label flgrepwarm "floor: the same grep again (warm) vs the grep over the sources"
+    FMNT=$WORK/floor-mnt
+    for r in $(seq "$RUNS"); do
+        cat_tree "$WROOT/novels"
+        timed base flgrep grep_nowhere "$WROOT/novels"
+        floor_mount "$books" "$SCALE_CHAPTERS" "${WHOLE_FLOOR_SIZES[@]}" -T 3600
+        cpu0=$(daemon_cpu "$FPID")
+        timed nfs flgrep grep_nowhere "$FMNT"
+        cpu1=$(daemon_cpu "$FPID")
+        timed nfs flgrepwarm grep_nowhere "$FMNT"
+        timed base flgrepwarm grep_nowhere "$WROOT/novels"
+        floor_unmount
+        printf 'base\twcpu\t%s\t%s\n' "$(awk -v a="$cpu0" -v b="$cpu1" -v t="$ticks" -v n="$WHOLE_FLOOR_FILES" \
+            'BEGIN { printf "%.9f", (b - a) / t / n }')" "$(load1)" >> "$RES"
+    done
+}
+
+# grep_nowhere DIR: grep -r for a word found nowhere (it reads every file);
+# fails if the word is found or grep fails.
+grep_nowhere() {
+    local rc=0
+    grep -r -- "$WHOLE_WORD" "$1" > "$WORK/grep.out" || rc=$?
+    [ "$rc" = 1 ] || { echo "bench.sh: grep -r $WHOLE_WORD $1 exited $rc (1: found nowhere)" >&2; exit 1; }
+}
+cat_books() { cat "$1/novel_books.txt" > /dev/null; }
+rg_files() { rg --files "$1" > /dev/null; }
+find_files() { find "$1" -type f > /dev/null; }
+
+# whole_shape MNT BOOKS: sets WHOLE_FILES (the files listed on MNT), and
+# WHOLE_FLOOR_SIZES and WHOLE_FLOOR_FILES (tree.c's size options: the mean
+# size of each kind of file on MNT, and how many files it then serves).
+whole_shape() {
+    local shape pages chapters_index books_index
+    shape=$(find "$1" -type f -printf '%s %f\n' | awk '
+        { n++; k = $2 ~ /^offset-.*\.txt$/ ? "pt" : $2 ~ /^offset-.*\.json$/ ? "pj" : $2; s[k] += $1; c[k]++ }
+        function mean(k) { return c[k] ? int(s[k] / c[k] + 0.5) : 0 }
+        END { printf "%d %d,%d %d,%d %d,%d", n, mean("pt"), mean("pj"), mean("novel_chapters.txt"),
+              mean("novel_chapters.json"), mean("novel_books.txt"), mean("novel_books.json") }')
+    read -r WHOLE_FILES pages chapters_index books_index <<< "$shape"
+    WHOLE_FLOOR_SIZES=(-P "$pages" -I "$chapters_index" -L "$books_index")
+    WHOLE_FLOOR_FILES=$(($2 * (SCALE_CHAPTERS * 2 + 2) + 2))
+    echo "note	whole library: the grep reads $WHOLE_FILES files through novelfs, $WHOLE_FLOOR_FILES through the floor (tree.c ${WHOLE_FLOOR_SIZES[*]})" >> "$RES"
+}
+
 [ "$MAIN_FIGURES" = 0 ] || main_figures
 for t in $TRANSPORTS; do
     [ "$REF_FIGURES" = 0 ] || in_transport "$t" reference_figures
@@ -824,6 +994,9 @@ done
 # With the main or the reference figures (not for --scale-only, --big-only).
 [ "$MAIN_FIGURES$REF_FIGURES" = 00 ] || rtt_figures
 [ "$REF_FIGURES$SCALE" = 00 ] || floor_figures
+for t in $TRANSPORTS; do
+    [ "$WHOLE" = 0 ] || in_transport "$t" wholelib_figures
+done
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 

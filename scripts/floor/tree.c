@@ -1,8 +1,11 @@
-// tree.c - the floor under a cold `find` through FUSE: a server that does no
-// work at all, answering from arithmetic a tree of the scale library's shape
-// (books of chapter directories of two pages). What `find` costs over it is
-// what any FUSE server of that tree costs on this machine; bench.sh runs it
-// beside novelfs. Derived from the fuse-rtt yardstick (fb.c): same two
+// tree.c - the floor under a cold `find` or `grep -r` through FUSE: a server
+// that does no work at all, answering from arithmetic a tree of the scale
+// library's shape (books of chapter directories of two pages, optionally with
+// the index files novelfs lists in the root and in every book). Pages hold
+// filler text (lowercase ASCII lines) of the sizes given, so a `grep -r` over
+// it reads as many bytes in as many files as over novelfs. What a walk costs
+// over it is what any FUSE server of that tree costs on this machine;
+// bench.sh runs it beside novelfs. Derived from the fuse-rtt yardstick (fb.c): same two
 // transports, same options, `-B BOOKS -C CHAPTERS` for the shape.
 // Transport: classic /dev/fuse read()/writev() loop (optionally busy-polling an
 // O_NONBLOCK fd), or FUSE-over-io_uring (one queue per possible CPU, one thread
@@ -16,8 +19,13 @@
 //   -q DEPTH    uring: entries per queue (default 2)
 //   -S US       uring: busy-poll the CQ (io_uring_peek_cqe + io_uring_enter(GETEVENTS=0)) up to US before blocking
 //   -B N, -C N  the tree: N books (default 40) of N chapter directories (default 100)
-// Entries and attributes live 1 s. OPEN and OPENDIR are answered ENOSYS (the
-// kernel then stops sending them, as with novelfs), IOCTL ENOTTY.
+//   -P TXT,JSON sizes in bytes of every offset-1.txt and offset-1.json (default 3000,4000)
+//   -I TXT,JSON list novel_chapters.txt and .json of these sizes in every book (default: none)
+//   -L TXT,JSON list novel_books.txt and .json of these sizes in the root (default: none)
+//   -T S        entries and attributes live S seconds (default 1; novelfs gives 3600 to what
+//               it watches, --ttl to the rest)
+// OPEN and OPENDIR are answered ENOSYS (the kernel then stops sending them, as
+// with novelfs), IOCTL ENOTTY.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -67,12 +75,19 @@ static void pin(int cpu) {
 }
 
 // The tree: BOOKS books of CHAPTERS chapter directories, each holding
-// offset-1.txt and offset-1.json, named as novelfs names them. An inode
-// number says where it is: kind << 40 | book << 20 | chapter << 1 | file.
+// offset-1.txt and offset-1.json, named as novelfs names them; with -I every
+// book lists its novel_chapters.txt and .json after its chapters, with -L the
+// root lists novel_books.txt and .json after the books. An inode number says
+// where it is: kind << 40 | book << 20 | chapter << 1 | file, where file is 0
+// for the .txt and 1 for the .json.
 static int books = 40, chapters = 100;
-enum { ROOT = 1, BOOK = 1, CHAPTER = 2, FILE_KIND = 3 };
-#define TTL_S 1
-#define PAGE_BYTES 3000
+enum { ROOT = 1, BOOK = 1, CHAPTER = 2, FILE_KIND = 3, BOOK_INDEX = 4, ROOT_INDEX = 5 };
+static uint64_t ttl_s = 1;
+// File sizes by kind, [0] the .txt and [1] the .json; an index size of 0
+// leaves those index files out.
+static uint64_t page_bytes[2] = {3000, 4000};
+static uint64_t book_index_bytes[2];
+static uint64_t root_index_bytes[2];
 
 static uint64_t ino_of(int kind, int b, int c, int f) {
     if (kind == 0) return ROOT;
@@ -82,32 +97,61 @@ static int kind_of(uint64_t ino) { return ino == ROOT ? 0 : (int)(ino >> 40); }
 static int book_of(uint64_t ino) { return (int)((ino >> 20) & 0xfffff); }
 static int chapter_of(uint64_t ino) { return (int)((ino >> 1) & 0x7ffff); }
 
+static int is_file(uint64_t ino) { return kind_of(ino) >= FILE_KIND; }
+
+static uint64_t size_of(uint64_t ino) {
+    switch (kind_of(ino)) {
+    case FILE_KIND: return page_bytes[ino & 1];
+    case BOOK_INDEX: return book_index_bytes[ino & 1];
+    case ROOT_INDEX: return root_index_bytes[ino & 1];
+    }
+    return 0;
+}
+
 static void fill_attr(uint64_t ino, struct fuse_attr *a) {
     memset(a, 0, sizeof *a);
     a->ino = ino;
-    if (kind_of(ino) != FILE_KIND) {
+    if (!is_file(ino)) {
         a->mode = S_IFDIR | 0555;
         a->nlink = 2;
     } else {
         a->mode = S_IFREG | 0444;
         a->nlink = 1;
-        a->size = PAGE_BYTES + (ino & 1) * 1000;
+        a->size = size_of(ino);
         a->blocks = (a->size + 511) / 512;
     }
     a->blksize = 4096;
+}
+
+// The bytes of every file: lines of 63 lowercase letters and a newline, the
+// same at the same offset of any file. Copied from at offset % 64, so one
+// read of up to MAX_WRITE bytes is a single memcpy.
+#define FILLER_LINE 64
+static char filler[MAX_WRITE + FILLER_LINE];
+static void make_filler(void) {
+    for (size_t k = 0; k < sizeof filler; k++)
+        filler[k] = k % FILLER_LINE == FILLER_LINE - 1 ? '\n' : 'a' + (char)(k % FILLER_LINE % 26);
 }
 
 // The name of entry i of directory ino and its inode; 0 past the end.
 static uint64_t entry(uint64_t dir, int i, char *name) {
     switch (kind_of(dir)) {
     case 0:
-        if (i >= books) return 0;
-        sprintf(name, "网文%04d", i);
-        return ino_of(BOOK, i, 0, 0);
+        if (i < books) {
+            sprintf(name, "网文%04d", i);
+            return ino_of(BOOK, i, 0, 0);
+        }
+        if (!root_index_bytes[0] || i >= books + 2) return 0;
+        strcpy(name, i > books ? "novel_books.json" : "novel_books.txt");
+        return ino_of(ROOT_INDEX, 0, 0, i - books);
     case BOOK:
-        if (i >= chapters) return 0;
-        sprintf(name, "第%03d章 章名.md", i + 1);
-        return ino_of(CHAPTER, book_of(dir), i, 0);
+        if (i < chapters) {
+            sprintf(name, "第%03d章 章名.md", i + 1);
+            return ino_of(CHAPTER, book_of(dir), i, 0);
+        }
+        if (!book_index_bytes[0] || i >= chapters + 2) return 0;
+        strcpy(name, i > chapters ? "novel_chapters.json" : "novel_chapters.txt");
+        return ino_of(BOOK_INDEX, book_of(dir), 0, i - chapters);
     case CHAPTER:
         if (i >= 2) return 0;
         strcpy(name, i ? "offset-1.json" : "offset-1.txt");
@@ -119,8 +163,8 @@ static uint64_t entry(uint64_t dir, int i, char *name) {
 static void fill_entry(struct fuse_entry_out *o, uint64_t ino) {
     memset(o, 0, sizeof *o);
     o->nodeid = ino;
-    o->entry_valid = TTL_S;
-    o->attr_valid = TTL_S;
+    o->entry_valid = ttl_s;
+    o->attr_valid = ttl_s;
     fill_attr(ino, &o->attr);
 }
 
@@ -164,7 +208,7 @@ static int serve(const struct fuse_in_header *ih, const void *op_in, const void 
     case FUSE_GETATTR: {
         struct fuse_attr_out *o = (void *)out;
         memset(o, 0, sizeof *o);
-        o->attr_valid = TTL_S;
+        o->attr_valid = ttl_s;
         fill_attr(ih->nodeid, &o->attr);
         return sizeof *o;
     }
@@ -174,11 +218,12 @@ static int serve(const struct fuse_in_header *ih, const void *op_in, const void 
         return -ENOSYS;
     case FUSE_READ: {
         const struct fuse_read_in *in = op_in;
-        size_t size = PAGE_BYTES + (ih->nodeid & 1) * 1000;
+        uint64_t size = size_of(ih->nodeid);
         if (in->offset >= size) return 0;
         size_t n = size - in->offset;
         if (n > in->size) n = in->size;
-        memset(out, 'a', n);
+        if (n > MAX_WRITE) n = MAX_WRITE;
+        memcpy(out, filler + in->offset % FILLER_LINE, n);
         return n;
     }
     case FUSE_READDIRPLUS:
@@ -207,7 +252,7 @@ static int serve(const struct fuse_in_header *ih, const void *op_in, const void 
             d->ino = ino;
             d->off = i + 1;
             d->namelen = len;
-            d->type = (kind_of(ino) == FILE_KIND ? S_IFREG : S_IFDIR) >> 12;
+            d->type = (is_file(ino) ? S_IFREG : S_IFDIR) >> 12;
             memcpy(d->name, name, len);
             used += size;
         }
@@ -424,16 +469,24 @@ static void on_usr1(int sig) {
     write(2, line, n);
 }
 
+// "TXT,JSON" into sizes[0] and sizes[1].
+static void sizes(const char *arg, uint64_t *sizes) {
+    char *end;
+    sizes[0] = strtoull(arg, &end, 10);
+    sizes[1] = *end == ',' ? strtoull(end + 1, NULL, 10) : sizes[0];
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: fb MNT classic|uring [-t N] [-c cpu,cpu] [-s us] [-q depth] [-S us]\n");
+        fprintf(stderr, "usage: tree MNT classic|uring [-t N] [-c cpu,cpu] [-s us] [-q depth] [-S us]"
+                         " [-B books] [-C chapters] [-P txt,json] [-I txt,json] [-L txt,json] [-T ttl]\n");
         return 2;
     }
     const char *mnt = argv[1];
     mode_uring = !strcmp(argv[2], "uring");
     int opt;
     optind = 3;
-    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:P:I:L:T:")) != -1) {
         switch (opt) {
         case 't': nthreads = atoi(optarg); break;
         case 'c': {
@@ -446,8 +499,13 @@ int main(int argc, char **argv) {
         case 'S': uspin_us = atoi(optarg); break;
         case 'B': books = atoi(optarg); break;
         case 'C': chapters = atoi(optarg); break;
+        case 'P': sizes(optarg, page_bytes); break;
+        case 'I': sizes(optarg, book_index_bytes); break;
+        case 'L': sizes(optarg, root_index_bytes); break;
+        case 'T': ttl_s = strtoull(optarg, NULL, 10); break;
         }
     }
+    make_filler();
     signal(SIGUSR1, on_usr1);
     fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC | (spin_us ? O_NONBLOCK : 0));
     if (fuse_fd < 0) { perror("open /dev/fuse"); return 1; }

@@ -3,12 +3,14 @@
 use std::process::ExitCode;
 
 use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
+use super::mount_config::mount_config;
 use crate::fs::persist;
 use crate::library::{self, Library, NovelError, ReadArgs};
-use crate::mount::config::MountConfig;
 use crate::mount::{daemon, logging, mountpoint};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
+    // Written as `mount` writes its root: absolute, without `.` or `//`.
+    Library::check_root(&mountpoint::absolute(&args.root))?;
     let library = Library::open(&args.root).map_err(|e| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
         reason: e.to_string(),
@@ -97,7 +99,7 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
 }
 
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
-    let config = match MountConfig::resolve(&cmd) {
+    let config = match mount_config(&cmd) {
         Ok(config) => config,
         Err(msg) => {
             eprintln!("novelfs: {msg}");
@@ -105,19 +107,13 @@ pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
         }
     };
     match logging::sink_for(config.log_file.as_deref(), config.foreground) {
-        Ok((sink, warning)) => {
-            if let Some(warning) = warning {
-                eprintln!("novelfs: {warning}");
-            }
-            logging::init(sink, config.foreground);
-        }
+        Ok(sink) => logging::init(sink),
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             return ExitCode::FAILURE;
         }
     }
-    // SAFETY: the CLI has started no thread.
-    ExitCode::from(unsafe { daemon::run(config) } as u8)
+    ExitCode::from(daemon::run(config) as u8)
 }
 
 pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {

@@ -18,17 +18,15 @@ mod node;
 mod outline;
 mod pages;
 pub mod persist;
-mod prefetch;
 mod resolve;
 mod source;
-mod store_ahead;
 mod switch;
 mod tree;
 
+pub use ahead::{Store, StoreOutcome};
 pub use names::PageName;
 pub(crate) use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
-pub use store_ahead::{Store, StoreOutcome};
 pub use tree::{FsConfig, NovelFs};
 
 pub(crate) use cache::MMAP_THRESHOLD;

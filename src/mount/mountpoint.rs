@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::fusermount::fusermount;
-use super::mountinfo::is_mount_point;
+use super::mountinfo::mount_type;
 use super::process::euid_egid;
 
 /// How a mountpoint looks right now.
@@ -33,25 +33,64 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
     joined.components().collect()
 }
 
+/// Decided from mountinfo and the FUSE connection, not from what `stat`
+/// returns: after a daemon is killed, the kernel may still answer `stat`
+/// of the mountpoint from attributes it holds, while the mount is dead.
 pub(crate) fn mountpoint_state(path: &Path) -> MountpointState {
+    // A mount at the path as given is judged without a stat.
+    let lexical = absolute(path);
+    if let Some(fs_type) = mount_type(&lexical) {
+        return mounted_state(&lexical, &fs_type);
+    }
     match std::fs::metadata(path) {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountpointState::Stale,
         Err(_) => MountpointState::Missing,
         Ok(m) if !m.is_dir() => MountpointState::NotADirectory,
         // The stat above has already been answered, so resolving symlinks and
         // `..` cannot hang; mountinfo holds the resolved path.
-        Ok(_)
-            if is_mount_point(&std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path))) =>
-        {
-            MountpointState::AlreadyMounted
+        Ok(_) => {
+            let resolved = std::fs::canonicalize(path).unwrap_or(lexical);
+            match mount_type(&resolved) {
+                Some(fs_type) => mounted_state(&resolved, &fs_type),
+                None => MountpointState::Ready,
+            }
         }
-        Ok(_) => MountpointState::Ready,
     }
 }
 
-/// Unmounts `path`; `lazy` detaches even while files are open.
+/// A mount of type `fs_type` at `path`: stale when it is FUSE and its
+/// connection is gone.
+fn mounted_state(path: &Path, fs_type: &str) -> MountpointState {
+    let fuse = fs_type == "fuse" || fs_type == "fuseblk" || fs_type.starts_with("fuse.");
+    if fuse && fuse_connection_lost(path) {
+        MountpointState::Stale
+    } else {
+        MountpointState::AlreadyMounted
+    }
+}
+
+/// Whether the FUSE mount at `path` has lost its daemon. The kernel never
+/// caches statfs: it asks the daemon each time and answers ENOTCONN once
+/// the connection is gone (the daemon died, or it was aborted).
+fn fuse_connection_lost(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain data, for which all zeroes is a valid value.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a buffer of the right type.
+    let r = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN)
+}
+
+/// The one mount type `novelfs unmount` takes down. A mount whose daemon
+/// died keeps its type in mountinfo, so a stale novelfs mount is cleared too.
+const NOVELFS_TYPE: &str = "fuse.novelfs";
+
+/// Unmounts the novelfs mount at `path`; `lazy` detaches even while files
+/// are open. Anything else mounted there, or nothing, is refused untouched.
 pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
-    let path = absolute(path);
+    let path = novelfs_mount_at(path)?;
     let c =
         CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
@@ -71,14 +110,44 @@ pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     }
 }
 
+/// The mount point `path` names, when the topmost mount there is novelfs.
+/// The lexical form is looked up first, so the mount of a hung or dead
+/// daemon is never stat'ed; only a path mountinfo lacks is resolved
+/// (through symlinks and `..`).
+fn novelfs_mount_at(path: &Path) -> Result<PathBuf, String> {
+    let lexical = absolute(path);
+    let found = match mount_type(&lexical) {
+        Some(fstype) => Some((lexical.clone(), fstype)),
+        None => std::fs::canonicalize(&lexical)
+            .ok()
+            .and_then(|resolved| mount_type(&resolved).map(|fstype| (resolved, fstype))),
+    };
+    let Some((at, fstype)) = found else {
+        return Err(format!(
+            "{} is not a mount point; nothing was unmounted",
+            lexical.display()
+        ));
+    };
+    if fstype == NOVELFS_TYPE {
+        return Ok(at);
+    }
+    // `-o subtype=NAME` makes a novelfs mount `fuse.NAME`, which this
+    // command cannot tell from another FUSE filesystem.
+    let subtype_hint = if fstype.starts_with("fuse") {
+        " (a novelfs mount made with -o subtype=NAME has the type fuse.NAME: unmount that one with umount or fusermount3 -u)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "{} is a {fstype} mount, not novelfs; nothing was unmounted{subtype_hint}",
+        at.display()
+    ))
+}
+
 /// A user who is not root unmounts through fusermount3, which checks that
 /// the mount is theirs. Its refusals are passed on in its own words, after
-/// the two causes this side can name itself.
+/// the cause this side can name itself.
 fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
-    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if !is_mount_point(path) && !is_mount_point(&resolved) {
-        return Err(format!("{} is not a mount point", path.display()));
-    }
     let (uid, _) = euid_egid();
     let Some(helper) = fusermount() else {
         return Err(format!(

@@ -1,6 +1,6 @@
 //! The threads that talk to the kernel unasked: one tells it what to drop
 //! whenever the library changes on disk, one stores pages into its page
-//! cache ahead of a reader (`crate::fs::store_ahead` decides which).
+//! cache ahead of a reader (`crate::fs::ahead` decides which).
 
 use std::time::Duration;
 
@@ -44,10 +44,11 @@ pub(crate) fn send_store(fs: &NovelFs, notifier: &fuser::Notifier, store: Store)
     let outcome = match notifier.store(INodeNo(store.ino), 0, &store.bytes) {
         Ok(()) => {
             log::debug!(
-                "stored ahead: {} ({} bytes, inode {:#x})",
-                store.path(),
+                "{} ino={:#x} bytes={} path={}",
+                crate::events::STORED,
+                store.ino,
                 store.bytes.len(),
-                store.ino
+                store.path()
             );
             StoreOutcome::Stored
         }

@@ -15,12 +15,14 @@ mod golden_index;
 mod hostile;
 mod indexes;
 mod install;
+#[cfg(feature = "io-uring")]
 mod io_uring;
 mod layout;
 mod library_errors;
 mod logs;
 mod mount_fs;
 mod network_fs;
+mod object_storage;
 mod persist;
 mod properties;
 mod python_reader;

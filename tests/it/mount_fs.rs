@@ -828,3 +828,154 @@ fn a_replaced_novels_directory_is_watched_anew() {
         shows("改", "the old tree's edit ignored");
     }
 }
+
+/// Mounts `fstype` from `source` at `target` with mount(2), for the tests
+/// that need a mount novelfs did not make.
+fn mount2(source: &Path, target: &Path, fstype: &str, flags: libc::c_ulong) {
+    let c = |p: &std::ffi::OsStr| std::ffi::CString::new(p.as_encoded_bytes()).unwrap();
+    let (source, target, fstype) = (
+        c(source.as_os_str()),
+        c(target.as_os_str()),
+        c(fstype.as_ref()),
+    );
+    // SAFETY: NUL-terminated strings that outlive the call; no data.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "mount: {}", std::io::Error::last_os_error());
+}
+
+/// Detaches whatever is mounted at the path on drop, even when a check fails.
+struct Detach(PathBuf);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        while is_mounted(&self.0) {
+            let c = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+                break;
+            }
+        }
+    }
+}
+
+fn novelfs_unmount(path: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
+/// `novelfs unmount` takes down novelfs mounts only: a tmpfs, a bind mount
+/// and a plain directory are refused with exit 1, naming what is there, and
+/// stay as they were.
+#[test]
+fn unmount_refuses_what_novelfs_did_not_mount() {
+    require_fuse!();
+    let dir = tempfile::Builder::new()
+        .prefix("novelfs-unmount")
+        .tempdir()
+        .unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (tmpfs, bind, plain, bound) = (
+        base.join("tmpfs"),
+        base.join("bind"),
+        base.join("plain"),
+        base.join("bound"),
+    );
+    for d in [&tmpfs, &bind, &plain, &bound] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(bound.join("kept"), "x").unwrap();
+    mount2(Path::new("novelfs-test"), &tmpfs, "tmpfs", 0);
+    let _tmpfs = Detach(tmpfs.clone());
+    mount2(&bound, &bind, "", libc::MS_BIND);
+    let _bind = Detach(bind.clone());
+    let bind_type = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == bind.to_str())
+        .and_then(|l| l.split(" - ").nth(1)?.split(' ').next().map(String::from))
+        .unwrap();
+
+    for (path, said) in [
+        (
+            &tmpfs,
+            format!(
+                "novelfs: {} is a tmpfs mount, not novelfs; nothing was unmounted\n",
+                tmpfs.display()
+            ),
+        ),
+        (
+            &bind,
+            format!(
+                "novelfs: {} is a {bind_type} mount, not novelfs; nothing was unmounted\n",
+                bind.display()
+            ),
+        ),
+        (
+            &plain,
+            format!(
+                "novelfs: {} is not a mount point; nothing was unmounted\n",
+                plain.display()
+            ),
+        ),
+    ] {
+        let out = novelfs_unmount(path);
+        assert_eq!(out.status.code(), Some(1), "{}", path.display());
+        assert_eq!(String::from_utf8_lossy(&out.stderr), said);
+        assert!(out.stdout.is_empty());
+    }
+    assert!(is_mounted(&tmpfs), "the tmpfs is still mounted");
+    assert!(is_mounted(&bind), "the bind mount is still mounted");
+    assert!(
+        bind.join("kept").exists(),
+        "the bind mount still shows its files"
+    );
+}
+
+/// A live novelfs mount and a stale one (its daemon killed with SIGKILL)
+/// are both unmounted, also through a path with `.` and a trailing slash.
+#[test]
+fn unmount_clears_a_live_and_a_stale_novelfs_mount() {
+    require_fuse!();
+    let (_g, root) = small_library(&[("第1章 起.md", "a")]);
+    let mut live = strict(&root);
+    let mut stale = strict(&root);
+    let child = stale.child.as_mut().unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    stale.child = None;
+    assert_eq!(
+        errno(&std::fs::metadata(stale.path()).unwrap_err()),
+        libc::ENOTCONN
+    );
+
+    let out = novelfs_unmount(&stale.path().join("./"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!is_mounted(stale.path()));
+
+    let out = novelfs_unmount(live.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the live mount's daemon exits", || {
+        live.child.as_mut().unwrap().try_wait().unwrap()
+    });
+    assert!(!is_mounted(live.path()));
+}

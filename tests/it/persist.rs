@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::common::daemon_log::DaemonLog;
 use crate::common::{Mount, reference_library};
+use novelfs::events::DECODED;
 
 /// Runs `novelfs index ROOT --index-dir DIR`; its stdout.
 fn index(root: &Path, dir: &Path) -> String {
@@ -152,11 +153,7 @@ fn listing_an_indexed_library_decodes_nothing() {
         }
     }
     let end = log.mark(mnt, "zz-sentinel");
-    let decodes: Vec<_> = log.lines_from(0)[..end]
-        .iter()
-        .filter(|l| l.contains(" decode /"))
-        .cloned()
-        .collect();
+    let decodes = log.event_paths(0..end, DECODED);
     assert!(decodes.is_empty(), "{decodes:#?}");
 }
 

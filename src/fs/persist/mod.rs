@@ -27,7 +27,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::cache::Stamp;
 use super::freshness::racy;
 use super::lock;
-use super::outline::{Outline, OutlinePage};
+use super::outline::shape::{Outline, OutlinePage};
 use crate::library::index::ChapterStats;
 use crate::library::{ChapterText, Library};
 

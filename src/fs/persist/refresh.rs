@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::{PersistentIndex, Record, chapter_key, lock, trusted, unix_nanos, write_batch};
 use crate::fs::cache::Stamp;
 use crate::fs::freshness::racy;
-use crate::fs::outline::Outline;
+use crate::fs::outline::shape::Outline;
 use crate::library::Library;
 
 /// Outlines written in one transaction at most, and how long they wait.

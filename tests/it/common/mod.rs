@@ -8,12 +8,13 @@ use serde_json::Value;
 pub mod daemon_log;
 pub mod golden;
 pub mod readers;
+pub mod s3;
 pub mod sshfs;
 pub mod uring;
 
 /// Whether this machine can mount: `/dev/fuse` opens read-write and we are
 /// root (the pure-Rust mount needs no helper then). Otherwise a mount test
-/// says it skipped and why, and passes.
+/// says it skipped and why (see `skip`), and passes.
 pub fn fuse_available() -> bool {
     let why = if std::fs::OpenOptions::new()
         .read(true)
@@ -27,8 +28,19 @@ pub fn fuse_available() -> bool {
     } else {
         return true;
     };
-    eprintln!("SKIPPED (no FUSE here: {why})");
+    skip(&format!("no FUSE here: {why}"));
     false
+}
+
+/// Says a test skips (part of it, or all of it when the caller returns) and
+/// why. Under `CI=true` (set by .ci/run, which installs everything the tests
+/// need) a skip is a failure instead: it panics with the reason, so that a
+/// missing tool cannot make a test pass vacuously there.
+pub fn skip(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("would skip under CI=true: {why}");
+    }
+    eprintln!("SKIPPED ({why})");
 }
 
 /// A mount that asks the daemon about every name (`--ttl 0`) with no
@@ -639,4 +651,23 @@ pub fn follow_log(mount: &mut Mount) -> std::sync::Arc<std::sync::Mutex<Vec<Stri
         }
     });
     lines
+}
+
+/// The first of `names` found on PATH or in the sbin directories (where
+/// root's tools live even when PATH lacks them).
+pub fn find_tool(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+        .collect();
+    names
+        .iter()
+        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// A port on 127.0.0.1 no one listens on now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    l.local_addr().unwrap().port()
 }

@@ -2,31 +2,20 @@
 //! it: a test-owned `sshd` bound to 127.0.0.1 only (its own host key,
 //! config and client key in a temp dir, key login for root) and an sshfs
 //! mount of the library through it. Both are started here and killed and
-//! unmounted on drop. `None` (the test says SKIPPED) where sshd or sshfs
+//! unmounted on drop. `None` (the test skips, see `common::skip`) where sshd or sshfs
 //! cannot be had.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::is_mounted;
+use super::{find_tool, free_port, is_mounted};
 
 pub struct Sshfs {
     dir: tempfile::TempDir,
     sshd: Option<Child>,
     sshfs: Option<Child>,
-}
-
-fn find(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
-        .collect();
-    names
-        .iter()
-        .flat_map(|n| dirs.iter().map(move |d| d.join(n)))
-        .find(|p| p.is_file())
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
@@ -45,22 +34,18 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// A port on 127.0.0.1 no one listens on now.
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    l.local_addr().unwrap().port()
-}
-
 impl Sshfs {
     /// `root` served by a fresh sshd on 127.0.0.1 and mounted with sshfs
-    /// (with `options`, e.g. `dir_cache=no`). Prints SKIPPED and returns
+    /// (with `options`, e.g. `dir_cache=no`). Says the test skips and returns
     /// `None` when sshd, sshfs or ssh-keygen is missing; panics when they
     /// are there but fail.
     pub fn mount(root: &Path, options: &[&str]) -> Option<Sshfs> {
-        let (Some(sshd), Some(sshfs), Some(keygen)) =
-            (find(&["sshd"]), find(&["sshfs"]), find(&["ssh-keygen"]))
-        else {
-            eprintln!("SKIPPED (sshd, sshfs or ssh-keygen is not installed)");
+        let (Some(sshd), Some(sshfs), Some(keygen)) = (
+            find_tool(&["sshd"]),
+            find_tool(&["sshfs"]),
+            find_tool(&["ssh-keygen"]),
+        ) else {
+            super::skip("sshd, sshfs or ssh-keygen is not installed");
             return None;
         };
         let dir = tempfile::Builder::new()

@@ -2,13 +2,13 @@
 //! small enough to stay cached when the texts do not fit, so listing a
 //! chapter or stat-ing a page of its chain needs no decode.
 
-use std::ffi::OsStr;
+pub(crate) mod shape;
+
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::library::index::ChapterStats;
 use crate::library::lookup::BookIndex;
-use crate::library::{ChapterText, Library, NovelError};
+use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
 use super::cache::Stamp;
@@ -17,44 +17,13 @@ use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
 use super::persist::MountIndex;
 use super::source::{ChapterFile, LoadedChapter, Source, VersionKey, version_of};
-use crate::library::PageFormat;
+use shape::{Outline, page_len};
 
 /// Chapters whose source is bigger are never outlined on a guess (ahead of
 /// a walk or of a reader): the outline costs a pass over the whole file,
 /// seconds for hundreds of MB, which a reader who stops before that
 /// chapter never pays back; a typical chapter is a few KiB.
 pub(crate) const GUESS_MAX_BYTES: u64 = 1 << 20;
-
-/// One page of a chapter's reading chain and its sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OutlinePage {
-    pub offset: u64,
-    pub text_bytes: u64,
-    pub json_bytes: u64,
-}
-
-#[derive(Debug)]
-pub(crate) struct Outline {
-    pub pages: Vec<OutlinePage>,
-    /// The chapter's characters and lines, for the index files.
-    pub stats: ChapterStats,
-}
-
-impl Outline {
-    fn size(&self, page: PageName) -> Option<u64> {
-        if page.limit.is_some() {
-            return None;
-        }
-        let i = self
-            .pages
-            .binary_search_by_key(&page.offset, |p| p.offset)
-            .ok()?;
-        Some(match page.format {
-            PageFormat::Text => self.pages[i].text_bytes,
-            PageFormat::Json => self.pages[i].json_bytes,
-        })
-    }
-}
 
 /// A chapter's outline as the source is now, or the error that stops the
 /// chapter from being read (its listing is `ERROR`).
@@ -86,58 +55,6 @@ pub(crate) struct Outlines {
 /// it. `page.offset` must be in range.
 fn size_of_page(source: &Source, c: &ChapterId, page: PageName, text: &ChapterText) -> u64 {
     page_len(source.library(), &c.book, &c.file, page, text)
-}
-
-fn page_len(
-    library: &Library,
-    book: &OsStr,
-    file: &OsStr,
-    page: PageName,
-    text: &ChapterText,
-) -> u64 {
-    library.page_len(
-        book,
-        file,
-        text,
-        page.offset,
-        page.limit_or_default(),
-        page.format,
-    )
-}
-
-impl Outline {
-    /// The outline of the text of `file` in `book`: its reading chain with
-    /// each page's sizes, and its figures.
-    pub(crate) fn compute(
-        library: &Library,
-        book: &OsStr,
-        file: &OsStr,
-        text: &ChapterText,
-    ) -> Outline {
-        let pages = text
-            .chain()
-            .into_iter()
-            .map(|offset| {
-                let size = |format| {
-                    let page = PageName {
-                        offset,
-                        limit: None,
-                        format,
-                    };
-                    page_len(library, book, file, page, text)
-                };
-                OutlinePage {
-                    offset,
-                    text_bytes: size(PageFormat::Text),
-                    json_bytes: size(PageFormat::Json),
-                }
-            })
-            .collect::<Vec<_>>();
-        Outline {
-            pages,
-            stats: ChapterStats::of(text),
-        }
-    }
 }
 
 impl Outlines {

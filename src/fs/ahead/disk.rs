@@ -1,7 +1,8 @@
-//! Read-ahead: asks the disk for the next chapters of a book while one is
-//! decoded. Who reads a chapter (an agent paging through a book, `find`,
-//! `grep -r`) mostly reads the following ones next, and their bytes are
-//! then in the page cache when asked for.
+//! The disk's page cache, filled ahead of a reader: asks the disk for the
+//! next chapters of a book while one is decoded. Who reads a chapter (an
+//! agent paging through a book, `find`, `grep -r`) mostly reads the
+//! following ones next, and their bytes are then in the page cache when
+//! asked for.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -10,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::Sender;
 
+use super::window::Window;
+use crate::fs::lock;
 use crate::library::BookIndex;
-
-use super::lock;
 
 /// How many chapters ahead of the one being loaded are read ahead.
 const READ_AHEAD: usize = 16;
@@ -25,8 +26,8 @@ const REFILL_BELOW: usize = READ_AHEAD / 2;
 pub(crate) struct Prefetcher {
     /// Chapter files for the read-ahead thread.
     queue: Mutex<Sender<Vec<PathBuf>>>,
-    /// Per book, the end of the chapters already queued.
-    queued_to: Mutex<HashMap<OsString, usize>>,
+    /// Per book, the chapters already queued.
+    queued_to: Mutex<HashMap<OsString, Window>>,
 }
 
 impl Prefetcher {
@@ -73,22 +74,20 @@ impl Prefetcher {
         index: &BookIndex,
         i: usize,
     ) -> Range<usize> {
-        let end = (i + 1 + READ_AHEAD).min(index.chapters.len());
-        let start = {
+        let queued = {
             let mut queued = lock(&self.queued_to);
-            let to = match queued.get_mut(book) {
-                Some(to) => to,
-                None => queued.entry(book.to_os_string()).or_insert(0),
+            let window = match queued.get_mut(book) {
+                Some(window) => window,
+                None => queued.entry(book.to_os_string()).or_default(),
             };
-            // A reader that jumped back re-queues from where it is.
-            let start = if *to > end || *to <= i { i + 1 } else { *to };
-            if start - (i + 1) >= REFILL_BELOW {
-                return start..start;
-            }
-            *to = end;
-            start
+            let from = i + 1;
+            let len = index.chapters.len();
+            let Some(chapters) = window.top_up(from, len, READ_AHEAD, REFILL_BELOW) else {
+                return from..from;
+            };
+            window.queued(&chapters);
+            chapters
         };
-        let queued = start.min(end)..end;
         if !queued.is_empty() {
             let batch = index.chapters[queued.clone()]
                 .iter()
@@ -110,7 +109,7 @@ impl Prefetcher {
 
     /// The end of the chapters of `book` queued so far.
     pub(crate) fn queued_to(&self, book: &OsStr) -> Option<usize> {
-        lock(&self.queued_to).get(book).copied()
+        lock(&self.queued_to).get(book).map(Window::end)
     }
 }
 

@@ -5,12 +5,11 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::time::Duration;
 
+use super::super::fixture::{Fixture, fixture};
 use super::*;
-use crate::fs::node::ROOT_INO;
+use crate::fs::ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
+use crate::fs::node::{Attr, ROOT_INO};
 use crate::fs::outline::GUESS_MAX_BYTES;
-use crate::fs::store_ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
-
-use super::tests::{Fixture, fixture};
 
 /// `n` numbered lines of `width` characters.
 fn lines(n: usize, tag: &str) -> String {

@@ -4,8 +4,13 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+use super::super::fixture as one_book;
 use super::*;
+use crate::fs::freshness::{self, Change, Invalidation};
 use crate::fs::node::ROOT_INO;
+use crate::fs::source::stamp_of;
+use crate::fs::tree::FsConfig;
+use crate::library::{Library, NovelError};
 
 struct Lib {
     dir: tempfile::TempDir,
@@ -283,8 +288,11 @@ fn each_index_follows_its_own_tools_switch() {
     let json = walk(fs, &["novel_books.json"]).unwrap();
     assert_eq!(
         read_all(fs, json.ino),
-        read_all(fs, off.ino),
-        "both hold the error"
+        format!(
+            "{{\n  \"error\": {}\n}}\n",
+            serde_json::to_string(read_all(fs, off.ino).trim_end()).unwrap()
+        ),
+        "the JSON holds the text's error line"
     );
     assert!(
         walk(fs, &["书", "novel_chapters.json"]).is_ok(),
@@ -302,8 +310,11 @@ fn each_index_follows_its_own_tools_switch() {
     let json = walk(fs, &["书", "novel_chapters.json"]).unwrap();
     assert_eq!(
         read_all(fs, json.ino),
-        read_all(fs, off.ino),
-        "both hold the error"
+        format!(
+            "{{\n  \"error\": {}\n}}\n",
+            serde_json::to_string(read_all(fs, off.ino).trim_end()).unwrap()
+        ),
+        "the JSON holds the text's error line"
     );
     let on = walk(fs, &["novel_books.json"]).unwrap();
     assert!(
@@ -316,4 +327,34 @@ fn each_index_follows_its_own_tools_switch() {
     assert_eq!(names, ["ERROR"]);
     assert_eq!(walk(fs, &["novel_books.txt"]), Err(libc::EACCES));
     assert_eq!(fs.read(on.ino, 0, 10), Err(libc::EACCES));
+}
+
+#[test]
+fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
+    let f = one_book::fixture(&[("第1章 起.md", "甲\n乙")]);
+    let path = f.book_dir.join("第1章 起.md");
+    let index = || {
+        let file = one_book::walk(&f.fs, "书/novel_chapters.txt").unwrap();
+        one_book::text_of(&f.fs, file.ino)
+    };
+    for attempt in 0..5 {
+        // As many bytes, other characters: 甲 is three bytes.
+        let (old, new) = if attempt % 2 == 0 {
+            ("甲\n乙", "abc\n乙")
+        } else {
+            ("abc\n乙", "甲\n乙")
+        };
+        one_book::whole_second_stamps();
+        one_book::rewrite(&path, old);
+        let stamp = stamp_of(&path).unwrap();
+        one_book::clock_at(&f, freshness::racy::changed(&stamp));
+        let before = index();
+        one_book::rewrite(&path, new);
+        if stamp_of(&path) != Some(stamp) {
+            continue; // Not within one second: again.
+        }
+        assert_ne!(index(), before, "the index of the bytes read before");
+        return;
+    }
+    panic!("no two edits within one second in 5 attempts");
 }

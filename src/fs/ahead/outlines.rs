@@ -1,9 +1,9 @@
-//! Outlines ahead of a walk: when a book or one of its chapter directories
-//! is listed, the outlines of the next few chapters in listing order are
-//! computed on a thread of their own, so that the listings of those
-//! chapter directories, which `find`, `ls -R` and agents walking the tree
-//! ask for next, are answered from memory instead of decoding on the
-//! request thread.
+//! The outlines' cache, filled ahead of a walk: when a book or one of its
+//! chapter directories is listed, the outlines of the next few chapters in
+//! listing order are computed on a thread of their own, so that the
+//! listings of those chapter directories, which `find`, `ls -R` and agents
+//! walking the tree ask for next, are answered from memory instead of
+//! decoding on the request thread.
 //!
 //! What is done ahead is bounded by the walk, not by the library: at most
 //! `WINDOW` chapters past the last chapter directory listed (or past the
@@ -19,20 +19,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
+use super::window::Window;
+use crate::fs::lock;
+use crate::fs::node::{ChapterRef, chapter_ref};
+use crate::fs::outline::{GUESS_MAX_BYTES, Outlines};
+use crate::fs::source::Source;
 use crate::library::lookup::BookIndex;
-
-use super::lock;
-use super::node::{ChapterRef, chapter_ref};
-use super::outline::{GUESS_MAX_BYTES, Outlines};
-use super::source::Source;
 
 /// Chapters outlined ahead of the last one listed: a walk lists a chapter
 /// directory every 100-200 µs, a small chapter takes 20-40 µs to outline,
 /// so a few are enough to stay ahead of it.
 pub(crate) const WINDOW: usize = 16;
 
-/// The least a walk's window is refilled by (its end excepted).
-const REFILL: usize = WINDOW / 2;
+/// The window is topped up when at most half of it is ahead of the walk:
+/// by half a window at least (the book's end excepted), one wake-up of the
+/// thread per half window, not per chapter directory listed.
+const TOP_UP_BELOW: usize = WINDOW / 2 + 1;
 
 /// Batches waiting for the thread (a batch is one window at most; the
 /// allowance bounds the chapters they hold).
@@ -50,12 +52,12 @@ struct Shared {
     stopped: AtomicBool,
 }
 
-/// How far the walk in one book was queued: chapters before `end` (in the
-/// order of `index`) are queued or listed.
+/// How far the walk in one book was queued: the chapters of `window` (in
+/// the order of `index`) are queued or listed.
 struct Cursor {
     book: Arc<OsStr>,
     index: Arc<BookIndex>,
-    end: usize,
+    window: Window,
 }
 
 pub(crate) struct Outliner {
@@ -130,35 +132,30 @@ impl Outliner {
         let Some(queue) = &self.queue else {
             return 0;
         };
-        let end = (from + WINDOW).min(index.chapters.len());
         let batch: Vec<ChapterRef> = {
             let mut cursor = lock(&self.cursor);
-            let (start, walking) = match &*cursor {
-                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => {
-                    (c.end.max(from), true)
-                }
-                _ => (from, false),
+            let mut window = match &*cursor {
+                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => c.window,
+                _ => Window::default(),
             };
-            // A walk refills its window by halves: one wake-up of the
-            // thread per half window, not per chapter directory listed.
-            let refill = if walking && end < index.chapters.len() {
-                REFILL
-            } else {
-                1
+            let len = index.chapters.len();
+            let Some(chapters) = window.top_up(from, len, WINDOW, TOP_UP_BELOW) else {
+                return 0;
             };
-            if start + refill > end {
+            if chapters.is_empty() {
                 return 0;
             }
             let pending = self.shared.pending.load(Ordering::Relaxed);
-            if (pending + end - start).saturating_mul(OUTLINE_GUESS) > self.allowance {
+            if (pending + chapters.len()).saturating_mul(OUTLINE_GUESS) > self.allowance {
                 return 0;
             }
+            window.queued(&chapters);
             *cursor = Some(Cursor {
                 book: book.clone(),
                 index: index.clone(),
-                end,
+                window,
             });
-            index.chapters[start..end]
+            index.chapters[chapters]
                 .iter()
                 .filter(|c| !crate::library::index::is_chapters_file(&c.os_name))
                 .map(|c| chapter_ref(book, &c.os_name))
@@ -177,7 +174,7 @@ impl Outliner {
                 if let Some(c) = &mut *lock(&self.cursor)
                     && Arc::ptr_eq(&c.index, index)
                 {
-                    c.end = c.end.min(from);
+                    c.window.dropped(from);
                 }
                 0
             }

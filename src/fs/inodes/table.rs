@@ -1,27 +1,20 @@
-//! The inode table: which number the kernel was given for which node.
-//! Numbers are never reused; an entry goes when the kernel forgets its
-//! last lookup.
-//!
-//! Pages are most of what the kernel holds (two or more per chapter), so
-//! they have no entry of their own: the pages of one version of a chapter
-//! share one `PageBlock`, and a page's number is the block's number with
-//! the page's offset and format in its low bits. At 200,000 chapters the
-//! two maps of one entry per page took about 150 MiB; a block costs about
-//! a fifth of that.
+//! The table: which number the kernel was given for which node, the
+//! lookups it holds on each and the attributes last reported, behind the
+//! lock every request takes (`InodeTable`).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
-
-use hashbrown::HashTable;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use super::cache::Charge;
-use super::lock;
-use super::names::PageName;
-use super::node::{Attr, ChapterRef, Node, ROOT_INO, Result};
-use crate::library::PageFormat;
+use super::blocks::{PageBlock, UNKNOWN_SIZE, block_key};
+use super::hash::{FxMap, fx_hash};
+use super::index::Index;
+use super::numbering::{MAX_BLOCK, page_ino, page_of_slot, page_slot, split_page_ino};
+use super::slab::Slab;
+use crate::fs::cache::Charge;
+use crate::fs::lock;
+use crate::fs::node::{Attr, ChapterRef, Node, ROOT_INO, Result};
 
 /// The size and mtime last reported for an inode, kept for a version that
 /// is gone from disk but may still be open.
@@ -29,233 +22,6 @@ use crate::library::PageFormat;
 pub(crate) struct LastAttr {
     pub size: u64,
     pub mtime: SystemTime,
-}
-
-/// FxHash (rustc's) with murmur3's finalizer: the keys are the daemon's own nodes and numbers, not
-/// chosen by an attacker who could aim at collisions, and SipHash over
-/// every node was 5% of a cold listing.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher {
-    hash: u64,
-}
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    /// With a final mix: a product's low bits depend only on the low bits
-    /// of what went in, and the table picks buckets by the low bits.
-    #[inline]
-    fn finish(&self) -> u64 {
-        let h = self.hash ^ (self.hash >> 33);
-        let h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^ (h >> 33)
-    }
-}
-
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// Page numbers: this bit set, the block in the 26 bits below it, and
-/// `offset << 1 | format` in the 26 bits below those. Every number stays
-/// under 2^53, so that a reader whose numbers are doubles (JavaScript's
-/// `fs.stat`, as agents' tools use) tells every inode apart. Own entries
-/// count up from 2 and never get near it.
-const PAGE_BIT: u64 = 1 << 52;
-const SLOT_BITS: u32 = 26;
-const MAX_BLOCK: u64 = (1 << 26) - 1;
-const MAX_PAGED_OFFSET: u64 = (1 << (SLOT_BITS - 1)) - 1;
-
-fn page_ino(block: u64, slot: u32) -> u64 {
-    PAGE_BIT | (block << SLOT_BITS) | u64::from(slot)
-}
-
-/// The low bits of a page's number, for a page that has a derived number
-/// (the listed spelling: no limit, and an offset that fits).
-fn page_slot(page: &PageName) -> Option<u32> {
-    if page.limit.is_some() || page.offset > MAX_PAGED_OFFSET {
-        return None;
-    }
-    let format = match page.format {
-        PageFormat::Text => 0,
-        PageFormat::Json => 1,
-    };
-    Some(((page.offset as u32) << 1) | format)
-}
-
-fn page_of_slot(slot: u32) -> PageName {
-    PageName {
-        offset: u64::from(slot >> 1),
-        limit: None,
-        format: if slot & 1 == 0 {
-            PageFormat::Text
-        } else {
-            PageFormat::Json
-        },
-    }
-}
-
-/// What a page number stands for: (block, low bits).
-fn split_page_ino(ino: u64) -> Option<(u32, u32)> {
-    (ino & PAGE_BIT != 0 && ino < PAGE_BIT << 1).then_some((
-        ((ino & !PAGE_BIT) >> SLOT_BITS) as u32,
-        (ino & ((1 << SLOT_BITS) - 1)) as u32,
-    ))
-}
-
-/// Values under increasing ids that are never reused, in chunks: no hash
-/// table and no spare capacity per value, and a chunk whose values all
-/// went is freed (each is its own mapping: the memory goes back at once).
-struct Slab<T> {
-    chunks: Vec<Option<Chunk<T>>>,
-    next: u64,
-    live_chunks: usize,
-}
-
-struct Chunk<T> {
-    slots: Box<[Option<T>]>,
-    used: u32,
-}
-
-const CHUNK: u64 = 1024;
-
-impl<T> Slab<T> {
-    fn new(first: u64) -> Slab<T> {
-        Slab {
-            chunks: Vec::new(),
-            next: first,
-            live_chunks: 0,
-        }
-    }
-
-    fn push(&mut self, value: T) -> u64 {
-        let id = self.next;
-        self.next += 1;
-        let c = (id / CHUNK) as usize;
-        if self.chunks.len() <= c {
-            self.chunks.resize_with(c + 1, || None);
-        }
-        if self.chunks[c].is_none() {
-            self.live_chunks += 1;
-        }
-        let chunk = self.chunks[c].get_or_insert_with(|| Chunk {
-            slots: (0..CHUNK).map(|_| None).collect(),
-            used: 0,
-        });
-        chunk.slots[(id % CHUNK) as usize] = Some(value);
-        chunk.used += 1;
-        id
-    }
-
-    fn get(&self, id: u64) -> Option<&T> {
-        let chunk = self.chunks.get((id / CHUNK) as usize)?.as_ref()?;
-        chunk.slots[(id % CHUNK) as usize].as_ref()
-    }
-
-    fn get_mut(&mut self, id: u64) -> Option<&mut T> {
-        let chunk = self.chunks.get_mut((id / CHUNK) as usize)?.as_mut()?;
-        chunk.slots[(id % CHUNK) as usize].as_mut()
-    }
-
-    fn remove(&mut self, id: u64) -> Option<T> {
-        let c = (id / CHUNK) as usize;
-        let chunk = self.chunks.get_mut(c)?.as_mut()?;
-        let value = chunk.slots[(id % CHUNK) as usize].take()?;
-        chunk.used -= 1;
-        // A chunk that will get no new ids and holds nothing goes.
-        if chunk.used == 0 && (c as u64 + 1) * CHUNK <= self.next {
-            self.chunks[c] = None;
-            self.live_chunks -= 1;
-        }
-        Some(value)
-    }
-
-    /// What the chunks take.
-    fn bytes(&self) -> usize {
-        self.live_chunks * (CHUNK as usize) * std::mem::size_of::<Option<T>>()
-            + self.chunks.capacity() * std::mem::size_of::<Option<Chunk<T>>>()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
-        self.chunks
-            .iter()
-            .enumerate()
-            .filter_map(|(c, chunk)| Some((c, chunk.as_ref()?)))
-            .flat_map(|(c, chunk)| {
-                chunk
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .filter_map(move |(i, v)| Some((c as u64 * CHUNK + i as u64, v.as_ref()?)))
-            })
-    }
-}
-
-fn fx_hash(value: &impl Hash) -> u64 {
-    let mut h = FxHasher::default();
-    value.hash(&mut h);
-    h.finish()
-}
-
-/// A hash index of a slab's ids by a key each value holds: the key is
-/// stored once, in the slab (a map from key to id stored every node twice).
-struct Index {
-    ids: HashTable<u64>,
-}
-
-impl Index {
-    fn new() -> Index {
-        Index {
-            ids: HashTable::new(),
-        }
-    }
-
-    /// What the table takes: a number and a control byte per bucket, at
-    /// most 7/8 of them used.
-    fn bytes(&self) -> usize {
-        (self.ids.capacity() * 8 / 7) * 9
-    }
-
-    /// Shrinks the table once it is mostly empty (after many FORGETs).
-    fn shrink(&mut self, rehash: impl Fn(&u64) -> u64) {
-        if self.ids.capacity() > 4096 && self.ids.len() < self.ids.capacity() / 4 {
-            self.ids.shrink_to(self.ids.len() * 2, rehash);
-        }
-    }
 }
 
 /// What a node holds on the heap on its own (the names it owns; a
@@ -278,73 +44,6 @@ struct Entry {
     node: Node,
     /// Lookups the kernel holds (entries returned by lookup and readdirplus).
     lookups: u64,
-}
-
-/// The pages of one version of a chapter that the kernel was given: 64
-/// bytes, with no allocation of its own for the usual one or two pages.
-struct PageBlock {
-    chapter: ChapterRef,
-    version: u64,
-    /// The mtime reported with the pages (nanoseconds from the epoch).
-    mtime_nanos: i64,
-    /// Lookups the kernel holds on all these pages together: the block goes
-    /// when it forgot the last of them (saturated: it stays).
-    lookups: u32,
-    /// Each page given, by its low bits, with its last reported size
-    /// (`UNKNOWN_SIZE`: none reported, or too big to keep here): the first
-    /// two inline, any further ones in `more`.
-    first: [(u32, u32); 2],
-    first_len: u8,
-    more: Box<[(u32, u32)]>,
-}
-
-impl PageBlock {
-    fn pages(&self) -> impl Iterator<Item = &(u32, u32)> {
-        self.first[..usize::from(self.first_len)]
-            .iter()
-            .chain(self.more.iter())
-    }
-
-    fn page_mut(&mut self, slot: u32) -> Option<&mut u32> {
-        self.first[..usize::from(self.first_len)]
-            .iter_mut()
-            .chain(self.more.iter_mut())
-            .find(|(s, _)| *s == slot)
-            .map(|(_, size)| size)
-    }
-
-    fn add_page(&mut self, slot: u32, size: u32) {
-        if usize::from(self.first_len) < self.first.len() {
-            self.first[usize::from(self.first_len)] = (slot, size);
-            self.first_len += 1;
-        } else {
-            let mut more = std::mem::take(&mut self.more).into_vec();
-            more.push((slot, size));
-            self.more = more.into_boxed_slice();
-        }
-    }
-
-    fn mtime(&self) -> SystemTime {
-        let since = Duration::from_nanos(self.mtime_nanos.unsigned_abs());
-        if self.mtime_nanos >= 0 {
-            SystemTime::UNIX_EPOCH + since
-        } else {
-            SystemTime::UNIX_EPOCH - since
-        }
-    }
-
-    fn set_mtime(&mut self, mtime: SystemTime) {
-        self.mtime_nanos = match mtime.duration_since(SystemTime::UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-            Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
-        };
-    }
-}
-
-const UNKNOWN_SIZE: u32 = u32::MAX;
-
-fn block_key(chapter: &ChapterRef, version: u64) -> u64 {
-    fx_hash(&(&**chapter, version))
 }
 
 struct Table {
@@ -484,7 +183,7 @@ impl Table {
         let block = match found {
             Some(b) => b,
             None => {
-                if blocks.next > MAX_BLOCK {
+                if blocks.next_id() > MAX_BLOCK {
                     return None;
                 }
                 let b = blocks.push(PageBlock {
@@ -753,6 +452,7 @@ impl InodeTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::names::PageName;
     use crate::fs::node::{Kind, chapter_ref};
     use std::ffi::OsStr;
     use std::sync::Arc;
@@ -899,11 +599,11 @@ mod tests {
         );
         let t = lock(&table.table);
         assert_eq!(
-            t.entries.chunks.iter().flatten().count(),
+            t.entries.chunks_held(),
             2,
             "only the root's chunk and the one that will hold the next numbers"
         );
-        assert_eq!(t.blocks.chunks.iter().flatten().count(), 1);
+        assert_eq!(t.blocks.chunks_held(), 1);
         assert!(t.by_node.ids.capacity() < grown, "the index shrank");
         drop(t);
         assert_eq!(table.node(ROOT_INO), Ok(Node::Root));

@@ -1,0 +1,105 @@
+//! Which readers are followed: the page each read last (one per book and
+//! format), moved on by its READs and by its listings of the chapters its
+//! plan reaches.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::StoreAhead;
+use super::plan::Reader;
+use crate::fs::lock;
+use crate::fs::names::PageName;
+use crate::fs::node::ChapterRef;
+
+/// Reader positions followed at once, one per book and format, the most
+/// recent first: `grep -r` reads both formats, a few agents a few books.
+const READERS: usize = 4;
+
+impl StoreAhead {
+    /// A READ of `page` (of `version`) reached the daemon: its reader is
+    /// there now.
+    pub(crate) fn read(&self, chapter: &ChapterRef, page: PageName, version: u64) {
+        // A page with a limit is off the reading chain: it says nothing of
+        // where a reader of the chain is.
+        if page.limit.is_some() {
+            return;
+        }
+        let mut reader = Reader {
+            chapter: chapter.clone(),
+            offset: page.offset,
+            format: page.format,
+            version,
+            plan: None,
+        };
+        let mut state = lock(&self.state);
+        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
+        if let Some(i) = state.readers.iter().position(same) {
+            let was = state.readers.remove(i).expect("found");
+            if was.at(&reader) {
+                state.readers.insert(i, was);
+                return;
+            }
+            // Further on in its plan: what the plan knows serves at once.
+            if let Some(plan) = &was.plan
+                && let Some((ahead, planned)) = plan.find(chapter)
+                && planned == version
+            {
+                reader.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
+            }
+        }
+        state.readers.push_front(reader);
+        state.readers.truncate(READERS);
+        state.events += 1;
+        self.any_reader.store(true, Ordering::Relaxed);
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// Whether a listing may concern a reader (cheap: no lock).
+    pub(crate) fn following(&self) -> bool {
+        self.any_reader.load(Ordering::Relaxed)
+    }
+
+    /// The chapter directory `chapter` is being listed. If it is one of the
+    /// chapters ahead of a reader, its pages become storable once the
+    /// kernel has the reply, and the reader is taken to be there: a reader
+    /// lists the chapter it reads next, and its reads there may all be
+    /// served from stored pages (no READ would move it on).
+    pub(crate) fn listed(&self, chapter: &ChapterRef) {
+        let mut state = lock(&self.state);
+        let mut moved = false;
+        for r in state.readers.iter_mut() {
+            if *r.book() != *chapter.book {
+                continue;
+            }
+            let Some(plan) = &r.plan else {
+                // Not planned yet: the plan will see what is held by then.
+                moved = true;
+                continue;
+            };
+            let Some((ahead, version)) = plan.find(chapter) else {
+                continue;
+            };
+            moved = true;
+            // Its own chapter: still there, with more pages held now.
+            if ahead == 0 {
+                continue;
+            }
+            // What the plan already knows of the chapters it reaches serves
+            // without looking at the disk again.
+            let shifted = Some(Arc::new(plan.shifted(ahead, 0)));
+            *r = Reader {
+                chapter: chapter.clone(),
+                offset: 0,
+                format: r.format,
+                version,
+                plan: shifted,
+            };
+        }
+        if moved {
+            state.events += 1;
+            drop(state);
+            self.wake.notify_one();
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The inode table: which number the kernel was given for which node.
+//! Numbers are never reused; an entry goes when the kernel forgets its
+//! last lookup.
+//!
+//! Pages are most of what the kernel holds (two or more per chapter), so
+//! they have no entry of their own: the pages of one version of a chapter
+//! share one `PageBlock`, and a page's number is the block's number with
+//! the page's offset and format in its low bits. At 200,000 chapters the
+//! two maps of one entry per page took about 150 MiB; a block costs about
+//! a fifth of that.
+//!
+//! `table` holds the entries and the numbers; `numbering` packs page
+//! numbers, `blocks` holds the pages of a block, `slab` and `index` store
+//! and find entries and blocks, `hash` hashes their keys.
+
+mod blocks;
+mod hash;
+mod index;
+mod numbering;
+mod slab;
+mod table;
+
+pub(crate) use table::InodeTable;
