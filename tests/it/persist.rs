@@ -231,3 +231,56 @@ fn an_index_killed_mid_build_is_used_or_rebuilt() {
     let again = index(lib.path(), dir.path());
     assert!(again.contains(" 0 removed"), "{again}");
 }
+
+#[test]
+fn two_mounts_and_an_index_at_once_all_serve_the_same_bytes() {
+    require_fuse!();
+    let lib = small_library(40);
+    settle();
+    let dir = tempfile::tempdir().unwrap();
+    let state = lib.path().join("no-state.json");
+    let state = state.to_str().unwrap();
+    let indexed = || {
+        Mount::new(
+            lib.path(),
+            &[
+                "--state-file",
+                state,
+                "--index-dir",
+                dir.path().to_str().unwrap(),
+            ],
+        )
+    };
+    let (first, second) = (indexed(), indexed());
+    let without = Mount::new(lib.path(), &["--state-file", state]);
+    let expected = tree(without.path());
+    // Both mounts record what they read while `novelfs index` writes the
+    // same file: one writer at a time, each waiting its turn.
+    let building = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("index")
+        .arg(lib.path())
+        .arg("--index-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let walks = std::thread::scope(|s| {
+        let walks = [&first, &second].map(|m| s.spawn(|| tree(m.path())));
+        walks.map(|w| w.join().unwrap())
+    });
+    let built = building.wait_with_output().unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    for walk in walks {
+        assert_eq!(walk, expected);
+    }
+    // Fresh mounts of what the three wrote serve the same bytes again.
+    drop((first, second));
+    let (first, second) = (indexed(), indexed());
+    assert_eq!(tree(first.path()), expected);
+    assert_eq!(tree(second.path()), expected);
+}
