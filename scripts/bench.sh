@@ -708,7 +708,7 @@ in_transport() {
     awk -F'\t' -v OFS='\t' -v from="$from" -v t="$t" '
         NR > from && ($1 == "label" || $1 == "nfs" || $1 == "base") { $2 = $2 "@" t }
         NR > from && $1 == "label" { $3 = "[" t "] " $3 }
-        NR > from && ($1 == "limit" || $1 == "rss" || $1 == "note") { $2 = "[" t "] " $2 }
+        NR > from && ($1 == "limit" || $1 == "rss" || $1 == "size" || $1 == "note") { $2 = "[" t "] " $2 }
         { print }' "$RES" > "$RES.tmp"
     mv "$RES.tmp" "$RES"
 }
