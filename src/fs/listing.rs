@@ -2,7 +2,6 @@
 //! continued by the READDIRs that follow it, and what the previous opendir
 //! of each directory listed.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,7 +48,7 @@ pub(crate) struct Listings {
     next: AtomicU32,
     /// Per directory inode, a digest of what its previous opendir listed,
     /// and whether its stamp was settled then (see `freshness::racy`).
-    last_listed: Mutex<HashMap<u64, (u64, bool)>>,
+    last_listed: Mutex<hashbrown::HashMap<u64, (u64, bool)>>,
 }
 
 impl Listings {
@@ -57,7 +56,7 @@ impl Listings {
         Listings {
             taken: Mutex::new(Lru::new(budget)),
             next: AtomicU32::new(1),
-            last_listed: Mutex::new(HashMap::new()),
+            last_listed: Mutex::new(hashbrown::HashMap::new()),
         }
     }
 

@@ -495,8 +495,11 @@ impl NovelFs {
     /// `Listings::continue_or_take`).
     pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
         self.follow_listing(ino);
-        self.listings
-            .continue_or_take(ino, offset, || self.list(ino))
+        let listing = self
+            .listings
+            .continue_or_take(ino, offset, || self.list(ino));
+        self.heap_trim.evicted();
+        listing
     }
 
     /// The inode of a listed entry, for readdir (the kernel keeps no
@@ -570,6 +573,7 @@ impl NovelFs {
         self.check_switch(&node)?;
         let bytes = self.content(&node)?;
         self.follow_read(ino, &node);
+        self.heap_trim.evicted();
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
         Ok(bytes[start..end].to_vec())

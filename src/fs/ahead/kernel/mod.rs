@@ -27,7 +27,7 @@ mod plan;
 mod readers;
 mod worker;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -99,7 +99,7 @@ struct State {
     /// Inodes the kernel was given the bytes of (stored or read), or that
     /// were given up on, while it holds them (see `given`): at most what
     /// the kernel holds.
-    given: HashSet<u64>,
+    given: hashbrown::HashSet<u64>,
 }
 
 pub(crate) struct StoreAhead {
