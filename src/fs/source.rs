@@ -345,7 +345,7 @@ impl Source {
         let stamp = Stamp::of(&meta);
         let cached = lock(&self.books).get(book).filter(|c| c.stamp == stamp);
         if let Some(cached) = &cached
-            && self.freshness.settled(&stamp, cached.checked)
+            && self.freshness.trusted(&stamp, cached.checked)
         {
             return Ok(BookVersion {
                 version: cached.version,

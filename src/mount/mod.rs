@@ -11,7 +11,7 @@ pub(crate) mod daemon;
 mod fuse;
 pub mod fusermount;
 pub(crate) mod logging;
-mod mountinfo;
+pub(crate) mod mountinfo;
 pub(crate) mod mountpoint;
 mod offload;
 mod options;

@@ -127,10 +127,7 @@ pub(crate) fn serve(
 fn freshness_of(fs: &NovelFs) -> String {
     match fs.unwatched() {
         None => "watched: changes are pushed to the kernel as they happen".into(),
-        Some(why) => format!(
-            "unwatched ({why}): changes show within the TTL of {} s",
-            fs.ttl().as_secs_f64()
-        ),
+        Some(why) => format!("unwatched ({why}): {}", fs.freshness_rule()),
     }
 }
 

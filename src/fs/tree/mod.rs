@@ -234,6 +234,12 @@ impl NovelFs {
         self.freshness.unwatched()
     }
 
+    /// The rule by which unwatched directories are trusted, and the delay
+    /// that follows from it (for the log).
+    pub(crate) fn freshness_rule(&self) -> String {
+        self.freshness.rule()
+    }
+
     /// The configured TTL (what unwatched names get).
     pub fn ttl(&self) -> Duration {
         self.freshness.ttl()
@@ -477,7 +483,7 @@ impl NovelFs {
             Node::Chapter { chapter } => chapter::listing_digest(self, chapter)?,
             _ => return None,
         };
-        Some((digest, self.freshness.settled(&stamp, now)))
+        Some((digest, self.freshness.listing_settled(&stamp, now)))
     }
 
     /// The listing a READDIR of `ino` at `offset` continues (see

@@ -64,9 +64,16 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
     let library = fs.library();
     // `novels/` gone or unreadable: the root stays, with an ERROR saying
     // why, and lists the books again once they can be.
+    let novels = library.novels_dir();
+    let stamp = stamp_of(&novels);
+    let at = fs.freshness.now();
     let names = match library.book_names() {
         Ok(names) => {
             fs.gave_up.back(&library.display_dir(None));
+            if let Some(stamp) = stamp {
+                fs.freshness
+                    .books_listed(&novels, stamp, digest(&names), at);
+            }
             names
         }
         Err(_) => match library.unreadable_dir(None) {
