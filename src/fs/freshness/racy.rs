@@ -89,7 +89,7 @@ pub(crate) enum Rule {
 /// where `dir`'s own times are 0 or before (s3fs: -1), else they move.
 pub(crate) fn rule_of(dir: &Path) -> Rule {
     let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if let Some(fstype) = crate::mount::mountinfo::fstype_containing(&canonical)
+    if let Some(fstype) = crate::mount::mountinfo::fs_type_containing(&canonical)
         && OBJECT_STORAGE.contains(&fstype.as_str())
     {
         return Rule::TimesStill(format!("{} is on {fstype}", dir.display()));
