@@ -130,6 +130,13 @@ pub(crate) fn chapters_version(book: u64, chapters: impl Iterator<Item = Option<
     h.finish()
 }
 
+/// The version of an index that fails with `error`.
+fn error_version(error: &NovelError) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ("error", error.error_line()).hash(&mut h);
+    h.finish()
+}
+
 fn off_version(tool: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ("off", tool).hash(&mut h);
@@ -187,7 +194,22 @@ impl IndexFiles {
             let mtime = dir_mtime(&source.library().book_dir(book));
             return Ok(Rendered::failed(version, &error, mtime));
         }
-        let look = BookLook::take(source, book)?;
+        let look = match BookLook::take(source, book) {
+            Ok(look) => look,
+            // A book (or library) that cannot be listed: its index holds
+            // the error its `ERROR` file holds, never nothing.
+            Err(errno) => {
+                let library = source.library();
+                let error = library
+                    .unreadable_dir(None)
+                    .or_else(|| library.unreadable_dir(Some(book)))
+                    .ok_or(errno)?;
+                let mtime = dir_mtime(&library.book_dir(book));
+                let rendered = Rendered::failed(error_version(&error), &error, mtime);
+                self.keep(Key::Book(book.clone()), &rendered);
+                return Ok(rendered);
+            }
+        };
         if let Some(hit) = self.cached_book(book, look.version()) {
             return Ok(hit);
         }
@@ -261,6 +283,15 @@ impl IndexFiles {
             return Ok(Rendered::failed(version, &error, dir_mtime(&novels)));
         }
         let mut names: Vec<OsString> = library.counted_books();
+        // No books: `novels/` may be gone or unreadable (a dead network
+        // filesystem), which is an error, not an empty library.
+        if names.is_empty()
+            && let Some(error) = library.unreadable_dir(None)
+        {
+            let rendered = Rendered::failed(error_version(&error), &error, dir_mtime(&novels));
+            self.keep(Key::Library, &rendered);
+            return Ok(rendered);
+        }
         names.sort();
         let novels_stamp = stamp_of(&novels);
         let mut looks: Vec<(Arc<OsStr>, BookLook)> = names

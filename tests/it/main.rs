@@ -26,4 +26,5 @@ mod object_storage;
 mod properties;
 mod python_reader;
 mod soak;
+mod source_down;
 mod store_ahead;

@@ -366,10 +366,22 @@ impl NovelFs {
         }
     }
 
+    /// `errno` as the kernel gets it: a name not found while `novels/`
+    /// itself cannot be listed (a network filesystem gone, a server that
+    /// died) is EIO, never ENOENT: the library is not known to lack it.
+    fn unless_source_dead(&self, errno: libc::c_int) -> libc::c_int {
+        if errno == libc::ENOENT && self.library().unreadable_dir(None).is_some() {
+            libc::EIO
+        } else {
+            errno
+        }
+    }
+
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
         self.attr_of(ino, &node)
+            .map_err(|e| self.unless_source_dead(e))
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
@@ -381,10 +393,10 @@ impl NovelFs {
             };
         }
         let found = match parent {
-            Node::Root => root::lookup(self, name)?,
-            Node::Book { book } => book::lookup(self, book, name)?,
-            Node::Chapter { chapter } => chapter::lookup(self, chapter, name)?,
-            Node::Ambiguous { book, name: alias } => ambiguous::lookup(self, book, alias, name)?,
+            Node::Root => root::lookup(self, name),
+            Node::Book { book } => book::lookup(self, book, name),
+            Node::Chapter { chapter } => chapter::lookup(self, chapter, name),
+            Node::Ambiguous { book, name: alias } => ambiguous::lookup(self, book, alias, name),
             Node::RootError
             | Node::BookError { .. }
             | Node::AmbiguousError { .. }
@@ -395,6 +407,7 @@ impl NovelFs {
             | Node::BooksIndex { .. }
             | Node::ChaptersIndex { .. } => return Err(libc::ENOTDIR),
         };
+        let found = found.map_err(|e| self.unless_source_dead(e))?;
         Ok(self.intern(found))
     }
 
@@ -492,6 +505,7 @@ impl NovelFs {
         self.follow_listing(ino);
         self.listings
             .continue_or_take(ino, offset, || self.list(ino))
+            .map_err(|e| self.unless_source_dead(e))
     }
 
     /// The inode of a listed entry, for readdir (the kernel keeps no
@@ -563,7 +577,9 @@ impl NovelFs {
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let bytes = self.content(&node)?;
+        let bytes = self
+            .content(&node)
+            .map_err(|e| self.unless_source_dead(e))?;
         self.follow_read(ino, &node);
         let start = (offset.min(bytes.len() as u64)) as usize;
         let end = start.saturating_add(size as usize).min(bytes.len());
