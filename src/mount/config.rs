@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::access::Access;
 use super::mountpoint::absolute;
-use super::options::{parse_options, parse_size, parse_ttl};
+use super::options::{parse_options, parse_size, parse_source_timeout, parse_ttl};
 use super::transport::IoUring;
 use crate::cli::MountCmd;
 use crate::fs::FsConfig;
@@ -47,10 +47,17 @@ pub(crate) struct MountConfig {
     /// foreground, else syslog.
     pub(crate) log_file: Option<PathBuf>,
     pub(crate) io_uring: IoUring,
+    /// How long a request may wait for the library's filesystem.
+    pub(crate) source_timeout: Duration,
 }
 
 /// The default TTL of what is not watched, in seconds.
 const DEFAULT_TTL: f64 = 1.0;
+
+/// How long a request waits for the library's filesystem by default, in
+/// seconds: longer than any local read, short enough that a hung server
+/// is an error to an agent, not a hang.
+const DEFAULT_SOURCE_TIMEOUT: f64 = 5.0;
 
 impl MountConfig {
     /// A flag wins over the same setting in `-o`.
@@ -59,6 +66,10 @@ impl MountConfig {
         let ttl = match &args.ttl {
             Some(t) => parse_ttl(t)?,
             None => options.ttl.unwrap_or(DEFAULT_TTL),
+        };
+        let source_timeout = match &args.source_timeout {
+            Some(t) => parse_source_timeout(t)?,
+            None => options.source_timeout.unwrap_or(DEFAULT_SOURCE_TIMEOUT),
         };
         let root = absolute(&args.root);
         let access = Access::from_options(options.allow_other, options.allow_root);
@@ -94,6 +105,7 @@ impl MountConfig {
                 Some(v) => IoUring::parse(v)?,
                 None => options.io_uring.unwrap_or_default(),
             },
+            source_timeout: Duration::from_secs_f64(source_timeout),
             root,
         })
     }
@@ -110,6 +122,7 @@ mod tests {
             foreground: false,
             options: vec![options.to_string()],
             ttl: None,
+            source_timeout: None,
             state_file: None,
             path_root: None,
             cache_size: "256MiB".into(),
@@ -139,6 +152,20 @@ mod tests {
 
     #[test]
     fn flags_win_over_options_and_defaults_fill_the_rest() {
+        let c = MountConfig::resolve(&args("source_timeout=2.5")).unwrap();
+        assert_eq!(c.source_timeout, Duration::from_millis(2500));
+        let mut a = args("source_timeout=2");
+        a.source_timeout = Some("7".into());
+        assert_eq!(
+            MountConfig::resolve(&a).unwrap().source_timeout,
+            Duration::from_secs(7),
+            "the flag wins"
+        );
+        assert_eq!(
+            MountConfig::resolve(&args("")).unwrap().source_timeout,
+            Duration::from_secs(5)
+        );
+        assert!(MountConfig::resolve(&args("source_timeout=0")).is_err());
         let c = MountConfig::resolve(&args("ttl=5,path_root=/library")).unwrap();
         assert_eq!(c.tree.ttl, Duration::from_secs(5));
         assert_eq!(c.path_root.as_deref(), Some("/library"));

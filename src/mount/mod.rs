@@ -8,6 +8,7 @@ mod access;
 mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
+mod deadline;
 mod fuse;
 pub mod fusermount;
 pub(crate) mod logging;

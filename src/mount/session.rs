@@ -56,7 +56,8 @@ pub(crate) fn serve(
     }
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
-        .with_workers(config.threads.max(1));
+        .with_workers(config.threads.max(1))
+        .with_source_timeout(config.source_timeout);
     let listing_notifier = adapter.notifier_slot();
     let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,
