@@ -12,6 +12,13 @@ use crate::mount::mountpoint::absolute;
 use crate::mount::options::{parse_options, parse_size, parse_source_timeout, parse_ttl};
 use crate::mount::transport::IoUring;
 
+/// The type of the mount the library's `novels/` lies on (`None` when it
+/// cannot be told).
+fn source_fs_type(root: &std::path::Path) -> Option<String> {
+    let novels = std::fs::canonicalize(root.join("novels")).ok()?;
+    crate::mount::mountinfo::fs_type_containing(&novels)
+}
+
 /// The mount's configuration from `novelfs mount`'s arguments: a flag wins
 /// over the same setting in `-o`, defaults fill the rest.
 pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
@@ -45,6 +52,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
                 .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
             watch: !(args.no_watch || options.no_watch),
+            source_fs_type: source_fs_type(&root),
         },
         access,
         auto_unmount: options.auto_unmount,

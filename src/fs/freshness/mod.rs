@@ -53,8 +53,14 @@ pub(crate) struct Freshness {
 }
 
 impl Freshness {
-    /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0.
-    pub(crate) fn new(novels_dir: &Path, ttl: Duration, watch: bool) -> Freshness {
+    /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0;
+    /// `fs_type` is the type of the mount it lies on, when known.
+    pub(crate) fn new(
+        novels_dir: &Path,
+        ttl: Duration,
+        watch: bool,
+        fs_type: Option<&str>,
+    ) -> Freshness {
         let watched = if !watch {
             Err("--no-watch".to_string())
         } else if ttl.is_zero() {
@@ -66,7 +72,7 @@ impl Freshness {
             Ok(w) => (Some(w), None),
             Err(why) => (None, Some(why)),
         };
-        let (granularity, network, still) = match racy::rule_of(novels_dir) {
+        let (granularity, network, still) = match racy::rule_of(novels_dir, fs_type) {
             racy::Rule::TimesMove {
                 granularity,
                 network,
@@ -247,8 +253,13 @@ mod tests {
     #[test]
     fn still_times_are_trusted_for_one_ttl() {
         let dir = tempfile::tempdir().unwrap();
-        let f = Freshness::new(dir.path(), Duration::from_secs(1), false);
+        let f = Freshness::new(dir.path(), Duration::from_secs(1), false, None);
         assert!(f.times_still().is_none(), "a local directory: times move");
+        let s3 = Freshness::new(dir.path(), Duration::from_secs(1), false, Some("fuse.s3fs"));
+        assert!(
+            s3.times_still()
+                .is_some_and(|why| why.contains("fuse.s3fs"))
+        );
         let checked = at(&f, 1000);
         assert!(f.trusted(&stamp(-1), checked), "within the TTL");
         at(&f, 1001);
@@ -263,7 +274,7 @@ mod tests {
     #[test]
     fn names_that_change_under_a_settled_stamp_show_times_stay_still() {
         let dir = tempfile::tempdir().unwrap();
-        let f = Freshness::new(dir.path(), Duration::from_secs(1), false);
+        let f = Freshness::new(dir.path(), Duration::from_secs(1), false, None);
         let s = stamp(100);
         f.books_listed(dir.path(), s, 1, at(&f, 200));
         f.books_listed(dir.path(), s, 1, at(&f, 300));

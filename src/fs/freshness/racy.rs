@@ -85,12 +85,12 @@ pub(crate) enum Rule {
     TimesStill(String),
 }
 
-/// The rule for the library in `dir`: times still on object storage and
-/// where `dir`'s own times are 0 or before (s3fs: -1), else they move.
-pub(crate) fn rule_of(dir: &Path) -> Rule {
-    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if let Some(fstype) = crate::mount::mountinfo::fs_type_containing(&canonical)
-        && OBJECT_STORAGE.contains(&fstype.as_str())
+/// The rule for the library in `dir`, on a mount of type `fs_type`: times
+/// still on object storage and where `dir`'s own times are 0 or before
+/// (s3fs: -1), else they move.
+pub(crate) fn rule_of(dir: &Path, fs_type: Option<&str>) -> Rule {
+    if let Some(fstype) = fs_type
+        && OBJECT_STORAGE.contains(&fstype)
     {
         return Rule::TimesStill(format!("{} is on {fstype}", dir.display()));
     }
@@ -431,13 +431,13 @@ mod tests {
         assert!(times_still(&stamp(0, 0)));
         assert!(!times_still(&stamp(100, 0)));
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(rule_of(dir.path()), Rule::TimesMove { .. }));
+        assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
         let epoch = std::fs::File::open(dir.path()).unwrap();
         epoch
             .set_modified(UNIX_EPOCH)
             .expect("a directory's mtime can be set");
         // Its ctime moved with the mtime: only both at 0 stay still.
-        assert!(matches!(rule_of(dir.path()), Rule::TimesMove { .. }));
+        assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub struct FsConfig {
     /// Watch the library for changes (inotify) so that the kernel may
     /// cache for long; only with a non-zero `ttl`.
     pub watch: bool,
+    /// The type of the mount `novels/` lies on (`fuse.s3fs`, …, from
+    /// mountinfo): object storage there has directory times that never
+    /// move (see `freshness::racy::Rule`).
+    pub source_fs_type: Option<String>,
 }
 
 impl Default for FsConfig {
@@ -74,6 +78,7 @@ impl Default for FsConfig {
             state_file: None,
             cache_bytes: 256 << 20,
             watch: true,
+            source_fs_type: None,
         }
     }
 }
@@ -181,6 +186,7 @@ impl NovelFs {
             &library.novels_dir(),
             config.ttl,
             config.watch,
+            config.source_fs_type.as_deref(),
         ));
         let inodes = InodeTable::default();
         let source = Arc::new(Source::new(
