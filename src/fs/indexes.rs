@@ -282,7 +282,18 @@ impl IndexFiles {
             let version = off_version(BOOKS_TOOL);
             return Ok(Rendered::failed(version, &error, dir_mtime(&novels)));
         }
-        let mut names: Vec<OsString> = library.counted_books();
+        // The books the root lists (one listing for every view), less
+        // those the original does not count.
+        let mut names: Vec<OsString> = source
+            .book_names()
+            .map(|names| {
+                names
+                    .iter()
+                    .filter(|n| index::counted_as_book(n))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         // No books: `novels/` may be gone or unreadable (a dead network
         // filesystem), which is an error, not an empty library.
         if names.is_empty()
