@@ -9,6 +9,11 @@
 //! the stuck request keeps its own thread until the call returns, then
 //! finds its reply taken and drops what it made.
 //!
+//! Only a request waiting on the filesystem is failed: one that is
+//! computing (a big chapter decoding), or waiting for another request of
+//! this daemon (a lock, a load in flight), gets another timeout instead
+//! (`busy_here`).
+//!
 //! Requests past their deadline and still running mean the source is not
 //! answering: logged once, until the last of them ends (logged again).
 //! Meanwhile requests run on spare threads only, never on the threads that
@@ -16,7 +21,7 @@
 //! taken fails at once (see `fuse::FuseAdapter::serve`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -24,7 +29,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Expiry = Box<dyn FnOnce() + Send>;
+/// Run at a deadline, with the timer's lock held: the next key of a
+/// request that is busy here, `None` once it is answered.
+type Expiry = Box<dyn FnMut() -> Option<(Instant, u64)> + Send>;
 
 struct Timer {
     /// What to do at each deadline, by (deadline, request number).
@@ -48,7 +55,11 @@ pub(crate) struct Deadlines {
 /// A reply that either its request or its deadline gives.
 pub(crate) struct Armed<R> {
     slot: Arc<Mutex<Option<R>>>,
-    key: (Instant, u64),
+    /// Where the deadline is in the timer's map (it moves when the
+    /// request is found busy here).
+    key: Arc<Mutex<(Instant, u64)>>,
+    /// The thread running the request (0 while it waits to run).
+    tid: Arc<AtomicI32>,
     timer: Arc<Timer>,
 }
 
@@ -57,13 +68,38 @@ impl<R> Armed<R> {
     pub(crate) fn take(&self) -> Option<R> {
         lock(&self.slot).take()
     }
+
+    /// The request starts running on this thread.
+    pub(crate) fn running_here(&self) {
+        // SAFETY: gettid has no inputs and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        self.tid.store(tid, Ordering::Release);
+    }
+}
+
+/// Whether thread `tid` of this process is computing or waiting for
+/// another thread of it (a futex), not for a filesystem: what its
+/// current system call is (`/proc/self/task/TID/syscall`).
+fn busy_here(tid: i32) -> bool {
+    if tid == 0 {
+        return false;
+    }
+    let Ok(call) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return false;
+    };
+    let first = call.split_whitespace().next().unwrap_or("");
+    first == "running" || first.parse::<libc::c_long>() == Ok(libc::SYS_futex)
 }
 
 impl<R> Drop for Armed<R> {
     /// The request ended: its deadline is dropped, or, if it passed, the
     /// request no longer counts as stuck.
     fn drop(&mut self) {
-        if lock(&self.timer.pending).remove(&self.key).is_none() {
+        // The key moves only under the timer's lock.
+        let mut pending = lock(&self.timer.pending);
+        let key = *lock(&self.key);
+        if pending.remove(&key).is_none() {
+            drop(pending);
             let before = self.timer.overdue.fetch_sub(1, Ordering::AcqRel);
             if before == 1 {
                 log::warn!("{} answers again", self.timer.source);
@@ -110,8 +146,18 @@ impl Deadlines {
             self.timer.next.fetch_add(1, Ordering::Relaxed),
         );
         let expiring = slot.clone();
+        let tid = Arc::new(AtomicI32::new(0));
+        let running = tid.clone();
         let timer = self.timer.clone();
+        let mut fallback = Some(fallback);
+        let key_slot = Arc::new(Mutex::new(key));
+        let moving = key_slot.clone();
         let expiry: Expiry = Box::new(move || {
+            if busy_here(running.load(Ordering::Acquire)) {
+                let mut key = lock(&moving);
+                key.0 = Instant::now() + timer.timeout;
+                return Some(*key);
+            }
             if timer.overdue.fetch_add(1, Ordering::AcqRel) == 0 {
                 log::warn!(
                     "{} stopped answering within {:.1} s: requests that need it get EIO until it answers",
@@ -119,9 +165,12 @@ impl Deadlines {
                     bound.as_secs_f64()
                 );
             }
-            if let Some(reply) = lock(&expiring).take() {
+            if let Some(reply) = lock(&expiring).take()
+                && let Some(fallback) = fallback.take()
+            {
                 fallback(reply);
             }
+            None
         });
         let mut pending = lock(&self.timer.pending);
         let first = pending.keys().next().is_none_or(|k| key < *k);
@@ -132,7 +181,8 @@ impl Deadlines {
         }
         Armed {
             slot,
-            key,
+            key: key_slot,
+            tid,
             timer: self.timer.clone(),
         }
     }
@@ -157,16 +207,21 @@ fn run(timer: std::sync::Weak<Timer>) {
         let Some(t) = timer.upgrade() else { return };
         let mut pending = lock(&t.pending);
         let now = Instant::now();
-        let mut due = Vec::new();
+        // Under the lock: a request that ends meanwhile finds its deadline
+        // either still pending or already run.
+        let mut ran = false;
         while let Some(entry) = pending.first_entry() {
             if entry.key().0 > now {
                 break;
             }
-            due.push(entry.remove());
+            let mut expiry = entry.remove();
+            if let Some(next) = expiry() {
+                pending.insert(next, expiry);
+            }
+            ran = true;
         }
-        if !due.is_empty() {
+        if ran {
             drop(pending);
-            due.into_iter().for_each(|expiry| expiry());
             continue;
         }
         // At most a second at a time, so that the thread sees the mount go.
@@ -206,6 +261,41 @@ mod tests {
         drop(slow);
         assert!(!d.source_stuck(), "the request ended");
         assert!(got.try_recv().is_err(), "the quick one was never failed");
+    }
+
+    #[test]
+    fn a_request_that_computes_gets_more_time_and_one_that_sleeps_does_not() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(100));
+        let (sent, got) = mpsc::channel();
+        let computing = {
+            let sent = sent.clone();
+            let armed = d.arm("computing", None, move |r| sent.send(r).unwrap());
+            std::thread::spawn(move || {
+                armed.running_here();
+                let start = Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(400) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                armed.take()
+            })
+        };
+        assert_eq!(computing.join().unwrap(), Some("computing"), "not failed");
+        assert!(!d.source_stuck());
+        let sleeping = {
+            let armed = d.arm("sleeping", None, move |r| sent.send(r).unwrap());
+            std::thread::spawn(move || {
+                armed.running_here();
+                std::thread::sleep(Duration::from_millis(400));
+                armed.take()
+            })
+        };
+        assert_eq!(
+            got.recv_timeout(Duration::from_secs(5)).unwrap(),
+            "sleeping"
+        );
+        assert_eq!(sleeping.join().unwrap(), None);
+        assert!(!d.source_stuck(), "ended");
     }
 
     #[test]

@@ -116,7 +116,10 @@ impl FuseAdapter {
             }
             return;
         }
-        self.offload.serve(self, !stuck, move |a| job(a, &armed));
+        self.offload.serve(self, !stuck, move |a| {
+            armed.running_here();
+            job(a, &armed)
+        });
     }
 
     /// The root's attributes as last given (the epoch before any).
