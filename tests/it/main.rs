@@ -23,6 +23,7 @@ mod logs;
 mod mount_fs;
 mod network_fs;
 mod object_storage;
+mod persist;
 mod properties;
 mod python_reader;
 mod soak;

@@ -48,6 +48,7 @@ use super::names::ERROR_FILE;
 use super::node::{Attr, Kind, Node, Result};
 use super::outline::Outlines;
 use super::pages::Pages;
+use super::persist::MountIndex;
 use super::source::Source;
 use super::switch::Switch;
 
@@ -69,6 +70,8 @@ pub struct FsConfig {
     /// mountinfo): object storage there has directory times that never
     /// move (see `freshness::racy::Rule`).
     pub source_fs_type: Option<String>,
+    /// Where the persistent index of chapter outlines lives; `None`: none.
+    pub index_dir: Option<PathBuf>,
 }
 
 impl Default for FsConfig {
@@ -79,6 +82,7 @@ impl Default for FsConfig {
             cache_bytes: 256 << 20,
             watch: true,
             source_fs_type: None,
+            index_dir: None,
         }
     }
 }
@@ -188,6 +192,13 @@ impl NovelFs {
             config.watch,
             config.source_fs_type.as_deref(),
         ));
+        // SQLite's page cache is a quarter of the outlines' share.
+        let stored_cache = budget.outlines / 4;
+        let stored = config
+            .index_dir
+            .as_deref()
+            .and_then(|dir| MountIndex::open(dir, &library, stored_cache));
+        let outlines_budget = budget.outlines - stored.as_ref().map_or(0, |_| stored_cache);
         let inodes = InodeTable::default();
         let source = Arc::new(Source::new(
             library,
@@ -196,7 +207,7 @@ impl NovelFs {
             budget.indexes,
             inodes.bytes(),
         ));
-        let outlines = Arc::new(Outlines::new(budget.outlines));
+        let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
         NovelFs {
             outliner: Outliner::start(source.clone(), outlines.clone(), budget.outlines),
             source,
