@@ -8,9 +8,15 @@ use crate::common::daemon_log::DaemonLog;
 use crate::common::eventually;
 use novelfs::events::DECODED;
 
+/// The file's text, checked against the `st_size` of the same open file:
+/// an inode's bytes never change, while the name may stand for a newer
+/// inode by the time a second look at the path is taken.
 fn read(p: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(p).ok()?;
-    let size = std::fs::metadata(p).ok()?.len();
+    use std::io::Read;
+    let mut file = std::fs::File::open(p).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
     assert_eq!(text.len() as u64, size, "st_size of {}", p.display());
     Some(text)
 }
