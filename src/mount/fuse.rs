@@ -20,7 +20,7 @@ use fuser::{
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
-use crate::fs::{Attr, Errno, Kind, NovelFs};
+use crate::fs::{Attr, Entry, Errno, Kind, NovelFs};
 
 /// Cloned into the requests that run on a spare thread (see `offload`).
 #[derive(Clone)]
@@ -72,6 +72,18 @@ impl FuseAdapter {
     /// worker free for the others (see `offload`).
     fn serve(&self, job: impl FnOnce(&FuseAdapter) + Send + 'static) {
         self.offload.serve(self, job);
+    }
+
+    /// The attributes sent with a negative entry (the kernel reads only
+    /// its node id, 0).
+    fn missing_attr(&self) -> FileAttr {
+        self.attr(&Attr {
+            ino: 0,
+            kind: Kind::File,
+            size: 0,
+            mtime: std::time::UNIX_EPOCH,
+            ttl: std::time::Duration::ZERO,
+        })
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
@@ -153,10 +165,13 @@ impl FuseAdapter {
     fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = guarded(
             || format!("lookup {:?} in {}", name, self.fs.describe(parent.0)),
-            || self.fs.lookup(parent.0, name),
+            || self.fs.lookup_entry(parent.0, name),
         );
         match r {
-            Ok(a) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Found(a)) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Missing(ttl)) if ttl.is_zero() => reply.error(fuser::Errno::ENOENT),
+            // Node id 0: the kernel keeps a negative entry for `ttl`.
+            Ok(Entry::Missing(ttl)) => reply.entry(&ttl, &self.missing_attr(), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
