@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the reference cases through the CLI and through
-# a real FUSE mount, property tests. Needs /dev/fuse and root for the mount tests.
+# a real FUSE mount, property tests, and the vendored fuser's own unit tests
+# (with its io_uring transport). Needs /dev/fuse and root for the mount tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --all-targets -- --nocapture 2>&1
+cargo test -p fuser --all-targets --features io-uring 2>&1

@@ -37,7 +37,7 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "NOVELFS_ROOT",
-                "The library root of read and chapters when --root is not given (else the current directory).",
+                "The library root of read, chapters and books when --root is not given (else the current directory).",
             ),
             (
                 "DSH_NOVEL_WRITER_STATE",
@@ -47,6 +47,11 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
                 "HOME",
                 "Without both, the state file is $HOME/.dsh/dsh-novel-writer/state.json; without HOME either, the tool is on. \
                  A mount started by mount(8) or systemd often has no HOME: give --state-file or set DSH_NOVEL_WRITER_STATE there.",
+            ),
+            (
+                "XDG_STATE_HOME",
+                "A daemonized mount without --log-file and without syslog (/dev/log) logs to $XDG_STATE_HOME/novelfs/novelfs.log, \
+                 else to $HOME/.local/state/novelfs/novelfs.log; the mounted line in the log names the file.",
             ),
             (
                 "RUST_LOG",
@@ -136,7 +141,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct LibraryArgs {
     /// The library root (the directory holding novels/).
-    #[arg(long, env = "NOVELFS_ROOT", default_value = ".")]
+    #[arg(long, env = "NOVELFS_ROOT", default_value = ".", value_name = "ROOT")]
     pub root: PathBuf,
     /// The root to write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library, where a sandbox sees the library).
@@ -155,10 +160,10 @@ pub struct ReadCmd {
     /// Chapter: number, file name (extension optional) or a piece of the title.
     pub chapter: String,
     /// First line to show (1-based).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub offset: Option<String>,
     /// Lines to show, at most 400.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
     pub limit: Option<String>,
     /// Print the JSON form instead of the text page.
     #[arg(long)]
@@ -208,7 +213,7 @@ pub struct MountCmd {
     /// Worker threads reading requests (more mostly add context switches on
     /// a small machine). One always stays free: requests that would wait
     /// behind slow ones (a big chapter loading) go to spare threads.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_name = "N")]
     pub threads: usize,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
@@ -219,8 +224,11 @@ pub struct MountCmd {
     #[arg(long)]
     pub no_watch: bool,
     /// Where a mount logs (appended): what it mounted and how, what it
-    /// cannot serve, its unmount. Without it, a daemonized mount logs to
-    /// syslog (journald) and -f to stderr. Same as -o log_file=FILE.
+    /// cannot serve, its unmount. Without it, -f logs to stderr and a
+    /// daemonized mount to syslog (journalctl -t novelfs), or, without
+    /// syslog, to $XDG_STATE_HOME/novelfs/novelfs.log (else
+    /// ~/.local/state/novelfs/novelfs.log). The mounted line in the log
+    /// ends with where it goes (log: …). Same as -o log_file=FILE.
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// How the kernel's requests reach the daemon: auto (FUSE over io_uring

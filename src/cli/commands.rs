@@ -8,6 +8,8 @@ use crate::mount::config::MountConfig;
 use crate::mount::{daemon, logging, mountpoint};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
+    // Written as `mount` writes its root: absolute, without `.` or `//`.
+    Library::check_root(&mountpoint::absolute(&args.root))?;
     let library = Library::open(&args.root).map_err(|e| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
         reason: e.to_string(),
@@ -104,19 +106,13 @@ pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
         }
     };
     match logging::sink_for(config.log_file.as_deref(), config.foreground) {
-        Ok((sink, warning)) => {
-            if let Some(warning) = warning {
-                eprintln!("novelfs: {warning}");
-            }
-            logging::init(sink, config.foreground);
-        }
+        Ok(sink) => logging::init(sink),
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             return ExitCode::FAILURE;
         }
     }
-    // SAFETY: the CLI has started no thread.
-    ExitCode::from(unsafe { daemon::run(config) } as u8)
+    ExitCode::from(daemon::run(config) as u8)
 }
 
 pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {

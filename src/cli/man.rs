@@ -26,6 +26,48 @@ fn roff_text(s: &str) -> String {
     }
 }
 
+/// One subcommand's synopsis line: every option with the name of its value
+/// (`[-o OPTIONS]`, `[--ttl SECONDS]`), which clap_mangen's synopsis leaves
+/// out, then the positional arguments.
+fn synopsis(sub: &clap::Command) -> String {
+    let mut line = format!("\\fBnovelfs {}\\fR", sub.get_name());
+    let shown = || sub.get_arguments().filter(|a| !a.is_hide_set());
+    for arg in shown().filter(|a| !a.is_positional()) {
+        let names: Vec<String> = arg
+            .get_short()
+            .map(|c| format!("-{c}"))
+            .into_iter()
+            .chain(arg.get_long().map(|l| format!("--{l}")))
+            .map(|n| format!("\\fB{}\\fR", roff_text(&n)))
+            .collect();
+        let value = value_name(arg)
+            .map(|v| format!(" \\fI{}\\fR", roff_text(&v)))
+            .unwrap_or_default();
+        line += &format!(" [{}{value}]", names.join("|"));
+    }
+    for arg in shown().filter(|a| a.is_positional()) {
+        let name = value_name(arg).unwrap_or_else(|| arg.get_id().to_string().to_uppercase());
+        line += &format!(" \\fI{}\\fR", roff_text(&name));
+    }
+    line + "\n"
+}
+
+/// The name of the value an argument takes, as `--help` writes it; `None`
+/// for a flag.
+fn value_name(arg: &clap::Arg) -> Option<String> {
+    if !arg.get_action().takes_values() {
+        return None;
+    }
+    Some(match arg.get_value_names() {
+        Some(names) => names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => arg.get_id().to_string().to_uppercase(),
+    })
+}
+
 /// novelfs(1): every subcommand with its options on one page (as sshfs(1)
 /// has), then the notes.
 pub(crate) fn man_page() -> String {
@@ -45,9 +87,7 @@ pub(crate) fn man_page() -> String {
         .cloned()
         .collect();
     for sub in &subs {
-        let sub_man =
-            clap_mangen::Man::new(sub.clone().bin_name(format!("novelfs {}", sub.get_name())));
-        page += &section_body(|w| sub_man.render_synopsis_section(w));
+        page += &synopsis(sub);
         page += ".br\n";
     }
     page += "\\fBnovelfs\\fR \\fIROOT\\fR \\fIMOUNTPOINT\\fR [\\fB\\-o\\fR \\fIOPTIONS\\fR] (ROOT an existing directory: the same as \\fBnovelfs mount\\fR)\n";

@@ -30,7 +30,8 @@ use crate::library::PageFormat as Format;
 
 /// What an index file holds in one version: the text and the JSON, or,
 /// when the call fails (a chapter that cannot be read, the tool switched
-/// off), the error line in both, as an MCP client sees either call fail.
+/// off), the error line in the text and `{"error": "错误：…"}` in the JSON,
+/// which parses as every `.json` file does.
 #[derive(Clone)]
 pub(crate) struct Rendered {
     pub(crate) version: u64,
@@ -60,11 +61,10 @@ impl Rendered {
 
     /// The rendering of a call that fails with `error`.
     fn failed(version: u64, error: &NovelError, mtime: SystemTime) -> Rendered {
-        let line = Arc::new(error.error_line().into_bytes());
         Rendered {
             version,
-            text: line.clone(),
-            json: line,
+            text: Arc::new(error.error_line().into_bytes()),
+            json: Arc::new(error.error_json().into_bytes()),
             mtime,
         }
     }

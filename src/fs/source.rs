@@ -575,7 +575,11 @@ impl Source {
                 Ok(Some((f, meta))) => {
                     self.decodes
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    log::debug!("decode {}", Node::Chapter { chapter: c.clone() }.path());
+                    log::debug!(
+                        "{} path={}",
+                        crate::events::DECODED,
+                        Node::Chapter { chapter: c.clone() }.path()
+                    );
                     was_cached = in_page_cache(&f, meta.len());
                     let stamp = Stamp::of(&meta);
                     // Bytes the stamp does not prove are digested first, so

@@ -9,6 +9,7 @@ use super::{Library, NovelError, js, sanitize_segment};
 
 #[derive(Debug, Serialize)]
 pub struct ChapterRow {
+    #[serde(serialize_with = "integral_number_or_null")]
     pub number: Option<f64>,
     pub title: String,
     pub file: String,
@@ -21,8 +22,27 @@ pub struct ChapterRow {
 /// A chapter number that several files carry.
 #[derive(Debug, Serialize)]
 pub struct SharedNumber {
+    #[serde(serialize_with = "integral_number")]
     pub number: f64,
     pub files: Vec<String>,
+}
+
+/// A chapter number in JSON as the tool and the mount write it: an integral
+/// number without a fraction (`1`, not serde's `1.0`).
+fn integral_number<S: serde::Serializer>(n: &f64, s: S) -> Result<S::Ok, S::Error> {
+    // Below 2^64 an integral f64 converts to u64 exactly.
+    if n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(n) {
+        s.serialize_u64(*n as u64)
+    } else {
+        s.serialize_f64(*n)
+    }
+}
+
+fn integral_number_or_null<S: serde::Serializer>(n: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match n {
+        Some(n) => integral_number(n, s),
+        None => s.serialize_none(),
+    }
 }
 
 /// The rows of a book's chapters in §1.1 order, and its shared numbers.

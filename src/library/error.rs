@@ -39,6 +39,11 @@ pub enum NovelError {
         file: String,
         total_lines: u64,
     },
+    /// A library root without `novels/`: every command that takes a root
+    /// refuses it with this text (`root` as the user gave it, absolute).
+    NotALibrary {
+        root: String,
+    },
     /// Reading the source failed (permissions, vanished file, too large…).
     Io {
         path: String,
@@ -86,6 +91,10 @@ impl fmt::Display for NovelError {
             NovelError::OffsetOutOfRange { offset, file, total_lines } => {
                 write!(f, "offset {offset} 超出范围（\"{file}\" 共 {total_lines} 行）")
             }
+            NovelError::NotALibrary { root } => write!(
+                f,
+                "{root} is not a novelfs library: it has no novels/ directory (expected {root}/novels/<book>/<chapter>.md)"
+            ),
             NovelError::Io { path, reason } => write!(f, "无法读取 \"{path}\"：{reason}"),
         }
     }
@@ -108,5 +117,13 @@ impl NovelError {
     /// The line an `ERROR` file holds and the CLI prints.
     pub fn error_line(&self) -> String {
         format!("错误：{self}\n")
+    }
+
+    /// What a `.json` index file holds when its call fails, so that a
+    /// `.json` file always parses: `{"error": "错误：…"}`, written as the
+    /// pages' JSON is (two-space indent, a final newline).
+    pub fn error_json(&self) -> String {
+        let value = serde_json::json!({ "error": format!("错误：{self}") });
+        serde_json::to_string_pretty(&value).expect("a string serializes") + "\n"
     }
 }

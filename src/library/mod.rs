@@ -165,6 +165,18 @@ fn is_absence(e: &std::io::Error) -> bool {
 impl Library {
     /// Opens a library; the root is made absolute and canonical because
     /// every page prints it.
+    /// Whether `root` is a library root at all (it holds a `novels/`
+    /// directory): the one rule of every command that takes a root.
+    /// `root` is written in the error as given.
+    pub fn check_root(root: &Path) -> Result<(), NovelError> {
+        match std::fs::metadata(root.join("novels")) {
+            Ok(m) if m.is_dir() => Ok(()),
+            _ => Err(NovelError::NotALibrary {
+                root: root.to_string_lossy().into_owned(),
+            }),
+        }
+    }
+
     pub fn open(root: &Path) -> std::io::Result<Library> {
         let root = std::fs::canonicalize(root)?;
         let root_display = root.to_string_lossy().into_owned();

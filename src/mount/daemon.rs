@@ -18,17 +18,7 @@ use crate::library::Library;
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
     super::transport::preflight(config.io_uring)?;
-    let novels = config.root.join("novels");
-    match std::fs::metadata(&novels) {
-        Ok(m) if m.is_dir() => {}
-        _ => {
-            return Err(format!(
-                "{} is not a novelfs library: it has no novels/ directory (expected {}/<book>/<chapter>.md)",
-                config.root.display(),
-                novels.display()
-            ));
-        }
-    }
+    Library::check_root(&config.root).map_err(|e| e.to_string())?;
     match mountpoint_state(&config.mountpoint) {
         MountpointState::Ready => {}
         MountpointState::Missing => {
@@ -66,11 +56,10 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
 
 /// Mounts and serves until unmounted. Returns the process exit code.
 /// Without `foreground`, the calling process returns as soon as the mount
-/// is ready (or failed), and a detached child serves it.
-///
-/// # Safety
-/// The process must have a single thread (it forks).
-pub(crate) unsafe fn run(config: MountConfig) -> i32 {
+/// is ready (or failed), and a detached child serves it. Daemonizing and
+/// auto_unmount's watchdog fork: they fail unless the process has a single
+/// thread (see `fork_with_pipe`).
+pub(crate) fn run(config: MountConfig) -> i32 {
     if let Err(msg) = preflight(&config) {
         eprintln!("novelfs: {msg}");
         return 1;
@@ -88,8 +77,7 @@ pub(crate) unsafe fn run(config: MountConfig) -> i32 {
 
     let mut ready_pipe: Option<OwnedFd> = None;
     if !config.foreground {
-        // SAFETY: the caller guarantees a single thread.
-        match unsafe { fork_with_pipe(Writer::Child) } {
+        match fork_with_pipe(Writer::Child) {
             Err(e) => {
                 eprintln!("novelfs: cannot start the daemon: {e}");
                 return 1;
@@ -121,9 +109,7 @@ pub(crate) unsafe fn run(config: MountConfig) -> i32 {
     }
     let mut watchdog = None;
     if config.auto_unmount {
-        // SAFETY: still a single thread (the caller's guarantee; nothing
-        // above starts one).
-        match unsafe { Watchdog::start(&mountpoint) } {
+        match Watchdog::start(&mountpoint) {
             Ok(w) => watchdog = Some(w),
             Err(e) => {
                 let msg = format!("auto_unmount: cannot start its watchdog process: {e}");

@@ -651,6 +651,7 @@ mod tests {
 
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {
+        crate::test_util::quiet_panics("boom");
         let r: Result<(), fuser::Errno> = guarded(
             || "read /书/第1章.md/offset-1.txt".into(),
             || panic!("boom"),

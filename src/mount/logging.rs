@@ -1,7 +1,9 @@
 //! Where the daemon's log lines go, as other FUSE daemons do it (sshfs,
 //! rclone): stderr in the foreground; `--log-file FILE` (`-o
 //! log_file=FILE`) when given; otherwise a daemonized mount writes to
-//! syslog, which journald reads too, through the `/dev/log` socket.
+//! syslog, which journald reads too, through the `/dev/log` socket, and
+//! without syslog (a container) to a default file in the XDG state
+//! directory. The mounted line names where the log goes.
 //!
 //! The syslog writer is a few lines of our own: one RFC 3164 datagram per
 //! record (`<PRI>novelfs[PID]: message`, facility daemon) is all there is
@@ -17,7 +19,7 @@
 //! `RUST_LOG=fuser=warn` bring back what they name.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 
@@ -30,8 +32,11 @@ const FACILITY_DAEMON: u8 = 3 << 3;
 /// Where the log lines go.
 pub(crate) enum Sink {
     Stderr,
-    File(std::fs::File),
+    File(std::fs::File, PathBuf),
     Syslog(Syslog),
+    /// A daemon with no log file and no syslog: warnings only, to the
+    /// caller's terminal until the mount is ready; why, for the caller.
+    Nowhere(String),
 }
 
 /// One datagram to a syslog socket per record written and flushed.
@@ -100,33 +105,89 @@ fn syslog_line(level: log::Level, pid: u32, text: &str) -> String {
 
 /// Where a mount logs: the file (opened now, so that a bad path is the
 /// caller's error, and kept across the daemon's fork), stderr in the
-/// foreground, else syslog. The second part is a warning for the caller
-/// when a daemon would have nowhere to log.
-pub(crate) fn sink_for(
-    log_file: Option<&Path>,
-    foreground: bool,
-) -> Result<(Sink, Option<String>), String> {
+/// foreground, else syslog, else the default log file. A daemon with
+/// none of these has nowhere to log: `Sink::Nowhere` says why, and the
+/// daemon says so once the mount is made (never before a refusal).
+pub(crate) fn sink_for(log_file: Option<&Path>, foreground: bool) -> Result<Sink, String> {
     if let Some(path) = log_file {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o640)
-            .open(path)
-            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
-        return Ok((Sink::File(file), None));
+        return open_log_file(path).map(|file| Sink::File(file, path.to_path_buf()));
     }
     if foreground {
-        return Ok((Sink::Stderr, None));
+        return Ok(Sink::Stderr);
     }
-    match Syslog::connect(Path::new(SYSLOG_SOCKET)) {
-        Ok(s) => Ok((Sink::Syslog(s), None)),
-        Err(e) => Ok((
-            Sink::Stderr,
-            Some(format!(
-                "no syslog at {SYSLOG_SOCKET} ({e}): the daemon's log is lost; --log-file FILE keeps it"
-            )),
-        )),
+    let syslog_error = match Syslog::connect(Path::new(SYSLOG_SOCKET)) {
+        Ok(s) => return Ok(Sink::Syslog(s)),
+        Err(e) => e,
+    };
+    let default = default_log_file(
+        std::env::var_os("XDG_STATE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    );
+    let file_error = match &default {
+        None => "no $XDG_STATE_HOME or $HOME for a default log file".to_string(),
+        Some(path) => {
+            let made = path.parent().map_or(Ok(()), |dir| {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+            });
+            match made
+                .map_err(|e| e.to_string())
+                .and_then(|()| open_log_file(path))
+            {
+                Ok(file) => return Ok(Sink::File(file, path.clone())),
+                Err(e) => e,
+            }
+        }
+    };
+    Ok(Sink::Nowhere(format!(
+        "no syslog at {SYSLOG_SOCKET} ({syslog_error}) and no default log file ({file_error}): \
+         the daemon's log is lost; --log-file FILE keeps it"
+    )))
+}
+
+fn open_log_file(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .open(path)
+        .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))
+}
+
+/// The log file of a daemonized mount without syslog, where the XDG base
+/// directories keep a program's state: `$XDG_STATE_HOME/novelfs/novelfs.log`,
+/// else `$HOME/.local/state/novelfs/novelfs.log` (a relative or empty
+/// variable counts as unset, as the specification says).
+fn default_log_file(
+    xdg_state_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    fn usable(v: Option<&std::ffi::OsStr>) -> Option<&Path> {
+        v.map(Path::new).filter(|p| p.is_absolute())
     }
+    let state = usable(xdg_state_home)
+        .map(Path::to_path_buf)
+        .or_else(|| usable(home).map(|h| h.join(".local/state")))?;
+    Some(state.join("novelfs").join("novelfs.log"))
+}
+
+/// Where the installed logger writes, as the mounted line names it.
+static DESTINATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why a daemon's log is lost, when it is.
+static LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Where the log goes (`stderr`, `syslog (journalctl -t novelfs)`, a
+/// file's path, or `nowhere`), for the mounted line.
+pub(crate) fn destination() -> &'static str {
+    DESTINATION.get().map_or("stderr", String::as_str)
+}
+
+/// Why the daemon has nowhere to log, to be said once the mount is made.
+pub(crate) fn lost() -> Option<&'static str> {
+    LOST.get().map(String::as_str)
 }
 
 /// The filter directives: novelfs at `level`, fuser's errors only but its
@@ -142,17 +203,27 @@ fn directives(level: &str, rust_log: Option<&str>) -> String {
 }
 
 /// Installs the logger for a mount.
-pub(crate) fn init(sink: Sink, foreground: bool) {
+pub(crate) fn init(sink: Sink) {
     let level = match sink {
-        Sink::Stderr if !foreground => "warn",
+        Sink::Nowhere(_) => "warn",
         _ => "info",
     };
     let rust_log = std::env::var("RUST_LOG").ok();
     let mut builder = env_logger::Builder::new();
     builder.parse_filters(&directives(level, rust_log.as_deref()));
+    let destination = match &sink {
+        Sink::Stderr => "stderr".to_string(),
+        Sink::File(_, path) => path.display().to_string(),
+        Sink::Syslog(_) => "syslog (journalctl -t novelfs)".to_string(),
+        Sink::Nowhere(_) => "nowhere".to_string(),
+    };
+    let _ = DESTINATION.set(destination);
     match sink {
         Sink::Stderr => {}
-        Sink::File(file) => {
+        Sink::Nowhere(why) => {
+            let _ = LOST.set(why);
+        }
+        Sink::File(file, _) => {
             builder
                 .target(env_logger::Target::Pipe(Box::new(file)))
                 .write_style(env_logger::WriteStyle::Never);
@@ -202,6 +273,23 @@ mod tests {
         assert!(enabled("novelfs::mount", log::Level::Debug));
         assert!(!enabled("fuser::request", log::Level::Warn));
         assert!(enabled("fuser::request", log::Level::Error));
+    }
+
+    #[test]
+    fn the_default_log_file_is_in_the_xdg_state_directory() {
+        let os = |s: &'static str| Some(std::ffi::OsStr::new(s));
+        assert_eq!(
+            default_log_file(os("/state"), os("/home/u")),
+            Some(PathBuf::from("/state/novelfs/novelfs.log"))
+        );
+        for unusable in [None, os(""), os("relative")] {
+            assert_eq!(
+                default_log_file(unusable, os("/home/u")),
+                Some(PathBuf::from("/home/u/.local/state/novelfs/novelfs.log"))
+            );
+        }
+        assert_eq!(default_log_file(None, os("")), None);
+        assert_eq!(default_log_file(None, None), None);
     }
 
     #[test]

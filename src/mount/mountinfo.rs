@@ -10,7 +10,7 @@ struct MountEntry {
     /// `\` as octal escapes).
     mount_point: Vec<u8>,
     /// The filesystem type, e.g. `fuse.novelfs`, `tmpfs`.
-    fstype: String,
+    fs_type: String,
 }
 
 fn entries() -> Vec<MountEntry> {
@@ -25,12 +25,12 @@ fn parse_line(line: &str) -> Option<MountEntry> {
     let id = fields.next()?.parse::<u64>().ok()?;
     let mount_point = unescape(fields.nth(3)?);
     // A variable number of optional fields ends with `-`; the type follows.
-    let fstype = fields.skip_while(|f| *f != "-").nth(1)?;
-    let fstype = String::from_utf8_lossy(&unescape(fstype)).into_owned();
+    let fs_type = fields.skip_while(|f| *f != "-").nth(1)?;
+    let fs_type = String::from_utf8_lossy(&unescape(fs_type)).into_owned();
     Some(MountEntry {
         id,
         mount_point,
-        fstype,
+        fs_type,
     })
 }
 
@@ -61,18 +61,13 @@ pub(crate) fn mount_id(mount_point: &Path) -> Option<u64> {
 /// The type of the topmost mount at `mount_point` (canonical), e.g.
 /// `fuse.novelfs`; `None` when nothing is mounted there.
 pub(crate) fn mount_type(mount_point: &Path) -> Option<String> {
-    topmost(mount_point).map(|e| e.fstype)
+    topmost(mount_point).map(|e| e.fs_type)
 }
 
 /// Later lines of mountinfo are mounted on top of earlier ones.
 fn topmost(mount_point: &Path) -> Option<MountEntry> {
     let want = mount_point.as_os_str().as_bytes();
     entries().into_iter().rev().find(|e| e.mount_point == want)
-}
-
-/// Whether `path` (absolute) is a mount point according to the kernel.
-pub(crate) fn is_mount_point(path: &Path) -> bool {
-    mount_id(path).is_some()
 }
 
 #[cfg(test)]
@@ -92,17 +87,17 @@ mod tests {
                 .unwrap();
         assert_eq!(e.id, 36);
         assert_eq!(e.mount_point, b"/mnt/my books");
-        assert_eq!(e.fstype, "fuse.novelfs");
+        assert_eq!(e.fs_type, "fuse.novelfs");
         let no_optional_fields =
             parse_line("40 1 0:52 / /tmp/x rw,relatime - tmpfs tmpfs rw,size=1024k").unwrap();
-        assert_eq!(no_optional_fields.fstype, "tmpfs");
+        assert_eq!(no_optional_fields.fs_type, "tmpfs");
         assert!(parse_line("garbage").is_none());
     }
 
     #[test]
     fn the_root_is_a_mount_point() {
-        assert!(is_mount_point(Path::new("/")));
-        assert!(!is_mount_point(Path::new("/no/such/mount/point")));
+        assert!(mount_id(Path::new("/")).is_some());
+        assert!(mount_type(Path::new("/no/such/mount/point")).is_none());
         assert!(mount_type(Path::new("/")).is_some_and(|t| !t.is_empty()));
     }
 }

@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::fusermount::fusermount;
-use super::mountinfo::{is_mount_point, mount_type};
+use super::mountinfo::mount_type;
 use super::process::euid_egid;
 
 /// How a mountpoint looks right now.
@@ -33,20 +33,54 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
     joined.components().collect()
 }
 
+/// Decided from mountinfo and the FUSE connection, not from what `stat`
+/// returns: after a daemon is killed, the kernel may still answer `stat`
+/// of the mountpoint from attributes it holds, while the mount is dead.
 pub(crate) fn mountpoint_state(path: &Path) -> MountpointState {
+    // A mount at the path as given is judged without a stat.
+    let lexical = absolute(path);
+    if let Some(fs_type) = mount_type(&lexical) {
+        return mounted_state(&lexical, &fs_type);
+    }
     match std::fs::metadata(path) {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountpointState::Stale,
         Err(_) => MountpointState::Missing,
         Ok(m) if !m.is_dir() => MountpointState::NotADirectory,
         // The stat above has already been answered, so resolving symlinks and
         // `..` cannot hang; mountinfo holds the resolved path.
-        Ok(_)
-            if is_mount_point(&std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path))) =>
-        {
-            MountpointState::AlreadyMounted
+        Ok(_) => {
+            let resolved = std::fs::canonicalize(path).unwrap_or(lexical);
+            match mount_type(&resolved) {
+                Some(fs_type) => mounted_state(&resolved, &fs_type),
+                None => MountpointState::Ready,
+            }
         }
-        Ok(_) => MountpointState::Ready,
     }
+}
+
+/// A mount of type `fs_type` at `path`: stale when it is FUSE and its
+/// connection is gone.
+fn mounted_state(path: &Path, fs_type: &str) -> MountpointState {
+    let fuse = fs_type == "fuse" || fs_type == "fuseblk" || fs_type.starts_with("fuse.");
+    if fuse && fuse_connection_lost(path) {
+        MountpointState::Stale
+    } else {
+        MountpointState::AlreadyMounted
+    }
+}
+
+/// Whether the FUSE mount at `path` has lost its daemon. The kernel never
+/// caches statfs: it asks the daemon each time and answers ENOTCONN once
+/// the connection is gone (the daemon died, or it was aborted).
+fn fuse_connection_lost(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain data, for which all zeroes is a valid value.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a buffer of the right type.
+    let r = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN)
 }
 
 /// The one mount type `novelfs unmount` takes down. A mount whose daemon

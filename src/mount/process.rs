@@ -25,13 +25,14 @@ pub(crate) enum Writer {
 
 /// Forks, with a close-on-exec pipe from the `writer` side to the other.
 /// A reader sees end of file once the writer exits, however it exits.
-///
-/// # Safety
-/// The process must have a single thread: after `fork` only the calling
-/// thread exists in the child, and any lock another thread held stays held.
-pub(crate) unsafe fn fork_with_pipe(writer: Writer) -> std::io::Result<Forked> {
+/// Refuses (see `single_threaded`) unless the process has one thread: after
+/// `fork` only the calling thread exists in the child, and any lock another
+/// thread held stays held.
+pub(crate) fn fork_with_pipe(writer: Writer) -> std::io::Result<Forked> {
+    single_threaded()?;
     let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    // SAFETY: the caller guarantees a single thread.
+    // SAFETY: the process has one thread, checked just above; only that
+    // thread could have started another since, and it has not.
     let side = unsafe { fork() }?;
     Ok(match (side, writer) {
         (ForkResult::Parent { .. }, Writer::Parent) => Forked::Parent(write_end),
@@ -39,4 +40,60 @@ pub(crate) unsafe fn fork_with_pipe(writer: Writer) -> std::io::Result<Forked> {
         (ForkResult::Child, Writer::Parent) => Forked::Child(read_end),
         (ForkResult::Child, Writer::Child) => Forked::Child(write_end),
     })
+}
+
+/// Ok when the process has exactly one thread (the `Threads:` line of
+/// `/proc/self/status`); an error saying how many otherwise, or why they
+/// could not be counted.
+pub(crate) fn single_threaded() -> std::io::Result<()> {
+    const STATUS: &str = "/proc/self/status";
+    let status = std::fs::read_to_string(STATUS)?;
+    match threads_in_status(&status) {
+        Some(1) => Ok(()),
+        Some(n) => Err(std::io::Error::other(format!(
+            "the process has {n} threads; forking needs exactly one"
+        ))),
+        None => Err(std::io::Error::other(format!(
+            "{STATUS} has no Threads: line; cannot tell whether forking is safe"
+        ))),
+    }
+}
+
+/// The thread count of a `/proc/PID/status` text.
+fn threads_in_status(status: &str) -> Option<usize> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|count| count.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_line_is_read() {
+        let status = "Name:\tnovelfs\nTgid:\t7\nThreads:\t1\nSigQ:\t0/1\n";
+        assert_eq!(threads_in_status(status), Some(1));
+        assert_eq!(threads_in_status("Threads:\t12\n"), Some(12));
+        assert_eq!(threads_in_status("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn a_second_thread_is_refused() {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let second = std::thread::spawn(move || {
+            let _ = wait.recv();
+        });
+        let refused = single_threaded();
+        let forked = fork_with_pipe(Writer::Parent);
+        release.send(()).unwrap();
+        second.join().unwrap();
+        let err = refused.unwrap_err();
+        assert!(
+            err.to_string().contains("forking needs exactly one"),
+            "{err}"
+        );
+        assert!(forked.is_err(), "fork_with_pipe forked with two threads");
+    }
 }

@@ -44,10 +44,11 @@ pub(crate) fn send_store(fs: &NovelFs, notifier: &fuser::Notifier, store: Store)
     let outcome = match notifier.store(INodeNo(store.ino), 0, &store.bytes) {
         Ok(()) => {
             log::debug!(
-                "stored ahead: {} ({} bytes, inode {:#x})",
-                store.path(),
+                "{} ino={:#x} bytes={} path={}",
+                crate::events::STORED,
+                store.ino,
                 store.bytes.len(),
-                store.ino
+                store.path()
             );
             StoreOutcome::Stored
         }

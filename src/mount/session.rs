@@ -11,6 +11,7 @@ use super::access::Access;
 use super::attach::attach;
 use super::config::MountConfig;
 use super::fuse::FuseAdapter;
+use super::logging;
 use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
 use super::pusher::{push_changes, store_ahead};
@@ -44,11 +45,15 @@ pub(crate) fn serve(
     if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
     }
+    #[cfg_attr(not(feature = "io-uring"), allow(unused_mut))]
     let mut cfg = fuser_config(access, config.threads, attached.can_clone);
-    cfg.io_uring = config.io_uring.to_fuser();
-    // Each CPU's queue gets `threads` threads, so that one slow chapter
-    // does not hold up the other requests made on that CPU.
-    cfg.io_uring_threads_per_queue = config.threads;
+    #[cfg(feature = "io-uring")]
+    {
+        cfg.io_uring = config.io_uring.to_fuser();
+        // Each CPU's queue gets `threads` threads, so that one slow chapter
+        // does not hold up the other requests made on that CPU.
+        cfg.io_uring_threads_per_queue = config.threads;
+    }
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
         .with_workers(config.threads.max(1));
@@ -69,10 +74,15 @@ pub(crate) fn serve(
         None => "classic /dev/fuse".to_string(),
     };
     log::info!(
-        "mounted {library_root} at {} (transport: {transport}; {})",
+        "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
         mountpoint.display(),
-        freshness_of(&fs)
+        freshness_of(&fs),
+        logging::destination()
     );
+    if let Some(why) = logging::lost() {
+        // Said once the mount is made, so that it never precedes a refusal.
+        log::warn!("{why}");
+    }
     if session.io_uring_queues().is_some() && autogroups_on() {
         log::info!(
             "the scheduler's autogroups are on (kernel.sched_autogroup_enabled = 1): a reader \
@@ -95,21 +105,31 @@ pub(crate) fn serve(
     }
     if fs.watch().is_some() {
         let notifier = session.notifier();
-        std::thread::spawn(move || push_changes(&fs, &notifier));
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-notify".into())
+            .spawn(move || push_changes(&fs, &notifier));
+        if let Err(e) = spawned {
+            log::warn!("no thread telling the kernel of changes on disk: {e}");
+        }
     } else {
         drop(fs);
     }
     let signal_mountpoint = mountpoint.to_path_buf();
-    std::thread::spawn(move || {
-        let mut sig = 0;
-        // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
-        unsafe { libc::sigwait(&signals, &mut sig) };
-        log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
-        if unmount(&signal_mountpoint, false).is_err() {
-            // Busy: detach now; the kernel finishes once open files close.
-            let _ = unmount(&signal_mountpoint, true);
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("novelfs-signal".into())
+        .spawn(move || {
+            let mut sig = 0;
+            // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
+            unsafe { libc::sigwait(&signals, &mut sig) };
+            log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
+            if unmount(&signal_mountpoint, false).is_err() {
+                // Busy: detach now; the kernel finishes once open files close.
+                let _ = unmount(&signal_mountpoint, true);
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!("no thread unmounting on a signal: {e}");
+    }
     let code = match session.run() {
         Ok(()) => 0,
         Err(e) => {

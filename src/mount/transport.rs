@@ -28,6 +28,7 @@ impl IoUring {
         }
     }
 
+    #[cfg(feature = "io-uring")]
     pub(crate) fn to_fuser(self) -> fuser::IoUringMode {
         match self {
             IoUring::Auto => fuser::IoUringMode::Auto,
@@ -49,6 +50,13 @@ pub(crate) fn kernel_enabled() -> Option<bool> {
 pub(crate) fn preflight(mode: IoUring) -> Result<(), String> {
     if mode != IoUring::On {
         return Ok(());
+    }
+    if !cfg!(feature = "io-uring") {
+        return Err(
+            "io_uring=on: this novelfs is built without FUSE over io_uring (cargo feature \
+             `io-uring`); mount with io_uring=auto or off"
+                .to_string(),
+        );
     }
     match kernel_enabled() {
         Some(true) => Ok(()),
@@ -85,6 +93,14 @@ mod tests {
     fn only_on_is_checked() {
         assert_eq!(preflight(IoUring::Auto), Ok(()));
         assert_eq!(preflight(IoUring::Off), Ok(()));
+        if !cfg!(feature = "io-uring") {
+            assert!(
+                preflight(IoUring::On)
+                    .unwrap_err()
+                    .contains("built without")
+            );
+            return;
+        }
         match kernel_enabled() {
             Some(true) => assert_eq!(preflight(IoUring::On), Ok(())),
             Some(false) => assert!(preflight(IoUring::On).unwrap_err().contains("echo Y >")),

@@ -23,13 +23,10 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Forks the watchdog for the mount about to be made at `mountpoint`.
-    ///
-    /// # Safety
-    /// The process must have a single thread (see `fork_with_pipe`).
-    pub(crate) unsafe fn start(mountpoint: &Path) -> std::io::Result<Watchdog> {
-        // SAFETY: the caller guarantees a single thread.
-        match unsafe { fork_with_pipe(Writer::Parent) }? {
+    /// Forks the watchdog for the mount about to be made at `mountpoint`;
+    /// refuses unless the process has a single thread (see `fork_with_pipe`).
+    pub(crate) fn start(mountpoint: &Path) -> std::io::Result<Watchdog> {
+        match fork_with_pipe(Writer::Parent)? {
             Forked::Child(read_end) => {
                 watch_and_clean(read_end, mountpoint);
                 // SAFETY: leaving the child without running the parent's

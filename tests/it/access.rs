@@ -32,11 +32,11 @@ const ROOT: User = User { uid: 0, gid: 0 };
 fn prerequisites() -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: the access tests need root (to create and become test users)");
+        crate::common::skip("the access tests need root (to create and become test users)");
         return false;
     }
     if novelfs::mount::fusermount::fusermount().is_none() {
-        println!("SKIPPED: fusermount3 is missing (install the package fuse3; .ci/run does)");
+        crate::common::skip("fusermount3 is missing (install the package fuse3; .ci/run does)");
         return false;
     }
     true
@@ -553,7 +553,7 @@ fn allow_other_lets_every_user_read() {
 fn root_mounts_name_their_type_and_library() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: mounting as root needs root");
+        crate::common::skip("mounting as root needs root");
         return;
     }
     let ws = workspace();

@@ -53,7 +53,7 @@ fn found(program: &str) -> bool {
 fn bubblewrap_reads_the_mount_read_only_at_library() {
     require_fuse!();
     if !found("bwrap") {
-        println!("SKIPPED: bwrap is missing (apt-get install bubblewrap; .ci/run does)");
+        crate::common::skip("bwrap is missing (apt-get install bubblewrap; .ci/run does)");
         return;
     }
     let root = sample_library();
@@ -207,13 +207,13 @@ impl Drop for McpClient {
 fn the_mcp_filesystem_server_lists_follows_aliases_and_reads_pages_and_errors() {
     require_fuse!();
     let Some(server) = mcp_server() else {
-        println!(
-            "SKIPPED: @modelcontextprotocol/server-filesystem is not installed (.ci/run installs it into ~/.cache/novelfs/mcp-server-filesystem; or set NOVELFS_MCP_SERVER)"
+        crate::common::skip(
+            "@modelcontextprotocol/server-filesystem is not installed (.ci/run installs it into ~/.cache/novelfs/mcp-server-filesystem; or set NOVELFS_MCP_SERVER)",
         );
         return;
     };
     if !found("node") {
-        println!("SKIPPED: node is missing");
+        crate::common::skip("node is missing");
         return;
     }
     let root = sample_library();

@@ -628,7 +628,7 @@ fn root_defaults_to_the_current_directory() {
         .args(["read", "--state-file", NO_STATE, BOOK, "1"])
         .output()
         .unwrap();
-    assert_error(&out, &no_book(&sub, BOOK));
+    assert_error(&out, &not_a_library(&sub));
     // A symlinked root prints the canonical path.
     let link = lib.dir.path().join("link");
     std::os::unix::fs::symlink(&lib.root, &link).unwrap();
@@ -647,6 +647,72 @@ fn root_defaults_to_the_current_directory() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("read --json parses");
     assert_eq!(v["path"], lib.path_of(CH1));
     assert_eq!(v["book"], BOOK);
+}
+
+/// What every command that takes a root says of one without `novels/`.
+fn not_a_library(root: &Path) -> String {
+    let root = root.display();
+    format!(
+        "{root} is not a novelfs library: it has no novels/ directory (expected {root}/novels/<book>/<chapter>.md)"
+    )
+}
+
+#[test]
+fn every_command_refuses_a_root_without_novels_alike() {
+    let empty = tempfile::tempdir().unwrap();
+    let want = not_a_library(empty.path());
+    for args in [
+        &["read", BOOK, "1"][..],
+        &["read", "--json", BOOK, "1"],
+        &["chapters", BOOK],
+        &["chapters", "--json", BOOK],
+        &["chapters", "--tool", BOOK],
+        &["chapters", "--tool", "--json", BOOK],
+        &["books"],
+        &["books", "--json"],
+    ] {
+        let out = novelfs()
+            .args(&args[..1])
+            .arg("--root")
+            .arg(empty.path())
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        assert_error(&out, &want);
+        // The same through the environment and the current directory.
+        let out = novelfs()
+            .current_dir(empty.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_error(&out, &want);
+    }
+    // `mount` refuses it in the same words, and says nothing else.
+    let mnt = tempfile::tempdir().unwrap();
+    let out = novelfs()
+        .arg("mount")
+        .arg(empty.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("novelfs: {want}\n")
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn chapter_numbers_in_json_are_integers() {
+    let lib = library();
+    let out = chapters(&lib, &[BOOK, "--json"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"number\": 1,"), "{text}");
+    assert!(!text.contains(".0,") && !text.contains(".0\n"), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["chapters"][0]["number"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["duplicates"][0]["number"].as_u64(), Some(3), "{v}");
 }
 
 // ---------------------------------------------------------------------------

@@ -146,8 +146,27 @@ fn help_explains_every_argument_and_the_state_file() {
         "NOVELFS_ROOT",
         "DSH_NOVEL_WRITER_STATE",
         "/etc/fstab",
+        "The library root of read, chapters and books",
+        "XDG_STATE_HOME",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+}
+
+#[test]
+fn mount_help_says_where_the_log_goes() {
+    let out = novelfs(&["mount", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "journalctl -t novelfs",
+        "$XDG_STATE_HOME/novelfs/novelfs.log",
+        "~/.local/state/novelfs/novelfs.log",
+        "(log: …)",
+    ] {
+        assert!(
+            help.contains(needle),
+            "mount --help lacks {needle}:\n{help}"
+        );
     }
 }
 
@@ -212,4 +231,48 @@ fn an_existing_directory_first_mounts_as_fstab_does() {
     assert!(out.status.success(), "{}", stderr(&out));
     wait_unmounted(mnt.path());
     drop(guard);
+}
+
+/// After `kill -9` of the daemon while the kernel still holds the root's
+/// attributes (a watched mount keeps them), `stat` of the mountpoint
+/// succeeds; `mount` still names the mount stale and offers `--force`,
+/// which clears it.
+#[test]
+fn a_stale_mount_with_cached_attributes_is_named_stale() {
+    require_fuse!();
+    let (_lib, root) = crate::common::book_library(&[("第1章 起.md", "一".as_bytes())]);
+    let mut m = crate::common::Mount::new(&root, &["--ttl", "3600"]);
+    std::fs::metadata(m.path()).unwrap();
+    std::fs::read_dir(m.path()).unwrap().for_each(drop);
+    let mut child = m.child.take().unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let cached = std::fs::metadata(m.path());
+    let out = Command::new(BIN)
+        .arg("mount")
+        .arg(&root)
+        .arg(m.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is a stale mount left by a daemon that died") && err.contains("--force"),
+        "stat of the mountpoint gave {cached:?}; mount said:\n{err}"
+    );
+    let out = Command::new(BIN)
+        .args(["mount", "--force", "--log-file", "/dev/null"])
+        .arg(&root)
+        .arg(m.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(m.path().join("书/1/offset-1.txt"))
+            .unwrap()
+            .contains("1: 一")
+    );
+    let out = novelfs(&["unmount", m.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

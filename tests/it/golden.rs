@@ -278,6 +278,7 @@ fn every_reference_case_through_a_mount() {
 
 /// The same loop with every request served through FUSE over io_uring
 /// (`--io-uring on` refuses to mount otherwise).
+#[cfg(feature = "io-uring")]
 #[test]
 fn every_reference_case_through_an_io_uring_mount() {
     require_fuse!();

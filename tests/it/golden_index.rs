@@ -67,8 +67,8 @@ enum Answer {
 trait IndexWay {
     /// `novel_books` (`book` None) or `novel_chapters` of `book`.
     fn answer(&self, book: Option<&str>, json: bool) -> Answer;
-    /// What a failing call gives for the JSON form (a file holds the
-    /// error line in both forms, as an MCP client sees either call fail).
+    /// What a failing call gives for the JSON form (a `.json` file holds
+    /// the error line as `{"error": …}`, the `.txt` the line itself).
     fn json_refusal(&self, error: &str) -> Answer;
     /// What a failing call gives for the text form.
     fn text_refusal(&self, error: &str) -> Answer;
@@ -280,11 +280,20 @@ impl IndexWay for InProcess {
         }
     }
     fn json_refusal(&self, error: &str) -> Answer {
-        Answer::Bytes(format!("{error}\n").into_bytes())
+        Answer::Bytes(error_json(error).into_bytes())
     }
     fn text_refusal(&self, error: &str) -> Answer {
         Answer::Bytes(format!("{error}\n").into_bytes())
     }
+}
+
+/// The `.json` of a failed call: the error line as JSON, written as the
+/// pages' JSON is.
+fn error_json(error: &str) -> String {
+    format!(
+        "{{\n  \"error\": {}\n}}\n",
+        serde_json::to_string(error).unwrap()
+    )
 }
 
 #[test]
@@ -318,7 +327,7 @@ impl IndexWay for Mounted {
         }
     }
     fn json_refusal(&self, error: &str) -> Answer {
-        Answer::Bytes(format!("{error}\n").into_bytes())
+        Answer::Bytes(error_json(error).into_bytes())
     }
     fn text_refusal(&self, error: &str) -> Answer {
         Answer::Bytes(format!("{error}\n").into_bytes())

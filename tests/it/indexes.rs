@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use crate::common::Mount;
-use crate::common::{eventually, follow_log};
+use crate::common::daemon_log::DaemonLog;
+use crate::common::eventually;
+use novelfs::events::DECODED;
 
 fn read(p: &Path) -> Option<String> {
     let text = std::fs::read_to_string(p).ok()?;
@@ -70,14 +72,9 @@ fn listing_the_root_decodes_nothing_and_books_only_a_window_ahead() {
         &["--state-file", state.to_str().unwrap()],
         "novelfs=debug",
     );
-    let log = follow_log(&mut mount);
-    let decodes = || -> Vec<String> {
-        let lines = log.lock().unwrap();
-        lines
-            .iter()
-            .filter_map(|l| l.split_once(" decode /").map(|(_, path)| path.to_string()))
-            .collect()
-    };
+    let log = DaemonLog::follow(&mut mount);
+    // The chapters decoded so far (`events::DECODED`), in order.
+    let decodes = || log.event_paths(0..usize::MAX, DECODED);
     let names = crate::common::sorted_names(mount.path()).unwrap();
     assert!(names.contains(&"novel_books.txt".to_string()), "{names:?}");
     // A page read after the root's listing: its decode is logged after
@@ -129,4 +126,39 @@ fn listing_the_root_decodes_nothing_and_books_only_a_window_ahead() {
         (500, 500),
         "each chapter decoded once"
     );
+}
+
+#[test]
+fn an_index_json_whose_call_fails_holds_the_error_as_json() {
+    require_fuse!();
+    // Undecodable under every rule: the novel_chapters call of this book fails.
+    let bad: &[u8] = &[0x81, 0x20, 0xfe, 0x7f, 0x81, 0x20, 0xfe, 0x7f];
+    let (guard, root) =
+        crate::common::book_library(&[("第1章 起.md", "一".as_bytes()), ("第2章 坏.txt", bad)]);
+    let state = guard.path().join("no-state.json");
+    let mount = Mount::new(&root, &["--state-file", state.to_str().unwrap()]);
+    for index in ["书/novel_chapters", "novel_books"] {
+        let text = read(&mount.path().join(format!("{index}.txt"))).unwrap();
+        let json = read(&mount.path().join(format!("{index}.json"))).unwrap();
+        if !text.starts_with("错误：") {
+            // This call does not fail here; its JSON is the tool's.
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+                "{json}"
+            );
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("{index}.json is not JSON ({e}): {json}"));
+        assert_eq!(value, serde_json::json!({ "error": text.trim_end() }));
+        assert_eq!(
+            json,
+            format!(
+                "{{\n  \"error\": {}\n}}\n",
+                serde_json::to_string(text.trim_end()).unwrap()
+            )
+        );
+    }
+    let chapters = read(&mount.path().join("书/novel_chapters.txt")).unwrap();
+    assert!(chapters.starts_with("错误："), "the call fails: {chapters}");
 }

@@ -24,7 +24,7 @@ fn have(tool: &str) -> bool {
 }
 
 fn skip(test: &str, why: &str) {
-    eprintln!("SKIPPED {test}: {why}");
+    crate::common::skip(&format!("{test}: {why}"));
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -207,8 +207,46 @@ fn man_renders_the_installed_page() {
         "DSH_NOVEL_WRITER_STATE",
         "NOVELFS_ROOT",
         "fuse.novelfs",
+        // Where a mount logs when it has no --log-file and no syslog.
+        "XDG_STATE_HOME",
     ]) {
         assert!(text.contains(needle), "{needle:?} not in the page:\n{text}");
+    }
+    // The synopsis names the value of every option that takes one, as
+    // `--help` does (`[-o OPTIONS]`, `[--ttl SECONDS]`).
+    let synopsis = text
+        .split("SYNOPSIS")
+        .nth(1)
+        .and_then(|rest| rest.split("DESCRIPTION").next())
+        .expect("a SYNOPSIS section")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for sub in ["mount", "unmount", "read", "chapters", "books"] {
+        let help = run(Command::new(BIN).args([sub, "--help"]));
+        let mut options = 0;
+        for line in String::from_utf8_lossy(&help.stdout).lines() {
+            // The option's names and value, without a description on the same line.
+            let line = line.trim().split("  ").next().unwrap_or_default();
+            if !line.starts_with('-') {
+                continue;
+            }
+            // `-f, --foreground`, `--ttl <SECONDS>`, `-o <OPTIONS>`
+            let (names, value) = match line.split_once(" <") {
+                Some((names, value)) => (names, format!(" {}", value.trim_end_matches('>'))),
+                None => (line, String::new()),
+            };
+            let want = format!("[{}{value}]", names.replace(", ", "|"));
+            assert!(
+                synopsis.contains(&want),
+                "novelfs {sub}: {want} not in the synopsis:\n{synopsis}"
+            );
+            options += 1;
+        }
+        assert!(options >= 2, "novelfs {sub} --help lists its options");
+    }
+    for shown in ["[-o OPTIONS]", "[--ttl SECONDS]", "[--threads N]"] {
+        assert!(synopsis.contains(shown), "{shown}: {synopsis}");
     }
     // `man novelfs` finds it by name under the prefix.
     let by_name = run(Command::new("man")

@@ -15,6 +15,7 @@ mod golden_index;
 mod hostile;
 mod indexes;
 mod install;
+#[cfg(feature = "io-uring")]
 mod io_uring;
 mod layout;
 mod library_errors;

@@ -146,7 +146,8 @@ fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
     );
 
     // The probe itself: ENOTTY, for a page and for a chapter directory,
-    // answered by the daemon (not by fuser's "not implemented" path).
+    // answered by the daemon (fuser's default handler, for an ioctl the
+    // filesystem does not implement, answers ENOSYS).
     let mark = log.len();
     for path in [&pages[0], &pages[0].parent().unwrap().to_path_buf()] {
         let f = std::fs::File::open(path).unwrap();
@@ -167,10 +168,6 @@ fn python_reads_every_page_and_a_warm_pass_asks_the_daemon_only_ioctls() {
     assert!(
         requests.iter().any(|op| op == "IOCTL"),
         "the page's TCGETS never reached the daemon: {requests:?}"
-    );
-    assert!(
-        !log.contains("[Not Implemented] ioctl"),
-        "ioctls fell through to fuser's default handler"
     );
     assert!(mount.alive());
 }

@@ -325,6 +325,7 @@ mod tests {
 
     #[test]
     fn a_load_that_panics_leaves_the_chapter_loadable() {
+        crate::test_util::quiet_panics("a load fails halfway");
         let f = fixture(&[("第1章.md", "一")]);
         let panics = Arc::new(AtomicUsize::new(1));
         let p = panics.clone();

@@ -61,8 +61,15 @@ impl DaemonLog {
         lines[from.min(lines.len())..].to_vec()
     }
 
-    pub fn contains(&self, what: &str) -> bool {
-        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
+    /// The paths of the `event` lines (see `novelfs::events`) logged in
+    /// `lines` (an end past the log's is the log's end), in order.
+    pub fn event_paths(&self, lines: std::ops::Range<usize>, event: &str) -> Vec<String> {
+        let logged = self.lines.lock().unwrap();
+        let end = lines.end.min(logged.len());
+        logged[lines.start.min(end)..end]
+            .iter()
+            .filter_map(|l| novelfs::events::path_of(l, event).map(str::to_string))
+            .collect()
     }
 }
 

@@ -14,7 +14,7 @@ pub mod uring;
 
 /// Whether this machine can mount: `/dev/fuse` opens read-write and we are
 /// root (the pure-Rust mount needs no helper then). Otherwise a mount test
-/// says it skipped and why, and passes.
+/// says it skipped and why (see `skip`), and passes.
 pub fn fuse_available() -> bool {
     let why = if std::fs::OpenOptions::new()
         .read(true)
@@ -28,8 +28,19 @@ pub fn fuse_available() -> bool {
     } else {
         return true;
     };
-    eprintln!("SKIPPED (no FUSE here: {why})");
+    skip(&format!("no FUSE here: {why}"));
     false
+}
+
+/// Says a test skips (part of it, or all of it when the caller returns) and
+/// why. Under `CI=true` (set by .ci/run, which installs everything the tests
+/// need) a skip is a failure instead: it panics with the reason, so that a
+/// missing tool cannot make a test pass vacuously there.
+pub fn skip(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("would skip under CI=true: {why}");
+    }
+    eprintln!("SKIPPED ({why})");
 }
 
 /// A mount that asks the daemon about every name (`--ttl 0`) with no

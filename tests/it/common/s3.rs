@@ -3,7 +3,7 @@
 //! a bucket holding a copy of a library, and an s3fs mount of that bucket.
 //! Objects are written and deleted with plain HTTP requests, whose
 //! signatures moto does not check. The server is killed and the mount unmounted on drop,
-//! even when a check fails. `None` (the test says SKIPPED) where s3fs or
+//! even when a check fails. `None` (the test skips, see `common::skip`) where s3fs or
 //! moto_server cannot be had.
 //!
 //! moto_server is looked for in `$NOVELFS_MOTO_VENV/bin`, then in the
@@ -55,12 +55,12 @@ impl S3 {
     /// mounted with s3fs. s3fs keeps its stat cache for 1 s
     /// (`stat_cache_expire=1`) and no cache of missing names (no
     /// `enable_noobj_cache`), so the mount follows the bucket within about
-    /// a second. Prints SKIPPED and returns `None` when s3fs or moto_server
+    /// a second. Says the test skips and returns `None` when s3fs or moto_server
     /// is missing; panics when they are there but fail.
     pub fn mount(library: &Path) -> Option<S3> {
         let (Some(s3fs), Some(server)) = (find_tool(&["s3fs"]), moto_server()) else {
-            eprintln!(
-                "SKIPPED (s3fs or moto_server is not installed: .ci/run installs both, moto in ~/.cache/novelfs/moto)"
+            super::skip(
+                "s3fs or moto_server is not installed: .ci/run installs both, moto in ~/.cache/novelfs/moto",
             );
             return None;
         };

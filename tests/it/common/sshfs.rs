@@ -2,7 +2,7 @@
 //! it: a test-owned `sshd` bound to 127.0.0.1 only (its own host key,
 //! config and client key in a temp dir, key login for root) and an sshfs
 //! mount of the library through it. Both are started here and killed and
-//! unmounted on drop. `None` (the test says SKIPPED) where sshd or sshfs
+//! unmounted on drop. `None` (the test skips, see `common::skip`) where sshd or sshfs
 //! cannot be had.
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -36,7 +36,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 
 impl Sshfs {
     /// `root` served by a fresh sshd on 127.0.0.1 and mounted with sshfs
-    /// (with `options`, e.g. `dir_cache=no`). Prints SKIPPED and returns
+    /// (with `options`, e.g. `dir_cache=no`). Says the test skips and returns
     /// `None` when sshd, sshfs or ssh-keygen is missing; panics when they
     /// are there but fail.
     pub fn mount(root: &Path, options: &[&str]) -> Option<Sshfs> {
@@ -45,7 +45,7 @@ impl Sshfs {
             find_tool(&["sshfs"]),
             find_tool(&["ssh-keygen"]),
         ) else {
-            eprintln!("SKIPPED (sshd, sshfs or ssh-keygen is not installed)");
+            super::skip("sshd, sshfs or ssh-keygen is not installed");
             return None;
         };
         let dir = tempfile::Builder::new()

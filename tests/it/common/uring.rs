@@ -15,12 +15,14 @@ pub const SWITCH: &str = "/sys/module/fuse/parameters/enable_uring";
 const LOCK_FILE: &str = "/tmp/novelfs-enable-uring.lock";
 static HELD: Mutex<()> = Mutex::new(());
 
-/// Whether this kernel has FUSE over io_uring; prints SKIPPED when not.
+/// Whether this kernel has FUSE over io_uring; says the test skips when not.
 pub fn available() -> bool {
     if std::path::Path::new(SWITCH).exists() {
         return true;
     }
-    eprintln!("SKIPPED (this kernel has no FUSE over io_uring: {SWITCH} is missing)");
+    super::skip(&format!(
+        "this kernel has no FUSE over io_uring: {SWITCH} is missing"
+    ));
     false
 }
 

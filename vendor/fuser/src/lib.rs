@@ -79,7 +79,7 @@ use crate::session::MAX_WRITE_SIZE;
 pub use crate::session::Session;
 pub use crate::session::SessionACL;
 pub use crate::session::SessionUnmounter;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub use crate::uring::IoUringMode;
 
 mod access_flags;
@@ -103,7 +103,7 @@ mod request;
 mod request_param;
 mod session;
 mod time;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
 mod uring;
 
 /// We generally support async reads

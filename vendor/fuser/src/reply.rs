@@ -39,7 +39,7 @@ use crate::passthrough::BackingId;
 pub(crate) enum ReplySender {
     Channel(ChannelSender),
     /// The entry of an io_uring queue; the channel serves passthrough.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     Uring(crate::uring::ReplySlot, ChannelSender),
     #[cfg(test)]
     Assert(AssertSender),
@@ -52,7 +52,7 @@ impl ReplySender {
     pub(crate) fn send(&self, data: &[IoSlice<'_>]) -> std::io::Result<()> {
         match self {
             ReplySender::Channel(sender) => sender.send(data),
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             ReplySender::Uring(slot, _) => slot.send(data),
             #[cfg(test)]
             ReplySender::Assert(sender) => sender.send(data),
@@ -68,7 +68,7 @@ impl ReplySender {
     pub(crate) fn open_backing(&self, fd: BorrowedFd<'_>) -> std::io::Result<BackingId> {
         match self {
             ReplySender::Channel(sender) => sender.open_backing(fd),
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             ReplySender::Uring(_, sender) => sender.open_backing(fd),
             #[cfg(test)]
             ReplySender::Assert(_) => unreachable!(),
@@ -81,7 +81,8 @@ impl ReplySender {
     pub(crate) unsafe fn wrap_backing(&self, id: u32) -> BackingId {
         match self {
             ReplySender::Channel(sender) => unsafe { sender.wrap_backing(id) },
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
+            // SAFETY: this function's own contract, passed on to the channel.
             ReplySender::Uring(_, sender) => unsafe { sender.wrap_backing(id) },
             #[cfg(test)]
             ReplySender::Assert(_) => unreachable!(),

@@ -35,7 +35,7 @@ pub(crate) struct RequestWithSender<'a> {
     /// Channel sender for sending the reply
     ch: ChannelSender,
     /// The io_uring entry the request came in, which the reply goes to.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     uring: Option<crate::uring::ReplySlot>,
     /// Parsed request
     pub(crate) request: ll::AnyRequest<'a>,
@@ -55,13 +55,13 @@ impl<'a> RequestWithSender<'a> {
         Some(Self {
             ch,
             request,
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring: None,
         })
     }
 
     /// A request that came through an io_uring queue entry.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     pub(crate) fn new_uring(
         ch: ChannelSender,
         slot: crate::uring::ReplySlot,
@@ -74,7 +74,7 @@ impl<'a> RequestWithSender<'a> {
 
     /// Where replies to this request go.
     fn sender(&self) -> ReplySender {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         if let Some(slot) = &self.uring {
             return ReplySender::Uring(slot.clone(), self.ch.clone());
         }

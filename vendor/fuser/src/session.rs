@@ -140,7 +140,7 @@ pub struct Session<FS: Filesystem> {
     pub(crate) proto_version: Option<Version>,
     pub(crate) config: Config,
     /// The io_uring queues, when INIT accepted FUSE over io_uring.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     uring: Option<crate::uring::Rings<FS>>,
 }
 
@@ -189,7 +189,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config: options.clone(),
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring: None,
         };
 
@@ -219,7 +219,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config,
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring: None,
         };
 
@@ -259,7 +259,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner,
             proto_version: _,
             config,
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring,
         } = self;
 
@@ -295,6 +295,7 @@ impl<FS: Filesystem> Session<FS> {
                 channels.push(ch.clone());
             }
         }
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         let threads_channel = ch.clone();
         channels.push(ch);
 
@@ -316,9 +317,9 @@ impl<FS: Filesystem> Session<FS> {
             );
         }
 
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         let mut uring = uring;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         if let Some(rings) = uring.as_mut() {
             let ch = threads_channel.clone();
             rings.start(|thread_name| SessionEventLoop {
@@ -347,7 +348,7 @@ impl<FS: Filesystem> Session<FS> {
 
         // The ring threads end once the connection is gone, as the
         // /dev/fuse readers just did.
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         if let Some(mut rings) = uring.take() {
             rings.join();
         }
@@ -460,7 +461,7 @@ impl<FS: Filesystem> Session<FS> {
                 return Err(error);
             }
 
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             if let Err(error) = self.prepare_uring(init.capabilities(), &mut config) {
                 <ReplyRaw as Reply>::new(request.unique(), ReplySender::Channel(self.ch.sender()))
                     .send_ll(&ResponseErrno(ll::Errno::EPROTO));
@@ -518,7 +519,7 @@ impl<FS: Filesystem> Session<FS> {
     /// Builds the io_uring queues when the configuration asks for them and
     /// the kernel offers them, and then asks for FUSE over io_uring in the
     /// INIT reply. Fails only when `IoUringMode::On` cannot be had.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     fn prepare_uring(&mut self, offered: InitFlags, config: &mut KernelConfig) -> io::Result<()> {
         use crate::IoUringMode;
         use crate::uring;
@@ -555,7 +556,7 @@ impl<FS: Filesystem> Session<FS> {
     /// The number of io_uring queues serving the session, or `None` when
     /// the `/dev/fuse` loop serves it alone.
     pub fn io_uring_queues(&self) -> Option<usize> {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
         if let Some(rings) = &self.uring {
             return Some(rings.queues());
         }

@@ -49,7 +49,13 @@ use log::warn;
 
 use crate::Filesystem;
 use crate::channel::Channel;
+use crate::ll::fuse_abi::FUSE_IO_URING_CMD_COMMIT_AND_FETCH as CMD_COMMIT_AND_FETCH;
+use crate::ll::fuse_abi::FUSE_IO_URING_CMD_REGISTER as CMD_REGISTER;
+use crate::ll::fuse_abi::consts::FUSE_MIN_READ_BUFFER;
+use crate::ll::fuse_abi::fuse_in_header;
 use crate::ll::fuse_abi::fuse_opcode;
+use crate::ll::fuse_abi::fuse_out_header;
+use crate::ll::fuse_abi::fuse_uring_req_header as RingHeader;
 use crate::request::RequestWithSender;
 use crate::session::SessionEventLoop;
 
@@ -71,14 +77,10 @@ pub enum IoUringMode {
 pub(crate) const ENABLE_HINT: &str = "enable it as root with `echo Y > /sys/module/fuse/parameters/enable_uring` \
      (or boot with fuse.enable_uring=1)";
 
-const CMD_REGISTER: u32 = 1;
-const CMD_COMMIT_AND_FETCH: u32 = 2;
-/// `struct fuse_in_header`.
-const IN_HEADER_LEN: usize = 40;
-/// `struct fuse_out_header`.
-const OUT_HEADER_LEN: usize = 16;
-/// The kernel's minimum payload buffer (`FUSE_MIN_READ_BUFFER`).
-const MIN_PAYLOAD: usize = 8192;
+const IN_HEADER_LEN: usize = size_of::<fuse_in_header>();
+const OUT_HEADER_LEN: usize = size_of::<fuse_out_header>();
+/// The kernel's minimum payload buffer.
+const MIN_PAYLOAD: usize = FUSE_MIN_READ_BUFFER;
 const PAGE: usize = 4096;
 /// Byte offset of `len` in `struct io_uring_sqe`.
 const SQE_LEN_OFFSET: usize = 24;
@@ -89,21 +91,6 @@ const SQE_LEN_OFFSET: usize = 24;
 /// one entry per thread, requests that find every thread busy wait in the
 /// kernel for the first entry committed.
 const DEPTH: usize = 1;
-
-/// `struct fuse_uring_req_header` (`fuse_kernel.h`, protocol 7.42+).
-#[repr(C)]
-struct RingHeader {
-    /// `fuse_in_header` of a request, then `fuse_out_header` of its reply.
-    in_out: [u8; 128],
-    /// The request's first argument (its per-opcode header), if any.
-    op_in: [u8; 128],
-    // struct fuse_uring_ent_in_out
-    flags: u64,
-    commit_id: u64,
-    payload_sz: u32,
-    padding: u32,
-    reserved: u64,
-}
 
 /// Logs why `IoUringMode::Auto` serves through `/dev/fuse`: offered but
 /// not to be had is worth a warning; not offered (the kernel switch off)
@@ -197,6 +184,7 @@ impl Ent {
                 iov_len: payload_cap,
             },
         ]);
+        // SAFETY: within the mapping (PAGE bytes of header, then the payload).
         let slot = ReplySlot::new(base.cast(), unsafe { base.add(PAGE) }, payload_cap);
         Ok(Ent {
             base,
@@ -339,7 +327,7 @@ impl ReplySlot {
         unsafe {
             let h = &mut *s.header;
             h.in_out[..OUT_HEADER_LEN].copy_from_slice(&out);
-            h.payload_sz = payload_sz as u32;
+            h.ring_ent_in_out.payload_sz = payload_sz as u32;
         }
         s.replied = true;
         if s.waiting {
@@ -674,11 +662,11 @@ impl<FS: Filesystem> Queue<FS> {
         // SAFETY: the kernel has written the entry and handed it to us; the
         // ring thread is its only user until the reply is committed.
         let h = unsafe { &*ent.header() };
-        let commit_id = h.commit_id;
+        let commit_id = h.ring_ent_in_out.commit_id;
         let len = u32::from_ne_bytes(h.in_out[0..4].try_into().unwrap()) as usize;
         let opcode = u32::from_ne_bytes(h.in_out[4..8].try_into().unwrap());
         let unique = u64::from_ne_bytes(h.in_out[8..16].try_into().unwrap());
-        let payload_sz = (h.payload_sz as usize).min(ent.payload_cap);
+        let payload_sz = (h.ring_ent_in_out.payload_sz as usize).min(ent.payload_cap);
         // The first argument went to op_in, the rest to the payload; the
         // header's len counts them all.
         let op_in_len = len.checked_sub(IN_HEADER_LEN + payload_sz);
@@ -799,6 +787,7 @@ mod tests {
         // cmd (struct fuse_uring_cmd_req) starts at byte 48: qid at +16.
         assert_eq!(u16::from_ne_bytes(b[64..66].try_into().unwrap()), 3, "qid");
         let commit = command(7, CMD_COMMIT_AND_FETCH, 1, 99, &ent, 0);
+        // SAFETY: Entry128 is 128 plain bytes.
         let b: [u8; 128] = unsafe { std::mem::transmute(commit) };
         assert_eq!(u32::from_ne_bytes(b[24..28].try_into().unwrap()), 0);
         assert_eq!(
@@ -822,9 +811,11 @@ mod tests {
                 IoSlice::new(b"def"),
             ])
             .unwrap();
+        // SAFETY: the entry's own mapping; no ring uses it.
         let h = unsafe { &*ent.header() };
         assert_eq!(&h.in_out[..16], &hdr);
-        assert_eq!(h.payload_sz, 6);
+        assert_eq!(h.ring_ent_in_out.payload_sz, 6);
+        // SAFETY: 6 <= MIN_PAYLOAD, within the payload buffer.
         let p = unsafe { std::slice::from_raw_parts(ent.payload(), 6) };
         assert_eq!(p, b"abcdef");
         assert!(

@@ -658,6 +658,36 @@ pub(crate) struct fuse_out_header {
     pub(crate) unique: u64,
 }
 
+/// `enum fuse_uring_cmd` (7.42+): the `cmd_op` of an `IORING_OP_URING_CMD`
+/// on `/dev/fuse`, for FUSE over io_uring.
+pub(crate) const FUSE_IO_URING_CMD_REGISTER: u32 = 1;
+pub(crate) const FUSE_IO_URING_CMD_COMMIT_AND_FETCH: u32 = 2;
+
+/// `struct fuse_uring_ent_in_out` (7.42+).
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct fuse_uring_ent_in_out {
+    pub(crate) flags: u64,
+    /// The id a reply is committed with.
+    pub(crate) commit_id: u64,
+    /// Bytes in the entry's payload buffer, each way.
+    pub(crate) payload_sz: u32,
+    pub(crate) padding: u32,
+    pub(crate) reserved: u64,
+}
+
+/// `struct fuse_uring_req_header` (7.42+): the header buffer of an io_uring
+/// queue entry.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct fuse_uring_req_header {
+    /// `fuse_in_header` of a request, then `fuse_out_header` of its reply.
+    pub(crate) in_out: [u8; 128],
+    /// The request's first argument (its per-opcode header), if any.
+    pub(crate) op_in: [u8; 128],
+    pub(crate) ring_ent_in_out: fuse_uring_ent_in_out,
+}
+
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
 pub(crate) struct fuse_dirent {

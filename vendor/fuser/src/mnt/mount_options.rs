@@ -19,10 +19,10 @@ pub struct Config {
     /// when multiple threads are used. Requires Linux 4.5+.
     pub clone_fd: bool,
     /// Whether requests are served through FUSE over io_uring (Linux).
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     pub io_uring: crate::IoUringMode,
     /// io_uring threads per queue (one queue per possible CPU); 0 means 1.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "io-uring"))]
     pub io_uring_threads_per_queue: usize,
 }
 
