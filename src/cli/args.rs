@@ -94,6 +94,13 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "SEE ALSO",
+        &[(
+            "docs/contract.md",
+            "Every rule in one place (in the source, and in PREFIX/share/doc/novelfs/ when installed):              which files are chapters, lookup, decoding, pages and their text, the index files,              the tree, attributes, freshness, the access options, errors and exit status.",
+        )],
+    ),
 ];
 
 #[derive(Parser, Debug)]

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use super::args::{BooksCmd, ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
+use super::mount_config::mount_config;
 use crate::library::{self, Library, NovelError, ReadArgs};
-use crate::mount::config::MountConfig;
 use crate::mount::{daemon, logging, mountpoint};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
@@ -98,7 +98,7 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
 }
 
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
-    let config = match MountConfig::resolve(&cmd) {
+    let config = match mount_config(&cmd) {
         Ok(config) => config,
         Err(msg) => {
             eprintln!("novelfs: {msg}");

@@ -1,11 +1,13 @@
 //! The `novelfs` command line: `args` holds the clap definitions, `argv`
 //! the argv forms clap cannot see (fstab and mount(8) helpers), `man` the
-//! man page, and `commands` what each subcommand does.
+//! man page, `commands` what each subcommand does, and `mount_config` the
+//! mount's settings from `novelfs mount`'s arguments.
 
 mod args;
 mod argv;
 mod commands;
 mod man;
+mod mount_config;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -13,7 +15,6 @@ use std::process::ExitCode;
 
 use clap::FromArgMatches;
 
-pub(crate) use args::MountCmd;
 use args::{Cli, Command, command};
 use argv::{Invocation, explain, prepare_argv};
 

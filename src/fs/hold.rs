@@ -11,8 +11,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::source::BIG_CHAPTER_BYTES;
-
 pub(crate) const HOLD_LOADS_ENV: &str = "NOVELFS_TEST_HOLD_LOADS";
 
 fn hold_dir() -> Option<&'static PathBuf> {
@@ -21,9 +19,10 @@ fn hold_dir() -> Option<&'static PathBuf> {
         .as_ref()
 }
 
-/// Holds the load of a chapter file of `len` bytes while the test says so.
-pub(crate) fn big_load(len: u64) {
-    let Some(dir) = hold_dir().filter(|_| len > BIG_CHAPTER_BYTES) else {
+/// Holds the load of a big chapter file while the test says so (the
+/// loader calls it for big files only).
+pub(crate) fn big_load() {
+    let Some(dir) = hold_dir() else {
         return;
     };
     static LOADS: AtomicU64 = AtomicU64::new(0);

@@ -4,7 +4,7 @@
 //! mount; `daemon` runs `novelfs mount` as a process; `config` resolves
 //! the command's settings once.
 
-mod access;
+pub(crate) mod access;
 mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
@@ -14,7 +14,7 @@ pub(crate) mod logging;
 mod mountinfo;
 pub(crate) mod mountpoint;
 mod offload;
-mod options;
+pub(crate) mod options;
 mod process;
 mod pusher;
 mod session;

@@ -79,6 +79,7 @@ fn install_into_a_prefix_then_uninstall() {
         "sbin/mount.fuse.novelfs",
         "sbin/mount.novelfs",
         "share/bash-completion/completions/novelfs",
+        "share/doc/novelfs/contract.md",
         "share/doc/novelfs/examples/mnt-novels.mount",
         "share/doc/novelfs/examples/novelfs.service",
         "share/doc/novelfs/installed-files",

@@ -37,7 +37,7 @@ use crate::fs::node::Node;
 use crate::fs::outline::Outlines;
 use crate::fs::pages::Pages;
 use crate::fs::source::Source;
-use readers::Reader;
+use plan::Reader;
 
 #[cfg(test)]
 pub(crate) use plan::{AHEAD_BYTES, AHEAD_CHAPTERS};

@@ -1,12 +1,12 @@
-//! What to store ahead of each reader: its plan (the pages after the one
+//! What to store ahead of each reader (where it is, `Reader`): its plan (the pages after the one
 //! it read, up to `AHEAD_CHAPTERS` chapters and `AHEAD_BYTES` on), made
 //! from the chapters' outlines, and the batches of those pages the store
 //! thread renders and sends.
 
 use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::sync::Arc;
 
-use super::readers::Reader;
 use super::{Parts, Store, StoreAhead};
 use crate::fs::lock;
 use crate::fs::names::PageName;
@@ -33,6 +33,32 @@ pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
 /// store thread renders before the reader catches up. Several chapters of
 /// typical pages (up to 60 KB of text each) fit.
 const IN_FLIGHT_BYTES: u64 = 1 << 20;
+
+/// Where a reader is: the page it read last, of which version.
+#[derive(Debug, Clone)]
+pub(super) struct Reader {
+    pub(super) chapter: ChapterRef,
+    /// The offset read (0: none of this chapter yet, every page wanted) and
+    /// the format read.
+    pub(super) offset: u64,
+    pub(super) format: PageFormat,
+    pub(super) version: u64,
+    /// What to push ahead of it, made once per position (`None`: not yet).
+    pub(super) plan: Option<Arc<Planned>>,
+}
+
+impl Reader {
+    pub(super) fn book(&self) -> &OsStr {
+        &self.chapter.book
+    }
+
+    pub(super) fn at(&self, other: &Reader) -> bool {
+        self.chapter == other.chapter
+            && self.offset == other.offset
+            && self.format == other.format
+            && self.version == other.version
+    }
+}
 
 /// A reader's plan with the chapters it reaches.
 #[derive(Debug)]

@@ -1,47 +1,19 @@
-//! Where the readers are: the page each read last (one per book and
+//! Which readers are followed: the page each read last (one per book and
 //! format), moved on by its READs and by its listings of the chapters its
 //! plan reaches.
 
-use std::ffi::OsStr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::StoreAhead;
-use super::plan::Planned;
+use super::plan::Reader;
 use crate::fs::lock;
 use crate::fs::names::PageName;
 use crate::fs::node::ChapterRef;
-use crate::library::PageFormat;
 
 /// Reader positions followed at once, one per book and format, the most
 /// recent first: `grep -r` reads both formats, a few agents a few books.
 const READERS: usize = 4;
-
-/// Where a reader is: the page it read last, of which version.
-#[derive(Debug, Clone)]
-pub(super) struct Reader {
-    pub(super) chapter: ChapterRef,
-    /// The offset read (0: none of this chapter yet, every page wanted) and
-    /// the format read.
-    pub(super) offset: u64,
-    pub(super) format: PageFormat,
-    pub(super) version: u64,
-    /// What to push ahead of it, made once per position (`None`: not yet).
-    pub(super) plan: Option<Arc<Planned>>,
-}
-
-impl Reader {
-    fn book(&self) -> &OsStr {
-        &self.chapter.book
-    }
-
-    pub(super) fn at(&self, other: &Reader) -> bool {
-        self.chapter == other.chapter
-            && self.offset == other.offset
-            && self.format == other.format
-            && self.version == other.version
-    }
-}
 
 impl StoreAhead {
     /// A READ of `page` (of `version`) reached the daemon: its reader is

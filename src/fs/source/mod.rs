@@ -2,17 +2,18 @@
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+mod loads;
+
 use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::library::{BookIndex, ChapterText, Library, NovelError};
+use loads::{Flights, LoadBudget};
 
 use super::ahead::{Prefetcher, in_page_cache};
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
@@ -73,104 +74,6 @@ pub(crate) struct LoadedChapter {
     pub mtime: SystemTime,
 }
 
-/// A load in progress: requests for the same version wait for its result.
-#[derive(Default)]
-struct Flight {
-    result: Mutex<Option<Result<LoadedChapter>>>,
-    done: Condvar,
-}
-
-impl Flight {
-    fn wait(&self) -> Result<LoadedChapter> {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = &*result {
-                return r.clone();
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// The request that loads a version for every request waiting on it.
-/// However it ends (a panic included, as EIO), its waiters are answered
-/// and the version can be loaded again.
-struct Leader<'a> {
-    loads: &'a Mutex<HashMap<VersionKey, Arc<Flight>>>,
-    key: VersionKey,
-    flight: Arc<Flight>,
-}
-
-impl Leader<'_> {
-    fn finish(self, result: &Result<LoadedChapter>) {
-        *lock(&self.flight.result) = Some(result.clone());
-    }
-}
-
-impl Drop for Leader<'_> {
-    fn drop(&mut self) {
-        lock(self.loads).remove(&self.key);
-        let mut result = lock(&self.flight.result);
-        if result.is_none() {
-            *result = Some(Err(libc::EIO));
-        }
-        self.flight.done.notify_all();
-    }
-}
-
-/// A number of bytes shared by the loads under way. A load that does not
-/// fit waits for others to end; one is always let in, however big.
-pub(crate) struct LoadBudget {
-    capacity: u64,
-    in_use: Mutex<u64>,
-    freed: Condvar,
-}
-
-/// Bytes of a `LoadBudget` taken by one load, given back when dropped.
-pub(crate) struct Admission<'a> {
-    budget: &'a LoadBudget,
-    bytes: u64,
-}
-
-impl LoadBudget {
-    pub(crate) fn new(capacity: u64) -> LoadBudget {
-        LoadBudget {
-            capacity,
-            in_use: Mutex::new(0),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn fits(&self, in_use: u64, bytes: u64) -> bool {
-        in_use == 0 || in_use.saturating_add(bytes) <= self.capacity
-    }
-
-    /// Takes `bytes`, waiting until they fit.
-    pub(crate) fn admit(&self, bytes: u64) -> Admission<'_> {
-        let mut in_use = lock(&self.in_use);
-        while !self.fits(*in_use, bytes) {
-            in_use = self.freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
-        }
-        *in_use += bytes;
-        Admission {
-            budget: self,
-            bytes,
-        }
-    }
-
-    /// Bytes taken by the loads under way.
-    pub(crate) fn in_use(&self) -> u64 {
-        *lock(&self.in_use)
-    }
-}
-
-impl Drop for Admission<'_> {
-    fn drop(&mut self) {
-        *lock(&self.budget.in_use) -= self.bytes;
-        self.budget.freed.notify_all();
-    }
-}
-
 #[derive(Clone)]
 struct CachedIndex {
     stamp: Stamp,
@@ -208,7 +111,7 @@ pub(crate) struct Source {
     /// The versions of chapters read while their stamps proved nothing.
     versions: Settling<ChapterRef>,
     /// Loads in progress, by the version looked at.
-    loads: Mutex<HashMap<VersionKey, Arc<Flight>>>,
+    loads: Flights,
     big_loads: LoadBudget,
     /// Chapter files read and decoded so far (what tests count to show
     /// that a request decoded nothing).
@@ -291,7 +194,7 @@ impl Source {
             texts_budget,
             table_bytes,
             versions: Settling::new(version_of),
-            loads: Mutex::new(HashMap::new()),
+            loads: Flights::default(),
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             decodes: std::sync::atomic::AtomicU64::new(0),
             prefetcher: Prefetcher::start(),
@@ -494,20 +397,8 @@ impl Source {
         if let Some(hit) = self.cached(&key, &source) {
             return Ok(hit);
         }
-        let flight = match lock(&self.loads).entry(key.clone()) {
-            Entry::Occupied(e) => Err(e.get().clone()),
-            Entry::Vacant(e) => {
-                let flight = Arc::new(Flight::default());
-                e.insert(flight.clone());
-                Ok(flight)
-            }
-        };
-        let leader = match flight {
-            Ok(flight) => Leader {
-                loads: &self.loads,
-                key,
-                flight,
-            },
+        let leader = match loads::lead_or_join(&self.loads, key) {
+            Ok(leader) => leader,
             Err(other) => {
                 #[cfg(test)]
                 self.at(|s| &s.joined, c);
@@ -564,7 +455,9 @@ impl Source {
         }
         #[cfg(test)]
         self.at(|s| &s.loading, c);
-        super::hold::big_load(source.meta.len());
+        if source.meta.len() > BIG_CHAPTER_BYTES {
+            super::hold::big_load();
+        }
         let chapter = &source.index.chapters[source.position];
         let mut was_cached = false;
         let at = self.freshness.now();
@@ -662,27 +555,4 @@ fn names_equal(a: &BookIndex, b: &BookIndex) -> bool {
             .iter()
             .zip(&b.chapters)
             .all(|(x, y)| x.os_name == y.os_name)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_load_budget_lets_in_what_fits_and_one_load_of_any_size() {
-        let budget = LoadBudget::new(10);
-        assert!(budget.fits(0, 100), "alone, any size is let in");
-        assert!(budget.fits(6, 4) && !budget.fits(6, 6) && !budget.fits(4, 7));
-        let six = budget.admit(6);
-        let four = budget.admit(4);
-        assert_eq!(budget.in_use(), 10);
-        drop(six);
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| drop(budget.admit(7)));
-            drop(four);
-            waiter.join().unwrap();
-        });
-        drop(budget.admit(100));
-        assert_eq!(budget.in_use(), 0, "every admission was given back");
-    }
 }

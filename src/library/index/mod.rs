@@ -4,12 +4,16 @@
 //! Both are built from per-chapter figures (`ChapterStats`: characters and
 //! lines, counted as JavaScript counts them) so that a caller holding them
 //! already (the mount's outlines) need not decode a chapter again.
+//!
+//! `dates` gives a chapter's `updated`; `calls` makes the two tool calls
+//! over a library on disk.
+
+mod calls;
+mod dates;
 
 use std::cmp::Ordering;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use super::error::NovelError;
 use super::js;
@@ -17,7 +21,8 @@ use super::lookup::BookIndex;
 use super::number::{self, ChapterNumber};
 use super::page::ChapterText;
 use super::scan::{self, Chapter};
-use super::{Library, sanitize_segment, switch};
+
+pub use dates::{iso_millis, updated_of};
 
 /// The tool names, as the switch file names them.
 pub const BOOKS_TOOL: &str = "novel_books";
@@ -49,50 +54,6 @@ impl ChapterStats {
             lines: text.total_lines(),
         }
     }
-}
-
-/// `Date.prototype.toISOString()` of a file's mtime as Node's `stat` gives
-/// it: milliseconds, truncated toward zero, UTC.
-pub fn iso_millis(secs: i64, nanos: i64) -> String {
-    let total_ns = i128::from(secs) * 1_000_000_000 + i128::from(nanos);
-    let ms = total_ns / 1_000_000; // truncates toward zero, as TimeClip does
-    let days = ms.div_euclid(86_400_000);
-    let in_day = ms.rem_euclid(86_400_000);
-    let (y, m, d) = civil_from_days(days as i64);
-    let (h, min, s, milli) = (
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000,
-    );
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else if y < 0 {
-        format!("-{:06}", -y)
-    } else {
-        format!("+{y:06}")
-    };
-    format!("{year}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
-}
-
-/// The proleptic Gregorian date of a day count from 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// `updated` of a chapter whose metadata is `meta`.
-pub fn updated_of(meta: &std::fs::Metadata) -> String {
-    iso_millis(meta.mtime(), meta.mtime_nsec())
 }
 
 /// One chapter as `novel_chapters` lists it; `stats` is the error that
@@ -358,106 +319,6 @@ pub fn is_chapters_file(name: &OsStr) -> bool {
     name == CHAPTERS_TXT || name == CHAPTERS_JSON
 }
 
-impl Library {
-    /// The library root as pages print it.
-    pub fn root_display(&self) -> &str {
-        &self.root_display
-    }
-
-    /// The books `novel_books` counts, unordered: real directories of
-    /// `novels/` (symlinks are not followed), not dot directories, not
-    /// `创作资料`. No `novels/` is no books.
-    pub fn counted_books(&self) -> Vec<OsString> {
-        let Ok(entries) = std::fs::read_dir(self.novels_dir()) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name())
-            .filter(|name| counted_as_book(name))
-            .collect()
-    }
-
-    /// A chapter's figures and `updated`, read as the original reads it
-    /// (the mtime of the file read; a file gone since the scan is an error).
-    pub fn chapter_stats(
-        &self,
-        book: &OsStr,
-        chapter: &Chapter,
-    ) -> (Result<ChapterStats, NovelError>, String) {
-        match self.open_chapter_file(book, &chapter.os_name) {
-            Ok(Some((f, meta))) => {
-                let updated = updated_of(&meta);
-                let stats = self
-                    .load_opened_chapter(book, chapter, f, &meta)
-                    .map(|t| ChapterStats::of(&t));
-                (stats, updated)
-            }
-            Ok(None) => (
-                Err(self.io_error(book, &chapter.os_name, std::io::ErrorKind::NotFound.into())),
-                iso_millis(0, 0),
-            ),
-            Err(e) => (Err(e), iso_millis(0, 0)),
-        }
-    }
-
-    /// The listing of the book directory `book` (named as on disk), every
-    /// chapter read once.
-    pub fn book_chapters(&self, book: &OsStr, index: &BookIndex) -> BookChapters {
-        BookChapters::new(book.to_string_lossy().into_owned(), index, |_, c| {
-            self.chapter_stats(book, c)
-        })
-    }
-
-    /// One `novel_chapters` call, checks in the tool's order.
-    pub fn novel_chapters(
-        &self,
-        book: &str,
-        state_file: Option<&Path>,
-    ) -> Result<BookChapters, NovelError> {
-        if !switch::tool_switched_on(state_file, CHAPTERS_TOOL) {
-            return Err(NovelError::ToolSwitchedOff {
-                tool: CHAPTERS_TOOL,
-            });
-        }
-        if js::trim(book).is_empty() {
-            return Err(NovelError::EmptyBook);
-        }
-        let book = sanitize_segment(book)?;
-        let index = self.scan_book(&book)?;
-        let listing = self.book_chapters(OsStr::new(&book), &index);
-        match listing.error() {
-            Some(e) => Err(e.clone()),
-            None => Ok(listing),
-        }
-    }
-
-    /// One `novel_books` call: every chapter of every counted book read
-    /// once (one at a time: memory holds one chapter's text).
-    pub fn novel_books(&self, state_file: Option<&Path>) -> Result<LibraryBooks, NovelError> {
-        if !switch::tool_switched_on(state_file, BOOKS_TOOL) {
-            return Err(NovelError::ToolSwitchedOff { tool: BOOKS_TOOL });
-        }
-        let books = self
-            .counted_books()
-            .into_iter()
-            .filter_map(|book| {
-                // A book that cannot be scanned is left out, as the original
-                // skips it.
-                let index = self.index_book(&book).ok()?;
-                let (chapters, chars) = self.book_chapters(&book, &index).totals();
-                Some(BookTotals {
-                    name: book.to_string_lossy().into_owned(),
-                    chapters,
-                    chars,
-                })
-            })
-            .collect();
-        Ok(LibraryBooks::new(self.root_display.clone(), books))
-    }
-}
-
 /// `novel_books`' order: characters descending, then the name under ICU
 /// root collation (bytes only to make equal collation keys stable).
 pub fn book_order(a: &BookTotals, b: &BookTotals) -> Ordering {
@@ -477,24 +338,6 @@ mod tests {
             let stats = ChapterStats::of(&ChapterText::new(s.to_string()));
             assert_eq!(stats.chars, js::utf16_len(s) as u64, "{s}");
         }
-    }
-
-    #[test]
-    fn iso_dates_are_utc_with_truncated_milliseconds() {
-        assert_eq!(iso_millis(1767323045, 0), "2026-01-02T03:04:05.000Z");
-        assert_eq!(
-            iso_millis(1767323045, 999_999_999),
-            "2026-01-02T03:04:05.999Z"
-        );
-        assert_eq!(iso_millis(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso_millis(951_782_400, 0), "2000-02-29T00:00:00.000Z");
-        // Before the epoch, toward zero: -0.5 s is 23:59:59.500.
-        assert_eq!(iso_millis(-1, 500_000_000), "1969-12-31T23:59:59.500Z");
-        assert_eq!(iso_millis(-1, 999_999), "1969-12-31T23:59:59.001Z");
-        assert_eq!(
-            iso_millis(253_402_300_800, 0),
-            "+010000-01-01T00:00:00.000Z"
-        );
     }
 
     fn chapter(name: &str) -> Chapter {

@@ -1,0 +1,130 @@
+//! Where a library's books and chapters are on disk, and how pages name
+//! them: the directories under `novels/`, their display paths, and a
+//! book's chapter index found by its name.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use super::{BookIndex, Library, NovelError, scan};
+
+/// Whether an error only says that a path is not there (not that it
+/// cannot be read).
+fn is_absence(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
+impl Library {
+    /// The library root as pages print it.
+    pub fn root_display(&self) -> &str {
+        &self.root_display
+    }
+
+    pub fn novels_dir(&self) -> PathBuf {
+        self.root.join("novels")
+    }
+
+    pub fn book_dir(&self, book: &OsStr) -> PathBuf {
+        self.novels_dir().join(book)
+    }
+
+    /// `ROOT/novels/{book}/{file}` as pages print it.
+    pub fn display_path(&self, book: &str, file: &str) -> String {
+        format!("{}/novels/{book}/{file}", self.root_display)
+    }
+
+    /// Whether `novels/{book}` is a real directory (a symlink is not followed).
+    pub fn is_book(&self, book: &OsStr) -> bool {
+        self.book_metadata(book).is_some()
+    }
+
+    /// The metadata of `novels/{book}` when it is a real directory and
+    /// `book` a plain name (one `lstat`; a symlink is not followed).
+    pub fn book_metadata(&self, book: &OsStr) -> Option<std::fs::Metadata> {
+        let plain = !book.is_empty()
+            && book.as_bytes() != b"."
+            && book.as_bytes() != b".."
+            && !book.as_bytes().contains(&b'/');
+        let meta = std::fs::symlink_metadata(self.book_dir(book))
+            .ok()
+            .filter(|_| plain)?;
+        meta.is_dir().then_some(meta)
+    }
+
+    /// Scans a book given the sanitized name. A book that is not there is
+    /// §1.7's "not found"; one that is there (or may be) but cannot be read
+    /// says why, since "not found" would send its reader looking for a
+    /// typo.
+    pub fn scan_book(&self, book: &str) -> Result<BookIndex, NovelError> {
+        let not_found = || NovelError::BookNotFound {
+            root: self.root_display.clone(),
+            book: book.to_string(),
+        };
+        let unreadable = |e: std::io::Error| NovelError::Io {
+            path: self.display_dir(Some(OsStr::new(book))),
+            reason: e.to_string(),
+        };
+        if !self.is_book(OsStr::new(book)) {
+            return match std::fs::symlink_metadata(self.book_dir(OsStr::new(book))) {
+                Err(e) if !is_absence(&e) => Err(unreadable(e)),
+                _ => Err(not_found()),
+            };
+        }
+        self.index_book(OsStr::new(book)).map_err(|e| {
+            if is_absence(&e) {
+                not_found()
+            } else {
+                unreadable(e)
+            }
+        })
+    }
+
+    /// `ROOT/novels` (or `ROOT/novels/{book}`) as pages print it.
+    pub fn display_dir(&self, book: Option<&OsStr>) -> String {
+        match book {
+            Some(book) => format!("{}/novels/{}", self.root_display, book.to_string_lossy()),
+            None => format!("{}/novels", self.root_display),
+        }
+    }
+
+    /// Why `novels/` (or the book directory `book`) cannot be listed;
+    /// `None` when it can.
+    pub fn unreadable_dir(&self, book: Option<&OsStr>) -> Option<NovelError> {
+        let dir = match book {
+            Some(book) => self.book_dir(book),
+            None => self.novels_dir(),
+        };
+        let e = std::fs::read_dir(dir).err()?;
+        Some(NovelError::Io {
+            path: self.display_dir(book),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The chapter index of the book directory `book`, named as it is on
+    /// disk (not sanitized).
+    pub fn index_book(&self, book: &OsStr) -> std::io::Result<BookIndex> {
+        Ok(BookIndex::new(scan::scan_chapters(&self.book_dir(book))?))
+    }
+
+    /// The book directories in `novels/` (symlinks are no books), in the
+    /// order a listing shows them.
+    pub fn book_names(&self) -> std::io::Result<Vec<OsString>> {
+        let mut books: Vec<OsString> = std::fs::read_dir(self.novels_dir())?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name())
+            .collect();
+        books.sort_by(|a, b| {
+            scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b))
+        });
+        Ok(books)
+    }
+
+    /// The metadata of the chapter file `file` of `book` when the name
+    /// holds a regular file (one `lstat`; a symlink is not followed).
+    pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<std::fs::Metadata> {
+        let meta = std::fs::symlink_metadata(self.book_dir(book).join(file)).ok()?;
+        meta.is_file().then_some(meta)
+    }
+}

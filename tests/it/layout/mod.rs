@@ -1,0 +1,464 @@
+//! The source layout's rules, checked on the sources themselves: each layer
+//! names only the layers below it (the tree never talks to FUSE), and no
+//! files nor top-level modules import each other in a circle.
+//!
+//! The check reads the crate as rustc does: modules from their `mod`
+//! declarations (`#[path]` and `#[cfg(test)]` included), `crate::`,
+//! `super::` and `self::` paths resolved against the module they are
+//! written in, in `use` trees and in code alike. Unit-test modules
+//! (`#[cfg(test)] mod … { … }` and files declared under `#[cfg(test)]`) may
+//! reach anywhere and are left out of the import graph.
+
+mod scan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use scan::{ModPath, Scan, scan};
+
+/// A module in a file of its own.
+struct FileModule {
+    path: ModPath,
+    file: PathBuf,
+    /// Declared under `#[cfg(test)]`, or inside such a module.
+    test: bool,
+    scan: Scan,
+}
+
+/// The crate under `src` as rustc reads it, from `src/lib.rs` down.
+struct Crate {
+    files: Vec<FileModule>,
+    /// Every module (inline ones too) and the index of its file.
+    modules: BTreeMap<ModPath, usize>,
+}
+
+impl Crate {
+    fn read(src: &Path) -> Crate {
+        let mut krate = Crate {
+            files: Vec::new(),
+            modules: BTreeMap::new(),
+        };
+        krate.add(src.join("lib.rs"), Vec::new(), false, true);
+        krate
+    }
+
+    fn add(&mut self, file: PathBuf, path: ModPath, test: bool, owns_dir: bool) {
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let scan = scan(&text, &path);
+        let me = self.files.len();
+        self.modules.insert(path.clone(), me);
+        for m in &scan.inline_modules {
+            self.modules.insert(m.clone(), me);
+        }
+        let dir = file.parent().unwrap().to_path_buf();
+        let children: Vec<(PathBuf, ModPath, bool)> = scan
+            .declared
+            .iter()
+            .map(|d| {
+                let mut child = d.at.clone();
+                child.push(d.name.clone());
+                let file = match &d.path_attr {
+                    Some(p) if d.inline.is_empty() => dir.join(p),
+                    _ => {
+                        let mut base = dir.clone();
+                        if !owns_dir {
+                            base.push(file.file_stem().unwrap());
+                        }
+                        base.extend(&d.inline);
+                        let flat = base.join(format!("{}.rs", d.name));
+                        if flat.exists() {
+                            flat
+                        } else {
+                            base.join(&d.name).join("mod.rs")
+                        }
+                    }
+                };
+                (file, child, test || d.in_test)
+            })
+            .collect();
+        self.files.push(FileModule {
+            path,
+            file: file.clone(),
+            test,
+            scan,
+        });
+        for (file, child, test) in children {
+            let owns_dir = file.file_name().is_some_and(|n| n == "mod.rs");
+            self.add(file, child, test, owns_dir);
+        }
+    }
+
+    /// The file a path written in module `at` names, if it is one of the
+    /// crate's: the file of the longest prefix that is a module.
+    fn resolve(&self, at: &ModPath, segments: &[String]) -> Option<usize> {
+        let (mut full, rest) = match segments.first()?.as_str() {
+            "crate" => (Vec::new(), &segments[1..]),
+            "self" => (at.clone(), &segments[1..]),
+            "super" => {
+                let supers = segments.iter().take_while(|s| *s == "super").count();
+                let mut base = at.clone();
+                base.truncate(at.len().checked_sub(supers)?);
+                (base, &segments[supers..])
+            }
+            first => {
+                let mut child = at.clone();
+                child.push(first.to_string());
+                // Not a child module: another crate's path.
+                self.modules.get(&child)?;
+                (at.clone(), segments)
+            }
+        };
+        let mut found = self.modules.get(&full).copied();
+        for seg in rest {
+            full.push(seg.clone());
+            match self.modules.get(&full) {
+                Some(f) => found = Some(*f),
+                None => break,
+            }
+        }
+        found
+    }
+
+    /// Which files each file's code (unit tests left out) names; a module
+    /// naming its own submodules (declaring, re-exporting) does not count.
+    fn imports(&self) -> Vec<BTreeSet<usize>> {
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if f.test {
+                    return BTreeSet::new();
+                }
+                f.scan
+                    .paths
+                    .iter()
+                    .filter(|w| !w.in_test)
+                    .filter_map(|w| self.resolve(&w.at, &w.segments))
+                    .filter(|&t| t != i && !self.files[t].path.starts_with(&f.path))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The top-level module a file is part of (`crate` for the root).
+    fn top(&self, file: usize) -> String {
+        let path = &self.files[file].path;
+        path.first().cloned().unwrap_or_else(|| "crate".into())
+    }
+
+    fn name(&self, file: usize, src: &Path) -> String {
+        let f = &self.files[file].file;
+        f.strip_prefix(src).unwrap_or(f).display().to_string()
+    }
+}
+
+/// The strongly connected components of a graph of more than one node
+/// (Tarjan's algorithm): each is a set of nodes that reach one another.
+fn circles<N: Ord + Clone>(graph: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    struct Tarjan<'g, N> {
+        graph: &'g BTreeMap<N, BTreeSet<N>>,
+        index: BTreeMap<N, usize>,
+        low: BTreeMap<N, usize>,
+        stack: Vec<N>,
+        on_stack: BTreeSet<N>,
+        found: Vec<Vec<N>>,
+    }
+    impl<N: Ord + Clone> Tarjan<'_, N> {
+        fn visit(&mut self, v: &N) {
+            let n = self.index.len();
+            self.index.insert(v.clone(), n);
+            self.low.insert(v.clone(), n);
+            self.stack.push(v.clone());
+            self.on_stack.insert(v.clone());
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v.clone(), low);
+                } else if self.on_stack.contains(w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v.clone(), low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                loop {
+                    let w = self.stack.pop().unwrap();
+                    self.on_stack.remove(&w);
+                    let done = w == *v;
+                    component.push(w);
+                    if done {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.found
+}
+
+/// Which top-level modules each layer must never name, and whether it
+/// must stay free of `fuser`.
+const LAYERS: [(&str, &[&str], bool); 3] = [
+    ("library", &["fs", "mount", "cli"], true),
+    ("fs", &["mount", "cli"], true),
+    ("mount", &["cli"], false),
+];
+
+/// Every broken layout rule of the crate under `src`.
+fn problems(src: &Path) -> Vec<String> {
+    let krate = Crate::read(src);
+    let imports = krate.imports();
+    let mut found = Vec::new();
+    for (i, f) in krate.files.iter().enumerate() {
+        let top = krate.top(i);
+        let Some((_, banned, no_fuser)) = LAYERS.iter().find(|(l, _, _)| *l == top) else {
+            continue;
+        };
+        if *no_fuser && f.scan.names_fuser {
+            found.push(format!("{} names fuser", krate.name(i, src)));
+        }
+        for w in &f.scan.paths {
+            if let Some(t) = krate.resolve(&w.at, &w.segments)
+                && banned.contains(&krate.top(t).as_str())
+            {
+                found.push(format!(
+                    "{} names {} ({top} never names {})",
+                    krate.name(i, src),
+                    w.segments.join("::"),
+                    krate.top(t),
+                ));
+            }
+        }
+    }
+    let files: BTreeMap<usize, BTreeSet<usize>> = imports.iter().cloned().enumerate().collect();
+    for circle in circles(&files) {
+        let names: Vec<String> = circle.iter().map(|&f| krate.name(f, src)).collect();
+        found.push(format!("files import each other: {}", names.join(", ")));
+    }
+    let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, targets) in imports.iter().enumerate() {
+        for &to in targets {
+            if krate.top(from) != krate.top(to) {
+                tops.entry(krate.top(from))
+                    .or_default()
+                    .insert(krate.top(to));
+            }
+        }
+    }
+    for circle in circles(&tops) {
+        let mut through = Vec::new();
+        for (from, targets) in imports.iter().enumerate() {
+            for &to in targets {
+                if krate.top(from) != krate.top(to)
+                    && circle.contains(&krate.top(from))
+                    && circle.contains(&krate.top(to))
+                {
+                    through.push(format!(
+                        "{} -> {}",
+                        krate.name(from, src),
+                        krate.name(to, src)
+                    ));
+                }
+            }
+        }
+        found.push(format!(
+            "top-level modules import each other: {} (through {})",
+            circle.join(", "),
+            through.join(", ")
+        ));
+    }
+    found
+}
+
+#[test]
+fn the_sources_keep_their_layout() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let krate = Crate::read(&src);
+    let mut on_disk = Vec::new();
+    rust_files(&src, &mut on_disk);
+    on_disk.retain(|f| *f != src.join("main.rs"));
+    let read: BTreeSet<&PathBuf> = krate.files.iter().map(|f| &f.file).collect();
+    let unread: Vec<_> = on_disk.iter().filter(|f| !read.contains(f)).collect();
+    assert!(
+        on_disk.len() > 40 && unread.is_empty(),
+        "every source file is read from src/lib.rs down; not: {unread:?}"
+    );
+    let session = krate.modules[&vec!["mount".to_string(), "session".to_string()]];
+    let attach = krate.modules[&vec!["mount".to_string(), "attach".to_string()]];
+    assert!(
+        krate.imports()[session].contains(&attach),
+        "the scan sees `use super::attach`"
+    );
+    let problems = problems(&src);
+    assert!(
+        problems.is_empty(),
+        "layout problems:\n{}",
+        problems.join("\n")
+    );
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A fake crate: `files` as (path under `src`, code).
+fn fake_crate(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, code) in files {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, code).unwrap();
+    }
+    dir
+}
+
+fn assert_one_problem_naming(dir: &tempfile::TempDir, files: &[&str]) {
+    let problems = problems(dir.path());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    for f in files {
+        assert!(problems[0].contains(f), "{f} in {problems:?}");
+    }
+}
+
+#[test]
+fn a_clean_crate_passes() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod library;\npub mod fs;\n"),
+        (
+            "library/mod.rs",
+            "mod scan;\npub use scan::Chapter;\npub struct Library;\n",
+        ),
+        (
+            "library/scan.rs",
+            "use super::Library;\npub struct Chapter;\n",
+        ),
+        (
+            "fs/mod.rs",
+            "mod tree;\nmod node;\n#[cfg(test)]\nmod tests {\n    use super::tree::*;\n}\n",
+        ),
+        (
+            "fs/tree.rs",
+            "use super::node::Node;\nuse crate::library::{self, Library};\n",
+        ),
+        (
+            "fs/node.rs",
+            "// super::tree names this file; a comment is not an import\n\
+             pub struct Node(&'static str);\n\
+             const S: &str = \"super::tree::x\";\n\
+             const Q: char = '\\'';\n\
+             const R: &str = r#\"crate::fs::tree \"quoted\"\"#;\n\
+             fn r#type() {}\n\
+             #[cfg(test)]\nmod tests {\n    use super::super::tree;\n}\n",
+        ),
+    ]);
+    assert_eq!(problems(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn two_files_importing_each_other_fail() {
+    let dir = fake_crate(&[
+        ("lib.rs", "mod fs;\n"),
+        ("fs/mod.rs", "mod hold;\nmod source;\n"),
+        (
+            "fs/hold.rs",
+            "#[cfg(test)]\nfn f() {}\nuse super::source::BIG;\n",
+        ),
+        (
+            "fs/source.rs",
+            "pub const BIG: u64 = 1;\nfn f() { super::hold::big_load(); }\n",
+        ),
+    ]);
+    assert_one_problem_naming(&dir, &["fs/hold.rs", "fs/source.rs"]);
+}
+
+#[test]
+fn a_ring_of_three_files_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "mod library;\n"),
+        ("library/mod.rs", "mod a;\nmod b;\nmod stream;\n"),
+        ("library/a.rs", "use super::{b::B, stream};\n"),
+        (
+            "library/b.rs",
+            "pub struct B;\nfn f() { crate::library::stream::text::go() }\n",
+        ),
+        ("library/stream/mod.rs", "mod text;\n"),
+        ("library/stream/text.rs", "use super::super::a;\n"),
+    ]);
+    assert_one_problem_naming(
+        &dir,
+        &["library/a.rs", "library/b.rs", "library/stream/text.rs"],
+    );
+}
+
+#[test]
+fn mount_naming_cli_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod cli;\npub mod mount;\n"),
+        (
+            "cli.rs",
+            "pub struct MountCmd;\n#[arg(value_parser = crate::mount::parse_size)]\nstruct A;\n",
+        ),
+        ("mount/mod.rs", "pub mod config;\n"),
+        ("mount/config.rs", "use crate::cli::MountCmd;\n"),
+    ]);
+    let problems = problems(dir.path());
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("mount/config.rs") && p.contains("crate::cli::MountCmd")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("cli, mount")
+            && p.contains("cli.rs -> mount/mod.rs")
+            && p.contains("mount/config.rs -> cli.rs")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn a_circle_of_top_level_modules_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod cli;\npub mod fs;\n"),
+        ("cli/mod.rs", "mod commands;\nmod args;\n"),
+        ("cli/commands.rs", "use crate::fs::tree::Tree;\n"),
+        ("cli/args.rs", "pub struct Args;\n"),
+        ("fs/mod.rs", "pub mod tree;\n"),
+        ("fs/tree.rs", "fn f(_: crate::cli::args::Args) {}\n"),
+    ]);
+    let problems = problems(dir.path());
+    assert!(
+        problems.iter().any(
+            |p| p.contains("top-level modules import each other: cli, fs")
+                && p.contains("cli/commands.rs")
+                && p.contains("fs/tree.rs")
+        ),
+        "{problems:?}"
+    );
+}
