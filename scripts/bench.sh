@@ -9,7 +9,7 @@
 #                    [--scale-chapters N] [--scale-reads N] [--perf]
 #                    [--big] [--big-only] [--big-mb N] [--huge-mb N] [--bin PATH]
 #                    [--transport classic|io_uring|both] [--rtt-calls N]
-#                    [--wholelib] [--stat-calls N]
+#                    [--wholelib] [--stat-calls N] [--persist]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -26,7 +26,10 @@
 # (reports in the kept temp dir; implies --keep).
 # --wholelib: only the whole-library figures (below; 2,000 books x 100
 # chapters, with --quick 200 x 100; --scale-books/--scale-chapters shape it;
-# --stat-calls N stats of a missing name, default 1000).
+# --stat-calls N stats of a missing name, default 1000). --persist: with
+# them, the persistent index's figures (implies --wholelib). Every mount but
+# those of --persist runs with --no-index, so no figure depends on what an
+# earlier mount left in an index.
 # --transport: how the mounts of the reference, scale, whole-library and round-trip figures
 # are served (default both, each figure measured with each in the same run;
 # classic only when the kernel has no FUSE over io_uring). The main figures
@@ -116,6 +119,14 @@
 #          mean size of its kind on the novelfs mount and names kept an hour
 #          (as novelfs keeps what it watches), vs the same grep over the
 #          sources; its CPU per page file is the wcpu baseline.
+#   persist  (--persist, with --wholelib, each transport) index: `novelfs
+#          index ROOT` into an empty --index-dir vs a cat of every source
+#          (both cached; ≤ 1.5×). books: the first `cat MNT/novel_books.txt`
+#          on a fresh mount with that index vs `find SRC -printf '%s %T@ %C@
+#          %i'` (≤ 1.5×); VmHWM after it. find: cold `find MNT -name
+#          offset-1.txt` on a fresh mount with the index vs the same find
+#          over scripts/floor/tree.c serving the same shape (≤ 1.2×); VmHWM
+#          after it. size: the index's files vs the library's bytes (≤ 5%).
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -128,8 +139,8 @@ export LC_ALL=C
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
-WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
+WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -160,6 +171,7 @@ while [ $# -gt 0 ]; do
         --rtt-calls) RTT_CALLS=$2; shift 2 ;;
         --wholelib) WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --stat-calls) STAT_CALLS=$2; shift 2 ;;
+        --persist) PERSIST=1; WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -249,10 +261,12 @@ daemon_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # mount_fs MNT [novelfs options...]: mounts the main library; sets DPID.
 mount_fs() { mount_lib "$ROOT" "$@"; }
 
-# mount_lib LIBROOT MNT [novelfs options...]; sets DPID.
+# mount_lib LIBROOT MNT [novelfs options...]; sets DPID. Without an
+# --index-dir among the options, the mount uses no persistent index.
 mount_lib() {
     local lib=$1 mnt=$2; shift 2
     mkdir -p "$mnt"
+    case " $* " in *" --index-dir "*) ;; *) set -- "$@" --no-index ;; esac
     if [ "$TRANSPORT" = io_uring ]; then
         uring_on
         "$BIN" mount "$lib" "$mnt" --io-uring on "$@"
@@ -488,7 +502,7 @@ if [ "$PROFILE" = 1 ]; then
         local label=$1 ttl=$2 setup=$3 measure=$4
         mkdir -p "$PMNT"
         : > "$PLOG"
-        RUST_LOG=fuser=debug "$BIN" mount "$ROOT" "$PMNT" -f --ttl "$ttl" 2>> "$PLOG" &
+        RUST_LOG=fuser=debug "$BIN" mount "$ROOT" "$PMNT" -f --no-index --ttl "$ttl" 2>> "$PLOG" &
         local pid=$!
         FG_PIDS+=("$pid")
         MOUNTED+=("$PMNT")
@@ -694,7 +708,7 @@ in_transport() {
     awk -F'\t' -v OFS='\t' -v from="$from" -v t="$t" '
         NR > from && ($1 == "label" || $1 == "nfs" || $1 == "base") { $2 = $2 "@" t }
         NR > from && $1 == "label" { $3 = "[" t "] " $3 }
-        NR > from && ($1 == "limit" || $1 == "rss" || $1 == "note") { $2 = "[" t "] " $2 }
+        NR > from && ($1 == "limit" || $1 == "rss" || $1 == "size" || $1 == "note") { $2 = "[" t "] " $2 }
         { print }' "$RES" > "$RES.tmp"
     mv "$RES.tmp" "$RES"
 }
@@ -937,6 +951,8 @@ wholelib_figures() {
     printf 'rss\t%s\t%s\t%s\n' "whole library, --cache-size 64M, after novel_books.txt" "$hwm" $((64 << 20)) >> "$RES"
     unmount_fs "$wmnt"
 
+    [ "$PERSIST" = 0 ] || persist_figures "$books" "$wmnt"
+
     # The floor: the same grep over a server that does no work.
     floor_build || return 0
     label flgrep "floor: cold grep -r over a FUSE server doing no work, the same files and bytes, vs the grep over the sources"
@@ -956,6 +972,57 @@ wholelib_figures() {
             'BEGIN { printf "%.9f", (b - a) / t / n }')" "$(load1)" >> "$RES"
     done
 }
+
+# persist_figures BOOKS MNT: the persistent index over the whole library
+# (the wholelib library, its shape known from whole_shape).
+persist_figures() {
+    local books=$1 wmnt=$2 idir=$WORK/index r hwm rss books_hwm=0 find_hwm=0 floor_ok=1
+    local index_bytes library_bytes
+    floor_build || floor_ok=0
+    label pindex "whole library: novelfs index into an empty --index-dir vs a cat of every source (cached)"
+    label pbooks "whole library, with an index: first cat MNT/novel_books.txt on a fresh mount vs find SRC -printf '%s %T@ %C@ %i' (cached)"
+    label pfind "whole library, with an index: cold find MNT -name offset-1.txt on a fresh mount vs the same find over the zero-work server"
+    for r in $(seq "$RUNS"); do
+        rm -rf "$idir"
+        cat_tree "$WROOT/novels"
+        timed base pindex cat_tree "$WROOT/novels"
+        timed nfs pindex index_lib "$WROOT" "$idir"
+        stat_tree "$WROOT/novels"
+        timed base pbooks stat_tree "$WROOT/novels"
+        mount_lib "$WROOT" "$wmnt" --ttl "$TTL" --index-dir "$idir"
+        timed nfs pbooks cat_books "$wmnt"
+        alive "$wmnt"
+        read -r hwm rss < <($LIB rss "$DPID")
+        [ "$hwm" -le "$books_hwm" ] || books_hwm=$hwm
+        unmount_fs "$wmnt"
+        mount_lib "$WROOT" "$wmnt" --ttl "$TTL" --index-dir "$idir"
+        timed nfs pfind find_first_pages "$wmnt"
+        alive "$wmnt"
+        read -r hwm rss < <($LIB rss "$DPID")
+        [ "$hwm" -le "$find_hwm" ] || find_hwm=$hwm
+        unmount_fs "$wmnt"
+        if [ "$floor_ok" = 1 ]; then
+            FMNT=$WORK/floor-mnt
+            floor_mount "$books" "$SCALE_CHAPTERS" "${WHOLE_FLOOR_SIZES[@]}" -T 3600
+            timed base pfind find_first_pages "$FMNT"
+            floor_unmount
+        fi
+    done
+    index_bytes=$(find "$idir" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    library_bytes=$(find "$WROOT/novels" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    printf 'size\t%s\t%s\t%s\n' "whole library: the persistent index's files vs 5% of the library's $library_bytes bytes" \
+        "$index_bytes" $((library_bytes * 5 / 100)) >> "$RES"
+    printf 'rss\t%s\t%s\t%s\n' "whole library, with an index, default cache 256M, after novel_books.txt" "$books_hwm" $((256 << 20)) >> "$RES"
+    printf 'rss\t%s\t%s\t%s\n' "whole library, with an index, default cache 256M, after the cold find" "$find_hwm" $((256 << 20)) >> "$RES"
+}
+
+# index_lib ROOT DIR: novelfs index of ROOT into DIR (its lines to a log).
+index_lib() {
+    "$BIN" index "$1" --index-dir "$2" >> "$WORK/index.log" 2>&1 ||
+        { echo "bench.sh: novelfs index failed: $(tail -n 3 "$WORK/index.log")" >&2; exit 1; }
+}
+# stat_tree DIR: what a stat of every source gives (novelfs's stamp of it).
+stat_tree() { find "$1" -printf '%s %T@ %C@ %i\n' > /dev/null; }
 
 # grep_nowhere DIR: grep -r for a word found nowhere (it reads every file);
 # fails if the word is found or grep fails.

@@ -417,6 +417,9 @@ TARGETS = {  # figure id: (shown target, limit on the ratio)
     "wbooks": ("≤ 1.2×", 1.2),
     "wrg": ("≤ 2×", 2.0),
     "wstat": ("≤ 2×", 2.0),
+    "pindex": ("≤ 1.5×", 1.5),
+    "pbooks": ("≤ 1.5×", 1.5),
+    "pfind": ("≤ 1.2×", 1.2),
 }
 
 
@@ -426,8 +429,9 @@ def cmd_table(a):
     nfs ID SECONDS [LOAD] / base ID SECONDS [LOAD]: one run of the novelfs
     side / the baseline, with the 1-minute load average when it ran;
     limit TEXT SECONDS LIMIT [LOAD]: an absolute figure against its limit;
-    rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; note TEXT: printed below."""
-    runs, labels, order, rss, notes, limits, loads = {}, {}, [], [], [], [], {}
+    rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; size TEXT BYTES LIMIT: a
+    file's size against its limit; note TEXT: printed below."""
+    runs, labels, order, rss, notes, limits, loads, sizes = {}, {}, [], [], [], [], {}, []
     for line in open(a.results):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "label":
@@ -444,6 +448,8 @@ def cmd_table(a):
             limits.append((parts[1], float(parts[2]), float(parts[3]), parts[4] if len(parts) > 4 else ""))
         elif parts[0] == "rss":
             rss.append((parts[1], int(parts[2]), int(parts[3])))
+        elif parts[0] == "size":
+            sizes.append((parts[1], int(parts[2]), int(parts[3])))
         elif parts[0] == "note":
             notes.append(parts[1])
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
@@ -470,6 +476,11 @@ def cmd_table(a):
         rows.append((f"peak RSS (VmHWM), {label}", f"{hwm_kib / 1024:.1f} MiB",
                      f"cache {cache / 2**20:.0f} MiB", f"{hwm_kib * 1024 / limit:.2f}× limit",
                      f"≤ {limit / 2**20:.0f} MiB", res))
+    for label, size, limit in sizes:
+        res = "PASS" if size <= limit else "FAIL"
+        fails += res == "FAIL"
+        rows.append((label, f"{size / 2**20:.1f} MiB", "", f"{size / limit:.2f}× limit" if limit else "",
+                     f"≤ {limit / 2**20:.1f} MiB", res))
     widths = [max(disp_len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for i, r in enumerate(rows):
         print("| " + " | ".join(pad(c, w) for c, w in zip(r, widths)) + " |")

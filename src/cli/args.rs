@@ -30,6 +30,18 @@ error, and a mount shows only an ERROR file (holding that error) at its root. \
 A missing, unreadable or malformed file means on. A mount re-reads the file \
 whenever it changes, so switching the tool off or on needs no remount.";
 
+const INDEX_DIR_HELP: &str = "\
+Where the persistent index of chapters lives [default: $XDG_CACHE_HOME/novelfs, \
+else ~/.cache/novelfs]
+
+One file per library (named by a hash of its canonical path), made by \
+`novelfs index` or by a mount as it reads chapters. It holds what each \
+chapter's text is (its pages' places and sizes, its characters and lines), \
+never the text; an entry is used only while the chapter file's device, inode, \
+size, mtime and ctime are those recorded. A file that cannot be written is \
+used read-only; a corrupt one is set aside (renamed .corrupt-…) and made anew; \
+one from a newer novelfs is not used. Same as -o index_dir=DIR.";
+
 /// Topics after the options, in `--help` and in the man page.
 pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
     (
@@ -132,6 +144,15 @@ pub enum Command {
     /// Print the library's books as novel_books returns them (the mount's
     /// novel_books.txt, or novel_books.json with --json).
     Books(BooksCmd),
+    /// Build or refresh the persistent index of ROOT's chapters, so that
+    /// a fresh mount lists chapters, sizes pages and makes the index files
+    /// without reading them.
+    ///
+    /// Reads only the chapters whose entries are missing or no longer hold,
+    /// forgets the chapters that are gone, and prints what it did. Give it
+    /// the mount's --path-root and --max-chapter-bytes: entries made under
+    /// other ones are not used.
+    Index(IndexCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
@@ -243,6 +264,26 @@ pub struct MountCmd {
     /// or no mount), off (the /dev/fuse loop). Same as -o io_uring=MODE.
     #[arg(long, value_name = "auto|on|off")]
     pub io_uring: Option<String>,
+    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    pub index_dir: Option<PathBuf>,
+    /// Use no persistent index: every chapter is read the first time it is
+    /// listed or sized (-o noindex is the same).
+    #[arg(long, conflicts_with = "index_dir")]
+    pub no_index: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct IndexCmd {
+    /// The library root (the directory holding novels/).
+    pub root: PathBuf,
+    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    pub index_dir: Option<PathBuf>,
+    /// The root the mount writes in pages (its --path-root).
+    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    pub path_root: Option<String>,
+    /// The mount's --max-chapter-bytes.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    pub max_chapter_bytes: u64,
 }
 
 #[derive(Args, Debug)]

@@ -2,8 +2,9 @@
 
 use std::process::ExitCode;
 
-use super::args::{BooksCmd, ChaptersCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
+use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
 use super::mount_config::mount_config;
+use crate::fs::persist;
 use crate::library::{self, Library, NovelError, ReadArgs};
 use crate::mount::{daemon, logging, mountpoint};
 
@@ -118,6 +119,73 @@ pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
 pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {
     match mountpoint::unmount(&cmd.mountpoint, cmd.lazy) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("novelfs: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `index`: builds or refreshes the library's persistent index, with a
+/// progress bar on a terminal and a line per book otherwise, then a
+/// summary on stdout.
+pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
+    use std::io::IsTerminal;
+    let library = LibraryArgs {
+        root: cmd.root.clone(),
+        path_root: cmd.path_root.clone(),
+    };
+    let mut library = match open_library(&library) {
+        Ok(library) => library,
+        Err(e) => {
+            eprint!("{}", e.error_line());
+            return ExitCode::FAILURE;
+        }
+    };
+    library.max_chapter_bytes = cmd.max_chapter_bytes;
+    let Some(dir) = cmd.index_dir.clone().or_else(persist::default_dir) else {
+        eprintln!("novelfs: no index folder: set XDG_CACHE_HOME or HOME, or give --index-dir");
+        return ExitCode::FAILURE;
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} chapters, {elapsed} (eta {eta})",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    let mut progress = |step: persist::Step| match (&bar, step) {
+        (Some(bar), persist::Step::Start { chapters }) => bar.set_length(chapters),
+        (Some(bar), persist::Step::Chapter) => bar.inc(1),
+        (None, persist::Step::Start { chapters }) => eprintln!("{chapters} chapters"),
+        (None, persist::Step::Book { name, done }) => eprintln!("{done} done: {name}"),
+        _ => {}
+    };
+    let result = persist::refresh(&library, &dir, &mut progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    match result {
+        Ok(s) => {
+            let mut line = format!(
+                "{}: {} chapters indexed, {} reused, {} removed",
+                s.file.display(),
+                s.indexed,
+                s.reused,
+                s.removed
+            );
+            if s.unreadable > 0 {
+                line += &format!(", {} unreadable", s.unreadable);
+            }
+            if s.too_recent > 0 {
+                line += &format!(", {} changed too recently to record", s.too_recent);
+            }
+            println!("{line} in {:.2} s", s.elapsed.as_secs_f64());
+            ExitCode::SUCCESS
+        }
         Err(msg) => {
             eprintln!("novelfs: {msg}");
             ExitCode::FAILURE

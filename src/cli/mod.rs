@@ -42,6 +42,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mount(cmd) => return commands::mount(cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
+        Command::Index(cmd) => return commands::index(cmd),
         Command::Read(cmd) => commands::read(cmd),
         Command::Chapters(cmd) if cmd.tool => commands::tool_chapters(cmd),
         Command::Chapters(cmd) => commands::chapters(cmd),

@@ -9,7 +9,7 @@ use crate::fs::FsConfig;
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
-use crate::mount::options::{parse_options, parse_size, parse_ttl};
+use crate::mount::options::{MountOptions, parse_options, parse_size, parse_ttl};
 use crate::mount::transport::IoUring;
 
 /// The mount's configuration from `novelfs mount`'s arguments: a flag wins
@@ -28,6 +28,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         allow_other: access.kernel_allow_other(),
         default_permissions: options.default_permissions || access.needs_default_permissions(),
     };
+    let index_dir = index_dir(args, &options);
     Ok(MountConfig {
         mountpoint: absolute(&args.mountpoint),
         foreground: args.foreground,
@@ -41,6 +42,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
                 .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
             watch: !(args.no_watch || options.no_watch),
+            index_dir,
         },
         access,
         auto_unmount: options.auto_unmount,
@@ -56,6 +58,21 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         },
         root,
     })
+}
+
+/// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
+/// else the default folder; none with `--no-index` or `-o noindex`.
+fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
+    if args.no_index || options.no_index {
+        return None;
+    }
+    let given = args
+        .index_dir
+        .clone()
+        .or(options.index_dir.as_ref().map(PathBuf::from));
+    given
+        .map(|dir| absolute(&dir))
+        .or_else(crate::fs::persist::default_dir)
 }
 
 #[cfg(test)]
@@ -78,6 +95,8 @@ mod tests {
             no_watch: false,
             log_file: None,
             io_uring: None,
+            index_dir: None,
+            no_index: false,
         }
     }
 

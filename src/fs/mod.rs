@@ -17,6 +17,7 @@ mod names;
 mod node;
 mod outline;
 mod pages;
+pub mod persist;
 mod pool;
 mod resolve;
 mod source;

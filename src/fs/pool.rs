@@ -36,7 +36,7 @@ pub(crate) fn map_spread<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sy
         let helpers: Vec<_> = (1..WORKERS)
             .filter_map(|_| {
                 std::thread::Builder::new()
-                    .name("novelfs-index".into())
+                    .name("novelfs-walk".into())
                     .spawn_scoped(s, work)
                     .ok()
             })

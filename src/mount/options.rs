@@ -16,6 +16,10 @@ pub(crate) struct MountOptions {
     pub log_file: Option<String>,
     /// `io_uring=auto|on|off` (see `transport`).
     pub io_uring: Option<super::transport::IoUring>,
+    /// `index_dir=DIR`: where the persistent index lives.
+    pub index_dir: Option<String>,
+    /// `noindex`: no persistent index.
+    pub no_index: bool,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -78,6 +82,8 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("subtype", Some(v)) => o.subtype = Some(parse_subtype(v)?),
             ("path_root", Some(v)) => o.path_root = Some(crate::library::normalize_path_root(v)?),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
+            ("index_dir", Some(v)) => o.index_dir = Some(v.to_string()),
+            ("noindex", None) => o.no_index = true,
             ("nowatch", None) => o.no_watch = true,
             ("log_file", Some(v)) if !v.is_empty() => o.log_file = Some(v.to_string()),
             ("io_uring", Some(v)) => o.io_uring = Some(super::transport::IoUring::parse(v)?),

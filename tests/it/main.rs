@@ -24,6 +24,7 @@ mod missing_names;
 mod mount_fs;
 mod network_fs;
 mod object_storage;
+mod persist;
 mod properties;
 mod python_reader;
 mod soak;

@@ -48,6 +48,7 @@ use super::names::ERROR_FILE;
 use super::node::{Attr, Kind, Node, Result};
 use super::outline::Outlines;
 use super::pages::Pages;
+use super::persist::MountIndex;
 use super::source::Source;
 use super::switch::Switch;
 
@@ -65,6 +66,8 @@ pub struct FsConfig {
     /// Watch the library for changes (inotify) so that the kernel may
     /// cache for long; only with a non-zero `ttl`.
     pub watch: bool,
+    /// Where the persistent index of chapter outlines lives; `None`: none.
+    pub index_dir: Option<PathBuf>,
 }
 
 impl Default for FsConfig {
@@ -74,6 +77,7 @@ impl Default for FsConfig {
             state_file: None,
             cache_bytes: 256 << 20,
             watch: true,
+            index_dir: None,
         }
     }
 }
@@ -193,6 +197,13 @@ impl NovelFs {
             config.ttl,
             config.watch,
         ));
+        // SQLite's page cache is a quarter of the outlines' share.
+        let stored_cache = budget.outlines / 4;
+        let stored = config
+            .index_dir
+            .as_deref()
+            .and_then(|dir| MountIndex::open(dir, &library, stored_cache));
+        let outlines_budget = budget.outlines - stored.as_ref().map_or(0, |_| stored_cache);
         let inodes = InodeTable::default();
         let source = Arc::new(Source::new(
             library,
@@ -201,7 +212,7 @@ impl NovelFs {
             budget.indexes,
             inodes.bytes(),
         ));
-        let outlines = Arc::new(Outlines::new(budget.outlines));
+        let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
         NovelFs {
             outliner: Outliner::start(source.clone(), outlines.clone(), budget.outlines),
             source,

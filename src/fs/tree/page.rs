@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use crate::fs::listing::Listed;
 use crate::fs::names::PageName;
 use crate::fs::node::{Attr, ChapterRef, Kind, Node, Result};
-use crate::fs::outline::Outline;
+use crate::fs::outline::shape::Outline;
 use crate::library::PageFormat;
 
 use super::{Found, NovelFs, Stat};

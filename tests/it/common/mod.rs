@@ -216,6 +216,13 @@ impl Mount {
             .arg(dir.path())
             .arg("-f")
             .args(extra)
+            // No persistent index unless a test asks for one: a mount
+            // must not leave files in the home of whoever runs the tests.
+            .args(if extra.iter().any(|a| a.contains("index")) {
+                &[][..]
+            } else {
+                &["--no-index"][..]
+            })
             // The classic /dev/fuse loop unless a test asks for io_uring
             // (the kernel switch may be on for one of those meanwhile).
             .args(if extra.contains(&"--io-uring") {

@@ -2,56 +2,28 @@
 //! small enough to stay cached when the texts do not fit, so listing a
 //! chapter or stat-ing a page of its chain needs no decode.
 
+pub(crate) mod shape;
+
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::library::index::ChapterStats;
 use crate::library::lookup::BookIndex;
 use crate::library::{ChapterText, NovelError};
 
 use super::cache::Lru;
+use super::cache::Stamp;
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
-use super::source::{ChapterFile, LoadedChapter, Source, VersionKey};
-use crate::library::PageFormat;
+use super::persist::MountIndex;
+use super::source::{ChapterFile, LoadedChapter, Source, VersionKey, version_of};
+use shape::{Outline, page_len};
 
 /// Chapters whose source is bigger are never outlined on a guess (ahead of
 /// a walk or of a reader): the outline costs a pass over the whole file,
 /// seconds for hundreds of MB, which a reader who stops before that
 /// chapter never pays back; a typical chapter is a few KiB.
 pub(crate) const GUESS_MAX_BYTES: u64 = 1 << 20;
-
-/// One page of a chapter's reading chain and its sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OutlinePage {
-    pub offset: u64,
-    pub text_bytes: u64,
-    pub json_bytes: u64,
-}
-
-#[derive(Debug)]
-pub(crate) struct Outline {
-    pub pages: Vec<OutlinePage>,
-    /// The chapter's characters and lines, for the index files.
-    pub stats: ChapterStats,
-}
-
-impl Outline {
-    fn size(&self, page: PageName) -> Option<u64> {
-        if page.limit.is_some() {
-            return None;
-        }
-        let i = self
-            .pages
-            .binary_search_by_key(&page.offset, |p| p.offset)
-            .ok()?;
-        Some(match page.format {
-            PageFormat::Text => self.pages[i].text_bytes,
-            PageFormat::Json => self.pages[i].json_bytes,
-        })
-    }
-}
 
 /// A chapter's outline as the source is now, or the error that stops the
 /// chapter from being read (its listing is `ERROR`).
@@ -75,26 +47,62 @@ type Outlined = std::result::Result<Arc<Outline>, NovelError>;
 
 pub(crate) struct Outlines {
     cache: Mutex<Lru<VersionKey, Outlined>>,
+    /// Outlines kept across mounts (`None`: no persistent index).
+    stored: Option<MountIndex>,
 }
 
 /// The byte size of a page — computed from line sizes, never by rendering
 /// it. `page.offset` must be in range.
 fn size_of_page(source: &Source, c: &ChapterId, page: PageName, text: &ChapterText) -> u64 {
-    source.library().page_len(
-        &c.book,
-        &c.file,
-        text,
-        page.offset,
-        page.limit_or_default(),
-        page.format,
-    )
+    page_len(source.library(), &c.book, &c.file, page, text)
 }
 
 impl Outlines {
     pub(crate) fn new(budget: usize) -> Outlines {
         Outlines {
             cache: Mutex::new(Lru::new(budget)),
+            stored: None,
         }
+    }
+
+    /// Looks outlines up in `stored` before decoding, and records there
+    /// the ones it computes.
+    pub(crate) fn with_stored(mut self, stored: Option<MountIndex>) -> Outlines {
+        self.stored = stored;
+        self
+    }
+
+    /// The stored outline of the chapter as `now` looked at it, cached
+    /// under `now`'s version.
+    fn stored_outline(&self, c: &ChapterRef, now: &ChapterFile) -> Option<Arc<Outline>> {
+        let outline = Arc::new(self.stored.as_ref()?.lookup(&c.book, &c.file, &now.meta)?);
+        let weight = 128 + outline.pages.capacity() * 24;
+        let key = (c.clone(), now.version());
+        lock(&self.cache).insert(key, Ok(outline.clone()), weight);
+        Some(outline)
+    }
+
+    /// Computes the outline of `now` (reading the chapter) and records it
+    /// in the persistent index when the bytes read are those `now` looked
+    /// at, under a version of their stamp alone.
+    fn outline_read(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        now: ChapterFile,
+    ) -> Result<(LoadedChapter, Outlined)> {
+        let plain = now.version() == version_of(&Stamp::of(&now.meta));
+        let reading = self.stored.as_ref().and_then(|s| s.reading(&now.meta));
+        let version = now.version();
+        let loaded = source.chapter_from(c, now)?;
+        let outline = self.outline_of(source, c, &loaded);
+        if let (Some(stored), Some(reading), Ok(o)) = (&self.stored, reading, &outline)
+            && plain
+            && loaded.version == version
+        {
+            stored.record(&c.book, &c.file, reading, o.clone());
+        }
+        Ok((loaded, outline))
     }
 
     /// The chapter's outline as the source is now (decoding it only when
@@ -125,10 +133,19 @@ impl Outlines {
                 position,
             });
         }
-        let loaded = source.chapter_from(c, now)?;
+        if let Some(outline) = self.stored_outline(c, &now) {
+            return Ok(ChapterOutline {
+                version,
+                outline: Ok(outline),
+                mtime: now.mtime(),
+                index,
+                position,
+            });
+        }
+        let (loaded, outline) = self.outline_read(source, c, now)?;
         Ok(ChapterOutline {
             version: loaded.version,
-            outline: self.outline_of(source, c, &loaded),
+            outline,
             mtime: loaded.mtime,
             index,
             position,
@@ -144,12 +161,14 @@ impl Outlines {
         max_bytes: u64,
     ) -> Result<()> {
         let now = source.chapter_file(c)?;
-        if now.meta.len() > max_bytes || lock(&self.cache).contains(&(c.clone(), now.version())) {
+        if now.meta.len() > max_bytes
+            || lock(&self.cache).contains(&(c.clone(), now.version()))
+            || self.stored_outline(c, &now).is_some()
+        {
             return Ok(());
         }
-        let loaded = source.chapter_from(c, now)?;
         // An error is cached as the outline too.
-        let _ = self.outline_of(source, c, &loaded);
+        let _ = self.outline_read(source, c, now)?;
         Ok(())
     }
 
@@ -170,31 +189,12 @@ impl Outlines {
         }
         let outline = match &loaded.loaded {
             Err(e) => Err(e.clone()),
-            Ok(text) => {
-                let pages = text
-                    .chain()
-                    .into_iter()
-                    .map(|offset| {
-                        let size = |format| {
-                            let page = PageName {
-                                offset,
-                                limit: None,
-                                format,
-                            };
-                            size_of_page(source, c, page, text)
-                        };
-                        OutlinePage {
-                            offset,
-                            text_bytes: size(PageFormat::Text),
-                            json_bytes: size(PageFormat::Json),
-                        }
-                    })
-                    .collect::<Vec<_>>();
-                Ok(Arc::new(Outline {
-                    pages,
-                    stats: ChapterStats::of(text),
-                }))
-            }
+            Ok(text) => Ok(Arc::new(Outline::compute(
+                source.library(),
+                &c.book,
+                &c.file,
+                text,
+            ))),
         };
         let weight = 128
             + match &outline {
@@ -217,6 +217,7 @@ impl Outlines {
         let now = source.chapter_file(c)?;
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
+        let cached = cached.or_else(|| self.stored_outline(c, &now).map(Ok));
         match &cached {
             Some(Err(_)) => return Err(libc::EIO),
             Some(Ok(o)) => {

@@ -1,0 +1,450 @@
+//! The persistent index: what each chapter file's text is — its reading
+//! chain with the pages' sizes and its figures, never the text — kept in
+//! SQLite across mounts, so that a fresh mount of a known library lists
+//! chapters, sizes pages and makes the index files without decoding.
+//!
+//! An entry stands for the bytes of one file identity (dev, ino, size,
+//! mtime and ctime in nanoseconds) and is trusted only when all of it
+//! matches and it was recorded outside the racy window of the file's last
+//! change (`freshness::racy`: git's rule for its index). What an outline
+//! depends on besides the bytes (the path root pages print, the size limit,
+//! this build's paging and rendering) is its `profile`.
+
+mod recorder;
+mod refresh;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::cache::Stamp;
+use super::freshness::racy;
+use super::lock;
+use super::outline::shape::{Outline, OutlinePage};
+use crate::library::index::ChapterStats;
+use crate::library::{ChapterText, Library};
+
+pub(crate) use recorder::Recorder;
+pub use refresh::{RefreshSummary, Step, refresh};
+pub(crate) use store::Refused;
+pub use store::default_dir;
+
+/// A chapter's place under `novels/`: `book/file`, as bytes on disk.
+pub(crate) fn chapter_key(book: &OsStr, file: &OsStr) -> Vec<u8> {
+    let mut key = Vec::with_capacity(book.len() + 1 + file.len());
+    key.extend_from_slice(book.as_bytes());
+    key.push(b'/');
+    key.extend_from_slice(file.as_bytes());
+    key
+}
+
+/// The identity an entry stands for, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: i64,
+    ino: i64,
+    size: i64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+fn nanos((secs, nanos): (i64, i64)) -> Option<i64> {
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
+impl Identity {
+    fn of(stamp: &Stamp) -> Option<Identity> {
+        Some(Identity {
+            dev: stamp.dev as i64,
+            ino: stamp.ino as i64,
+            size: i64::try_from(stamp.size).ok()?,
+            mtime_ns: nanos(stamp.mtime)?,
+            ctime_ns: nanos(stamp.ctime)?,
+        })
+    }
+}
+
+fn unix_nanos(t: SystemTime) -> Option<i64> {
+    let d = t.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_nanos()).ok()
+}
+
+/// Whether an entry recorded at `recorded` for `stamp` proves the bytes
+/// the file has now: its last change lies a whole granularity before the
+/// moment the bytes were read (any later change moves a time past it).
+fn trusted(stamp: &Stamp, recorded_ns: i64, granularity: Duration) -> bool {
+    let Ok(recorded) = u64::try_from(recorded_ns) else {
+        return false;
+    };
+    racy::settled(
+        stamp,
+        UNIX_EPOCH + Duration::from_nanos(recorded),
+        granularity,
+    )
+}
+
+/// The pages as stored: per page the offset's step from the last page's,
+/// the text size and the JSON size, each as a LEB128 number (a typical
+/// page takes 5 bytes, not 24).
+fn encode_pages(pages: &[OutlinePage]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pages.len() * 6);
+    let mut last = 0;
+    for p in pages {
+        for n in [p.offset - last, p.text_bytes, p.json_bytes] {
+            put_varint(&mut out, n);
+        }
+        last = p.offset;
+    }
+    out
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn decode_pages(mut bytes: &[u8]) -> Option<Vec<OutlinePage>> {
+    let mut next = || -> Option<u64> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = bytes.split_first()?;
+            bytes = rest;
+            n |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(n);
+            }
+        }
+        None
+    };
+    let mut pages = Vec::new();
+    let mut offset = 0u64;
+    while let Some(step) = next() {
+        offset = offset.checked_add(step)?;
+        pages.push(OutlinePage {
+            offset,
+            text_bytes: next()?,
+            json_bytes: next()?,
+        });
+    }
+    // A chain starts at line 1 and climbs.
+    let climbs = pages.first().is_some_and(|p| p.offset == 1)
+        && pages.windows(2).all(|w| w[0].offset < w[1].offset);
+    climbs.then_some(pages)
+}
+
+/// One outline to store.
+pub(crate) struct Record {
+    pub key: Vec<u8>,
+    /// Of the file the outline was made from.
+    pub stamp: Stamp,
+    /// When its bytes were read (or earlier).
+    pub read_at: SystemTime,
+    pub outline: Arc<Outline>,
+}
+
+/// What an outline depends on besides the bytes of its chapter: the path
+/// root pages print, the chapter size limit, and how this build decodes,
+/// pages and renders — the outlines of a few fixed probe texts, so that a
+/// build that pages or sizes differently never trusts another's entries.
+pub(crate) fn profile_of(library: &Library) -> i64 {
+    let mut hash = store::FNV_OFFSET;
+    let mut feed = |bytes: &[u8]| hash = store::fnv1a(bytes, hash);
+    feed(&store::SCHEMA_VERSION.to_le_bytes());
+    feed(library.display_path("", "").as_bytes());
+    feed(&library.max_chapter_bytes.to_le_bytes());
+    for (i, bytes) in probe_texts().iter().enumerate() {
+        let decoded = crate::library::decode::decode_text(bytes);
+        feed(format!("{decoded:?}").as_bytes());
+        let Ok(decoded) = decoded else { continue };
+        let file = format!("第{i}章 探针\"\\.txt");
+        let outline = Outline::compute(
+            library,
+            OsStr::new("探针 book"),
+            OsStr::new(&file),
+            &ChapterText::new(decoded),
+        );
+        feed(format!("{:?}", outline.stats).as_bytes());
+        feed(&encode_pages(&outline.pages));
+    }
+    hash as i64
+}
+
+/// Texts that exercise the decoder, the paging and the sizes: UTF-8 with
+/// escapes, surrogate pairs, CRLF and a line over the cut; GBK; UTF-16
+/// with and without a BOM; invalid bytes.
+fn probe_texts() -> Vec<Vec<u8>> {
+    let mut long = String::new();
+    for i in 0..400 {
+        long.push_str(&format!(
+            "第{i}行：\t\"引号\" \\ 𠀀😀 <b>&amp;</b> \u{1}\r\n"
+        ));
+        if i % 97 == 0 {
+            long.push_str(&"长".repeat(3100));
+            long.push('\n');
+        }
+        if i % 50 == 0 {
+            long.push_str("\n\n");
+        }
+    }
+    let (gbk, _, _) = encoding_rs::GBK.encode("第一章 开始\n他说：“你好。”\n");
+    let utf16: Vec<u8> = "第二章\n内容\n"
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    let mut bom = vec![0xFF, 0xFE];
+    bom.extend_from_slice(&utf16);
+    vec![
+        long.into_bytes(),
+        gbk.into_owned(),
+        utf16,
+        bom,
+        b"\xff\xfe\xfd bad \x80\x81".to_vec(),
+        Vec::new(),
+        b"one line, no end".to_vec(),
+    ]
+}
+
+/// A library's persistent index, open for lookups (and, when the file is
+/// writable, for a `Recorder`).
+pub(crate) struct PersistentIndex {
+    path: PathBuf,
+    root: PathBuf,
+    conn: Mutex<Connection>,
+    writable: bool,
+    profile: i64,
+    granularity: Duration,
+}
+
+impl PersistentIndex {
+    /// Opens the index of `library` in `dir` (see `store::open`), with a
+    /// page cache of `cache_bytes`; entries are trusted at `granularity`
+    /// (`racy::granularity_of` the library).
+    pub(crate) fn open(
+        dir: &Path,
+        library: &Library,
+        cache_bytes: usize,
+        granularity: Duration,
+    ) -> Result<PersistentIndex, Refused> {
+        let root = library.root().to_path_buf();
+        let path = store::file_for(dir, &root);
+        let opened = store::open(&path, &root, cache_bytes)?;
+        Ok(PersistentIndex {
+            path,
+            root,
+            conn: Mutex::new(opened.conn),
+            writable: opened.writable,
+            profile: profile_of(library),
+            granularity,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The stored outline of the chapter at `key` when it is trusted for
+    /// the file whose stamp is `stamp` (see the module's rule).
+    pub(crate) fn lookup(&self, key: &[u8], stamp: &Stamp) -> Option<Outline> {
+        let identity = Identity::of(stamp)?;
+        let conn = lock(&self.conn);
+        let row = lookup_row(&conn, self.profile, key).unwrap_or_else(|e| {
+            log::debug!("index {}: {e}", self.path.display());
+            None
+        })?;
+        drop(conn);
+        (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
+            .then_some(())?;
+        Some(Outline {
+            pages: decode_pages(&row.pages)?,
+            stats: row.stats,
+        })
+    }
+
+    /// A writer of this index on its own thread (`None` when the file is
+    /// read-only or cannot be opened a second time).
+    fn recorder(&self, queue: usize) -> Option<Recorder> {
+        if !self.writable {
+            return None;
+        }
+        let opened = store::open(&self.path, &self.root, 256 << 10).ok()?;
+        opened
+            .writable
+            .then(|| Recorder::start(opened.conn, self.profile, self.granularity, queue))
+    }
+}
+
+struct Row {
+    identity: Identity,
+    recorded_ns: i64,
+    stats: ChapterStats,
+    pages: Vec<u8>,
+}
+
+fn lookup_row(conn: &Connection, profile: i64, key: &[u8]) -> rusqlite::Result<Option<Row>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages
+         FROM chapters WHERE profile = ?1 AND path = ?2",
+    )?;
+    stmt.query_row(rusqlite::params![profile, key], |r| {
+        Ok(Row {
+            identity: Identity {
+                dev: r.get(0)?,
+                ino: r.get(1)?,
+                size: r.get(2)?,
+                mtime_ns: r.get(3)?,
+                ctime_ns: r.get(4)?,
+            },
+            recorded_ns: r.get(5)?,
+            stats: ChapterStats {
+                chars: r.get::<_, i64>(6)? as u64,
+                lines: r.get::<_, i64>(7)? as u64,
+            },
+            pages: r.get(8)?,
+        })
+    })
+    .optional()
+}
+
+/// Writes `records` in one transaction (those whose bytes were not read
+/// outside the racy window, or whose identity does not fit, are left
+/// out); how many were written.
+fn write_batch(
+    conn: &mut Connection,
+    profile: i64,
+    granularity: Duration,
+    records: &[Record],
+) -> rusqlite::Result<usize> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let mut written = 0;
+    {
+        let mut stmt = tx.prepare_cached(
+            "INSERT OR REPLACE INTO chapters
+             (profile, path, dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )?;
+        for r in records {
+            let (Some(id), Some(at)) = (Identity::of(&r.stamp), unix_nanos(r.read_at)) else {
+                continue;
+            };
+            if !trusted(&r.stamp, at, granularity) {
+                continue;
+            }
+            stmt.execute(rusqlite::params![
+                profile,
+                r.key,
+                id.dev,
+                id.ino,
+                id.size,
+                id.mtime_ns,
+                id.ctime_ns,
+                at,
+                r.outline.stats.chars as i64,
+                r.outline.stats.lines as i64,
+                encode_pages(&r.outline.pages),
+            ])?;
+            written += 1;
+        }
+    }
+    tx.commit()?;
+    Ok(written)
+}
+
+/// Outlines queued for the writer at most: past that, requests drop them
+/// rather than wait on the disk.
+const RECORD_QUEUE: usize = 4096;
+
+/// A mount's use of its persistent index: lookups on the request path,
+/// writes on the recorder's thread.
+pub(crate) struct MountIndex {
+    index: PersistentIndex,
+    recorder: Option<Recorder>,
+}
+
+/// What a request notes before it reads a chapter, to record the outline
+/// of what it read.
+pub(crate) struct Reading {
+    stamp: Stamp,
+    at: SystemTime,
+}
+
+impl MountIndex {
+    /// The index of `library` in `dir` with a page cache of `cache_bytes`;
+    /// `None` (said in the log) when it cannot be used.
+    pub(crate) fn open(dir: &Path, library: &Library, cache_bytes: usize) -> Option<MountIndex> {
+        let granularity = racy::granularity_of(&library.novels_dir());
+        match PersistentIndex::open(dir, library, cache_bytes, granularity) {
+            Ok(index) => {
+                let recorder = index.recorder(RECORD_QUEUE);
+                log::info!(
+                    "index {}{}",
+                    index.path().display(),
+                    if recorder.is_some() {
+                        ""
+                    } else {
+                        " (read-only)"
+                    }
+                );
+                Some(MountIndex { index, recorder })
+            }
+            Err(refused) => {
+                log::warn!("{refused}");
+                None
+            }
+        }
+    }
+
+    /// The stored outline of `book/file` when it holds for `meta`, the
+    /// file's metadata just taken.
+    pub(crate) fn lookup(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        meta: &std::fs::Metadata,
+    ) -> Option<Outline> {
+        self.index
+            .lookup(&chapter_key(book, file), &Stamp::of(meta))
+    }
+
+    /// Notes the moment before a chapter whose metadata is `meta` is read
+    /// (`None` when nothing can be recorded).
+    pub(crate) fn reading(&self, meta: &std::fs::Metadata) -> Option<Reading> {
+        self.recorder.as_ref()?;
+        Some(Reading {
+            stamp: Stamp::of(meta),
+            at: SystemTime::now(),
+        })
+    }
+
+    /// Records the outline of what was read after `reading`: its caller
+    /// vouches that the bytes read had `reading`'s stamp.
+    pub(crate) fn record(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        reading: Reading,
+        outline: Arc<Outline>,
+    ) {
+        if let Some(recorder) = &self.recorder {
+            recorder.record(Record {
+                key: chapter_key(book, file),
+                stamp: reading.stamp,
+                read_at: reading.at,
+                outline,
+            });
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! `novelfs index`: builds or brings up to date a library's persistent
+//! index, reading only the chapters whose entries are missing or no longer
+//! trusted, and forgetting the chapters that are gone. Written in batches,
+//! one transaction each, so a build killed at any moment leaves an index
+//! whose entries are all whole.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{PersistentIndex, Record, chapter_key, lock, trusted, unix_nanos, write_batch};
+use crate::fs::cache::Stamp;
+use crate::fs::freshness::racy;
+use crate::fs::outline::shape::Outline;
+use crate::library::Library;
+
+/// Outlines written in one transaction at most, and how long they wait.
+const BATCH: usize = 512;
+const BATCH_AGE: Duration = Duration::from_secs(1);
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefreshSummary {
+    /// The index file.
+    pub file: PathBuf,
+    /// Chapters read and stored.
+    pub indexed: u64,
+    /// Chapters whose stored entries still held.
+    pub reused: u64,
+    /// Entries of chapters that are gone.
+    pub removed: u64,
+    /// Chapters that cannot be read (listed as errors; nothing stored).
+    pub unreadable: u64,
+    /// Chapters changed too recently for an entry to prove anything yet
+    /// (read now, stored by a later run or mount).
+    pub too_recent: u64,
+    pub elapsed: Duration,
+}
+
+/// Where a refresh is, for a progress display.
+pub enum Step<'a> {
+    /// Every book was scanned: how many chapters there are.
+    Start { chapters: u64 },
+    /// One more chapter is done.
+    Chapter,
+    /// A book is done, with the chapters done so far.
+    Book { name: &'a str, done: u64 },
+}
+
+/// Builds or refreshes the index of `library` in `dir`.
+pub fn refresh(
+    library: &Library,
+    dir: &Path,
+    progress: &mut dyn FnMut(Step),
+) -> Result<RefreshSummary, String> {
+    let started = Instant::now();
+    let granularity = racy::granularity_of(&library.novels_dir());
+    let index =
+        PersistentIndex::open(dir, library, 8 << 20, granularity).map_err(|e| e.to_string())?;
+    if !index.writable() {
+        return Err(format!(
+            "index {} cannot be written",
+            index.path().display()
+        ));
+    }
+    let sql = |e: rusqlite::Error| format!("index {}: {e}", index.path().display());
+    let mut stale = stored_keys(&index).map_err(sql)?;
+    let names = library
+        .book_names()
+        .map_err(|e| format!("{}: {e}", library.novels_dir().display()))?;
+    let books: Vec<_> = names
+        .into_iter()
+        .filter_map(|name| Some((library.index_book(&name).ok()?, name)))
+        .collect();
+    let chapters = books.iter().map(|(b, _)| b.chapters.len() as u64).sum();
+    progress(Step::Start { chapters });
+    let mut summary = RefreshSummary {
+        file: index.path().to_path_buf(),
+        ..RefreshSummary::default()
+    };
+    let mut batch = Batch::default();
+    let mut done = 0;
+    for (book_index, book) in &books {
+        for chapter in &book_index.chapters {
+            let key = chapter_key(book, &chapter.os_name);
+            stale.remove(&key);
+            done += 1;
+            progress(Step::Chapter);
+            let Some(meta) = library.chapter_metadata(book, &chapter.os_name) else {
+                continue;
+            };
+            if index.lookup(&key, &Stamp::of(&meta)).is_some() {
+                summary.reused += 1;
+                continue;
+            }
+            let read_at = SystemTime::now();
+            let Ok(Some((f, meta))) = library.open_chapter_file(book, &chapter.os_name) else {
+                summary.unreadable += 1;
+                continue;
+            };
+            let Ok(text) = library.load_opened_chapter(book, chapter, f, &meta) else {
+                summary.unreadable += 1;
+                continue;
+            };
+            let stamp = Stamp::of(&meta);
+            let settled = unix_nanos(read_at).is_some_and(|at| trusted(&stamp, at, granularity));
+            if !settled {
+                summary.too_recent += 1;
+                continue;
+            }
+            let outline = Outline::compute(library, book, &chapter.os_name, &text);
+            batch.records.push(Record {
+                key,
+                stamp,
+                read_at,
+                outline: Arc::new(outline),
+            });
+            summary.indexed += 1;
+            if batch.full() {
+                batch.write(&index).map_err(sql)?;
+            }
+        }
+        progress(Step::Book {
+            name: &book.to_string_lossy(),
+            done,
+        });
+    }
+    batch.write(&index).map_err(sql)?;
+    summary.removed = remove(&index, &stale).map_err(sql)?;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+struct Batch {
+    records: Vec<Record>,
+    since: Instant,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            records: Vec::new(),
+            since: Instant::now(),
+        }
+    }
+}
+
+impl Batch {
+    fn full(&self) -> bool {
+        self.records.len() >= BATCH || self.since.elapsed() >= BATCH_AGE
+    }
+
+    fn write(&mut self, index: &PersistentIndex) -> rusqlite::Result<()> {
+        if !self.records.is_empty() {
+            let mut conn = lock(&index.conn);
+            write_batch(&mut conn, index.profile, index.granularity, &self.records)?;
+        }
+        *self = Batch::default();
+        Ok(())
+    }
+}
+
+/// The chapters the index holds for this profile.
+fn stored_keys(index: &PersistentIndex) -> rusqlite::Result<HashSet<Vec<u8>>> {
+    let conn = lock(&index.conn);
+    let mut stmt = conn.prepare("SELECT path FROM chapters WHERE profile = ?1")?;
+    let keys = stmt.query_map([index.profile], |r| r.get::<_, Vec<u8>>(0))?;
+    keys.collect()
+}
+
+/// Forgets the chapters at `keys`; how many entries went.
+fn remove(index: &PersistentIndex, keys: &HashSet<Vec<u8>>) -> rusqlite::Result<u64> {
+    let mut conn = lock(&index.conn);
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let mut removed = 0;
+    {
+        let mut stmt = tx.prepare("DELETE FROM chapters WHERE profile = ?1 AND path = ?2")?;
+        for key in keys {
+            removed += stmt.execute(rusqlite::params![index.profile, key])? as u64;
+        }
+    }
+    tx.commit()?;
+    Ok(removed)
+}
