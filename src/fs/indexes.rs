@@ -25,6 +25,7 @@ use super::cache::Lru;
 use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
+use super::pool::map_spread;
 use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
 
@@ -218,40 +219,44 @@ impl IndexFiles {
 
     /// Renders a book's index from its chapters' outlines (each from one
     /// look at its chapter), and records what `novel_books` counts of it.
+    ///
+    /// A chapter that cannot be read while the book changes (listed, then
+    /// deleted or replaced) fails the walk only because of the change: the
+    /// book is looked at again and, when it changed, walked again, up to
+    /// `WALK_ATTEMPTS` times, so the index shows the book before or after
+    /// the change. A chapter that stays unreadable in an unchanged book
+    /// is the original tool's error.
     fn make_book(
         &self,
         source: &Source,
         outlines: &Outlines,
         book: &Arc<OsStr>,
-        look: BookLook,
+        mut look: BookLook,
     ) -> (Rendered, (u64, u64)) {
-        let index = look.book.index.clone();
-        let mut versions = Vec::with_capacity(index.chapters.len());
-        let mut mtime = look.book.mtime;
-        let listing = BookChapters::new(book.to_string_lossy().into_owned(), &index, |_, c| {
-            let chapter = chapter_ref(book, &c.os_name);
-            match outlines.outline(source, &chapter) {
-                Ok(now) => {
-                    versions.push(Some(now.version));
-                    mtime = mtime.max(now.mtime);
-                    let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
-                    (stats, iso_of(now.mtime))
-                }
-                Err(_) => {
-                    // Gone since the scan: the original's `stat` fails.
-                    versions.push(None);
-                    let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
-                    let error = NovelError::Io {
-                        path: source
-                            .library()
-                            .display_path(&book.to_string_lossy(), &c.file),
-                        reason: gone.to_string(),
-                    };
-                    (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+        let mut attempts = 1;
+        loop {
+            let walked = walk_book(source, outlines, book, &look);
+            if walked.listing.error().is_some() && attempts < WALK_ATTEMPTS {
+                match BookLook::take(source, book) {
+                    Ok(again) if again.version() != look.version() => {
+                        look = again;
+                        attempts += 1;
+                        continue;
+                    }
+                    _ => {}
                 }
             }
-        });
-        let version = chapters_version(look.book.version, versions.into_iter());
+            return self.keep_book(book, walked);
+        }
+    }
+
+    /// Keeps a book's rendered index and what `novel_books` counts of it.
+    fn keep_book(&self, book: &Arc<OsStr>, walked: WalkedBook) -> (Rendered, (u64, u64)) {
+        let WalkedBook {
+            listing,
+            version,
+            mtime,
+        } = walked;
         let rendered = match listing.json() {
             Ok(json) => Rendered {
                 version,
@@ -351,6 +356,63 @@ impl IndexFiles {
         };
         self.keep(Key::Library, &rendered);
         Ok(rendered)
+    }
+}
+
+/// Walks of a book that changes underneath before its index is shown
+/// with the error of the last one.
+const WALK_ATTEMPTS: usize = 8;
+
+/// One walk of a book: its listing, of the outlines it read, with the
+/// version and newest mtime of what it read.
+struct WalkedBook {
+    listing: BookChapters,
+    version: u64,
+    mtime: SystemTime,
+}
+
+/// Reads the outline of each chapter `look` lists, on both CPUs
+/// (`pool`): each worker holds only the chapter it is on, whose decoded
+/// text goes to the budgeted cache.
+fn walk_book(
+    source: &Source,
+    outlines: &Outlines,
+    book: &Arc<OsStr>,
+    look: &BookLook,
+) -> WalkedBook {
+    let index = &look.book.index;
+    let read = map_spread(&index.chapters, |c| {
+        outlines.outline(source, &chapter_ref(book, &c.os_name))
+    });
+    let mut versions = Vec::with_capacity(read.len());
+    let mut mtime = look.book.mtime;
+    let mut read = read.into_iter();
+    let listing = BookChapters::new(book.to_string_lossy().into_owned(), index, |_, c| {
+        match read.next().expect("one outline per chapter") {
+            Ok(now) => {
+                versions.push(Some(now.version));
+                mtime = mtime.max(now.mtime);
+                let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
+                (stats, iso_of(now.mtime))
+            }
+            Err(_) => {
+                // Gone since the scan: the original's `stat` fails.
+                versions.push(None);
+                let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+                let error = NovelError::Io {
+                    path: source
+                        .library()
+                        .display_path(&book.to_string_lossy(), &c.file),
+                    reason: gone.to_string(),
+                };
+                (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+            }
+        }
+    });
+    WalkedBook {
+        listing,
+        version: chapters_version(look.book.version, versions.into_iter()),
+        mtime,
     }
 }
 

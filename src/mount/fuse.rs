@@ -21,7 +21,7 @@ use super::deadline::{Armed, Deadlines};
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
-use crate::fs::{Attr, Errno, Kind, NovelFs, ROOT_INO};
+use crate::fs::{Attr, Entry, Errno, Kind, NovelFs, ROOT_INO};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -130,6 +130,18 @@ impl FuseAdapter {
             size: 0,
             mtime: std::time::UNIX_EPOCH,
             ttl: Duration::ZERO,
+        })
+    }
+
+    /// The attributes sent with a negative entry (the kernel reads only
+    /// its node id, 0).
+    fn missing_attr(&self) -> FileAttr {
+        self.attr(&Attr {
+            ino: 0,
+            kind: Kind::File,
+            size: 0,
+            mtime: std::time::UNIX_EPOCH,
+            ttl: std::time::Duration::ZERO,
         })
     }
 
@@ -245,11 +257,14 @@ impl FuseAdapter {
     fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: &Armed<ReplyEntry>) {
         let r = guarded(
             || format!("lookup {:?} in {}", name, self.fs.describe(parent.0)),
-            || self.fs.lookup(parent.0, name),
+            || self.fs.lookup_entry(parent.0, name),
         );
         let Some(reply) = reply.take() else { return };
         match r {
-            Ok(a) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Found(a)) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Missing(ttl)) if ttl.is_zero() => reply.error(fuser::Errno::ENOENT),
+            // Node id 0: the kernel keeps a negative entry for `ttl`.
+            Ok(Entry::Missing(ttl)) => reply.entry(&ttl, &self.missing_attr(), Generation(0)),
             Err(e) => reply.error(e),
         }
     }

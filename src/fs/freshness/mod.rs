@@ -11,6 +11,7 @@
 //! directory's stamp by the library's rule (`racy::Rule`): where times move,
 //! once the stamp is settled; where they stay still, for one TTL.
 
+pub(crate) mod negatives;
 pub(crate) mod plan;
 pub(crate) mod racy;
 pub(crate) mod watch;
@@ -19,6 +20,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+pub(crate) use negatives::Negatives;
 pub(crate) use plan::{Invalidation, plan};
 pub(crate) use watch::{Change, Watch};
 
@@ -218,6 +220,18 @@ impl Freshness {
             _ => self.covered(node.book()),
         };
         if covered { WATCHED_TTL } else { self.ttl }
+    }
+
+    /// Whether a name missing in `directory` may be kept missing for long:
+    /// a change there that can make it resolve is pushed to the kernel
+    /// (which then drops the names `Negatives` recorded there).
+    pub(crate) fn covers_names_in(&self, directory: &Node) -> bool {
+        match directory {
+            _ if directory.shadowed() => false,
+            Node::Root => self.covered(None),
+            Node::Book { book } => self.covered(Some(book)),
+            _ => self.covered(directory.book()),
+        }
     }
 
     /// Starts watching `book` (if the library is watched): called before

@@ -38,7 +38,7 @@ use crate::library::{Library, NovelError};
 use super::ahead::Outliner;
 use super::ahead::StoreAhead;
 use super::cache::{Budget, HeapTrim, Stamp};
-use super::freshness::{Freshness, Watch};
+use super::freshness::{Freshness, Negatives, WATCHED_TTL, Watch};
 use super::gave_up::GaveUp;
 use super::indexes::IndexFiles;
 use super::inodes::InodeTable;
@@ -91,6 +91,8 @@ pub struct NovelFs {
     source: Arc<Source>,
     freshness: Arc<Freshness>,
     inodes: InodeTable,
+    /// Names answered missing that the kernel may keep for long.
+    negatives: Negatives,
     outlines: Arc<Outlines>,
     outliner: Outliner,
     pages: Pages,
@@ -102,6 +104,15 @@ pub struct NovelFs {
     store_ahead: StoreAhead,
     /// Compiles the file-name patterns while the mount is being attached.
     preparing: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What a lookup answers the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Found(Attr),
+    /// No such name; the kernel may keep that for this long (0: it asks
+    /// again every time).
+    Missing(Duration),
 }
 
 /// A name resolved with its attributes, both of the same look at its source.
@@ -213,6 +224,7 @@ impl NovelFs {
             source,
             freshness,
             inodes,
+            negatives: Negatives::new(budget.negatives),
             outlines,
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
@@ -280,6 +292,7 @@ impl NovelFs {
         self.store_ahead.forgotten(ino);
         if self.inodes.forget(ino, n) {
             self.listings.forget(ino);
+            self.negatives.forget(ino);
             self.heap_trim.freed();
         }
     }
@@ -402,7 +415,37 @@ impl NovelFs {
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        let parent = self.node(parent)?;
+        self.lookup_in(self.node(parent)?, name)
+    }
+
+    /// `lookup`, with a missing name answered as a negative entry: kept
+    /// as long as a name that exists there when the directory is watched
+    /// and the name could be recorded for invalidation (`Negatives`), for
+    /// the TTL when it is not watched, not kept otherwise.
+    pub fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<Entry> {
+        let directory = self.node(parent)?;
+        let since = self.negatives.epoch();
+        match self.lookup_in(directory.clone(), name) {
+            Err(libc::ENOENT) => {
+                let ttl = if !self.freshness.covers_names_in(&directory) {
+                    self.freshness.ttl()
+                } else if self.negatives.record(parent, name, since) {
+                    WATCHED_TTL
+                } else {
+                    Duration::ZERO
+                };
+                Ok(Entry::Missing(ttl))
+            }
+            found => found.map(Entry::Found),
+        }
+    }
+
+    /// Bytes of names recorded as missing (inside the cache budget).
+    pub fn negatives_bytes(&self) -> usize {
+        self.negatives.bytes()
+    }
+
+    fn lookup_in(&self, parent: Node, name: &OsStr) -> Result<Attr> {
         if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
