@@ -266,7 +266,15 @@ mount_fs() { mount_lib "$ROOT" "$@"; }
 mount_lib() {
     local lib=$1 mnt=$2; shift 2
     mkdir -p "$mnt"
-    case " $* " in *" --index-dir "*) ;; *) set -- "$@" --no-index ;; esac
+    # A binary from before the persistent index (--bin) has no --no-index.
+    if [ -z "${HAS_NO_INDEX:-}" ]; then
+        HAS_NO_INDEX=no
+        "$BIN" mount --help 2>/dev/null | grep -q -- '--no-index' && HAS_NO_INDEX=yes
+    fi
+    case " $* " in
+        *" --index-dir "*) ;;
+        *) [ "$HAS_NO_INDEX" = yes ] && set -- "$@" --no-index ;;
+    esac
     if [ "$TRANSPORT" = io_uring ]; then
         uring_on
         "$BIN" mount "$lib" "$mnt" --io-uring on "$@"
@@ -502,7 +510,7 @@ if [ "$PROFILE" = 1 ]; then
         local label=$1 ttl=$2 setup=$3 measure=$4
         mkdir -p "$PMNT"
         : > "$PLOG"
-        RUST_LOG=fuser=debug "$BIN" mount "$ROOT" "$PMNT" -f --no-index --ttl "$ttl" 2>> "$PLOG" &
+        RUST_LOG=fuser=debug "$BIN" mount "$ROOT" "$PMNT" -f $([ "${HAS_NO_INDEX:-yes}" = yes ] && echo --no-index) --ttl "$ttl" 2>> "$PLOG" &
         local pid=$!
         FG_PIDS+=("$pid")
         MOUNTED+=("$PMNT")

@@ -214,7 +214,8 @@ pub struct MountCmd {
     /// Mount options, comma-separated, as other FUSE filesystems take them:
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
-    /// path_root=DIR, nowatch, log_file=FILE, io_uring=auto|on|off.
+    /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
+    /// io_uring=auto|on|off.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -224,6 +225,11 @@ pub struct MountCmd {
     /// cached until a change is pushed to the kernel.
     #[arg(long, value_name = "SECONDS")]
     pub ttl: Option<String>,
+    /// Seconds a request may wait for the library's filesystem (a hung
+    /// network server) before it gets EIO; default 5. Same as
+    /// -o source_timeout=SECONDS.
+    #[arg(long, value_name = "SECONDS")]
+    pub source_timeout: Option<String>,
     #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's

@@ -7,10 +7,19 @@ use std::time::Duration;
 use super::args::MountCmd;
 use crate::fs::FsConfig;
 use crate::mount::access::Access;
-use crate::mount::config::{DEFAULT_TTL, KernelMount, MountConfig};
+use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
-use crate::mount::options::{MountOptions, parse_options, parse_size, parse_ttl};
+use crate::mount::options::{
+    MountOptions, parse_options, parse_size, parse_source_timeout, parse_ttl,
+};
 use crate::mount::transport::IoUring;
+
+/// The type of the mount the library's `novels/` lies on (`None` when it
+/// cannot be told).
+fn source_fs_type(root: &std::path::Path) -> Option<String> {
+    let novels = std::fs::canonicalize(root.join("novels")).ok()?;
+    crate::mount::mountinfo::fs_type_containing(&novels)
+}
 
 /// The mount's configuration from `novelfs mount`'s arguments: a flag wins
 /// over the same setting in `-o`, defaults fill the rest.
@@ -19,6 +28,10 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     let ttl = match &args.ttl {
         Some(t) => parse_ttl(t)?,
         None => options.ttl.unwrap_or(DEFAULT_TTL),
+    };
+    let source_timeout = match &args.source_timeout {
+        Some(t) => parse_source_timeout(t)?,
+        None => options.source_timeout.unwrap_or(DEFAULT_SOURCE_TIMEOUT),
     };
     let root = absolute(&args.root);
     let access = Access::from_options(options.allow_other, options.allow_root);
@@ -42,6 +55,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
                 .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
             watch: !(args.no_watch || options.no_watch),
+            source_fs_type: source_fs_type(&root),
             index_dir,
         },
         access,
@@ -56,6 +70,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             Some(v) => IoUring::parse(v)?,
             None => options.io_uring.unwrap_or_default(),
         },
+        source_timeout: Duration::from_secs_f64(source_timeout),
         root,
     })
 }
@@ -86,6 +101,7 @@ mod tests {
             foreground: false,
             options: vec![options.to_string()],
             ttl: None,
+            source_timeout: None,
             state_file: None,
             path_root: None,
             cache_size: "256MiB".into(),
@@ -133,5 +149,23 @@ mod tests {
         assert_eq!(c.tree.ttl, Duration::from_secs(1));
         assert_eq!(c.tree.cache_bytes, 256 << 20);
         assert!(mount_config(&args("rw")).is_err());
+    }
+
+    #[test]
+    fn the_source_timeout_comes_from_the_flag_the_option_or_5_s() {
+        let c = mount_config(&args("source_timeout=2.5")).unwrap();
+        assert_eq!(c.source_timeout, Duration::from_millis(2500));
+        let mut a = args("source_timeout=2");
+        a.source_timeout = Some("7".into());
+        assert_eq!(
+            mount_config(&a).unwrap().source_timeout,
+            Duration::from_secs(7),
+            "the flag wins"
+        );
+        assert_eq!(
+            mount_config(&args("")).unwrap().source_timeout,
+            Duration::from_secs(5)
+        );
+        assert!(mount_config(&args("source_timeout=0")).is_err());
     }
 }

@@ -189,6 +189,9 @@ pub(crate) struct Budget {
     pub indexes: usize,
     /// The rendered index files (`novel_books.*`, `novel_chapters.*`).
     pub index_files: usize,
+    /// The names answered missing that the kernel may keep for long
+    /// (`freshness::Negatives`).
+    pub negatives: usize,
 }
 
 /// The least the decoded texts keep, however big the inode table grows.
@@ -196,7 +199,8 @@ pub(crate) const MIN_TEXTS_BUDGET: usize = 1 << 20;
 
 impl Budget {
     /// 1/16 each (at least 1 MiB) for outlines, rendered pages, listings
-    /// and book indexes, 1/32 for the index files, the rest (at least 1 MiB) for decoded chapters: a
+    /// and book indexes, 1/32 for the index files, 1/64 for names answered
+    /// missing, the rest (at least 1 MiB) for decoded chapters: a
     /// text is what costs a decode to get back. (An evicted book index
     /// costs one scan of its directory; whoever walks a library walks it
     /// book by book.)
@@ -204,13 +208,14 @@ impl Budget {
         let sixteenth = (total / 16).max(1 << 20);
         Budget {
             texts: total
-                .saturating_sub(4 * sixteenth + sixteenth / 2)
+                .saturating_sub(4 * sixteenth + sixteenth / 2 + sixteenth / 4)
                 .max(1 << 20),
             outlines: sixteenth,
             pages: sixteenth,
             listings: sixteenth,
             indexes: sixteenth,
             index_files: sixteenth / 2,
+            negatives: sixteenth / 4,
         }
     }
 }
@@ -375,7 +380,8 @@ mod tests {
         );
         assert_eq!(b.indexes, 16 << 20);
         assert_eq!(b.index_files, 8 << 20);
-        assert_eq!(b.texts, 184 << 20);
+        assert_eq!(b.negatives, 4 << 20);
+        assert_eq!(b.texts, 180 << 20);
         let tiny = Budget::split(0);
         assert_eq!((tiny.texts, tiny.outlines), (1 << 20, 1 << 20));
     }

@@ -25,6 +25,7 @@ use super::cache::Lru;
 use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
+use super::pool::map_spread;
 use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
 
@@ -130,6 +131,13 @@ pub(crate) fn chapters_version(book: u64, chapters: impl Iterator<Item = Option<
     h.finish()
 }
 
+/// The version of an index that fails with `error`.
+fn error_version(error: &NovelError) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ("error", error.error_line()).hash(&mut h);
+    h.finish()
+}
+
 fn off_version(tool: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ("off", tool).hash(&mut h);
@@ -187,7 +195,22 @@ impl IndexFiles {
             let mtime = dir_mtime(&source.library().book_dir(book));
             return Ok(Rendered::failed(version, &error, mtime));
         }
-        let look = BookLook::take(source, book)?;
+        let look = match BookLook::take(source, book) {
+            Ok(look) => look,
+            // A book (or library) that cannot be listed: its index holds
+            // the error its `ERROR` file holds, never nothing.
+            Err(errno) => {
+                let library = source.library();
+                let error = library
+                    .unreadable_dir(None)
+                    .or_else(|| library.unreadable_dir(Some(book)))
+                    .ok_or(errno)?;
+                let mtime = dir_mtime(&library.book_dir(book));
+                let rendered = Rendered::failed(error_version(&error), &error, mtime);
+                self.keep(Key::Book(book.clone()), &rendered);
+                return Ok(rendered);
+            }
+        };
         if let Some(hit) = self.cached_book(book, look.version()) {
             return Ok(hit);
         }
@@ -196,40 +219,44 @@ impl IndexFiles {
 
     /// Renders a book's index from its chapters' outlines (each from one
     /// look at its chapter), and records what `novel_books` counts of it.
+    ///
+    /// A chapter that cannot be read while the book changes (listed, then
+    /// deleted or replaced) fails the walk only because of the change: the
+    /// book is looked at again and, when it changed, walked again, up to
+    /// `WALK_ATTEMPTS` times, so the index shows the book before or after
+    /// the change. A chapter that stays unreadable in an unchanged book
+    /// is the original tool's error.
     fn make_book(
         &self,
         source: &Source,
         outlines: &Outlines,
         book: &Arc<OsStr>,
-        look: BookLook,
+        mut look: BookLook,
     ) -> (Rendered, (u64, u64)) {
-        let index = look.book.index.clone();
-        let mut versions = Vec::with_capacity(index.chapters.len());
-        let mut mtime = look.book.mtime;
-        let listing = BookChapters::new(book.to_string_lossy().into_owned(), &index, |_, c| {
-            let chapter = chapter_ref(book, &c.os_name);
-            match outlines.outline(source, &chapter) {
-                Ok(now) => {
-                    versions.push(Some(now.version));
-                    mtime = mtime.max(now.mtime);
-                    let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
-                    (stats, iso_of(now.mtime))
-                }
-                Err(_) => {
-                    // Gone since the scan: the original's `stat` fails.
-                    versions.push(None);
-                    let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
-                    let error = NovelError::Io {
-                        path: source
-                            .library()
-                            .display_path(&book.to_string_lossy(), &c.file),
-                        reason: gone.to_string(),
-                    };
-                    (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+        let mut attempts = 1;
+        loop {
+            let walked = walk_book(source, outlines, book, &look);
+            if walked.listing.error().is_some() && attempts < WALK_ATTEMPTS {
+                match BookLook::take(source, book) {
+                    Ok(again) if again.version() != look.version() => {
+                        look = again;
+                        attempts += 1;
+                        continue;
+                    }
+                    _ => {}
                 }
             }
-        });
-        let version = chapters_version(look.book.version, versions.into_iter());
+            return self.keep_book(book, walked);
+        }
+    }
+
+    /// Keeps a book's rendered index and what `novel_books` counts of it.
+    fn keep_book(&self, book: &Arc<OsStr>, walked: WalkedBook) -> (Rendered, (u64, u64)) {
+        let WalkedBook {
+            listing,
+            version,
+            mtime,
+        } = walked;
         let rendered = match listing.json() {
             Ok(json) => Rendered {
                 version,
@@ -260,7 +287,27 @@ impl IndexFiles {
             let version = off_version(BOOKS_TOOL);
             return Ok(Rendered::failed(version, &error, dir_mtime(&novels)));
         }
-        let mut names: Vec<OsString> = library.counted_books();
+        // The books the root lists (one listing for every view), less
+        // those the original does not count.
+        let mut names: Vec<OsString> = source
+            .book_names()
+            .map(|names| {
+                names
+                    .iter()
+                    .filter(|n| index::counted_as_book(n))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        // No books: `novels/` may be gone or unreadable (a dead network
+        // filesystem), which is an error, not an empty library.
+        if names.is_empty()
+            && let Some(error) = library.unreadable_dir(None)
+        {
+            let rendered = Rendered::failed(error_version(&error), &error, dir_mtime(&novels));
+            self.keep(Key::Library, &rendered);
+            return Ok(rendered);
+        }
         names.sort();
         let novels_stamp = stamp_of(&novels);
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -306,6 +353,63 @@ impl IndexFiles {
         };
         self.keep(Key::Library, &rendered);
         Ok(rendered)
+    }
+}
+
+/// Walks of a book that changes underneath before its index is shown
+/// with the error of the last one.
+const WALK_ATTEMPTS: usize = 8;
+
+/// One walk of a book: its listing, of the outlines it read, with the
+/// version and newest mtime of what it read.
+struct WalkedBook {
+    listing: BookChapters,
+    version: u64,
+    mtime: SystemTime,
+}
+
+/// Reads the outline of each chapter `look` lists, on both CPUs
+/// (`pool`): each worker holds only the chapter it is on, whose decoded
+/// text goes to the budgeted cache.
+fn walk_book(
+    source: &Source,
+    outlines: &Outlines,
+    book: &Arc<OsStr>,
+    look: &BookLook,
+) -> WalkedBook {
+    let index = &look.book.index;
+    let read = map_spread(&index.chapters, |c| {
+        outlines.outline(source, &chapter_ref(book, &c.os_name))
+    });
+    let mut versions = Vec::with_capacity(read.len());
+    let mut mtime = look.book.mtime;
+    let mut read = read.into_iter();
+    let listing = BookChapters::new(book.to_string_lossy().into_owned(), index, |_, c| {
+        match read.next().expect("one outline per chapter") {
+            Ok(now) => {
+                versions.push(Some(now.version));
+                mtime = mtime.max(now.mtime);
+                let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
+                (stats, iso_of(now.mtime))
+            }
+            Err(_) => {
+                // Gone since the scan: the original's `stat` fails.
+                versions.push(None);
+                let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+                let error = NovelError::Io {
+                    path: source
+                        .library()
+                        .display_path(&book.to_string_lossy(), &c.file),
+                    reason: gone.to_string(),
+                };
+                (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+            }
+        }
+    });
+    WalkedBook {
+        listing,
+        version: chapters_version(look.book.version, versions.into_iter()),
+        mtime,
     }
 }
 

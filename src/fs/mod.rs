@@ -18,6 +18,7 @@ mod node;
 mod outline;
 mod pages;
 pub mod persist;
+mod pool;
 mod resolve;
 mod source;
 mod switch;
@@ -27,7 +28,7 @@ pub use ahead::{Store, StoreOutcome};
 pub use names::PageName;
 pub(crate) use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
-pub use tree::{FsConfig, NovelFs};
+pub use tree::{Entry, FsConfig, NovelFs};
 
 pub(crate) use cache::MMAP_THRESHOLD;
 pub(crate) use freshness::{Change, Invalidation};

@@ -4,6 +4,7 @@
 //! into them (`cli::mount_config`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::access::Access;
 use super::transport::IoUring;
@@ -43,7 +44,14 @@ pub(crate) struct MountConfig {
     /// foreground, else syslog.
     pub(crate) log_file: Option<PathBuf>,
     pub(crate) io_uring: IoUring,
+    /// How long a request may wait for the library's filesystem.
+    pub(crate) source_timeout: Duration,
 }
 
 /// The default TTL of what is not watched, in seconds.
 pub(crate) const DEFAULT_TTL: f64 = 1.0;
+
+/// How long a request waits for the library's filesystem by default, in
+/// seconds: longer than any local read, short enough that a hung server
+/// is an error to an agent, not a hang.
+pub(crate) const DEFAULT_SOURCE_TIMEOUT: f64 = 5.0;

@@ -7,8 +7,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -17,16 +17,26 @@ use fuser::{
     ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
+use super::deadline::{Armed, Deadlines};
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
-use crate::fs::{Attr, Errno, Kind, NovelFs};
+use crate::fs::{Attr, Entry, Errno, Kind, NovelFs, ROOT_INO};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Cloned into the requests that run on a spare thread (see `offload`).
 #[derive(Clone)]
 pub(crate) struct FuseAdapter {
     fs: Arc<NovelFs>,
     offload: Offload,
+    /// Bounds each request's wait for the library's filesystem.
+    deadlines: Deadlines,
+    /// The root's attributes as last given: what `stat MNT` gets at once
+    /// while the source does not answer.
+    root_attr: Arc<Mutex<Option<Attr>>>,
     uid: u32,
     gid: u32,
     /// Mode bits every node keeps (owner-only for `allow_root`; see `access`).
@@ -42,9 +52,12 @@ impl FuseAdapter {
         // The mount's owner is the effective user (mount(2) and fusermount3
         // both record it as user_id); the modes are judged against it.
         let (uid, gid) = euid_egid();
+        let source = fs.library().display_dir(None);
         FuseAdapter {
             fs,
             offload: Offload::new(1),
+            deadlines: Deadlines::new(source, DEFAULT_SOURCE_TIMEOUT),
+            root_attr: Arc::default(),
             uid,
             gid,
             mode_mask: 0o777,
@@ -68,10 +81,68 @@ impl FuseAdapter {
         self
     }
 
+    /// Each request waits at most `timeout` for the library's filesystem.
+    pub(crate) fn with_source_timeout(mut self, timeout: Duration) -> Self {
+        let source = self.fs.library().display_dir(None);
+        self.deadlines = Deadlines::new(source, timeout);
+        self
+    }
+
     /// Runs a request that may wait on a chapter's load where it keeps a
-    /// worker free for the others (see `offload`).
-    fn serve(&self, job: impl FnOnce(&FuseAdapter) + Send + 'static) {
-        self.offload.serve(self, job);
+    /// worker free for the others (see `offload`), its reply bounded by
+    /// the source timeout (EIO past it). While the source does not answer
+    /// (see `deadline`), requests run only on spare threads, and fail at
+    /// once when every spare thread is taken.
+    fn serve<R: Fails>(
+        &self,
+        reply: R,
+        job: impl FnOnce(&FuseAdapter, &Armed<R>) + Send + 'static,
+    ) {
+        self.serve_within(reply, None, R::eio, job);
+    }
+
+    fn serve_within<R: Fails>(
+        &self,
+        reply: R,
+        within: Option<Duration>,
+        fallback: impl FnOnce(R) + Send + 'static,
+        job: impl FnOnce(&FuseAdapter, &Armed<R>) + Send + 'static,
+    ) {
+        let armed = self.deadlines.arm(reply, within, fallback);
+        let stuck = self.deadlines.source_stuck();
+        if stuck && self.offload.saturated() {
+            if let Some(reply) = armed.take() {
+                reply.eio();
+            }
+            return;
+        }
+        self.offload.serve(self, !stuck, move |a| {
+            armed.running_here();
+            job(a, &armed)
+        });
+    }
+
+    /// The root's attributes as last given (the epoch before any).
+    fn last_root_attr(&self) -> Attr {
+        lock(&self.root_attr).unwrap_or(Attr {
+            ino: ROOT_INO,
+            kind: Kind::Directory,
+            size: 0,
+            mtime: std::time::UNIX_EPOCH,
+            ttl: Duration::ZERO,
+        })
+    }
+
+    /// The attributes sent with a negative entry (the kernel reads only
+    /// its node id, 0).
+    fn missing_attr(&self) -> FileAttr {
+        self.attr(&Attr {
+            ino: 0,
+            kind: Kind::File,
+            size: 0,
+            mtime: std::time::UNIX_EPOCH,
+            ttl: std::time::Duration::ZERO,
+        })
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
@@ -117,6 +188,39 @@ fn permits(attr: &FileAttr, uid: u32, gid: u32, mask: AccessFlags) -> bool {
     granted & want == want
 }
 
+/// How long `stat MNT` waits for the source before it gets the root's
+/// last attributes.
+const ROOT_ANSWER: Duration = Duration::from_millis(500);
+
+/// The source timeout when none is given (`MountConfig` gives one).
+const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A reply that can be failed with EIO (by a request's deadline).
+trait Fails: Send + 'static {
+    fn eio(self);
+}
+
+macro_rules! fails {
+    ($($reply:ty),*) => {$(
+        impl Fails for $reply {
+            fn eio(self) {
+                self.error(fuser::Errno::EIO)
+            }
+        }
+    )*};
+}
+
+fails!(
+    ReplyEntry,
+    ReplyAttr,
+    ReplyData,
+    ReplyOpen,
+    ReplyDirectory,
+    ReplyDirectoryPlus,
+    ReplyEmpty,
+    ReplyIoctl
+);
+
 fn errno(code: Errno) -> fuser::Errno {
     fuser::Errno::from_i32(code)
 }
@@ -150,52 +254,67 @@ fn kind(k: Kind) -> FileType {
 
 /// The requests that may wait on a chapter's load, run by `serve`.
 impl FuseAdapter {
-    fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: &Armed<ReplyEntry>) {
         let r = guarded(
             || format!("lookup {:?} in {}", name, self.fs.describe(parent.0)),
-            || self.fs.lookup(parent.0, name),
+            || self.fs.lookup_entry(parent.0, name),
         );
+        let Some(reply) = reply.take() else { return };
         match r {
-            Ok(a) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Found(a)) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
+            Ok(Entry::Missing(ttl)) if ttl.is_zero() => reply.error(fuser::Errno::ENOENT),
+            // Node id 0: the kernel keeps a negative entry for `ttl`.
+            Ok(Entry::Missing(ttl)) => reply.entry(&ttl, &self.missing_attr(), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
-    fn serve_getattr(&self, ino: INodeNo, reply: ReplyAttr) {
-        match guarded(
+    fn serve_getattr(&self, ino: INodeNo, reply: &Armed<ReplyAttr>) {
+        let r = guarded(
             || format!("getattr {}", self.fs.describe(ino.0)),
             || self.fs.getattr(ino.0),
-        ) {
+        );
+        if let (Ok(a), ROOT_INO) = (&r, ino.0) {
+            *lock(&self.root_attr) = Some(*a);
+        }
+        let Some(reply) = reply.take() else { return };
+        match r {
             Ok(a) => reply.attr(&a.ttl, &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
 
-    fn serve_readlink(&self, ino: INodeNo, reply: ReplyData) {
-        match guarded(
+    fn serve_readlink(&self, ino: INodeNo, reply: &Armed<ReplyData>) {
+        let r = guarded(
             || format!("readlink {}", self.fs.describe(ino.0)),
             || self.fs.readlink(ino.0),
-        ) {
+        );
+        let Some(reply) = reply.take() else { return };
+        match r {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
         }
     }
 
-    fn serve_read(&self, ino: INodeNo, offset: u64, size: u32, reply: ReplyData) {
-        match guarded(
+    fn serve_read(&self, ino: INodeNo, offset: u64, size: u32, reply: &Armed<ReplyData>) {
+        let r = guarded(
             || format!("read {} at {offset}", self.fs.describe(ino.0)),
             || self.fs.read(ino.0, offset, size),
-        ) {
+        );
+        let Some(reply) = reply.take() else { return };
+        match r {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
     }
 
-    fn serve_opendir(&self, ino: INodeNo, reply: ReplyOpen) {
-        match guarded(
+    fn serve_opendir(&self, ino: INodeNo, reply: &Armed<ReplyOpen>) {
+        let r = guarded(
             || format!("opendir {}", self.fs.describe(ino.0)),
             || self.fs.opendir(ino.0),
-        ) {
+        );
+        let Some(reply) = reply.take() else { return };
+        match r {
             Ok(keep_cache) => {
                 let keep = if keep_cache {
                     FopenFlags::FOPEN_KEEP_CACHE
@@ -209,11 +328,15 @@ impl FuseAdapter {
         }
     }
 
-    fn serve_readdir(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
-        let listing = match guarded(
+    fn serve_readdir(&self, ino: INodeNo, offset: u64, reply: &Armed<ReplyDirectory>) {
+        let listing = guarded(
             || format!("readdir {}", self.fs.describe(ino.0)),
             || self.fs.listing(ino.0, offset),
-        ) {
+        );
+        let Some(mut reply) = reply.take() else {
+            return;
+        };
+        let listing = match listing {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
@@ -249,11 +372,15 @@ impl FuseAdapter {
         }
     }
 
-    fn serve_readdirplus(&self, ino: INodeNo, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let listing = match guarded(
+    fn serve_readdirplus(&self, ino: INodeNo, offset: u64, reply: &Armed<ReplyDirectoryPlus>) {
+        let listing = guarded(
             || format!("readdirplus {}", self.fs.describe(ino.0)),
             || self.fs.listing(ino.0, offset),
-        ) {
+        );
+        let Some(mut reply) = reply.take() else {
+            return;
+        };
+        let listing = match listing {
             Ok(l) => l,
             Err(e) => return reply.error(e),
         };
@@ -316,11 +443,20 @@ impl FuseAdapter {
         }
     }
 
-    fn serve_access(&self, ino: INodeNo, uid: u32, gid: u32, mask: AccessFlags, reply: ReplyEmpty) {
-        match guarded(
+    fn serve_access(
+        &self,
+        ino: INodeNo,
+        uid: u32,
+        gid: u32,
+        mask: AccessFlags,
+        reply: &Armed<ReplyEmpty>,
+    ) {
+        let r = guarded(
             || format!("access {}", self.fs.describe(ino.0)),
             || self.fs.getattr(ino.0),
-        ) {
+        );
+        let Some(reply) = reply.take() else { return };
+        match r {
             Ok(a) => {
                 let attr = self.attr(&a);
                 if permits(&attr, uid, gid, mask) {
@@ -353,7 +489,7 @@ impl Filesystem for FuseAdapter {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_owned();
-        self.serve(move |a| a.serve_lookup(parent, &name, reply));
+        self.serve(reply, move |a, reply| a.serve_lookup(parent, &name, reply));
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -361,11 +497,27 @@ impl Filesystem for FuseAdapter {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.serve(move |a| a.serve_getattr(ino, reply));
+        if ino.0 == ROOT_INO {
+            // `stat MNT` answers at once, from the last attributes given
+            // when the source does not answer in time.
+            if self.deadlines.source_stuck() {
+                let a = self.last_root_attr();
+                return reply.attr(&a.ttl, &self.attr(&a));
+            }
+            let me = self.clone();
+            let fallback = move |reply: ReplyAttr| {
+                let a = me.last_root_attr();
+                reply.attr(&a.ttl, &me.attr(&a))
+            };
+            return self.serve_within(reply, Some(ROOT_ANSWER), fallback, move |a, reply| {
+                a.serve_getattr(ino, reply)
+            });
+        }
+        self.serve(reply, move |a, reply| a.serve_getattr(ino, reply));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.serve(move |a| a.serve_readlink(ino, reply));
+        self.serve(reply, move |a, reply| a.serve_readlink(ino, reply));
     }
 
     /// ENOSYS: the kernel then opens every file without asking (and never
@@ -392,7 +544,9 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.serve(move |a| a.serve_read(ino, offset, size, reply));
+        self.serve(reply, move |a, reply| {
+            a.serve_read(ino, offset, size, reply)
+        });
     }
 
     /// In a watched mount, ENOSYS: the kernel then opens directories
@@ -405,7 +559,7 @@ impl Filesystem for FuseAdapter {
         if self.fs.watching() {
             return reply.error(fuser::Errno::ENOSYS);
         }
-        self.serve(move |a| a.serve_opendir(ino, reply));
+        self.serve(reply, move |a, reply| a.serve_opendir(ino, reply));
     }
 
     // Both listings continue the listing their offset names (see
@@ -419,7 +573,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.serve(move |a| a.serve_readdir(ino, offset, reply));
+        self.serve(reply, move |a, reply| a.serve_readdir(ino, offset, reply));
     }
 
     fn readdirplus(
@@ -430,7 +584,9 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectoryPlus,
     ) {
-        self.serve(move |a| a.serve_readdirplus(ino, offset, reply));
+        self.serve(reply, move |a, reply| {
+            a.serve_readdirplus(ino, offset, reply)
+        });
     }
 
     /// ENOTTY at once, touching nothing: no page is a terminal or a device.
@@ -455,13 +611,15 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        self.serve(move |a| {
+        self.serve(reply, move |a, reply| {
             if let Some(notifier) = a.notifier.get()
                 && let Some(store) = a.fs.store_on_open(ino.0)
             {
                 send_store(&a.fs, notifier, store);
             }
-            reply.error(fuser::Errno::ENOTTY);
+            if let Some(reply) = reply.take() {
+                reply.error(fuser::Errno::ENOTTY);
+            }
         });
     }
 
@@ -474,7 +632,9 @@ impl Filesystem for FuseAdapter {
             return reply.error(fuser::Errno::EROFS);
         }
         let (uid, gid) = (req.uid(), req.gid());
-        self.serve(move |a| a.serve_access(ino, uid, gid, mask, reply));
+        self.serve(reply, move |a, reply| {
+            a.serve_access(ino, uid, gid, mask, reply)
+        });
     }
 
     // getxattr/listxattr stay unimplemented: ENOSYS makes the kernel stop

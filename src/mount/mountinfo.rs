@@ -64,6 +64,24 @@ pub(crate) fn mount_type(mount_point: &Path) -> Option<String> {
     topmost(mount_point).map(|e| e.fs_type)
 }
 
+/// The type of the mount `path` (absolute, canonical) lies on: the
+/// topmost mount at the longest mount point that holds it.
+pub(crate) fn fs_type_containing(path: &Path) -> Option<String> {
+    let entries = entries();
+    let holds =
+        |e: &&MountEntry| path.starts_with(Path::new(std::ffi::OsStr::from_bytes(&e.mount_point)));
+    let longest = entries
+        .iter()
+        .filter(holds)
+        .map(|e| e.mount_point.len())
+        .max()?;
+    entries
+        .into_iter()
+        .rev()
+        .find(|e| e.mount_point.len() == longest && holds(&e))
+        .map(|e| e.fs_type)
+}
+
 /// Later lines of mountinfo are mounted on top of earlier ones.
 fn topmost(mount_point: &Path) -> Option<MountEntry> {
     let want = mount_point.as_os_str().as_bytes();
@@ -92,6 +110,15 @@ mod tests {
             parse_line("40 1 0:52 / /tmp/x rw,relatime - tmpfs tmpfs rw,size=1024k").unwrap();
         assert_eq!(no_optional_fields.fs_type, "tmpfs");
         assert!(parse_line("garbage").is_none());
+    }
+
+    #[test]
+    fn a_path_lies_on_the_mount_of_its_longest_mount_point() {
+        assert_eq!(
+            fs_type_containing(Path::new("/proc/self")).as_deref(),
+            Some("proc")
+        );
+        assert!(fs_type_containing(Path::new("/")).is_some());
     }
 
     #[test]

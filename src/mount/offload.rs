@@ -133,13 +133,27 @@ impl Offload {
         }
     }
 
-    /// Runs `job` with `on` on this worker while another one stays free,
-    /// else with a clone of `on` on a spare thread (returning at once).
+    /// Whether every spare thread is taken (a request handed over now
+    /// would queue).
+    pub(crate) fn saturated(&self) -> bool {
+        let q = lock(&self.pool.queue);
+        q.threads >= MAX_SPARE && q.idle == 0
+    }
+
+    /// Runs `job` with `on` on this worker while another one stays free
+    /// (and `inline` allows it), else with a clone of `on` on a spare
+    /// thread (returning at once).
     pub(crate) fn serve<C: Clone + Send + 'static>(
         &self,
         on: &C,
+        inline: bool,
         job: impl FnOnce(&C) + Send + 'static,
     ) {
+        if !inline {
+            let on = on.clone();
+            self.pool.run(Box::new(move || job(&on)));
+            return;
+        }
         if self.inline.fetch_add(1, Ordering::AcqRel) < self.max_inline {
             let _inline = Inline {
                 inline: &self.inline,
@@ -170,7 +184,7 @@ mod tests {
             let gate = gate.clone();
             let done = done.clone();
             std::thread::spawn(move || {
-                offload.serve(&(), move |_| {
+                offload.serve(&(), true, move |_| {
                     gate.wait();
                     done.send("slow").unwrap();
                 })
@@ -183,7 +197,7 @@ mod tests {
         // returns, and they end while the first is still blocked.
         for _ in 0..3 {
             let done = done.clone();
-            offload.serve(&(), move |_| done.send("fast").unwrap());
+            offload.serve(&(), true, move |_| done.send("fast").unwrap());
         }
         for _ in 0..3 {
             assert_eq!(finished.recv().unwrap(), "fast");
@@ -199,7 +213,7 @@ mod tests {
         let offload = Offload::new(1);
         let (done, finished) = mpsc::channel();
         let me = std::thread::current().id();
-        offload.serve(&(), move |_| {
+        offload.serve(&(), true, move |_| {
             done.send(std::thread::current().id()).unwrap()
         });
         assert_ne!(finished.recv().unwrap(), me);

@@ -11,6 +11,7 @@ pub(crate) struct MountOptions {
     pub fsname: Option<String>,
     pub subtype: Option<String>,
     pub ttl: Option<f64>,
+    pub source_timeout: Option<f64>,
     pub no_watch: bool,
     pub path_root: Option<String>,
     pub log_file: Option<String>,
@@ -82,6 +83,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("subtype", Some(v)) => o.subtype = Some(parse_subtype(v)?),
             ("path_root", Some(v)) => o.path_root = Some(crate::library::normalize_path_root(v)?),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
+            ("source_timeout", Some(v)) => o.source_timeout = Some(parse_source_timeout(v)?),
             ("index_dir", Some(v)) => o.index_dir = Some(v.to_string()),
             ("noindex", None) => o.no_index = true,
             ("nowatch", None) => o.no_watch = true,
@@ -116,6 +118,15 @@ pub(crate) fn parse_ttl(v: &str) -> Result<f64, String> {
         Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
         _ => Err(format!(
             "ttl must be a number of seconds between 0 and 86400, not {v:?}"
+        )),
+    }
+}
+
+pub(crate) fn parse_source_timeout(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= 3600.0 => Ok(t),
+        _ => Err(format!(
+            "source_timeout must be a number of seconds above 0 and at most 3600, not {v:?}"
         )),
     }
 }

@@ -56,7 +56,8 @@ pub(crate) fn serve(
     }
     let adapter = FuseAdapter::new(fs.clone())
         .with_mode_mask(access.mode_mask())
-        .with_workers(config.threads.max(1));
+        .with_workers(config.threads.max(1))
+        .with_source_timeout(config.source_timeout);
     let listing_notifier = adapter.notifier_slot();
     let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,
@@ -147,10 +148,7 @@ pub(crate) fn serve(
 fn freshness_of(fs: &NovelFs) -> String {
     match fs.unwatched() {
         None => "watched: changes are pushed to the kernel as they happen".into(),
-        Some(why) => format!(
-            "unwatched ({why}): changes show within the TTL of {} s",
-            fs.ttl().as_secs_f64()
-        ),
+        Some(why) => format!("unwatched ({why}): {}", fs.freshness_rule()),
     }
 }
 

@@ -8,9 +8,15 @@ use crate::common::daemon_log::DaemonLog;
 use crate::common::eventually;
 use novelfs::events::DECODED;
 
+/// The file's text, checked against the `st_size` of the same open file:
+/// an inode's bytes never change, while the name may stand for a newer
+/// inode by the time a second look at the path is taken.
 fn read(p: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(p).ok()?;
-    let size = std::fs::metadata(p).ok()?.len();
+    use std::io::Read;
+    let mut file = std::fs::File::open(p).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
     assert_eq!(text.len() as u64, size, "st_size of {}", p.display());
     Some(text)
 }
@@ -161,4 +167,73 @@ fn an_index_json_whose_call_fails_holds_the_error_as_json() {
     }
     let chapters = read(&mount.path().join("书/novel_chapters.txt")).unwrap();
     assert!(chapters.starts_with("错误："), "the call fails: {chapters}");
+}
+
+/// A chapter deleted and added again every few milliseconds while readers
+/// read both indexes: each shows the book before or after a change, never
+/// the error of a walk that listed the chapter and then found it gone.
+#[test]
+fn indexes_read_while_a_chapter_comes_and_goes_show_no_error() {
+    require_fuse!();
+    let names: Vec<String> = (1..=50).map(|i| format!("第{i}章 章{i}.md")).collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| (n.as_str(), "一二三".as_bytes()))
+        .collect();
+    let (guard, root) = crate::common::book_library(&files);
+    let state = guard.path().join("no-state.json");
+    let mount = Mount::new(&root, &["--state-file", state.to_str().unwrap()]);
+    let churned = root.join("novels/书/第500章 临时.md");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let files = [
+        "书/novel_chapters.txt",
+        "书/novel_chapters.json",
+        "novel_books.txt",
+        "novel_books.json",
+    ];
+    // Readers give back what they saw wrong rather than panic, so that the
+    // mutator is always stopped.
+    let reads: Vec<Result<usize, String>> = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::fs::write(&churned, "临时").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(3));
+                std::fs::remove_file(&churned).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        let readers: Vec<_> = (0..4)
+            .map(|r| {
+                let path = mount.path().join(files[r]);
+                s.spawn(move || {
+                    let mut reads = 0;
+                    while std::time::Instant::now() < until {
+                        let text = std::fs::read_to_string(&path)
+                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                        if text.contains("错误") {
+                            return Err(format!("{}: {text}", path.display()));
+                        }
+                        if path.ends_with("novel_books.txt")
+                            && !text.contains("- 书: 50 章, 150 字\n")
+                            && !text.contains("- 书: 51 章, 152 字\n")
+                        {
+                            return Err(format!("neither before nor after a change: {text}"));
+                        }
+                        reads += 1;
+                    }
+                    Ok(reads)
+                })
+            })
+            .collect();
+        let reads = readers
+            .into_iter()
+            .map(|r| r.join().unwrap_or_else(|_| Err("reader panicked".into())))
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        reads
+    });
+    for read in &reads {
+        assert!(read.as_ref().is_ok_and(|&n| n > 0), "{read:?}");
+    }
 }

@@ -73,6 +73,17 @@ fn novels_gone_and_back(args: &[&str]) {
     eventually("the book is gone", || {
         std::fs::metadata(mnt.join(BOOK)).is_err()
     });
+    // A library that cannot be listed is an error, not an empty library:
+    // a page that was there is EIO (not "no such file"), and the indexes
+    // hold the root's error.
+    let page = mnt.join(BOOK).join(CHAPTER).join("offset-1.txt");
+    let e = std::fs::read(&page).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{args:?}: {e}");
+    let books = std::fs::read_to_string(mnt.join("novel_books.txt")).unwrap();
+    assert_eq!(books, text, "{args:?}");
+    let json = std::fs::read_to_string(mnt.join("novel_books.json")).unwrap();
+    let error: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(error["error"].as_str(), Some(text.trim_end()), "{args:?}");
     std::fs::rename(root.join("novels.gone"), &novels).unwrap();
     eventually("the books are back without a remount", || {
         sorted_names(mnt).is_ok_and(|n| n == with_books_index(&[BOOK]))
@@ -131,6 +142,11 @@ fn unreadable_directories(args: &[&str]) {
             "错误：无法读取 \"{}\"：Permission denied (os error 13)\n",
             book.display()
         )
+    );
+    assert_eq!(
+        std::fs::read_to_string(mnt.join(BOOK).join("novel_chapters.txt")).unwrap(),
+        std::fs::read_to_string(mnt.join(BOOK).join("ERROR")).unwrap(),
+        "the book's index holds its error"
     );
     assert_eq!(
         sorted_names(&mnt.join("另一本")).unwrap(),

@@ -11,6 +11,12 @@
 //! last change lies at least one granularity before `at`: any change after
 //! `at` then moves a time past it. Until then the names or bytes are looked
 //! at again and compared, not the stamp.
+//!
+//! Some sources never move a directory's times at all: object storage
+//! mounted as a filesystem (s3fs gives every directory the mtime -1, rclone
+//! the moment it first listed it). No stamp proves anything there: each
+//! directory is listed again once its names are a TTL old, and its names
+//! compared (`Rule::TimesStill`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -52,6 +58,58 @@ const FINE: [i64; 9] = [
     0x794c7630, // overlayfs
     0xca451a4e, // bcachefs
 ];
+
+/// Filesystems that serve object storage: a directory there is a prefix of
+/// keys, with no time of its own that a new key would move.
+const OBJECT_STORAGE: [&str; 7] = [
+    "fuse.s3fs",
+    "fuse.rclone",
+    "fuse.mountpoint-s3",
+    "fuse.gcsfuse",
+    "fuse.goofys",
+    "fuse.blobfuse2",
+    "fuse.geesefs",
+];
+
+/// How the stamps of a library's directories are trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// A change moves a directory's times, in ticks of `granularity`
+    /// (which includes a network filesystem's caches, when `network`).
+    TimesMove {
+        granularity: Duration,
+        network: bool,
+    },
+    /// A change leaves a directory's times where they are (why, for the
+    /// log): names are trusted for a TTL, then listed again and compared.
+    TimesStill(String),
+}
+
+/// The rule for the library in `dir`, on a mount of type `fs_type`: times
+/// still on object storage and where `dir`'s own times are 0 or before
+/// (s3fs: -1), else they move.
+pub(crate) fn rule_of(dir: &Path, fs_type: Option<&str>) -> Rule {
+    if let Some(fstype) = fs_type
+        && OBJECT_STORAGE.contains(&fstype)
+    {
+        return Rule::TimesStill(format!("{} is on {fstype}", dir.display()));
+    }
+    if let Some(stamp) = std::fs::symlink_metadata(dir).ok().map(|m| Stamp::of(&m))
+        && times_still(&stamp)
+    {
+        return Rule::TimesStill(format!("{} has the mtime {}", dir.display(), stamp.mtime.0));
+    }
+    Rule::TimesMove {
+        granularity: granularity_of(dir),
+        network: super::watch::remote_filesystem(dir),
+    }
+}
+
+/// Whether a stamp's times are no times at all (0 or before the epoch, as
+/// object storage gives a directory): no change will move them.
+pub(crate) fn times_still(stamp: &Stamp) -> bool {
+    stamp.mtime.0 <= 0 && stamp.ctime.0 <= 0
+}
 
 /// How long after its last change a stamp of the filesystem `dir` lies on
 /// proves nothing: the granularity of its times (fine only for a local
@@ -365,6 +423,21 @@ mod tests {
         v.looked(&"k", &s, 1, at(102, 0), G);
         assert_eq!(v.known(&"k", &s, G), Known::Version(plain(&s)));
         assert_eq!(v.len(), 0);
+    }
+
+    #[test]
+    fn times_at_or_before_the_epoch_stay_still() {
+        assert!(times_still(&stamp(-1, 0)));
+        assert!(times_still(&stamp(0, 0)));
+        assert!(!times_still(&stamp(100, 0)));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
+        let epoch = std::fs::File::open(dir.path()).unwrap();
+        epoch
+            .set_modified(UNIX_EPOCH)
+            .expect("a directory's mtime can be set");
+        // Its ctime moved with the mtime: only both at 0 stay still.
+        assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
     }
 
     #[test]

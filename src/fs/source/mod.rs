@@ -2,6 +2,7 @@
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
 
+mod books;
 mod loads;
 
 use std::ffi::OsStr;
@@ -117,6 +118,8 @@ pub(crate) struct Source {
     /// that a request decoded nothing).
     decodes: std::sync::atomic::AtomicU64,
     prefetcher: Prefetcher,
+    /// The books of `novels/`, as every view lists them.
+    book_list: books::BookList,
     /// Where tests step into a request (set once, before the requests).
     #[cfg(test)]
     pub seams: std::sync::OnceLock<Seams>,
@@ -198,6 +201,7 @@ impl Source {
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             decodes: std::sync::atomic::AtomicU64::new(0),
             prefetcher: Prefetcher::start(),
+            book_list: books::BookList::default(),
             #[cfg(test)]
             seams: std::sync::OnceLock::new(),
         }
@@ -208,6 +212,12 @@ impl Source {
         if let Some(run) = self.seams.get().and_then(|s| seam(s).as_ref()) {
             run(c);
         }
+    }
+
+    /// The book directories of `novels/` as every view lists them (see
+    /// `books`); the error when `novels/` cannot be listed.
+    pub(crate) fn book_names(&self) -> std::io::Result<Arc<Vec<std::ffi::OsString>>> {
+        self.book_list.names(&self.library, &self.freshness)
     }
 
     pub(crate) fn library(&self) -> &Library {
@@ -248,7 +258,7 @@ impl Source {
         let stamp = Stamp::of(&meta);
         let cached = lock(&self.books).get(book).filter(|c| c.stamp == stamp);
         if let Some(cached) = &cached
-            && self.freshness.settled(&stamp, cached.checked)
+            && self.freshness.trusted(&stamp, cached.checked)
         {
             return Ok(BookVersion {
                 version: cached.version,

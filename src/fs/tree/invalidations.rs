@@ -25,7 +25,24 @@ impl NovelFs {
         is_book: impl Fn(&OsStr) -> bool,
     ) -> Vec<Invalidation> {
         let known = self.inodes.known();
-        freshness::plan(changes, &known, is_book)
+        let mut planned = freshness::plan(changes, &known, is_book);
+        // A directory whose listing goes may have names that now resolve:
+        // the names it was answered missing go too, before the inodes.
+        let directories = planned.iter().filter_map(|i| match i {
+            Invalidation::Inode(ino) => Some(*ino),
+            Invalidation::Entry { .. } => None,
+        });
+        let mut missing = self.negatives.take(directories.collect::<Vec<_>>());
+        missing.sort();
+        let missing = missing
+            .into_iter()
+            .map(|(parent, name)| Invalidation::Entry { parent, name });
+        let first_inode = planned
+            .iter()
+            .position(|i| matches!(i, Invalidation::Inode(_)))
+            .unwrap_or(planned.len());
+        planned.splice(first_inode..first_inode, missing);
+        planned
     }
 }
 
@@ -95,6 +112,75 @@ mod tests {
             6,
             "a renamed book: all it held {gone:?}"
         );
+    }
+
+    #[test]
+    fn names_answered_missing_go_when_their_directory_changes() {
+        use crate::fs::freshness::WATCHED_TTL;
+        use crate::fs::tree::Entry;
+        let f = fixture(&[("第1章 起.md", "a")]);
+        let book = walk(&f.fs, "书").unwrap();
+        let missing = |parent, name: &str| f.fs.lookup_entry(parent, OsStr::new(name));
+        for name in ["第2章 承.md", "2", "承", ".gitignore"] {
+            assert_eq!(
+                missing(book.ino, name),
+                Ok(Entry::Missing(WATCHED_TTL)),
+                "{name}: the book is watched"
+            );
+        }
+        assert_eq!(missing(ROOT_INO, "新书"), Ok(Entry::Missing(WATCHED_TTL)));
+        assert!(matches!(missing(book.ino, "1"), Ok(Entry::Found(_))));
+        assert!(f.fs.negatives_bytes() > 0);
+        let entry = |parent, name: &str| Invalidation::Entry {
+            parent,
+            name: name.into(),
+        };
+        let planned = f.fs.invalidations(&[Change::Chapters("书".into())]);
+        let first_inode = planned
+            .iter()
+            .position(|i| matches!(i, Invalidation::Inode(_)))
+            .unwrap();
+        for name in [".gitignore", "2", "第2章 承.md", "承"] {
+            let at = planned.iter().position(|i| *i == entry(book.ino, name));
+            assert!(
+                at.is_some_and(|at| at < first_inode),
+                "{name} in {planned:?}"
+            );
+        }
+        assert!(
+            !planned.contains(&entry(ROOT_INO, "新书")),
+            "the root is unchanged"
+        );
+        let again = f.fs.invalidations(&[Change::Chapters("书".into())]);
+        assert!(
+            !again.contains(&entry(book.ino, "承")),
+            "dropped once; a new lookup records it anew"
+        );
+        assert!(
+            f.fs.invalidations(&[Change::Books])
+                .contains(&entry(ROOT_INO, "新书"))
+        );
+        assert_eq!(f.fs.negatives_bytes(), 0);
+    }
+
+    #[test]
+    fn unwatched_names_answered_missing_are_kept_for_the_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
+        let config = crate::fs::FsConfig {
+            state_file: Some(dir.path().join("no-state.json")),
+            watch: false,
+            ttl: std::time::Duration::from_millis(1500),
+            ..Default::default()
+        };
+        let fs = NovelFs::new(crate::library::Library::open(dir.path()).unwrap(), config);
+        assert_eq!(
+            fs.lookup_entry(ROOT_INO, OsStr::new("新书")),
+            Ok(crate::fs::tree::Entry::Missing(
+                std::time::Duration::from_millis(1500)
+            ))
+        );
+        assert_eq!(fs.negatives_bytes(), 0, "nothing to invalidate later");
     }
 
     #[test]

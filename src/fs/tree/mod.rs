@@ -38,7 +38,7 @@ use crate::library::{Library, NovelError};
 use super::ahead::Outliner;
 use super::ahead::StoreAhead;
 use super::cache::{Budget, HeapTrim, Stamp};
-use super::freshness::{Freshness, Watch};
+use super::freshness::{Freshness, Negatives, WATCHED_TTL, Watch};
 use super::gave_up::GaveUp;
 use super::indexes::IndexFiles;
 use super::inodes::InodeTable;
@@ -66,6 +66,10 @@ pub struct FsConfig {
     /// Watch the library for changes (inotify) so that the kernel may
     /// cache for long; only with a non-zero `ttl`.
     pub watch: bool,
+    /// The type of the mount `novels/` lies on (`fuse.s3fs`, …, from
+    /// mountinfo): object storage there has directory times that never
+    /// move (see `freshness::racy::Rule`).
+    pub source_fs_type: Option<String>,
     /// Where the persistent index of chapter outlines lives; `None`: none.
     pub index_dir: Option<PathBuf>,
 }
@@ -77,6 +81,7 @@ impl Default for FsConfig {
             state_file: None,
             cache_bytes: 256 << 20,
             watch: true,
+            source_fs_type: None,
             index_dir: None,
         }
     }
@@ -86,6 +91,8 @@ pub struct NovelFs {
     source: Arc<Source>,
     freshness: Arc<Freshness>,
     inodes: InodeTable,
+    /// Names answered missing that the kernel may keep for long.
+    negatives: Negatives,
     outlines: Arc<Outlines>,
     outliner: Outliner,
     pages: Pages,
@@ -97,6 +104,15 @@ pub struct NovelFs {
     store_ahead: StoreAhead,
     /// Compiles the file-name patterns while the mount is being attached.
     preparing: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What a lookup answers the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Found(Attr),
+    /// No such name; the kernel may keep that for this long (0: it asks
+    /// again every time).
+    Missing(Duration),
 }
 
 /// A name resolved with its attributes, both of the same look at its source.
@@ -185,6 +201,7 @@ impl NovelFs {
             &library.novels_dir(),
             config.ttl,
             config.watch,
+            config.source_fs_type.as_deref(),
         ));
         // SQLite's page cache is a quarter of the outlines' share.
         let stored_cache = budget.outlines / 4;
@@ -207,6 +224,7 @@ impl NovelFs {
             source,
             freshness,
             inodes,
+            negatives: Negatives::new(budget.negatives),
             outlines,
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
@@ -245,6 +263,12 @@ impl NovelFs {
         self.freshness.unwatched()
     }
 
+    /// The rule by which unwatched directories are trusted, and the delay
+    /// that follows from it (for the log).
+    pub(crate) fn freshness_rule(&self) -> String {
+        self.freshness.rule()
+    }
+
     /// The configured TTL (what unwatched names get).
     pub fn ttl(&self) -> Duration {
         self.freshness.ttl()
@@ -268,6 +292,7 @@ impl NovelFs {
         self.store_ahead.forgotten(ino);
         if self.inodes.forget(ino, n) {
             self.listings.forget(ino);
+            self.negatives.forget(ino);
             self.heap_trim.freed();
         }
     }
@@ -371,14 +396,56 @@ impl NovelFs {
         }
     }
 
+    /// `errno` as the kernel gets it: a name not found while `novels/`
+    /// itself cannot be listed (a network filesystem gone, a server that
+    /// died) is EIO, never ENOENT: the library is not known to lack it.
+    fn unless_source_dead(&self, errno: libc::c_int) -> libc::c_int {
+        if errno == libc::ENOENT && self.library().unreadable_dir(None).is_some() {
+            libc::EIO
+        } else {
+            errno
+        }
+    }
+
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
         self.attr_of(ino, &node)
+            .map_err(|e| self.unless_source_dead(e))
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        let parent = self.node(parent)?;
+        self.lookup_in(self.node(parent)?, name)
+    }
+
+    /// `lookup`, with a missing name answered as a negative entry: kept
+    /// as long as a name that exists there when the directory is watched
+    /// and the name could be recorded for invalidation (`Negatives`), for
+    /// the TTL when it is not watched, not kept otherwise.
+    pub fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<Entry> {
+        let directory = self.node(parent)?;
+        let since = self.negatives.epoch();
+        match self.lookup_in(directory.clone(), name) {
+            Err(libc::ENOENT) => {
+                let ttl = if !self.freshness.covers_names_in(&directory) {
+                    self.freshness.ttl()
+                } else if self.negatives.record(parent, name, since) {
+                    WATCHED_TTL
+                } else {
+                    Duration::ZERO
+                };
+                Ok(Entry::Missing(ttl))
+            }
+            found => found.map(Entry::Found),
+        }
+    }
+
+    /// Bytes of names recorded as missing (inside the cache budget).
+    pub fn negatives_bytes(&self) -> usize {
+        self.negatives.bytes()
+    }
+
+    fn lookup_in(&self, parent: Node, name: &OsStr) -> Result<Attr> {
         if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
@@ -386,10 +453,10 @@ impl NovelFs {
             };
         }
         let found = match parent {
-            Node::Root => root::lookup(self, name)?,
-            Node::Book { book } => book::lookup(self, book, name)?,
-            Node::Chapter { chapter } => chapter::lookup(self, chapter, name)?,
-            Node::Ambiguous { book, name: alias } => ambiguous::lookup(self, book, alias, name)?,
+            Node::Root => root::lookup(self, name),
+            Node::Book { book } => book::lookup(self, book, name),
+            Node::Chapter { chapter } => chapter::lookup(self, chapter, name),
+            Node::Ambiguous { book, name: alias } => ambiguous::lookup(self, book, alias, name),
             Node::RootError
             | Node::BookError { .. }
             | Node::AmbiguousError { .. }
@@ -400,6 +467,7 @@ impl NovelFs {
             | Node::BooksIndex { .. }
             | Node::ChaptersIndex { .. } => return Err(libc::ENOTDIR),
         };
+        let found = found.map_err(|e| self.unless_source_dead(e))?;
         Ok(self.intern(found))
     }
 
@@ -488,7 +556,7 @@ impl NovelFs {
             Node::Chapter { chapter } => chapter::listing_digest(self, chapter)?,
             _ => return None,
         };
-        Some((digest, self.freshness.settled(&stamp, now)))
+        Some((digest, self.freshness.listing_settled(&stamp, now)))
     }
 
     /// The listing a READDIR of `ino` at `offset` continues (see
@@ -497,7 +565,8 @@ impl NovelFs {
         self.follow_listing(ino);
         let listing = self
             .listings
-            .continue_or_take(ino, offset, || self.list(ino));
+            .continue_or_take(ino, offset, || self.list(ino))
+            .map_err(|e| self.unless_source_dead(e));
         self.heap_trim.evicted();
         listing
     }
@@ -571,7 +640,9 @@ impl NovelFs {
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         let node = self.node(ino)?;
         self.check_switch(&node)?;
-        let bytes = self.content(&node)?;
+        let bytes = self
+            .content(&node)
+            .map_err(|e| self.unless_source_dead(e))?;
         self.follow_read(ino, &node);
         self.heap_trim.evicted();
         let start = (offset.min(bytes.len() as u64)) as usize;

@@ -64,7 +64,7 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
     let library = fs.library();
     // `novels/` gone or unreadable: the root stays, with an ERROR saying
     // why, and lists the books again once they can be.
-    let names = match library.book_names() {
+    let names = match fs.source.book_names() {
         Ok(names) => {
             fs.gave_up.back(&library.display_dir(None));
             names
@@ -78,12 +78,12 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
         },
     };
     Ok(names
-        .into_iter()
+        .iter()
         // A book of a reserved name is reached by its aliases.
         .filter(|b| !is_books_file(b))
         .map(|b| {
             let book = Arc::from(b.as_os_str());
-            listed(Node::Book { book }, Kind::Directory, b)
+            listed(Node::Book { book }, Kind::Directory, b.clone())
         })
         .chain(index_files::books_listed())
         .collect())

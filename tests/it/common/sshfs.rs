@@ -16,6 +16,11 @@ pub struct Sshfs {
     dir: tempfile::TempDir,
     sshd: Option<Child>,
     sshfs: Option<Child>,
+    /// How sshfs is started: the program, the source and its `-o`.
+    command: (PathBuf, String, String),
+    /// The connection's ssh client, while stopped with SIGSTOP (sent
+    /// SIGCONT on drop, so that nothing is left stopped).
+    stopped: Option<i32>,
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
@@ -66,6 +71,8 @@ impl Sshfs {
             sshd: None,
             sshfs: None,
             dir,
+            command: (sshfs.clone(), String::new(), String::new()),
+            stopped: None,
         };
         let mut port = 0;
         for _ in 0..5 {
@@ -90,24 +97,37 @@ impl Sshfs {
             "LogLevel=ERROR".into(),
         ];
         opts.extend(options.iter().map(|o| o.to_string()));
-        let child = Command::new(sshfs)
+        me.command = (
+            sshfs,
+            format!("root@127.0.0.1:{}", root.display()),
+            opts.join(","),
+        );
+        me.spawn_sshfs();
+        Some(me)
+    }
+
+    /// Starts sshfs and waits until its mount is there (20 s at most).
+    fn spawn_sshfs(&mut self) {
+        let mnt = self.path();
+        let (program, source, opts) = &self.command;
+        let child = Command::new(program)
             .arg("-f")
-            .arg(format!("root@127.0.0.1:{}", root.display()))
+            .arg(source)
             .arg(&mnt)
             .arg("-o")
-            .arg(opts.join(","))
+            .arg(opts)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn sshfs");
-        me.sshfs = Some(child);
+        self.sshfs = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while !is_mounted(&mnt) {
-            if let Some(status) = me.sshfs.as_mut().unwrap().try_wait().unwrap() {
+            if let Some(status) = self.sshfs.as_mut().unwrap().try_wait().unwrap() {
                 let mut err = String::new();
                 use std::io::Read;
-                let mut child = me.sshfs.take().unwrap();
+                let mut child = self.sshfs.take().unwrap();
                 child.stderr.take().unwrap().read_to_string(&mut err).ok();
                 let _ = child.wait();
                 panic!("sshfs exited early ({status}): {err}");
@@ -115,7 +135,69 @@ impl Sshfs {
             assert!(Instant::now() < deadline, "sshfs not mounted in 20 s");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(me)
+    }
+
+    /// The pid of the ssh client sshfs talks to the server through (sshfs
+    /// forks it twice, so it is found by the key file of this fixture on
+    /// its command line).
+    fn connection(&self) -> i32 {
+        let key = self.dir.path().join("client_key");
+        let key = key.to_string_lossy();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+                let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let ours = String::from_utf8_lossy(&cmdline).contains(&*key);
+                (comm.trim_end() == "ssh" && ours).then_some(pid)
+            })
+            .next()
+            .expect("the ssh client of this sshfs")
+    }
+
+    /// Stops the connection (SIGSTOP to its ssh client): the server no
+    /// longer answers, and sshfs waits for it.
+    pub fn hang(&mut self) {
+        let pid = self.connection();
+        // SAFETY: a signal to a process this fixture started (through sshfs).
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        self.stopped = Some(pid);
+    }
+
+    /// Lets a stopped connection go on (SIGCONT).
+    pub fn resume(&mut self) {
+        if let Some(pid) = self.stopped.take() {
+            // SAFETY: as in `hang`.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    }
+
+    /// Kills the connection: sshfs ends and its mount goes. Waits (10 s at
+    /// most) until it has.
+    pub fn kill_connection(&mut self) {
+        self.resume();
+        let pid = self.connection();
+        // SAFETY: as in `hang`.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while is_mounted(&self.path()) {
+            assert!(
+                Instant::now() < deadline,
+                "sshfs still mounted 10 s after its connection died"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(mut c) = self.sshfs.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Mounts the library again after `kill_connection`.
+    pub fn remount(&mut self) {
+        self.spawn_sshfs();
     }
 
     fn start_sshd(&mut self, sshd: &Path, port: u16) {
@@ -177,6 +259,7 @@ impl Sshfs {
 
 impl Drop for Sshfs {
     fn drop(&mut self) {
+        self.resume();
         let mnt = self.path();
         if is_mounted(&mnt) {
             let _ = Command::new("fusermount3")

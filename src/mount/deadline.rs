@@ -1,0 +1,313 @@
+//! A bound on how long a request waits for the library's filesystem.
+//!
+//! A network filesystem whose server stops answering blocks every syscall
+//! on it, for as long as the server is away. A request that reaches such a
+//! call cannot be interrupted, but its reply need not wait for it: each
+//! request's reply is armed with a deadline (`--source-timeout`), and when
+//! the deadline passes first, the reply is given its fallback (EIO, or for
+//! the root's attributes the last ones given) by the timer thread, while
+//! the stuck request keeps its own thread until the call returns, then
+//! finds its reply taken and drops what it made.
+//!
+//! Only a request waiting on the filesystem is failed: one that is
+//! computing (a big chapter decoding), or waiting for another request of
+//! this daemon (a lock, a load in flight), gets another timeout instead
+//! (`busy_here`).
+//!
+//! Requests past their deadline and still running mean the source is not
+//! answering: logged once, until the last of them ends (logged again).
+//! Meanwhile requests run on spare threads only, never on the threads that
+//! read the kernel's requests, and a request that finds every spare thread
+//! taken fails at once (see `fuse::FuseAdapter::serve`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run at a deadline, with the timer's lock held: the next key of a
+/// request that is busy here, `None` once it is answered.
+type Expiry = Box<dyn FnMut() -> Option<(Instant, u64)> + Send>;
+
+struct Timer {
+    /// What to do at each deadline, by (deadline, request number).
+    pending: Mutex<BTreeMap<(Instant, u64), Expiry>>,
+    wake: Condvar,
+    next: AtomicU64,
+    started: AtomicBool,
+    /// Requests past their deadline that have not ended.
+    overdue: AtomicUsize,
+    /// What the log calls the source.
+    source: String,
+    timeout: Duration,
+}
+
+/// The deadlines of one mount's requests.
+#[derive(Clone)]
+pub(crate) struct Deadlines {
+    timer: Arc<Timer>,
+}
+
+/// A reply that either its request or its deadline gives.
+pub(crate) struct Armed<R> {
+    slot: Arc<Mutex<Option<R>>>,
+    /// Where the deadline is in the timer's map (it moves when the
+    /// request is found busy here).
+    key: Arc<Mutex<(Instant, u64)>>,
+    /// The thread running the request (0 while it waits to run).
+    tid: Arc<AtomicI32>,
+    timer: Arc<Timer>,
+}
+
+impl<R> Armed<R> {
+    /// The reply, unless the deadline already answered it.
+    pub(crate) fn take(&self) -> Option<R> {
+        lock(&self.slot).take()
+    }
+
+    /// The request starts running on this thread.
+    pub(crate) fn running_here(&self) {
+        // SAFETY: gettid has no inputs and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        self.tid.store(tid, Ordering::Release);
+    }
+}
+
+/// Whether thread `tid` of this process is computing or waiting for
+/// another thread of it (a futex), not for a filesystem: what its
+/// current system call is (`/proc/self/task/TID/syscall`).
+fn busy_here(tid: i32) -> bool {
+    if tid == 0 {
+        return false;
+    }
+    let Ok(call) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return false;
+    };
+    let first = call.split_whitespace().next().unwrap_or("");
+    first == "running" || first.parse::<libc::c_long>() == Ok(libc::SYS_futex)
+}
+
+impl<R> Drop for Armed<R> {
+    /// The request ended: its deadline is dropped, or, if it passed, the
+    /// request no longer counts as stuck.
+    fn drop(&mut self) {
+        // The key moves only under the timer's lock.
+        let mut pending = lock(&self.timer.pending);
+        let key = *lock(&self.key);
+        if pending.remove(&key).is_none() {
+            drop(pending);
+            let before = self.timer.overdue.fetch_sub(1, Ordering::AcqRel);
+            if before == 1 {
+                log::warn!("{} answers again", self.timer.source);
+            }
+        }
+    }
+}
+
+impl Deadlines {
+    /// For requests on the library `source` (named in the log), each
+    /// bounded by `timeout`.
+    pub(crate) fn new(source: String, timeout: Duration) -> Deadlines {
+        Deadlines {
+            timer: Arc::new(Timer {
+                pending: Mutex::new(BTreeMap::new()),
+                wake: Condvar::new(),
+                next: AtomicU64::new(0),
+                started: AtomicBool::new(false),
+                overdue: AtomicUsize::new(0),
+                source,
+                timeout,
+            }),
+        }
+    }
+
+    /// Whether some request is past its deadline and still running.
+    pub(crate) fn source_stuck(&self) -> bool {
+        self.timer.overdue.load(Ordering::Acquire) > 0
+    }
+
+    /// `reply`, answered with `fallback` if the request has not taken it
+    /// within the source timeout (or `within`, when shorter).
+    pub(crate) fn arm<R: Send + 'static>(
+        &self,
+        reply: R,
+        within: Option<Duration>,
+        fallback: impl FnOnce(R) + Send + 'static,
+    ) -> Armed<R> {
+        self.start();
+        let slot = Arc::new(Mutex::new(Some(reply)));
+        let bound = within.map_or(self.timer.timeout, |w| w.min(self.timer.timeout));
+        let key = (
+            Instant::now() + bound,
+            self.timer.next.fetch_add(1, Ordering::Relaxed),
+        );
+        let expiring = slot.clone();
+        let tid = Arc::new(AtomicI32::new(0));
+        let running = tid.clone();
+        let timer = self.timer.clone();
+        let mut fallback = Some(fallback);
+        let key_slot = Arc::new(Mutex::new(key));
+        let moving = key_slot.clone();
+        let expiry: Expiry = Box::new(move || {
+            if busy_here(running.load(Ordering::Acquire)) {
+                let mut key = lock(&moving);
+                key.0 = Instant::now() + timer.timeout;
+                return Some(*key);
+            }
+            if timer.overdue.fetch_add(1, Ordering::AcqRel) == 0 {
+                log::warn!(
+                    "{} stopped answering within {:.1} s: requests that need it get EIO until it answers",
+                    timer.source,
+                    bound.as_secs_f64()
+                );
+            }
+            if let Some(reply) = lock(&expiring).take()
+                && let Some(fallback) = fallback.take()
+            {
+                fallback(reply);
+            }
+            None
+        });
+        let mut pending = lock(&self.timer.pending);
+        let first = pending.keys().next().is_none_or(|k| key < *k);
+        pending.insert(key, expiry);
+        drop(pending);
+        if first {
+            self.timer.wake.notify_one();
+        }
+        Armed {
+            slot,
+            key: key_slot,
+            tid,
+            timer: self.timer.clone(),
+        }
+    }
+
+    fn start(&self) {
+        if self.timer.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let timer = Arc::downgrade(&self.timer);
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-deadline".into())
+            .spawn(move || run(timer));
+        if let Err(e) = spawned {
+            log::warn!("no deadline thread ({e}): a hung source may hang requests");
+        }
+    }
+}
+
+/// Runs the expiries as their deadlines pass, while the mount lives.
+fn run(timer: std::sync::Weak<Timer>) {
+    loop {
+        let Some(t) = timer.upgrade() else { return };
+        let mut pending = lock(&t.pending);
+        let now = Instant::now();
+        // Under the lock: a request that ends meanwhile finds its deadline
+        // either still pending or already run.
+        let mut ran = false;
+        while let Some(entry) = pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let mut expiry = entry.remove();
+            if let Some(next) = expiry() {
+                pending.insert(next, expiry);
+            }
+            ran = true;
+        }
+        if ran {
+            drop(pending);
+            continue;
+        }
+        // At most a second at a time, so that the thread sees the mount go.
+        let wait = pending
+            .keys()
+            .next()
+            .map_or(Duration::from_secs(1), |k| k.0 - now)
+            .min(Duration::from_secs(1));
+        let _ = t.wake.wait_timeout(pending, wait);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_reply_is_given_by_its_request_or_by_its_deadline() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(100));
+        let (sent, got) = mpsc::channel();
+        let quick = d.arm("quick", None, {
+            let sent = sent.clone();
+            move |r| sent.send(format!("{r} timed out")).unwrap()
+        });
+        assert_eq!(quick.take(), Some("quick"));
+        drop(quick);
+        let slow = d.arm("slow", None, move |r| {
+            sent.send(format!("{r} timed out")).unwrap()
+        });
+        assert_eq!(
+            got.recv_timeout(Duration::from_secs(5)).unwrap(),
+            "slow timed out"
+        );
+        assert!(d.source_stuck(), "the request still runs");
+        assert_eq!(slow.take(), None, "answered by its deadline");
+        drop(slow);
+        assert!(!d.source_stuck(), "the request ended");
+        assert!(got.try_recv().is_err(), "the quick one was never failed");
+    }
+
+    #[test]
+    fn a_request_that_computes_gets_more_time_and_one_that_sleeps_does_not() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(100));
+        let (sent, got) = mpsc::channel();
+        let computing = {
+            let sent = sent.clone();
+            let armed = d.arm("computing", None, move |r| sent.send(r).unwrap());
+            std::thread::spawn(move || {
+                armed.running_here();
+                let start = Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(400) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                armed.take()
+            })
+        };
+        assert_eq!(computing.join().unwrap(), Some("computing"), "not failed");
+        assert!(!d.source_stuck());
+        let sleeping = {
+            let armed = d.arm("sleeping", None, move |r| sent.send(r).unwrap());
+            std::thread::spawn(move || {
+                armed.running_here();
+                std::thread::sleep(Duration::from_millis(400));
+                armed.take()
+            })
+        };
+        assert_eq!(
+            got.recv_timeout(Duration::from_secs(5)).unwrap(),
+            "sleeping"
+        );
+        assert_eq!(sleeping.join().unwrap(), None);
+        assert!(!d.source_stuck(), "ended");
+    }
+
+    #[test]
+    fn a_shorter_bound_comes_first() {
+        let d = Deadlines::new("lib".into(), Duration::from_secs(60));
+        let (sent, got) = mpsc::channel();
+        let start = Instant::now();
+        let _long = d.arm((), None, |_| {});
+        let _short = d.arm((), Some(Duration::from_millis(50)), move |_| {
+            sent.send(()).unwrap()
+        });
+        got.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+}
