@@ -20,6 +20,7 @@ mod io_uring;
 mod layout;
 mod library_errors;
 mod logs;
+mod memory_budget;
 mod missing_names;
 mod mount_fs;
 mod network_fs;
