@@ -3,12 +3,13 @@
 //! the chapter.
 
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::fs::cache::Stamp;
 use crate::fs::listing::Listed;
-use crate::fs::names::ERROR_FILE;
+use crate::fs::names::{ERROR_FILE, PageName};
 use crate::fs::node::{ChapterRef, Node, Result};
 use crate::fs::resolve;
 use crate::fs::source::dir_mtime;
@@ -27,6 +28,17 @@ pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Res
     }
     let dir = fs.library().book_dir(&target.book).join(&*target.file);
     Ok(Stat::link(&target.file, dir_mtime(&dir)))
+}
+
+/// Whether `name` in `directory` may ever resolve: in a chapter directory
+/// only `ERROR` and page names can (a page of any offset, since the chapter
+/// may grow); any other name there stays missing whatever happens on disk.
+/// Names elsewhere may always come to resolve (a new book, a chapter whose
+/// title holds the name).
+pub(super) fn can_ever_hold(directory: &Node, name: &OsStr) -> bool {
+    !matches!(directory, Node::Chapter { .. })
+        || name == ERROR_FILE
+        || PageName::parse(name.as_bytes()).is_some()
 }
 
 /// The `ERROR` of `version` of the chapter, while that version is current

@@ -184,6 +184,42 @@ mod tests {
     }
 
     #[test]
+    fn a_name_no_chapter_directory_can_hold_is_kept_long_and_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
+        std::fs::write(dir.path().join("novels/书/第1章 起.md"), "一").unwrap();
+        let config = crate::fs::FsConfig {
+            state_file: Some(dir.path().join("no-state.json")),
+            watch: false,
+            ttl: std::time::Duration::from_millis(1500),
+            ..Default::default()
+        };
+        let fs = NovelFs::new(crate::library::Library::open(dir.path()).unwrap(), config);
+        let chapter = walk(&fs, "书/1").unwrap();
+        let missing = |name: &str| fs.lookup_entry(chapter.ino, OsStr::new(name));
+        use crate::fs::tree::Entry::Missing;
+        assert_eq!(
+            missing(".gitignore"),
+            Ok(Missing(crate::fs::freshness::WATCHED_TTL))
+        );
+        assert_eq!(
+            missing("offset-01.txt"),
+            Ok(Missing(crate::fs::freshness::WATCHED_TTL))
+        );
+        assert_eq!(
+            missing("offset-9.txt"),
+            Ok(Missing(std::time::Duration::from_millis(1500))),
+            "a page past the chain appears when the chapter grows"
+        );
+        assert_eq!(
+            missing("ERROR"),
+            Ok(Missing(std::time::Duration::from_millis(1500))),
+            "ERROR appears when the chapter stops decoding"
+        );
+        assert_eq!(fs.negatives_bytes(), 0, "nothing to invalidate later");
+    }
+
+    #[test]
     fn invalidation_planning_asks_the_disk_without_the_inode_lock() {
         let f = fixture(&[("第1章 起.md", "a")]);
         walk(&f.fs, "书/1/offset-1.txt").unwrap();

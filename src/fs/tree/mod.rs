@@ -419,15 +419,20 @@ impl NovelFs {
     }
 
     /// `lookup`, with a missing name answered as a negative entry: kept
-    /// as long as a name that exists there when the directory is watched
-    /// and the name could be recorded for invalidation (`Negatives`), for
-    /// the TTL when it is not watched, not kept otherwise.
+    /// for long when no change can make it resolve, or when the directory
+    /// is watched and the name could be recorded for invalidation
+    /// (`Negatives`); for the TTL when it is not watched; not kept otherwise.
     pub fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<Entry> {
         let directory = self.node(parent)?;
         let since = self.negatives.epoch();
         match self.lookup_in(directory.clone(), name) {
             Err(libc::ENOENT) => {
-                let ttl = if !self.freshness.covers_names_in(&directory) {
+                let ttl = if !chapter::can_ever_hold(&directory, name) {
+                    // Nothing to invalidate later: no change on disk makes
+                    // such a name resolve (ripgrep's `.gitignore` probe in
+                    // every chapter directory is one).
+                    WATCHED_TTL
+                } else if !self.freshness.covers_names_in(&directory) {
                     self.freshness.ttl()
                 } else if self.negatives.record(parent, name, since) {
                     WATCHED_TTL
