@@ -117,6 +117,14 @@ impl BookIndex {
     pub fn exact(&self, name: &[u8]) -> Option<usize> {
         use std::os::unix::ffi::OsStrExt;
         let lossy = String::from_utf8_lossy(name);
+        // Most names (Chinese ones, any lowercase one) are their own lower
+        // case: their key is the name itself, found without lowering it.
+        // Names in a directory are unique, so a byte-for-byte hit is the one.
+        if let Some(&i) = self.by_lower_file.get(lossy.as_ref())
+            && self.chapters[i].os_name.as_bytes() == name
+        {
+            return Some(i);
+        }
         let i = *self.by_lower_file.get(&js::to_lower(&lossy))?;
         if self.chapters[i].os_name.as_bytes() == name {
             return Some(i);
