@@ -26,7 +26,7 @@ use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
 use super::pool::map_spread;
-use super::source::{BookVersion, Source, dir_mtime, mtime_of, stamp_of};
+use super::source::{BookVersion, ChapterFile, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
 
 /// What an index file holds in one version: the text and the JSON, or,
@@ -214,7 +214,7 @@ impl IndexFiles {
         if let Some(hit) = self.cached_book(book, look.version()) {
             return Ok(hit);
         }
-        Ok(self.make_book(source, outlines, book, look).0)
+        Ok(self.make_book(source, outlines, book, look, Spread::Both).0)
     }
 
     /// Renders a book's index from its chapters' outlines (each from one
@@ -232,10 +232,11 @@ impl IndexFiles {
         outlines: &Outlines,
         book: &Arc<OsStr>,
         mut look: BookLook,
+        spread: Spread,
     ) -> (Rendered, (u64, u64)) {
         let mut attempts = 1;
         loop {
-            let walked = walk_book(source, outlines, book, &look);
+            let walked = walk_book(source, outlines, book, &look, spread);
             if walked.listing.error().is_some() && attempts < WALK_ATTEMPTS {
                 match BookLook::take(source, book) {
                     Ok(again) if again.version() != look.version() => {
@@ -313,31 +314,44 @@ impl IndexFiles {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         ("books", &novels_stamp, library.root_display()).hash(&mut h);
         let mut mtime = dir_mtime(&novels);
-        // One book at a time: a look holds the book's index and a metadata
-        // per chapter, and every look of 2,000 books held at once was more
-        // than the whole cache budget. A book whose totals are not known
-        // for this look is indexed right away, from the same look.
-        let totals: Vec<BookTotals> = names
-            .into_iter()
-            .filter_map(|name| {
-                let book: Arc<OsStr> = Arc::from(name.as_os_str());
-                // A book that cannot be scanned is left out, as the
-                // original leaves it out.
-                let look = BookLook::take(source, &book).ok()?;
-                let book_version = look.version();
-                (&book, book_version).hash(&mut h);
-                mtime = mtime.max(newest(&look));
-                let known = lock(&self.totals)
-                    .get(&book)
-                    .filter(|t| t.0 == book_version)
-                    .map(|t| (t.1, t.2));
-                let (chapters, chars) =
-                    known.unwrap_or_else(|| self.make_book(source, outlines, &book, look).1);
-                Some(BookTotals {
+        // One book per worker at a time, on both CPUs: a look holds the
+        // book's index and a metadata per chapter, and every look of 2,000
+        // books held at once was more than the whole cache budget. A book
+        // whose totals are not known for this look is indexed right away,
+        // from the same look.
+        let counted: Vec<Option<CountedBook>> = map_spread(&names, |name| {
+            let book: Arc<OsStr> = Arc::from(name.as_os_str());
+            // A book that cannot be scanned is left out, as the original
+            // leaves it out.
+            let look = BookLook::take(source, &book).ok()?;
+            let version = look.version();
+            let newest = newest(&look);
+            let known = lock(&self.totals)
+                .get(&book)
+                .filter(|t| t.0 == version)
+                .map(|t| (t.1, t.2));
+            let (chapters, chars) = known.unwrap_or_else(|| {
+                self.make_book(source, outlines, &book, look, Spread::Here)
+                    .1
+            });
+            Some(CountedBook {
+                totals: BookTotals {
                     name: book.to_string_lossy().into_owned(),
                     chapters,
                     chars,
-                })
+                },
+                book,
+                version,
+                newest,
+            })
+        });
+        let totals: Vec<BookTotals> = counted
+            .into_iter()
+            .flatten()
+            .map(|counted| {
+                (&counted.book, counted.version).hash(&mut h);
+                mtime = mtime.max(counted.newest);
+                counted.totals
             })
             .collect();
         let version = h.finish();
@@ -356,6 +370,14 @@ impl IndexFiles {
     }
 }
 
+/// What `novel_books` counts of one book, of one look at it.
+struct CountedBook {
+    book: Arc<OsStr>,
+    version: u64,
+    newest: SystemTime,
+    totals: BookTotals,
+}
+
 /// Walks of a book that changes underneath before its index is shown
 /// with the error of the last one.
 const WALK_ATTEMPTS: usize = 8;
@@ -368,19 +390,30 @@ struct WalkedBook {
     mtime: SystemTime,
 }
 
-/// Reads the outline of each chapter `look` lists, on both CPUs
-/// (`pool`): each worker holds only the chapter it is on, whose decoded
-/// text goes to the budgeted cache.
+/// Reads the outline of each chapter `look` lists, from the look it
+/// took (one `lstat` per chapter for the whole walk), on both CPUs when
+/// `spread` (`pool`): each worker holds only the chapter it is on, whose
+/// decoded text goes to the budgeted cache.
 fn walk_book(
     source: &Source,
     outlines: &Outlines,
     book: &Arc<OsStr>,
     look: &BookLook,
+    spread: Spread,
 ) -> WalkedBook {
     let index = &look.book.index;
-    let read = map_spread(&index.chapters, |c| {
-        outlines.outline(source, &chapter_ref(book, &c.os_name))
-    });
+    let outline_of = |position: &usize| {
+        let c = &index.chapters[*position];
+        let meta = look.metas[*position].clone().ok_or(libc::ENOENT)?;
+        let version = look.versions[*position].ok_or(libc::ENOENT)?;
+        let now = ChapterFile::looked(index.clone(), *position, meta, version);
+        outlines.outline_at(source, &chapter_ref(book, &c.os_name), now)
+    };
+    let positions: Vec<usize> = (0..index.chapters.len()).collect();
+    let read = match spread {
+        Spread::Both => map_spread(&positions, outline_of),
+        Spread::Here => positions.iter().map(outline_of).collect(),
+    };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;
     let mut read = read.into_iter();
@@ -411,6 +444,15 @@ fn walk_book(
         version: chapters_version(look.book.version, versions.into_iter()),
         mtime,
     }
+}
+
+/// Where a walk of one book reads its chapters: on both CPUs (the index
+/// of one book), or on the calling thread (one of the books that
+/// `novel_books` already walks on both CPUs).
+#[derive(Clone, Copy)]
+enum Spread {
+    Both,
+    Here,
 }
 
 /// The newest mtime of a looked-at book: its directory's and its chapters'.

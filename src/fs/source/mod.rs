@@ -59,6 +59,23 @@ pub(crate) struct ChapterFile {
 }
 
 impl ChapterFile {
+    /// The chapter at `position` of `index` as a look just taken saw it
+    /// (`BookLook`: its `lstat` gave `meta`, `Source::version_now` gave
+    /// `version`), so a walk of the book looks at each chapter once.
+    pub(crate) fn looked(
+        index: Arc<BookIndex>,
+        position: usize,
+        meta: std::fs::Metadata,
+        version: u64,
+    ) -> ChapterFile {
+        ChapterFile {
+            index,
+            position,
+            meta,
+            version,
+        }
+    }
+
     pub(crate) fn version(&self) -> u64 {
         self.version
     }
