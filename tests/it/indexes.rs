@@ -196,8 +196,12 @@ fn indexes_read_while_a_chapter_comes_and_goes_show_no_error() {
     // mutator is always stopped.
     let reads: Vec<Result<usize, String>> = std::thread::scope(|s| {
         s.spawn(|| {
+            // Added whole by a rename: a write in place is two changes,
+            // an empty chapter first, which an index may show too.
+            let whole = guard.path().join("临时.md");
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                std::fs::write(&churned, "临时").unwrap();
+                std::fs::write(&whole, "临时").unwrap();
+                std::fs::rename(&whole, &churned).unwrap();
                 std::thread::sleep(std::time::Duration::from_millis(3));
                 std::fs::remove_file(&churned).unwrap();
                 std::thread::sleep(std::time::Duration::from_millis(2));
