@@ -13,6 +13,8 @@ use super::{PersistentIndex, Record, chapter_key, lock, trusted, unix_nanos, wri
 use crate::fs::cache::Stamp;
 use crate::fs::freshness::racy;
 use crate::fs::outline::shape::Outline;
+use crate::fs::pool::map_spread;
+use crate::library::Chapter;
 use crate::library::Library;
 
 /// Outlines written in one transaction at most, and how long they wait.
@@ -82,43 +84,27 @@ pub fn refresh(
     let mut batch = Batch::default();
     let mut done = 0;
     for (book_index, book) in &books {
-        for chapter in &book_index.chapters {
-            let key = chapter_key(book, &chapter.os_name);
-            stale.remove(&key);
+        // The chapters of a book are read and outlined on both CPUs; what
+        // is stored is written here, in batches, in the book's order.
+        let outcomes = map_spread(&book_index.chapters, |chapter| {
+            index_chapter(library, &index, granularity, book, chapter)
+        });
+        for (chapter, outcome) in book_index.chapters.iter().zip(outcomes) {
+            stale.remove(&chapter_key(book, &chapter.os_name));
             done += 1;
             progress(Step::Chapter);
-            let Some(meta) = library.chapter_metadata(book, &chapter.os_name) else {
-                continue;
-            };
-            if index.lookup(&key, &Stamp::of(&meta)).is_some() {
-                summary.reused += 1;
-                continue;
-            }
-            let read_at = SystemTime::now();
-            let Ok(Some((f, meta))) = library.open_chapter_file(book, &chapter.os_name) else {
-                summary.unreadable += 1;
-                continue;
-            };
-            let Ok(text) = library.load_opened_chapter(book, chapter, f, &meta) else {
-                summary.unreadable += 1;
-                continue;
-            };
-            let stamp = Stamp::of(&meta);
-            let settled = unix_nanos(read_at).is_some_and(|at| trusted(&stamp, at, granularity));
-            if !settled {
-                summary.too_recent += 1;
-                continue;
-            }
-            let outline = Outline::compute(library, book, &chapter.os_name, &text);
-            batch.records.push(Record {
-                key,
-                stamp,
-                read_at,
-                outline: Arc::new(outline),
-            });
-            summary.indexed += 1;
-            if batch.full() {
-                batch.write(&index).map_err(sql)?;
+            match outcome {
+                Outcome::Gone => {}
+                Outcome::Reused => summary.reused += 1,
+                Outcome::Unreadable => summary.unreadable += 1,
+                Outcome::TooRecent => summary.too_recent += 1,
+                Outcome::Read(record) => {
+                    batch.records.push(record);
+                    summary.indexed += 1;
+                    if batch.full() {
+                        batch.write(&index).map_err(sql)?;
+                    }
+                }
             }
         }
         progress(Step::Book {
@@ -130,6 +116,55 @@ pub fn refresh(
     summary.removed = remove(&index, &stale).map_err(sql)?;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// What became of one chapter in a refresh.
+enum Outcome {
+    /// Gone since its book was scanned.
+    Gone,
+    /// Its stored entry still holds.
+    Reused,
+    Unreadable,
+    /// Changed too recently for an entry to prove anything yet.
+    TooRecent,
+    /// Read and outlined: to be stored.
+    Read(Record),
+}
+
+/// Looks at one chapter and, unless its stored entry holds, reads and
+/// outlines it.
+fn index_chapter(
+    library: &Library,
+    index: &PersistentIndex,
+    granularity: Duration,
+    book: &std::ffi::OsStr,
+    chapter: &Chapter,
+) -> Outcome {
+    let key = chapter_key(book, &chapter.os_name);
+    let Some(meta) = library.chapter_metadata(book, &chapter.os_name) else {
+        return Outcome::Gone;
+    };
+    if index.lookup(&key, &Stamp::of(&meta)).is_some() {
+        return Outcome::Reused;
+    }
+    let read_at = SystemTime::now();
+    let Ok(Some((f, meta))) = library.open_chapter_file(book, &chapter.os_name) else {
+        return Outcome::Unreadable;
+    };
+    let Ok(text) = library.load_opened_chapter(book, chapter, f, &meta) else {
+        return Outcome::Unreadable;
+    };
+    let stamp = Stamp::of(&meta);
+    if !unix_nanos(read_at).is_some_and(|at| trusted(&stamp, at, granularity)) {
+        return Outcome::TooRecent;
+    }
+    let outline = Outline::compute(library, book, &chapter.os_name, &text);
+    Outcome::Read(Record {
+        key,
+        stamp,
+        read_at,
+        outline: Arc::new(outline),
+    })
 }
 
 struct Batch {
