@@ -26,7 +26,7 @@ use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
 use super::pool::map_spread;
-use super::source::{BookVersion, ChapterFile, Source, dir_mtime, mtime_of, stamp_of};
+use super::source::{BookVersion, ChapterFile, KeepText, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
 
 /// What an index file holds in one version: the text and the JSON, or,
@@ -214,7 +214,7 @@ impl IndexFiles {
         if let Some(hit) = self.cached_book(book, look.version()) {
             return Ok(hit);
         }
-        Ok(self.make_book(source, outlines, book, look, Spread::Both).0)
+        Ok(self.make_book(source, outlines, book, look, Walk::Book).0)
     }
 
     /// Renders a book's index from its chapters' outlines (each from one
@@ -232,11 +232,11 @@ impl IndexFiles {
         outlines: &Outlines,
         book: &Arc<OsStr>,
         mut look: BookLook,
-        spread: Spread,
+        walk: Walk,
     ) -> (Rendered, (u64, u64)) {
         let mut attempts = 1;
         loop {
-            let walked = walk_book(source, outlines, book, &look, spread);
+            let walked = walk_book(source, outlines, book, &look, walk);
             if walked.listing.error().is_some() && attempts < WALK_ATTEMPTS {
                 match BookLook::take(source, book) {
                     Ok(again) if again.version() != look.version() => {
@@ -331,7 +331,7 @@ impl IndexFiles {
                 .filter(|t| t.0 == version)
                 .map(|t| (t.1, t.2));
             let (chapters, chars) = known.unwrap_or_else(|| {
-                self.make_book(source, outlines, &book, look, Spread::Here)
+                self.make_book(source, outlines, &book, look, Walk::Library)
                     .1
             });
             Some(CountedBook {
@@ -391,28 +391,31 @@ struct WalkedBook {
 }
 
 /// Reads the outline of each chapter `look` lists, from the look it
-/// took (one `lstat` per chapter for the whole walk), on both CPUs when
-/// `spread` (`pool`): each worker holds only the chapter it is on, whose
-/// decoded text goes to the budgeted cache.
+/// took (one `lstat` per chapter for the whole walk), as `walk` says:
+/// each worker (`pool`) holds only the chapter it is on.
 fn walk_book(
     source: &Source,
     outlines: &Outlines,
     book: &Arc<OsStr>,
     look: &BookLook,
-    spread: Spread,
+    walk: Walk,
 ) -> WalkedBook {
     let index = &look.book.index;
+    let keep = match walk {
+        Walk::Book => KeepText::Yes,
+        Walk::Library => KeepText::No,
+    };
     let outline_of = |position: &usize| {
         let c = &index.chapters[*position];
         let meta = look.metas[*position].clone().ok_or(libc::ENOENT)?;
         let version = look.versions[*position].ok_or(libc::ENOENT)?;
         let now = ChapterFile::looked(index.clone(), *position, meta, version);
-        outlines.outline_at(source, &chapter_ref(book, &c.os_name), now)
+        outlines.outline_keeping(source, &chapter_ref(book, &c.os_name), now, keep)
     };
     let positions: Vec<usize> = (0..index.chapters.len()).collect();
-    let read = match spread {
-        Spread::Both => map_spread(&positions, outline_of),
-        Spread::Here => positions.iter().map(outline_of).collect(),
+    let read = match walk {
+        Walk::Book => map_spread(&positions, outline_of),
+        Walk::Library => positions.iter().map(outline_of).collect(),
     };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;
@@ -446,13 +449,16 @@ fn walk_book(
     }
 }
 
-/// Where a walk of one book reads its chapters: on both CPUs (the index
-/// of one book), or on the calling thread (one of the books that
-/// `novel_books` already walks on both CPUs).
+/// What a walk of one book is for, which decides where it reads its
+/// chapters and whether their texts stay cached.
 #[derive(Clone, Copy)]
-enum Spread {
-    Both,
-    Here,
+enum Walk {
+    /// `novel_chapters` of one book: on both CPUs; the texts stay, for a
+    /// reader of the book.
+    Book,
+    /// One of the books `novel_books` walks on both CPUs already: on the
+    /// calling thread; each text is needed once, for its outline.
+    Library,
 }
 
 /// The newest mtime of a looked-at book: its directory's and its chapters'.

@@ -16,7 +16,7 @@ use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
 use super::persist::MountIndex;
-use super::source::{ChapterFile, LoadedChapter, Source, VersionKey, version_of};
+use super::source::{ChapterFile, KeepText, LoadedChapter, Source, VersionKey, version_of};
 use shape::{Outline, page_len};
 
 /// Chapters whose source is bigger are never outlined on a guess (ahead of
@@ -90,11 +90,12 @@ impl Outlines {
         source: &Source,
         c: &ChapterRef,
         now: ChapterFile,
+        keep: KeepText,
     ) -> Result<(LoadedChapter, Outlined)> {
         let plain = now.version() == version_of(&Stamp::of(&now.meta));
         let reading = self.stored.as_ref().and_then(|s| s.reading(&now.meta));
         let version = now.version();
-        let loaded = source.chapter_from(c, now)?;
+        let loaded = source.chapter_keeping(c, now, keep)?;
         let outline = self.outline_of(source, c, &loaded);
         if let (Some(stored), Some(reading), Ok(o)) = (&self.stored, reading, &outline)
             && plain
@@ -122,6 +123,18 @@ impl Outlines {
         c: &ChapterRef,
         now: ChapterFile,
     ) -> Result<ChapterOutline> {
+        self.outline_keeping(source, c, now, KeepText::Yes)
+    }
+
+    /// `outline_at`, keeping a text it has to load in the cache only when
+    /// `keep` says so.
+    pub(crate) fn outline_keeping(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        now: ChapterFile,
+        keep: KeepText,
+    ) -> Result<ChapterOutline> {
         let version = now.version();
         let (index, position) = (now.index.clone(), now.position);
         if let Some(outline) = lock(&self.cache).get(&(c.clone(), version)) {
@@ -142,7 +155,7 @@ impl Outlines {
                 position,
             });
         }
-        let (loaded, outline) = self.outline_read(source, c, now)?;
+        let (loaded, outline) = self.outline_read(source, c, now, keep)?;
         Ok(ChapterOutline {
             version: loaded.version,
             outline,
@@ -168,7 +181,7 @@ impl Outlines {
             return Ok(());
         }
         // An error is cached as the outline too.
-        let _ = self.outline_read(source, c, now)?;
+        let _ = self.outline_read(source, c, now, KeepText::Yes)?;
         Ok(())
     }
 

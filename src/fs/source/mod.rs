@@ -84,6 +84,16 @@ impl ChapterFile {
     }
 }
 
+/// Whether a chapter's text, once loaded, is kept in the cache of texts.
+/// A walk of the whole library for its index (`novel_books`) needs each
+/// text once, for its outline: keeping them would evict the texts a reader
+/// is on for texts nobody reads next, and churn the heap.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeepText {
+    Yes,
+    No,
+}
+
 /// A chapter as loaded: the version of the source it was read from.
 #[derive(Clone)]
 pub(crate) struct LoadedChapter {
@@ -420,6 +430,17 @@ impl Source {
         c: &ChapterRef,
         source: ChapterFile,
     ) -> Result<LoadedChapter> {
+        self.chapter_keeping(c, source, KeepText::Yes)
+    }
+
+    /// `chapter_from`, keeping a text it loads in the cache only when
+    /// `keep` says so.
+    pub(crate) fn chapter_keeping(
+        &self,
+        c: &ChapterRef,
+        source: ChapterFile,
+        keep: KeepText,
+    ) -> Result<LoadedChapter> {
         let key = (c.clone(), source.version());
         if let Some(hit) = self.cached(&key, &source) {
             return Ok(hit);
@@ -436,7 +457,7 @@ impl Source {
         // the loads in progress left its text in the cache.
         let result = match self.cached(&leader.key, &source) {
             Some(hit) => Ok(hit),
-            None => self.load(c, source),
+            None => self.load(c, source, keep),
         };
         leader.finish(&result);
         result
@@ -451,8 +472,8 @@ impl Source {
     }
 
     /// Reads and decodes the chapter, and caches it under the version of
-    /// the file read.
-    fn load(&self, c: &ChapterRef, source: ChapterFile) -> Result<LoadedChapter> {
+    /// the file read (unless `keep` is `No`).
+    fn load(&self, c: &ChapterRef, source: ChapterFile, keep: KeepText) -> Result<LoadedChapter> {
         // A big chapter's bytes and text are both in memory while it is
         // read and decoded: a budget, not a lock, bounds how many are at
         // once, so one slow read does not hold up every other big chapter.
@@ -470,7 +491,7 @@ impl Source {
             None if streamed => source.meta.len() / 10,
             None => source.meta.len(),
         };
-        {
+        if keep == KeepText::Yes {
             let mut texts = lock(&self.texts);
             let table = self.table_bytes.load(std::sync::atomic::Ordering::Relaxed);
             texts.set_budget(
@@ -546,7 +567,9 @@ impl Source {
             }
             Err(_) => 256,
         };
-        lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
+        if keep == KeepText::Yes {
+            lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
+        }
         Ok(LoadedChapter {
             version,
             loaded,
