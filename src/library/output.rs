@@ -92,4 +92,73 @@ impl Library {
             PageFormat::Json => render::json_len(&source, text.total_lines(), &layout, lines),
         }) as u64
     }
+
+    /// `page_len` of the page at each of `offsets` with `limit`, in both
+    /// formats (text, JSON): the names and each page's lines are worked
+    /// out once for both, which outlining every chapter of a library
+    /// repeated per page and format.
+    pub fn page_lens(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        text: &ChapterText,
+        offsets: &[u64],
+        limit: u32,
+    ) -> Vec<(u64, u64)> {
+        let book = book.to_string_lossy();
+        let file = file.to_string_lossy();
+        let path = self.display_path(&book, &file);
+        let source = PageOrigin {
+            book: &book,
+            file: &file,
+            path: &path,
+        };
+        let (text_names, json_names) = (
+            render::text_names_len(&source),
+            render::json_names_len(&source),
+        );
+        let total = text.total_lines();
+        offsets
+            .iter()
+            .map(|&offset| {
+                let layout = text.layout(offset, limit);
+                let lines = text.line_stats(&layout);
+                (
+                    (text_names + render::text_page_len(total, &layout, lines)) as u64,
+                    (json_names + render::json_page_len(total, &layout, lines)) as u64,
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::READ_LIMIT;
+
+    /// What `Outline::compute` lists (`page_lens`) is what a page of each
+    /// format measures alone (`page_len`, itself checked against the
+    /// rendering by the property tests), for names that JSON escapes.
+    #[test]
+    fn page_lens_are_each_pages_len_in_both_formats() {
+        let lib = Library::open(std::path::Path::new("/")).unwrap();
+        let mut text = String::new();
+        for i in 0..1500 {
+            text.push_str(&format!("第{i}行 \"引\" \\ 😀{}\n", "长".repeat(i % 7)));
+        }
+        let text = ChapterText::new(text);
+        let chain = text.chain();
+        assert!(chain.len() > 2, "{chain:?}");
+        let (book, file) = (OsStr::new("书 \"一\""), OsStr::new("第1章 \\引.md"));
+        let lens = lib.page_lens(book, file, &text, &chain, READ_LIMIT);
+        let each: Vec<(u64, u64)> = chain
+            .iter()
+            .map(|&offset| {
+                let len = |format| lib.page_len(book, file, &text, offset, READ_LIMIT, format);
+                (len(PageFormat::Text), len(PageFormat::Json))
+            })
+            .collect();
+        assert_eq!(lens, each);
+    }
 }

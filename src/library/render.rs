@@ -70,9 +70,17 @@ pub fn text_len(
     layout: &PageLayout,
     lines: &[LineStats],
 ) -> usize {
-    let head = "<path>".len()
-        + source.path.len()
-        + "</path>\n<type>novel-chapter</type>\n<content>\n".len();
+    text_names_len(source) + text_page_len(total_lines, layout, lines)
+}
+
+/// The part of `text_len` the names make, the same for every page.
+pub fn text_names_len(source: &PageOrigin) -> usize {
+    "<path>".len() + source.path.len()
+}
+
+/// The part of `text_len` the page makes.
+pub fn text_page_len(total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
+    let head = "</path>\n<type>novel-chapter</type>\n<content>\n".len();
     let body: usize = lines
         .iter()
         .enumerate()
@@ -97,12 +105,24 @@ pub fn json_len(
     layout: &PageLayout,
     lines: &[LineStats],
 ) -> usize {
+    json_names_len(source) + json_page_len(total_lines, layout, lines)
+}
+
+/// The part of `json_len` the names make, the same for every page.
+pub fn json_names_len(source: &PageOrigin) -> usize {
     let file = json_string_len(source.file);
     let fields = [
         "  \"book\": ".len() + json_string_len(source.book),
         "  \"chapter\": ".len() + file,
         "  \"file\": ".len() + file,
         "  \"path\": ".len() + json_string_len(source.path),
+    ];
+    fields.iter().map(|f| f + ",\n".len()).sum::<usize>()
+}
+
+/// The part of `json_len` the page makes.
+pub fn json_page_len(total_lines: u64, layout: &PageLayout, lines: &[LineStats]) -> usize {
+    let fields = [
         "  \"offset\": ".len() + digits(layout.offset),
         "  \"totalLines\": ".len() + digits(total_lines),
         "  \"chars\": ".len() + digits(layout.chars as u64),

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 
 use crate::fs::names::PageName;
 use crate::library::index::ChapterStats;
-use crate::library::{ChapterText, Library, PageFormat};
+use crate::library::{ChapterText, Library, PageFormat, READ_LIMIT};
 
 /// One page of a chapter's reading chain and its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,23 +68,15 @@ impl Outline {
         file: &OsStr,
         text: &ChapterText,
     ) -> Outline {
-        let pages = text
-            .chain()
+        let chain = text.chain();
+        let pages = library
+            .page_lens(book, file, text, &chain, READ_LIMIT)
             .into_iter()
-            .map(|offset| {
-                let size = |format| {
-                    let page = PageName {
-                        offset,
-                        limit: None,
-                        format,
-                    };
-                    page_len(library, book, file, page, text)
-                };
-                OutlinePage {
-                    offset,
-                    text_bytes: size(PageFormat::Text),
-                    json_bytes: size(PageFormat::Json),
-                }
+            .zip(&chain)
+            .map(|((text_bytes, json_bytes), &offset)| OutlinePage {
+                offset,
+                text_bytes,
+                json_bytes,
             })
             .collect::<Vec<_>>();
         Outline {
