@@ -128,7 +128,7 @@ fn open_checked(path: &Path, root: &Path, cache_bytes: usize) -> Result<Opened, 
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let opened = match open_writable(path) {
+    let opened = match open_writable_waiting(path) {
         Ok(conn) => Opened {
             conn,
             writable: true,
@@ -205,6 +205,27 @@ fn make_schema(conn: &Connection, root: &Path) -> rusqlite::Result<()> {
         [root.as_os_str().as_bytes()],
     )?;
     tx.commit()
+}
+
+/// `open_writable`, waiting while another process holds the file: making
+/// it a WAL file takes a lock that SQLite's busy handler does not wait
+/// for, and a writable file that is busy must not be taken for a
+/// read-only one.
+fn open_writable_waiting(path: &Path) -> rusqlite::Result<Connection> {
+    let until = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match open_writable(path) {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn open_writable(path: &Path) -> rusqlite::Result<Connection> {

@@ -285,7 +285,8 @@ fn writers_in_parallel_all_land() {
         .map(|w| {
             let (library, dir, names) = (library.clone(), dir.path().to_path_buf(), names.clone());
             std::thread::spawn(move || {
-                let index = PersistentIndex::open(&dir, &library, 1 << 20, FINE).unwrap();
+                let index = PersistentIndex::open(&dir, &library, 1 << 20, FINE)
+                    .unwrap_or_else(|e| panic!("{e}"));
                 for chunk in names
                     .iter()
                     .skip(w * 20)
