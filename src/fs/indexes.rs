@@ -16,10 +16,10 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::library::NovelError;
 use crate::library::index::{
     self, BOOKS_TOOL, BookChapters, BookTotals, CHAPTERS_TOOL, ChapterStats, LibraryBooks,
 };
+use crate::library::{BookIndex, NovelError};
 
 use super::cache::Lru;
 use super::lock;
@@ -214,11 +214,11 @@ impl IndexFiles {
         if let Some(hit) = self.cached_book(book, look.version()) {
             return Ok(hit);
         }
-        Ok(self.make_book(source, outlines, book, look, Walk::Book).0)
+        Ok(self.make_book(source, outlines, book, look))
     }
 
-    /// Renders a book's index from its chapters' outlines (each from one
-    /// look at its chapter), and records what `novel_books` counts of it.
+    /// Walks a book's chapters for their outlines (each from one look at
+    /// its chapter).
     ///
     /// A chapter that cannot be read while the book changes (listed, then
     /// deleted or replaced) fails the walk only because of the change: the
@@ -226,18 +226,18 @@ impl IndexFiles {
     /// `WALK_ATTEMPTS` times, so the index shows the book before or after
     /// the change. A chapter that stays unreadable in an unchanged book
     /// is the original tool's error.
-    fn make_book(
+    fn walk_settled(
         &self,
         source: &Source,
         outlines: &Outlines,
         book: &Arc<OsStr>,
         mut look: BookLook,
         walk: Walk,
-    ) -> (Rendered, (u64, u64)) {
+    ) -> WalkedBook {
         let mut attempts = 1;
         loop {
             let walked = walk_book(source, outlines, book, &look, walk);
-            if walked.listing.error().is_some() && attempts < WALK_ATTEMPTS {
+            if walked.failed() && attempts < WALK_ATTEMPTS {
                 match BookLook::take(source, book) {
                     Ok(again) if again.version() != look.version() => {
                         look = again;
@@ -247,17 +247,25 @@ impl IndexFiles {
                     _ => {}
                 }
             }
-            return self.keep_book(book, walked);
+            lock(&self.totals).insert(book.clone(), {
+                let (chapters, chars) = walked.totals();
+                (walked.version, chapters, chars)
+            });
+            return walked;
         }
     }
 
-    /// Keeps a book's rendered index and what `novel_books` counts of it.
-    fn keep_book(&self, book: &Arc<OsStr>, walked: WalkedBook) -> (Rendered, (u64, u64)) {
-        let WalkedBook {
-            listing,
-            version,
-            mtime,
-        } = walked;
+    /// Renders a book's index from a walk of it, and keeps it.
+    fn make_book(
+        &self,
+        source: &Source,
+        outlines: &Outlines,
+        book: &Arc<OsStr>,
+        look: BookLook,
+    ) -> Rendered {
+        let walked = self.walk_settled(source, outlines, book, look, Walk::Book);
+        let (version, mtime) = (walked.version, walked.mtime);
+        let listing = walked.listing(book);
         let rendered = match listing.json() {
             Ok(json) => Rendered {
                 version,
@@ -268,9 +276,7 @@ impl IndexFiles {
             Err(e) => Rendered::failed(version, &e, mtime),
         };
         self.keep(Key::Book(book.clone()), &rendered);
-        let totals = listing.totals();
-        lock(&self.totals).insert(book.clone(), (version, totals.0, totals.1));
-        (rendered, totals)
+        rendered
     }
 
     /// `novel_books.*` as the sources are now: cached, or made from each
@@ -330,9 +336,11 @@ impl IndexFiles {
                 .get(&book)
                 .filter(|t| t.0 == version)
                 .map(|t| (t.1, t.2));
+            // Only the totals: the book's own index is rendered when it
+            // is read.
             let (chapters, chars) = known.unwrap_or_else(|| {
-                self.make_book(source, outlines, &book, look, Walk::Library)
-                    .1
+                self.walk_settled(source, outlines, &book, look, Walk::Library)
+                    .totals()
             });
             Some(CountedBook {
                 totals: BookTotals {
@@ -382,12 +390,43 @@ struct CountedBook {
 /// with the error of the last one.
 const WALK_ATTEMPTS: usize = 8;
 
-/// One walk of a book: its listing, of the outlines it read, with the
-/// version and newest mtime of what it read.
+/// One walk of a book: each chapter's figures (or the error that stops
+/// it from being read) and mtime, in list order, with the version and
+/// newest mtime of what it read.
 struct WalkedBook {
-    listing: BookChapters,
+    /// The book's chapters as the walk's look listed them.
+    index: Arc<BookIndex>,
+    chapters: Vec<(std::result::Result<ChapterStats, NovelError>, SystemTime)>,
     version: u64,
     mtime: SystemTime,
+}
+
+impl WalkedBook {
+    /// Whether a chapter could not be read.
+    fn failed(&self) -> bool {
+        self.chapters.iter().any(|(stats, _)| stats.is_err())
+    }
+
+    /// What `novel_books` counts of the book: every chapter, and the
+    /// characters of those that could be read (`BookChapters::totals`).
+    fn totals(&self) -> (u64, u64) {
+        let chars = self
+            .chapters
+            .iter()
+            .filter_map(|(stats, _)| stats.as_ref().ok())
+            .map(|s| s.chars)
+            .sum();
+        (self.chapters.len() as u64, chars)
+    }
+
+    /// The book's index listing.
+    fn listing(self, book: &OsStr) -> BookChapters {
+        let mut chapters = self.chapters.into_iter();
+        BookChapters::new(book.to_string_lossy().into_owned(), &self.index, |_, _| {
+            let (stats, mtime) = chapters.next().expect("one walked entry per chapter");
+            (stats, iso_of(mtime))
+        })
+    }
 }
 
 /// Reads the outline of each chapter `look` lists, from the look it
@@ -419,14 +458,15 @@ fn walk_book(
     };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;
-    let mut read = read.into_iter();
-    let listing = BookChapters::new(book.to_string_lossy().into_owned(), index, |_, c| {
-        match read.next().expect("one outline per chapter") {
+    let chapters = read
+        .into_iter()
+        .zip(&index.chapters)
+        .map(|(read, c)| match read {
             Ok(now) => {
                 versions.push(Some(now.version));
                 mtime = mtime.max(now.mtime);
                 let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
-                (stats, iso_of(now.mtime))
+                (stats, now.mtime)
             }
             Err(_) => {
                 // Gone since the scan: the original's `stat` fails.
@@ -438,12 +478,13 @@ fn walk_book(
                         .display_path(&book.to_string_lossy(), &c.file),
                     reason: gone.to_string(),
                 };
-                (Err::<ChapterStats, _>(error), iso_of(UNIX_EPOCH))
+                (Err(error), UNIX_EPOCH)
             }
-        }
-    });
+        })
+        .collect();
     WalkedBook {
-        listing,
+        index: index.clone(),
+        chapters,
         version: chapters_version(look.book.version, versions.into_iter()),
         mtime,
     }
