@@ -259,19 +259,56 @@ impl PersistentIndex {
     /// The stored outline of the chapter at `key` when it is trusted for
     /// the file whose stamp is `stamp` (see the module's rule).
     pub(crate) fn lookup(&self, key: &[u8], stamp: &Stamp) -> Option<Outline> {
-        let identity = Identity::of(stamp)?;
         let conn = lock(&self.conn);
         let row = lookup_row(&conn, self.profile, key).unwrap_or_else(|e| {
             log::debug!("index {}: {e}", self.path.display());
             None
         })?;
         drop(conn);
+        self.trust(&row, stamp)
+    }
+
+    /// The outline `row` holds when it proves the bytes of the file whose
+    /// stamp is `stamp`: the same identity, recorded outside the racy
+    /// window of its last change.
+    fn trust(&self, row: &Row, stamp: &Stamp) -> Option<Outline> {
+        let identity = Identity::of(stamp)?;
         (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
             .then_some(())?;
         Some(Outline {
             pages: decode_pages(&row.pages)?,
             stats: row.stats,
         })
+    }
+
+    /// Every row of `book` (the keys `book/…`), in one query, by file
+    /// name; `TooMany` past `HELD_ROWS`.
+    fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
+        let mut from = book.to_vec();
+        from.push(b'/');
+        let mut to = book.to_vec();
+        to.push(b'/' + 1);
+        let conn = lock(&self.conn);
+        let mut stmt = conn.prepare_cached(
+            "SELECT path, dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages
+             FROM chapters WHERE profile = ?1 AND path >= ?2 AND path < ?3 LIMIT ?4",
+        )?;
+        let mut rows = std::collections::HashMap::new();
+        let mut query = stmt.query(rusqlite::params![
+            self.profile,
+            from,
+            to,
+            HELD_ROWS as i64 + 1
+        ])?;
+        while let Some(r) = query.next()? {
+            if rows.len() == HELD_ROWS {
+                return Ok(BookRows::TooMany);
+            }
+            let path: Vec<u8> = r.get(0)?;
+            let file = path[from.len()..].to_vec();
+            rows.insert(file, row_at(r, 1)?);
+        }
+        Ok(BookRows::Held(rows))
     }
 
     /// A writer of this index on its own thread (`None` when the file is
@@ -299,24 +336,29 @@ fn lookup_row(conn: &Connection, profile: i64, key: &[u8]) -> rusqlite::Result<O
         "SELECT dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages
          FROM chapters WHERE profile = ?1 AND path = ?2",
     )?;
-    stmt.query_row(rusqlite::params![profile, key], |r| {
-        Ok(Row {
-            identity: Identity {
-                dev: r.get(0)?,
-                ino: r.get(1)?,
-                size: r.get(2)?,
-                mtime_ns: r.get(3)?,
-                ctime_ns: r.get(4)?,
-            },
-            recorded_ns: r.get(5)?,
-            stats: ChapterStats {
-                chars: r.get::<_, i64>(6)? as u64,
-                lines: r.get::<_, i64>(7)? as u64,
-            },
-            pages: r.get(8)?,
-        })
+    stmt.query_row(rusqlite::params![profile, key], |r| row_at(r, 0))
+        .optional()
+}
+
+/// The row whose identity starts at column `first` of `r` (`dev`, `ino`,
+/// `size`, `mtime_ns`, `ctime_ns`, `recorded_ns`, `chars`, `lines`,
+/// `pages`).
+fn row_at(r: &rusqlite::Row, first: usize) -> rusqlite::Result<Row> {
+    Ok(Row {
+        identity: Identity {
+            dev: r.get(first)?,
+            ino: r.get(first + 1)?,
+            size: r.get(first + 2)?,
+            mtime_ns: r.get(first + 3)?,
+            ctime_ns: r.get(first + 4)?,
+        },
+        recorded_ns: r.get(first + 5)?,
+        stats: ChapterStats {
+            chars: r.get::<_, i64>(first + 6)? as u64,
+            lines: r.get::<_, i64>(first + 7)? as u64,
+        },
+        pages: r.get(first + 8)?,
     })
-    .optional()
 }
 
 /// Writes `records` in one transaction (those whose bytes were not read
@@ -372,6 +414,26 @@ const RECORD_QUEUE: usize = 4096;
 pub(crate) struct MountIndex {
     index: PersistentIndex,
     recorder: Option<Recorder>,
+    /// The stored rows of the books looked up last (see `BookRows`).
+    books: Mutex<std::collections::VecDeque<(Vec<u8>, Arc<BookRows>)>>,
+}
+
+/// Books whose rows are held at once: the two workers of a walk, and a
+/// reader or two.
+const HELD_BOOKS: usize = 4;
+
+/// Rows of a book held at most; a bigger book is looked up row by row.
+const HELD_ROWS: usize = 4096;
+
+/// The stored rows of one book, by file name, read in one query: a walk of
+/// a book (`novel_books`, a listing) asks for each of its chapters, and a
+/// query per chapter, each its own read transaction with its locks on the
+/// WAL's shared memory, cost more than the rest of the walk. Rows recorded
+/// after the query are not seen (those chapters are decoded as without an
+/// index); a row is trusted only as `PersistentIndex::lookup` trusts one.
+enum BookRows {
+    Held(std::collections::HashMap<Vec<u8>, Row>),
+    TooMany,
 }
 
 /// What a request notes before it reads a chapter, to record the outline
@@ -398,7 +460,11 @@ impl MountIndex {
                         " (read-only)"
                     }
                 );
-                Some(MountIndex { index, recorder })
+                Some(MountIndex {
+                    index,
+                    recorder,
+                    books: Mutex::new(std::collections::VecDeque::new()),
+                })
             }
             Err(refused) => {
                 log::warn!("{refused}");
@@ -415,8 +481,30 @@ impl MountIndex {
         file: &OsStr,
         meta: &std::fs::Metadata,
     ) -> Option<Outline> {
-        self.index
-            .lookup(&chapter_key(book, file), &Stamp::of(meta))
+        let stamp = Stamp::of(meta);
+        match &*self.book_rows(book) {
+            BookRows::Held(rows) => self.index.trust(rows.get(file.as_bytes())?, &stamp),
+            BookRows::TooMany => self.index.lookup(&chapter_key(book, file), &stamp),
+        }
+    }
+
+    /// The rows of `book`: held, or read now (and held in place of the
+    /// book looked up longest ago).
+    fn book_rows(&self, book: &OsStr) -> Arc<BookRows> {
+        let key = book.as_bytes();
+        if let Some((_, rows)) = lock(&self.books).iter().find(|(b, _)| b == key) {
+            return rows.clone();
+        }
+        let rows = Arc::new(self.index.book_rows(key).unwrap_or_else(|e| {
+            log::debug!("index {}: {e}", self.index.path.display());
+            BookRows::Held(Default::default())
+        }));
+        let mut books = lock(&self.books);
+        if books.len() >= HELD_BOOKS {
+            books.pop_front();
+        }
+        books.push_back((key.to_vec(), rows.clone()));
+        rows
     }
 
     /// Notes the moment before a chapter whose metadata is `meta` is read
