@@ -238,12 +238,19 @@ impl PersistentIndex {
         let root = library.root().to_path_buf();
         let path = store::file_for(dir, &root);
         let opened = store::open(&path, &root, cache_bytes)?;
+        let profile =
+            profile_id(&opened.conn, profile_of(library), opened.writable).map_err(|e| {
+                Refused::Unusable {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
         Ok(PersistentIndex {
             path,
             root,
             conn: Mutex::new(opened.conn),
             writable: opened.writable,
-            profile: profile_of(library),
+            profile,
             granularity,
         })
     }
@@ -284,29 +291,18 @@ impl PersistentIndex {
     /// Every row of `book` (the keys `book/…`), in one query, by file
     /// name; `TooMany` past `HELD_ROWS`.
     fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
-        let mut from = book.to_vec();
-        from.push(b'/');
-        let mut to = book.to_vec();
-        to.push(b'/' + 1);
         let conn = lock(&self.conn);
-        let mut stmt = conn.prepare_cached(
-            "SELECT path, dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages
-             FROM chapters WHERE profile = ?1 AND path >= ?2 AND path < ?3 LIMIT ?4",
-        )?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT file, {ROW_COLUMNS} FROM chapters
+             WHERE profile = ?1 AND book = (SELECT id FROM books WHERE name = ?2) LIMIT ?3"
+        ))?;
         let mut rows = std::collections::HashMap::new();
-        let mut query = stmt.query(rusqlite::params![
-            self.profile,
-            from,
-            to,
-            HELD_ROWS as i64 + 1
-        ])?;
+        let mut query = stmt.query(rusqlite::params![self.profile, book, HELD_ROWS as i64 + 1])?;
         while let Some(r) = query.next()? {
             if rows.len() == HELD_ROWS {
                 return Ok(BookRows::TooMany);
             }
-            let path: Vec<u8> = r.get(0)?;
-            let file = path[from.len()..].to_vec();
-            rows.insert(file, row_at(r, 1)?);
+            rows.insert(r.get::<_, Vec<u8>>(0)?, row_at(r, 1)?);
         }
         Ok(BookRows::Held(rows))
     }
@@ -332,33 +328,70 @@ struct Row {
 }
 
 fn lookup_row(conn: &Connection, profile: i64, key: &[u8]) -> rusqlite::Result<Option<Row>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages
-         FROM chapters WHERE profile = ?1 AND path = ?2",
-    )?;
-    stmt.query_row(rusqlite::params![profile, key], |r| row_at(r, 0))
+    let Some((book, file)) = split_key(key) else {
+        return Ok(None);
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ROW_COLUMNS} FROM chapters
+         WHERE profile = ?1 AND book = (SELECT id FROM books WHERE name = ?2) AND file = ?3"
+    ))?;
+    stmt.query_row(rusqlite::params![profile, book, file], |r| row_at(r, 0))
         .optional()
 }
 
-/// The row whose identity starts at column `first` of `r` (`dev`, `ino`,
-/// `size`, `mtime_ns`, `ctime_ns`, `recorded_ns`, `chars`, `lines`,
-/// `pages`).
+/// A chapter key's book and file (`chapter_key`: a book's name holds no `/`).
+fn split_key(key: &[u8]) -> Option<(&[u8], &[u8])> {
+    let slash = key.iter().position(|&b| b == b'/')?;
+    Some((&key[..slash], &key[slash + 1..]))
+}
+
+/// The columns of a row that `row_at` reads, in its order.
+const ROW_COLUMNS: &str =
+    "dev, ino, size, mtime_ns, ctime_after_ns, recorded_after_ms, chars, lines, pages";
+
+/// The row whose columns (`ROW_COLUMNS`) start at column `first` of `r`.
 fn row_at(r: &rusqlite::Row, first: usize) -> rusqlite::Result<Row> {
+    let mtime_ns: i64 = r.get(first + 3)?;
+    let ctime_after_ns: i64 = r.get(first + 4)?;
+    let recorded_after_ms: i64 = r.get(first + 5)?;
     Ok(Row {
         identity: Identity {
             dev: r.get(first)?,
             ino: r.get(first + 1)?,
             size: r.get(first + 2)?,
-            mtime_ns: r.get(first + 3)?,
-            ctime_ns: r.get(first + 4)?,
+            mtime_ns,
+            ctime_ns: mtime_ns.wrapping_add(ctime_after_ns),
         },
-        recorded_ns: r.get(first + 5)?,
+        recorded_ns: recorded_after_ms
+            .saturating_mul(1_000_000)
+            .saturating_add(mtime_ns),
         stats: ChapterStats {
             chars: r.get::<_, i64>(first + 6)? as u64,
             lines: r.get::<_, i64>(first + 7)? as u64,
         },
         pages: r.get(first + 8)?,
     })
+}
+
+/// The number the profile whose hash is `hash` has in this file: made
+/// when the file can be written, else -1 when it has none (no row has it).
+fn profile_id(conn: &Connection, hash: i64, writable: bool) -> rusqlite::Result<i64> {
+    if writable {
+        conn.execute("INSERT OR IGNORE INTO profiles(hash) VALUES (?1)", [hash])?;
+    }
+    conn.query_row("SELECT id FROM profiles WHERE hash = ?1", [hash], |r| {
+        r.get(0)
+    })
+    .optional()
+    .map(|id| id.unwrap_or(-1))
+}
+
+/// The number of the book `name` in this file, made if it has none.
+fn book_id(tx: &rusqlite::Transaction, name: &[u8]) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT OR IGNORE INTO books(name) VALUES (?1)")?
+        .execute([name])?;
+    tx.prepare_cached("SELECT id FROM books WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
 }
 
 /// Writes `records` in one transaction (those whose bytes were not read
@@ -375,25 +408,42 @@ fn write_batch(
     {
         let mut stmt = tx.prepare_cached(
             "INSERT OR REPLACE INTO chapters
-             (profile, path, dev, ino, size, mtime_ns, ctime_ns, recorded_ns, chars, lines, pages)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             (profile, book, file, dev, ino, size, mtime_ns, ctime_after_ns, recorded_after_ms,
+              chars, lines, pages)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
+        let mut books: std::collections::HashMap<&[u8], i64> = std::collections::HashMap::new();
         for r in records {
-            let (Some(id), Some(at)) = (Identity::of(&r.stamp), unix_nanos(r.read_at)) else {
+            let (Some(id), Some(at), Some((book, file))) = (
+                Identity::of(&r.stamp),
+                unix_nanos(r.read_at),
+                split_key(&r.key),
+            ) else {
                 continue;
             };
             if !trusted(&r.stamp, at, granularity) {
                 continue;
             }
+            let book = match books.get(book) {
+                Some(&known) => known,
+                None => {
+                    let made = book_id(&tx, book)?;
+                    books.insert(book, made);
+                    made
+                }
+            };
             stmt.execute(rusqlite::params![
                 profile,
-                r.key,
+                book,
+                file,
                 id.dev,
                 id.ino,
                 id.size,
                 id.mtime_ns,
-                id.ctime_ns,
-                at,
+                id.ctime_ns.wrapping_sub(id.mtime_ns),
+                // Rounded down: an earlier moment of recording only makes
+                // the entry harder to trust.
+                at.saturating_sub(id.mtime_ns).div_euclid(1_000_000),
                 r.outline.stats.chars as i64,
                 r.outline.stats.lines as i64,
                 encode_pages(&r.outline.pages),

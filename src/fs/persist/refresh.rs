@@ -9,13 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{PersistentIndex, Record, chapter_key, lock, trusted, unix_nanos, write_batch};
+use super::{
+    PersistentIndex, Record, chapter_key, lock, split_key, trusted, unix_nanos, write_batch,
+};
 use crate::fs::cache::Stamp;
 use crate::fs::freshness::racy;
 use crate::fs::outline::shape::Outline;
 use crate::fs::pool::map_spread;
 use crate::library::Chapter;
 use crate::library::Library;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 
 /// Outlines written in one transaction at most, and how long they wait.
 const BATCH: usize = 512;
@@ -199,8 +203,17 @@ impl Batch {
 /// The chapters the index holds for this profile.
 fn stored_keys(index: &PersistentIndex) -> rusqlite::Result<HashSet<Vec<u8>>> {
     let conn = lock(&index.conn);
-    let mut stmt = conn.prepare("SELECT path FROM chapters WHERE profile = ?1")?;
-    let keys = stmt.query_map([index.profile], |r| r.get::<_, Vec<u8>>(0))?;
+    let mut stmt = conn.prepare(
+        "SELECT books.name, chapters.file FROM chapters JOIN books ON books.id = chapters.book
+         WHERE chapters.profile = ?1",
+    )?;
+    let keys = stmt.query_map([index.profile], |r| {
+        let (book, file): (Vec<u8>, Vec<u8>) = (r.get(0)?, r.get(1)?);
+        Ok(chapter_key(
+            OsStr::from_bytes(&book),
+            OsStr::from_bytes(&file),
+        ))
+    })?;
     keys.collect()
 }
 
@@ -210,9 +223,12 @@ fn remove(index: &PersistentIndex, keys: &HashSet<Vec<u8>>) -> rusqlite::Result<
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut removed = 0;
     {
-        let mut stmt = tx.prepare("DELETE FROM chapters WHERE profile = ?1 AND path = ?2")?;
-        for key in keys {
-            removed += stmt.execute(rusqlite::params![index.profile, key])? as u64;
+        let mut stmt = tx.prepare(
+            "DELETE FROM chapters
+             WHERE profile = ?1 AND book = (SELECT id FROM books WHERE name = ?2) AND file = ?3",
+        )?;
+        for (book, file) in keys.iter().filter_map(|key| split_key(key)) {
+            removed += stmt.execute(rusqlite::params![index.profile, book, file])? as u64;
         }
     }
     tx.commit()?;

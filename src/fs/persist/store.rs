@@ -8,8 +8,10 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 /// The layout of the tables (`PRAGMA user_version`). A file with a higher
-/// one is from a newer novelfs and is left alone.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+/// one is from a newer novelfs and is left alone; one with a lower one is
+/// made anew when it can be written (it is a cache), and not used when it
+/// cannot.
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// How long a writer waits for another process's transaction (two mounts
 /// and `novelfs index` may share the file) before giving up on a batch.
@@ -150,6 +152,11 @@ fn open_checked(path: &Path, root: &Path, cache_bytes: usize) -> Result<Opened, 
     if version > SCHEMA_VERSION {
         return Err(Failure::Newer(version));
     }
+    if !opened.writable && version != SCHEMA_VERSION {
+        return Err(Failure::Other(format!(
+            "from an older novelfs (schema {version}) and read-only"
+        )));
+    }
     if opened.writable {
         make_schema(conn, root).map_err(failure)?;
     }
@@ -182,21 +189,44 @@ fn check_root(conn: &Connection, root: &Path) -> Result<(), Failure> {
 fn make_schema(conn: &Connection, root: &Path) -> rusqlite::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version != SCHEMA_VERSION {
+        // An older layout: its entries are dropped with it.
+        tx.execute_batch(
+            "DROP TABLE IF EXISTS chapters;
+             DROP TABLE IF EXISTS books;
+             DROP TABLE IF EXISTS profiles;",
+        )?;
+    }
+    // A row takes about 80 bytes for a chapter of a few KiB: the book's
+    // name is stored once (`books`), the profile as a small number
+    // (`profiles`), the ctime as its distance from the mtime (mostly 0),
+    // and the moment of recording in whole milliseconds after the mtime,
+    // rounded down (which only makes an entry harder to trust).
     tx.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+         CREATE TABLE IF NOT EXISTS profiles(
+             id INTEGER PRIMARY KEY,
+             hash INTEGER NOT NULL UNIQUE
+         );
+         CREATE TABLE IF NOT EXISTS books(
+             id INTEGER PRIMARY KEY,
+             name BLOB NOT NULL UNIQUE
+         );
          CREATE TABLE IF NOT EXISTS chapters(
              profile INTEGER NOT NULL,
-             path BLOB NOT NULL,
+             book INTEGER NOT NULL,
+             file BLOB NOT NULL,
              dev INTEGER NOT NULL,
              ino INTEGER NOT NULL,
              size INTEGER NOT NULL,
              mtime_ns INTEGER NOT NULL,
-             ctime_ns INTEGER NOT NULL,
-             recorded_ns INTEGER NOT NULL,
+             ctime_after_ns INTEGER NOT NULL,
+             recorded_after_ms INTEGER NOT NULL,
              chars INTEGER NOT NULL,
              lines INTEGER NOT NULL,
              pages BLOB NOT NULL,
-             PRIMARY KEY(profile, path)
+             PRIMARY KEY(profile, book, file)
          ) WITHOUT ROWID;
          PRAGMA user_version = {SCHEMA_VERSION};"
     ))?;

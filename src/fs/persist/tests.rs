@@ -337,3 +337,60 @@ fn a_refresh_reads_only_what_changed_and_forgets_what_went() {
     let third = refresh(&library, dir.path(), &mut |_| {}).unwrap();
     assert_eq!((third.indexed, third.reused, third.removed), (0, 2, 0));
 }
+
+/// A file of an older layout (schema 1: every row named by its whole
+/// path) is made anew when it can be written, and its rows go with it.
+#[test]
+fn a_file_from_an_older_version_is_made_anew() {
+    let (_lib, library) = library_with(&[("第1章.txt", &long_text())]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = index_file(dir.path(), &library);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let conn = Connection::open(&file).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+         CREATE TABLE chapters(profile INTEGER, path BLOB, dev INTEGER, ino INTEGER,
+             size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, recorded_ns INTEGER,
+             chars INTEGER, lines INTEGER, pages BLOB, PRIMARY KEY(profile, path))
+             WITHOUT ROWID;
+         INSERT INTO chapters VALUES(1, X'00', 0, 0, 0, 0, 0, 0, 0, 0, X'');
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let index = PersistentIndex::open(dir.path(), &library, 1 << 20, FINE).unwrap();
+    assert!(lookup(&index, &library, "第1章.txt").is_none());
+    assert_eq!(
+        store(&index, &[record(&library, "第1章.txt", SystemTime::now())]),
+        1
+    );
+    let found = lookup(&index, &library, "第1章.txt").expect("stored in the new layout");
+    assert!(same(&found, &outline_of(&library, "第1章.txt")));
+    let conn = lock(&index.conn);
+    let old_rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM chapters WHERE file = X'00'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_rows, 0);
+}
+
+/// What a row keeps of its identity gives back the identity exactly, and
+/// the moment of recording no later than it was.
+#[test]
+fn a_stored_row_gives_back_its_identity() {
+    let (_lib, library) = library_with(&[("第1章.txt", &long_text())]);
+    let dir = tempfile::tempdir().unwrap();
+    let index = PersistentIndex::open(dir.path(), &library, 1 << 20, FINE).unwrap();
+    let read_at = SystemTime::now();
+    store(&index, &[record(&library, "第1章.txt", read_at)]);
+    let conn = lock(&index.conn);
+    let key = chapter_key(OsStr::new("书"), OsStr::new("第1章.txt"));
+    let row = lookup_row(&conn, index.profile, &key).unwrap().unwrap();
+    let stamp = stamp_of(&library, "第1章.txt");
+    assert_eq!(Some(row.identity), Identity::of(&stamp));
+    let at = unix_nanos(read_at).unwrap();
+    assert!(row.recorded_ns <= at && at - row.recorded_ns < 1_000_000);
+}
