@@ -176,7 +176,11 @@ impl Deadlines {
         let first = pending.keys().next().is_none_or(|k| key < *k);
         pending.insert(key, expiry);
         drop(pending);
-        if first {
+        // The timer thread looks at its deadlines at least every
+        // `MAX_SLEEP`: only a deadline sooner than that, and sooner than
+        // any it waits for, needs it woken. Waking it for every request
+        // cost each request a context switch.
+        if first && bound < MAX_SLEEP {
             self.timer.wake.notify_one();
         }
         Armed {
@@ -201,6 +205,9 @@ impl Deadlines {
     }
 }
 
+/// The longest the timer thread sleeps between looks at its deadlines.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+
 /// Runs the expiries as their deadlines pass, while the mount lives.
 fn run(timer: std::sync::Weak<Timer>) {
     loop {
@@ -224,12 +231,13 @@ fn run(timer: std::sync::Weak<Timer>) {
             drop(pending);
             continue;
         }
-        // At most a second at a time, so that the thread sees the mount go.
+        // At most `MAX_SLEEP` at a time: the thread sees the mount go, and
+        // deadlines armed meanwhile are run in time without a wake-up.
         let wait = pending
             .keys()
             .next()
-            .map_or(Duration::from_secs(1), |k| k.0 - now)
-            .min(Duration::from_secs(1));
+            .map_or(MAX_SLEEP, |k| k.0 - now)
+            .min(MAX_SLEEP);
         let _ = t.wake.wait_timeout(pending, wait);
     }
 }
