@@ -22,6 +22,7 @@ use crate::library::index::{
 use crate::library::{BookIndex, NovelError};
 
 use super::cache::Lru;
+use super::freshness::watch::Change;
 use super::lock;
 use super::node::{Result, chapter_ref};
 use super::outline::Outlines;
@@ -146,6 +147,9 @@ fn off_version(tool: &str) -> u64 {
 
 pub(crate) struct IndexFiles {
     rendered: Mutex<Lru<(Key, u64), Rendered>>,
+    /// Each watched book's index as last looked at (`Seen`), with the
+    /// number of changes the watch had reported then.
+    seen: Mutex<Seen>,
     /// What `novel_books` counts of each book, by the version of the
     /// book's index: a few dozen bytes a book, so that a change in one
     /// book costs the library index only that book.
@@ -156,7 +160,48 @@ impl IndexFiles {
     pub(crate) fn new(budget: usize) -> IndexFiles {
         IndexFiles {
             rendered: Mutex::new(Lru::new(budget)),
+            seen: Mutex::new(Seen::default()),
             totals: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The library's watch reported `changes`: what was seen of the books
+    /// they touch is looked at again.
+    pub(crate) fn changed(&self, changes: &[Change]) {
+        let mut seen = lock(&self.seen);
+        seen.changes += 1;
+        for change in changes {
+            match change {
+                Change::All | Change::Books => seen.books.clear(),
+                Change::Chapters(book) | Change::Chapter(book, _) => {
+                    seen.books.remove(book.as_os_str());
+                }
+            }
+        }
+    }
+
+    /// What was seen of `book` while the watch reported no change in it.
+    fn seen(&self, source: &Source, book: &OsStr) -> Option<Look> {
+        if !source.watched(book) {
+            return None;
+        }
+        lock(&self.seen).books.get(book).copied()
+    }
+
+    /// The number of changes the watch reported so far (before a look).
+    fn changes(&self) -> u64 {
+        lock(&self.seen).changes
+    }
+
+    /// Keeps what a look at a watched `book` saw, unless the watch
+    /// reported a change since `changes` (the look may be older than it).
+    fn saw(&self, source: &Source, book: &Arc<OsStr>, changes: u64, look: Look) {
+        if !source.watched(book) {
+            return;
+        }
+        let mut seen = lock(&self.seen);
+        if seen.changes == changes {
+            seen.books.insert(book.clone(), look);
         }
     }
 
@@ -195,6 +240,12 @@ impl IndexFiles {
             let mtime = dir_mtime(&source.library().book_dir(book));
             return Ok(Rendered::failed(version, &error, mtime));
         }
+        if let Some(seen) = self.seen(source, book)
+            && let Some(hit) = self.cached_book(book, seen.version)
+        {
+            return Ok(hit);
+        }
+        let changes = self.changes();
         let look = match BookLook::take(source, book) {
             Ok(look) => look,
             // A book (or library) that cannot be listed: its index holds
@@ -211,10 +262,18 @@ impl IndexFiles {
                 return Ok(rendered);
             }
         };
-        if let Some(hit) = self.cached_book(book, look.version()) {
-            return Ok(hit);
+        let seen = Look {
+            version: look.version(),
+            newest: newest(&look),
+        };
+        let rendered = match self.cached_book(book, seen.version) {
+            Some(hit) => hit,
+            None => self.make_book(source, outlines, book, look),
+        };
+        if rendered.version == seen.version {
+            self.saw(source, book, changes, seen);
         }
-        Ok(self.make_book(source, outlines, book, look))
+        Ok(rendered)
     }
 
     /// Walks a book's chapters for their outlines (each from one look at
@@ -327,15 +386,34 @@ impl IndexFiles {
         // from the same look.
         let counted: Vec<Option<CountedBook>> = map_spread(&names, |name| {
             let book: Arc<OsStr> = Arc::from(name.as_os_str());
+            let known_at = |version: u64| {
+                lock(&self.totals)
+                    .get(&book)
+                    .filter(|t| t.0 == version)
+                    .map(|t| (t.1, t.2))
+            };
+            if let Some(seen) = self.seen(source, &book)
+                && let Some((chapters, chars)) = known_at(seen.version)
+            {
+                return Some(CountedBook {
+                    totals: BookTotals {
+                        name: book.to_string_lossy().into_owned(),
+                        chapters,
+                        chars,
+                    },
+                    book,
+                    version: seen.version,
+                    newest: seen.newest,
+                });
+            }
+            let changes = self.changes();
             // A book that cannot be scanned is left out, as the original
             // leaves it out.
             let look = BookLook::take(source, &book).ok()?;
             let version = look.version();
             let newest = newest(&look);
-            let known = lock(&self.totals)
-                .get(&book)
-                .filter(|t| t.0 == version)
-                .map(|t| (t.1, t.2));
+            self.saw(source, &book, changes, Look { version, newest });
+            let known = known_at(version);
             // Only the totals: the book's own index is rendered when it
             // is read.
             let (chapters, chars) = known.unwrap_or_else(|| {
@@ -376,6 +454,30 @@ impl IndexFiles {
         self.keep(Key::Library, &rendered);
         Ok(rendered)
     }
+}
+
+/// What the looks at watched books saw, and how many changes the watch
+/// had reported.
+///
+/// Looking at a book again costs an `lstat` of each of its chapters, for
+/// every lookup of its index files and for each book of every read of
+/// `novel_books` (most of the `statx` calls of a `grep -r`). In a watched
+/// book nothing changes unreported: what a look saw holds until the watch
+/// reports a change in the book (`IndexFiles::changed`, called before the
+/// kernel is told to drop its entries), the rule the kernel's caches keep
+/// there too (contract §2.5).
+#[derive(Default)]
+struct Seen {
+    changes: u64,
+    books: HashMap<Arc<OsStr>, Look>,
+}
+
+/// What a look at a book saw: the version of its index and its newest
+/// mtime.
+#[derive(Clone, Copy)]
+struct Look {
+    version: u64,
+    newest: SystemTime,
 }
 
 /// What `novel_books` counts of one book, of one look at it.

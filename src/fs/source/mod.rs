@@ -251,6 +251,11 @@ impl Source {
         &self.library
     }
 
+    /// Whether the library's watch reports every change in `book`.
+    pub(crate) fn watched(&self, book: &OsStr) -> bool {
+        self.freshness.covered(Some(book))
+    }
+
     #[cfg(test)]
     pub(crate) fn prefetcher(&self) -> &Prefetcher {
         &self.prefetcher

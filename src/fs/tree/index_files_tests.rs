@@ -156,6 +156,10 @@ fn an_edit_an_addition_and_a_removal_change_both_indexes() {
     let fs = &lib.fs;
     let book_dir = lib.novels().join("书");
     let both = || {
+        // As the mount's notify thread does: what the watch reports is
+        // handed over before the next read.
+        let watch = fs.watch().expect("the library is watched");
+        fs.invalidations(&watch.wait(std::time::Duration::from_millis(100)));
         let b = walk(fs, &["novel_books.txt"]).unwrap();
         let c = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
         (b.ino, read_all(fs, b.ino), c.ino, read_all(fs, c.ino))
@@ -334,6 +338,10 @@ fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
     let f = one_book::fixture(&[("第1章 起.md", "甲\n乙")]);
     let path = f.book_dir.join("第1章 起.md");
     let index = || {
+        // What the watch reports is handed over first, as the mount does.
+        if let Some(watch) = f.fs.watch() {
+            f.fs.invalidations(&watch.wait(std::time::Duration::from_millis(10)));
+        }
         let file = one_book::walk(&f.fs, "书/novel_chapters.txt").unwrap();
         one_book::text_of(&f.fs, file.ino)
     };
@@ -357,4 +365,38 @@ fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
         return;
     }
     panic!("no two edits within one second in 5 attempts");
+}
+
+/// In a watched book the index as last looked at holds until the watch
+/// reports a change in the book (no `lstat` of every chapter per lookup);
+/// the report makes the next lookup look again.
+#[test]
+fn a_watched_books_index_is_looked_at_again_when_the_watch_reports_a_change() {
+    let lib = library(&[("书", files(&["第1章 起.md", "第2章 承.md"]))]);
+    let fs = &lib.fs;
+    let chapters = || {
+        let c = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
+        read_all(fs, c.ino)
+    };
+    let books = || {
+        let b = walk(fs, &["novel_books.txt"]).unwrap();
+        read_all(fs, b.ino)
+    };
+    let (before, books_before) = (chapters(), books());
+    std::fs::write(
+        lib.novels().join("书/第1章 起.md"),
+        "改过的第一章，长了一些，再长一点",
+    )
+    .unwrap();
+    assert_eq!(chapters(), before, "not reported yet: as last looked at");
+    assert_eq!(books(), books_before, "not reported yet: as last looked at");
+    let watch = fs.watch().expect("the library is watched");
+    fs.invalidations(&watch.wait(std::time::Duration::from_millis(100)));
+    let after = chapters();
+    assert_ne!(after, before);
+    assert!(after.contains("第01章 起 — 16 字 / 1 行"), "{after}");
+    assert!(
+        books().contains("- 书: 2 章, 27 字"),
+        "reported: looked at again"
+    );
 }
