@@ -20,6 +20,7 @@ use super::ahead::{Prefetcher, in_page_cache};
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
 use super::freshness::racy::{self, Known, Settling};
+use super::freshness::watch::Change;
 use super::lock;
 #[cfg(test)]
 use super::node::ChapterId;
@@ -123,9 +124,25 @@ fn index_version(stamp: &Stamp, index: &BookIndex) -> u64 {
     hasher.finish()
 }
 
+/// Chapters of watched books as last looked at, and how many changes the
+/// watch had reported (see `Source::chapter_file`).
+struct Looked {
+    changes: u64,
+    chapters: Lru<ChapterRef, (std::fs::Metadata, u64)>,
+    budget: usize,
+}
+
+/// Bytes a chapter looked at takes in `Looked` (its metadata, key and
+/// the LRU's own bookkeeping).
+const LOOKED_BYTES: usize = 320;
+
 pub(crate) struct Source {
     library: Library,
     freshness: Arc<Freshness>,
+    /// Chapters of watched books as last looked at: a walk looks at each
+    /// chapter several times within milliseconds (its listing, its
+    /// outline, its pages, the pages stored ahead), an `lstat` each.
+    looked: Mutex<Looked>,
     /// Book indexes, in the cache budget: a library of 2,000 books holds
     /// about 120 MiB of them, and an evicted one costs one directory scan.
     books: Mutex<Lru<Arc<OsStr>, CachedIndex>>,
@@ -219,6 +236,13 @@ impl Source {
         Source {
             library,
             freshness,
+            // An eighth of the book indexes' share: a few thousand
+            // chapters, the span of a walk's repeated looks.
+            looked: Mutex::new(Looked {
+                changes: 0,
+                chapters: Lru::new(indexes_budget / 8),
+                budget: indexes_budget / 8,
+            }),
             books: Mutex::new(Lru::new(indexes_budget)),
             texts: Mutex::new(Lru::new(texts_budget)),
             texts_budget,
@@ -249,6 +273,24 @@ impl Source {
 
     pub(crate) fn library(&self) -> &Library {
         &self.library
+    }
+
+    /// The library's watch reported `changes`: the chapters they touch
+    /// are looked at again.
+    pub(crate) fn changed(&self, changes: &[Change]) {
+        let mut looked = lock(&self.looked);
+        looked.changes += 1;
+        for change in changes {
+            match change {
+                Change::Chapter(book, file) => {
+                    let book: Arc<OsStr> = Arc::from(book.as_os_str());
+                    looked.chapters.remove(&chapter_ref(&book, file));
+                }
+                Change::All | Change::Books | Change::Chapters(_) => {
+                    looked.chapters = Lru::new(looked.budget);
+                }
+            }
+        }
     }
 
     /// Whether the library's watch reports every change in `book`.
@@ -350,6 +392,19 @@ impl Source {
                 (index, position)
             }
         };
+        // In a watched book a look holds until the watch reports a change
+        // in the chapter (`changed`, before the kernel is told to drop
+        // its names): the rule the kernel's caches follow there.
+        let watched = self.freshness.covered(Some(&c.book));
+        if watched && let Some((meta, version)) = lock(&self.looked).chapters.get(c) {
+            return Ok(ChapterFile {
+                index,
+                position,
+                meta,
+                version,
+            });
+        }
+        let changes = lock(&self.looked).changes;
         #[cfg(test)]
         self.at(|s| &s.before_stat, c);
         let meta = self
@@ -361,6 +416,15 @@ impl Source {
             Known::Version(v) => (meta, v),
             Known::Look(last) => self.look_again(c, meta, last)?,
         };
+        if watched {
+            let mut looked = lock(&self.looked);
+            // Not a look older than a change reported meanwhile.
+            if looked.changes == changes {
+                looked
+                    .chapters
+                    .insert(c.clone(), (meta.clone(), version), LOOKED_BYTES);
+            }
+        }
         Ok(ChapterFile {
             index,
             position,

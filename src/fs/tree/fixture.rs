@@ -45,7 +45,20 @@ pub(super) fn fixture_with_cache(files: &[(&str, &str)], cache_bytes: usize) -> 
     }
 }
 
+/// Hands what the library's watch reported over to `fs`, as the mount's
+/// notify thread does (within milliseconds of a change; here before each
+/// move a test makes).
+pub(super) fn reported(fs: &NovelFs) {
+    if let Some(watch) = fs.watch() {
+        let changes = watch.wait(Duration::ZERO);
+        if !changes.is_empty() {
+            fs.invalidations(&changes);
+        }
+    }
+}
+
 pub(super) fn walk(fs: &NovelFs, path: &str) -> Result<Attr> {
+    reported(fs);
     let mut attr = fs.getattr(ROOT_INO)?;
     for part in path.split('/').filter(|p| !p.is_empty()) {
         let node = fs.node(attr.ino)?;
@@ -61,6 +74,7 @@ pub(super) fn walk(fs: &NovelFs, path: &str) -> Result<Attr> {
 }
 
 pub(super) fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
+    reported(fs);
     fs.read(ino, 0, u32::MAX).unwrap()
 }
 

@@ -10,6 +10,7 @@ use super::NovelFs;
 impl NovelFs {
     /// What the kernel must drop after `changes` (see `freshness::plan`).
     pub fn invalidations(&self, changes: &[Change]) -> Vec<Invalidation> {
+        self.source.changed(changes);
         self.index_files.changed(changes);
         let library = self.library();
         self.plan_invalidations(changes, |book| library.is_book(book))

@@ -104,6 +104,43 @@ mod tests {
     use crate::fs::freshness;
     use crate::fs::source::stamp_of;
 
+    /// In a watched book a chapter's `lstat` holds until the watch reports
+    /// a change in it: a page looked up again asks nothing of the disk,
+    /// and after an edit is reported the new version is served.
+    #[test]
+    fn a_watched_chapter_is_looked_at_again_only_after_a_reported_change() {
+        let f = fixture(&[("第1章 起.md", "旧")]);
+        let stats = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = stats.clone();
+        with_seams(
+            &f,
+            crate::fs::source::Seams {
+                before_stat: Some(Box::new(move |_| {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                })),
+                ..Default::default()
+            },
+        );
+        let first = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        let looked = stats.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(looked > 0);
+        for _ in 0..3 {
+            assert_eq!(walk(&f.fs, "书/1/offset-1.txt").unwrap().ino, first.ino);
+            read_all(&f.fs, first.ino);
+        }
+        assert_eq!(stats.load(std::sync::atomic::Ordering::SeqCst), looked);
+        std::fs::write(f.book_dir.join("第1章 起.md"), "新的内容").unwrap();
+        // `walk` hands the watch's report over first.
+        let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+        assert_ne!(new.ino, first.ino);
+        assert!(stats.load(std::sync::atomic::Ordering::SeqCst) > looked);
+        assert!(
+            String::from_utf8(read_all(&f.fs, new.ino))
+                .unwrap()
+                .contains("新的内容")
+        );
+    }
+
     #[test]
     fn a_new_version_is_a_new_inode_and_the_old_one_keeps_its_bytes() {
         let f = fixture(&[("第1章 起.md", "旧")]);

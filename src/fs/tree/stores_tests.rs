@@ -30,6 +30,7 @@ fn lookup(fs: &NovelFs, parent: u64, name: &str) -> Attr {
 /// What a READDIRPLUS of `ino` gives the kernel: name → attributes, each
 /// counted as a lookup.
 fn list_plus(fs: &NovelFs, ino: u64) -> BTreeMap<String, Attr> {
+    crate::fs::tree::fixture::reported(fs);
     let listing = fs.listing(ino, 0).unwrap();
     listing
         .entries
