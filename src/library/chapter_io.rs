@@ -92,7 +92,7 @@ impl Library {
         book: &OsStr,
         file: &OsStr,
     ) -> Result<Option<(std::fs::File, std::fs::Metadata)>, NovelError> {
-        let full = self.book_dir(book).join(file);
+        let full = self.chapter_path(book, file);
         let f = match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)

@@ -3,7 +3,7 @@
 //! book's chapter index found by its name.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use super::{BookIndex, Library, NovelError, scan};
@@ -26,6 +26,22 @@ impl Library {
 
     pub fn book_dir(&self, book: &OsStr) -> PathBuf {
         self.novels_dir().join(book)
+    }
+
+    /// `ROOT/novels/{book}/{file}`, built in one allocation: it is built
+    /// for every look at a chapter (`book` and `file` are plain names).
+    pub fn chapter_path(&self, book: &OsStr, file: &OsStr) -> PathBuf {
+        let root = self.root.as_os_str().as_bytes();
+        let mut path = Vec::with_capacity(root.len() + 8 + book.len() + 1 + file.len());
+        path.extend_from_slice(root);
+        if !root.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(b"novels/");
+        path.extend_from_slice(book.as_bytes());
+        path.push(b'/');
+        path.extend_from_slice(file.as_bytes());
+        PathBuf::from(OsString::from_vec(path))
     }
 
     /// `ROOT/novels/{book}/{file}` as pages print it.
@@ -124,7 +140,22 @@ impl Library {
     /// The metadata of the chapter file `file` of `book` when the name
     /// holds a regular file (one `lstat`; a symlink is not followed).
     pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<std::fs::Metadata> {
-        let meta = std::fs::symlink_metadata(self.book_dir(book).join(file)).ok()?;
+        let meta = std::fs::symlink_metadata(self.chapter_path(book, file)).ok()?;
         meta.is_file().then_some(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chapter_path_is_its_book_dir_joined_with_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for root in [std::path::Path::new("/"), dir.path()] {
+            let lib = Library::open(root).unwrap();
+            let (book, file) = (OsStr::new("书 一"), OsStr::new("第1章 起.md"));
+            assert_eq!(lib.chapter_path(book, file), lib.book_dir(book).join(file));
+        }
     }
 }
