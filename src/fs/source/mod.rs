@@ -243,7 +243,7 @@ impl Source {
                 chapters: Lru::new(indexes_budget / 8),
                 budget: indexes_budget / 8,
             }),
-            books: Mutex::new(Lru::new(indexes_budget)),
+            books: Mutex::new(Lru::new(indexes_budget - indexes_budget / 8)),
             texts: Mutex::new(Lru::new(texts_budget)),
             texts_budget,
             table_bytes,
