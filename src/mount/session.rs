@@ -97,6 +97,7 @@ pub(crate) fn serve(
 
     let _ = listing_notifier.set(session.notifier());
     let notifier = session.notifier();
+    let ending = fs.clone();
     let store_fs = fs.clone();
     let spawned = std::thread::Builder::new()
         .name("novelfs-store".into())
@@ -140,6 +141,7 @@ pub(crate) fn serve(
     };
     // The loop also ends when serving fails, with the mount still there.
     detach_if_ours(mountpoint, mount_id);
+    ending.finish();
     log::info!("unmounted {}", mountpoint.display());
     code
 }

@@ -65,6 +65,13 @@ impl Outlines {
         }
     }
 
+    /// The mount ends: the persistent index writes what is queued.
+    pub(crate) fn finish(&self) {
+        if let Some(stored) = &self.stored {
+            stored.finish();
+        }
+    }
+
     /// Looks outlines up in `stored` before decoding, and records there
     /// the ones it computes.
     pub(crate) fn with_stored(mut self, stored: Option<MountIndex>) -> Outlines {

@@ -463,7 +463,8 @@ const RECORD_QUEUE: usize = 4096;
 /// writes on the recorder's thread.
 pub(crate) struct MountIndex {
     index: PersistentIndex,
-    recorder: Option<Recorder>,
+    /// Taken when the mount ends (`finish`).
+    recorder: Mutex<Option<Recorder>>,
     /// The stored rows of the books looked up last (see `BookRows`).
     books: Mutex<std::collections::VecDeque<(Vec<u8>, Arc<BookRows>)>>,
 }
@@ -494,6 +495,17 @@ pub(crate) struct Reading {
 }
 
 impl MountIndex {
+    /// The mount ends: what is queued is written, the writer's connection
+    /// closed, and the WAL folded into the file. The daemon's process ends
+    /// without running destructors of what its threads share, so this is
+    /// not left to `Drop`.
+    pub(crate) fn finish(&self) {
+        drop(lock(&self.recorder).take());
+        if let Err(e) = lock(&self.index.conn).execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            log::debug!("index {}: {e}", self.index.path.display());
+        }
+    }
+
     /// The index of `library` in `dir` with a page cache of `cache_bytes`;
     /// `None` (said in the log) when it cannot be used.
     pub(crate) fn open(dir: &Path, library: &Library, cache_bytes: usize) -> Option<MountIndex> {
@@ -512,7 +524,7 @@ impl MountIndex {
                 );
                 Some(MountIndex {
                     index,
-                    recorder,
+                    recorder: Mutex::new(recorder),
                     books: Mutex::new(std::collections::VecDeque::new()),
                 })
             }
@@ -560,7 +572,7 @@ impl MountIndex {
     /// Notes the moment before a chapter whose metadata is `meta` is read
     /// (`None` when nothing can be recorded).
     pub(crate) fn reading(&self, meta: &std::fs::Metadata) -> Option<Reading> {
-        self.recorder.as_ref()?;
+        lock(&self.recorder).as_ref()?;
         Some(Reading {
             stamp: Stamp::of(meta),
             at: SystemTime::now(),
@@ -576,7 +588,7 @@ impl MountIndex {
         reading: Reading,
         outline: Arc<Outline>,
     ) {
-        if let Some(recorder) = &self.recorder {
+        if let Some(recorder) = &*lock(&self.recorder) {
             recorder.record(Record {
                 key: chapter_key(book, file),
                 stamp: reading.stamp,
