@@ -241,15 +241,15 @@ impl NovelFs {
     /// reported ready only then: compiled on first use they cost a fresh
     /// mount's first pass a tenth of its CPU (2-3 ms), in the requests
     /// that needed them.
-    /// The mount ends: what is queued for the persistent index is written.
-    pub fn finish(&self) {
-        self.outlines.finish();
-    }
-
     pub fn prepared(&self) {
         if let Some(thread) = lock(&self.preparing).take() {
             let _ = thread.join();
         }
+    }
+
+    /// The mount ends: what is queued for the persistent index is written.
+    pub fn finish(&self) {
+        self.outlines.finish();
     }
 
     /// The watch over the library, when changes are pushed to the kernel.
