@@ -262,10 +262,7 @@ impl IndexFiles {
                 return Ok(rendered);
             }
         };
-        let seen = Look {
-            version: look.version(),
-            newest: newest(&look),
-        };
+        let seen = Look::of(&look);
         let rendered = match self.cached_book(book, seen.version) {
             Some(hit) => hit,
             None => self.make_book(source, outlines, book, look),
@@ -392,34 +389,27 @@ impl IndexFiles {
                     .filter(|t| t.0 == version)
                     .map(|t| (t.1, t.2))
             };
-            if let Some(seen) = self.seen(source, &book)
-                && let Some((chapters, chars)) = known_at(seen.version)
-            {
-                return Some(CountedBook {
-                    totals: BookTotals {
-                        name: book.to_string_lossy().into_owned(),
-                        chapters,
-                        chars,
-                    },
-                    book,
-                    version: seen.version,
-                    newest: seen.newest,
-                });
-            }
-            let changes = self.changes();
-            // A book that cannot be scanned is left out, as the original
-            // leaves it out.
-            let look = BookLook::take(source, &book).ok()?;
-            let version = look.version();
-            let newest = newest(&look);
-            self.saw(source, &book, changes, Look { version, newest });
-            let known = known_at(version);
-            // Only the totals: the book's own index is rendered when it
-            // is read.
-            let (chapters, chars) = known.unwrap_or_else(|| {
-                self.walk_settled(source, outlines, &book, look, Walk::Library)
-                    .totals()
-            });
+            let held = self
+                .seen(source, &book)
+                .and_then(|seen| Some((seen, known_at(seen.version)?)));
+            let (seen, (chapters, chars)) = match held {
+                Some(held) => held,
+                None => {
+                    let changes = self.changes();
+                    // A book that cannot be scanned is left out, as the
+                    // original leaves it out.
+                    let look = BookLook::take(source, &book).ok()?;
+                    let seen = Look::of(&look);
+                    self.saw(source, &book, changes, seen);
+                    // Only the totals: the book's own index is rendered
+                    // when it is read.
+                    let counts = known_at(seen.version).unwrap_or_else(|| {
+                        self.walk_settled(source, outlines, &book, look, Walk::Library)
+                            .totals()
+                    });
+                    (seen, counts)
+                }
+            };
             Some(CountedBook {
                 totals: BookTotals {
                     name: book.to_string_lossy().into_owned(),
@@ -427,16 +417,15 @@ impl IndexFiles {
                     chars,
                 },
                 book,
-                version,
-                newest,
+                seen,
             })
         });
         let totals: Vec<BookTotals> = counted
             .into_iter()
             .flatten()
             .map(|counted| {
-                (&counted.book, counted.version).hash(&mut h);
-                mtime = mtime.max(counted.newest);
+                (&counted.book, counted.seen.version).hash(&mut h);
+                mtime = mtime.max(counted.seen.newest);
                 counted.totals
             })
             .collect();
@@ -480,11 +469,19 @@ struct Look {
     newest: SystemTime,
 }
 
+impl Look {
+    fn of(look: &BookLook) -> Look {
+        Look {
+            version: look.version(),
+            newest: newest(look),
+        }
+    }
+}
+
 /// What `novel_books` counts of one book, of one look at it.
 struct CountedBook {
     book: Arc<OsStr>,
-    version: u64,
-    newest: SystemTime,
+    seen: Look,
     totals: BookTotals,
 }
 
@@ -509,16 +506,9 @@ impl WalkedBook {
         self.chapters.iter().any(|(stats, _)| stats.is_err())
     }
 
-    /// What `novel_books` counts of the book: every chapter, and the
-    /// characters of those that could be read (`BookChapters::totals`).
+    /// What `novel_books` counts of the book (`index::totals_of`).
     fn totals(&self) -> (u64, u64) {
-        let chars = self
-            .chapters
-            .iter()
-            .filter_map(|(stats, _)| stats.as_ref().ok())
-            .map(|s| s.chars)
-            .sum();
-        (self.chapters.len() as u64, chars)
+        index::totals_of(self.chapters.iter().map(|(stats, _)| stats))
     }
 
     /// The book's index listing.

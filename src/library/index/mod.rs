@@ -96,6 +96,16 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
+/// What `novel_books` counts of a book whose chapters read as `stats`:
+/// every chapter, and the characters of those that could be read.
+pub fn totals_of<'a>(
+    stats: impl Iterator<Item = &'a Result<ChapterStats, NovelError>>,
+) -> (u64, u64) {
+    stats.fold((0, 0), |(chapters, chars), s| {
+        (chapters + 1, chars + s.as_ref().map_or(0, |s| s.chars))
+    })
+}
+
 impl BookChapters {
     /// The listing of `index`, with each chapter's figures and `updated`
     /// from `stats_of(position)`.
@@ -135,13 +145,7 @@ impl BookChapters {
     /// What `novel_books` counts of the book: every chapter, and the
     /// characters of those that could be read.
     pub fn totals(&self) -> (u64, u64) {
-        let chars = self
-            .entries
-            .iter()
-            .filter_map(|e| e.stats.as_ref().ok())
-            .map(|s| s.chars)
-            .sum();
-        (self.entries.len() as u64, chars)
+        totals_of(self.entries.iter().map(|e| &e.stats))
     }
 
     /// `formatChapters` plus the final newline a file holds; the error
