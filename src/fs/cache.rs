@@ -349,6 +349,11 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self.used + self.tables_bytes(self.entries.len())
     }
 
+    /// Drops every entry, and the tables that held them.
+    pub(crate) fn clear(&mut self) {
+        *self = Lru::new(self.budget);
+    }
+
     pub(crate) fn remove(&mut self, key: &K) {
         if let Some((_, bytes, tick)) = self.entries.remove(key) {
             self.used -= bytes;

@@ -22,6 +22,7 @@ use crate::library::index::{
 use crate::library::{BookIndex, NovelError};
 
 use super::cache::Lru;
+use super::freshness::held::Held;
 use super::freshness::watch::Change;
 use super::lock;
 use super::node::{Result, chapter_ref};
@@ -147,9 +148,13 @@ fn off_version(tool: &str) -> u64 {
 
 pub(crate) struct IndexFiles {
     rendered: Mutex<Lru<(Key, u64), Rendered>>,
-    /// Each watched book's index as last looked at (`Seen`), with the
-    /// number of changes the watch had reported then.
-    seen: Mutex<Seen>,
+    /// Each watched book's index as last looked at. Looking at a book
+    /// again costs an `lstat` of each of its chapters, for every lookup of
+    /// its index files and for each book of every read of `novel_books`
+    /// (most of the `statx` calls of a `grep -r`); in a watched book what
+    /// a look saw holds until the watch reports a change there (`Held`,
+    /// `changed`).
+    seen: Mutex<Held<HashMap<Arc<OsStr>, Look>>>,
     /// What `novel_books` counts of each book, by the version of the
     /// book's index: a few dozen bytes a book, so that a change in one
     /// book costs the library index only that book.
@@ -160,7 +165,7 @@ impl IndexFiles {
     pub(crate) fn new(budget: usize) -> IndexFiles {
         IndexFiles {
             rendered: Mutex::new(Lru::new(budget)),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(Held::new(HashMap::new())),
             totals: Mutex::new(HashMap::new()),
         }
     }
@@ -168,13 +173,13 @@ impl IndexFiles {
     /// The library's watch reported `changes`: what was seen of the books
     /// they touch is looked at again.
     pub(crate) fn changed(&self, changes: &[Change]) {
-        let mut seen = lock(&self.seen);
-        seen.changes += 1;
+        let mut held = lock(&self.seen);
+        let seen = held.reported();
         for change in changes {
             match change {
-                Change::All | Change::Books => seen.books.clear(),
+                Change::All | Change::Books => seen.clear(),
                 Change::Chapters(book) | Change::Chapter(book, _) => {
-                    seen.books.remove(book.as_os_str());
+                    seen.remove(book.as_os_str());
                 }
             }
         }
@@ -185,23 +190,21 @@ impl IndexFiles {
         if !source.watched(book) {
             return None;
         }
-        lock(&self.seen).books.get(book).copied()
+        lock(&self.seen).held().get(book).copied()
     }
 
-    /// The number of changes the watch reported so far (before a look).
-    fn changes(&self) -> u64 {
-        lock(&self.seen).changes
+    /// The number of reports the watch made so far (before a look).
+    fn reports(&self) -> u64 {
+        lock(&self.seen).reports()
     }
 
     /// Keeps what a look at a watched `book` saw, unless the watch
-    /// reported a change since `changes` (the look may be older than it).
-    fn saw(&self, source: &Source, book: &Arc<OsStr>, changes: u64, look: Look) {
-        if !source.watched(book) {
-            return;
-        }
-        let mut seen = lock(&self.seen);
-        if seen.changes == changes {
-            seen.books.insert(book.clone(), look);
+    /// reported a change since `reports` (the look may be older than it).
+    fn saw(&self, source: &Source, book: &Arc<OsStr>, reports: u64, look: Look) {
+        if source.watched(book)
+            && let Some(seen) = lock(&self.seen).since(reports)
+        {
+            seen.insert(book.clone(), look);
         }
     }
 
@@ -245,7 +248,7 @@ impl IndexFiles {
         {
             return Ok(hit);
         }
-        let changes = self.changes();
+        let reports = self.reports();
         let look = match BookLook::take(source, book) {
             Ok(look) => look,
             // A book (or library) that cannot be listed: its index holds
@@ -268,7 +271,7 @@ impl IndexFiles {
             None => self.make_book(source, outlines, book, look),
         };
         if rendered.version == seen.version {
-            self.saw(source, book, changes, seen);
+            self.saw(source, book, reports, seen);
         }
         Ok(rendered)
     }
@@ -395,12 +398,12 @@ impl IndexFiles {
             let (seen, (chapters, chars)) = match held {
                 Some(held) => held,
                 None => {
-                    let changes = self.changes();
+                    let reports = self.reports();
                     // A book that cannot be scanned is left out, as the
                     // original leaves it out.
                     let look = BookLook::take(source, &book).ok()?;
                     let seen = Look::of(&look);
-                    self.saw(source, &book, changes, seen);
+                    self.saw(source, &book, reports, seen);
                     // Only the totals: the book's own index is rendered
                     // when it is read.
                     let counts = known_at(seen.version).unwrap_or_else(|| {
@@ -443,22 +446,6 @@ impl IndexFiles {
         self.keep(Key::Library, &rendered);
         Ok(rendered)
     }
-}
-
-/// What the looks at watched books saw, and how many changes the watch
-/// had reported.
-///
-/// Looking at a book again costs an `lstat` of each of its chapters, for
-/// every lookup of its index files and for each book of every read of
-/// `novel_books` (most of the `statx` calls of a `grep -r`). In a watched
-/// book nothing changes unreported: what a look saw holds until the watch
-/// reports a change in the book (`IndexFiles::changed`, called before the
-/// kernel is told to drop its entries), the rule the kernel's caches keep
-/// there too (contract §2.5).
-#[derive(Default)]
-struct Seen {
-    changes: u64,
-    books: HashMap<Arc<OsStr>, Look>,
 }
 
 /// What a look at a book saw: the version of its index and its newest

@@ -11,6 +11,7 @@
 //! directory's stamp by the library's rule (`racy::Rule`): where times move,
 //! once the stamp is settled; where they stay still, for one TTL.
 
+pub(crate) mod held;
 pub(crate) mod negatives;
 pub(crate) mod plan;
 pub(crate) mod racy;

@@ -19,6 +19,7 @@ use loads::{Flights, LoadBudget};
 use super::ahead::{Prefetcher, in_page_cache};
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
 use super::freshness::Freshness;
+use super::freshness::held::Held;
 use super::freshness::racy::{self, Known, Settling};
 use super::freshness::watch::Change;
 use super::lock;
@@ -124,14 +125,6 @@ fn index_version(stamp: &Stamp, index: &BookIndex) -> u64 {
     hasher.finish()
 }
 
-/// Chapters of watched books as last looked at, and how many changes the
-/// watch had reported (see `Source::chapter_file`).
-struct Looked {
-    changes: u64,
-    chapters: Lru<ChapterRef, (std::fs::Metadata, u64)>,
-    budget: usize,
-}
-
 /// Bytes a chapter looked at takes in `Looked` (its metadata, key and
 /// the LRU's own bookkeeping).
 const LOOKED_BYTES: usize = 320;
@@ -142,7 +135,7 @@ pub(crate) struct Source {
     /// Chapters of watched books as last looked at: a walk looks at each
     /// chapter several times within milliseconds (its listing, its
     /// outline, its pages, the pages stored ahead), an `lstat` each.
-    looked: Mutex<Looked>,
+    looked: Mutex<Held<Lru<ChapterRef, (std::fs::Metadata, u64)>>>,
     /// Book indexes, in the cache budget: a library of 2,000 books holds
     /// about 120 MiB of them, and an evicted one costs one directory scan.
     books: Mutex<Lru<Arc<OsStr>, CachedIndex>>,
@@ -238,11 +231,7 @@ impl Source {
             freshness,
             // An eighth of the book indexes' share: a few thousand
             // chapters, the span of a walk's repeated looks.
-            looked: Mutex::new(Looked {
-                changes: 0,
-                chapters: Lru::new(indexes_budget / 8),
-                budget: indexes_budget / 8,
-            }),
+            looked: Mutex::new(Held::new(Lru::new(indexes_budget / 8))),
             books: Mutex::new(Lru::new(indexes_budget - indexes_budget / 8)),
             texts: Mutex::new(Lru::new(texts_budget)),
             texts_budget,
@@ -278,17 +267,16 @@ impl Source {
     /// The library's watch reported `changes`: the chapters they touch
     /// are looked at again.
     pub(crate) fn changed(&self, changes: &[Change]) {
-        let mut looked = lock(&self.looked);
-        looked.changes += 1;
+        let mut held = lock(&self.looked);
+        let looked = held.reported();
         for change in changes {
             match change {
                 Change::Chapter(book, file) => {
                     let book: Arc<OsStr> = Arc::from(book.as_os_str());
-                    looked.chapters.remove(&chapter_ref(&book, file));
+                    looked.remove(&chapter_ref(&book, file));
                 }
-                Change::All | Change::Books | Change::Chapters(_) => {
-                    looked.chapters = Lru::new(looked.budget);
-                }
+                // The LRU cannot drop one book's chapters alone.
+                Change::All | Change::Books | Change::Chapters(_) => looked.clear(),
             }
         }
     }
@@ -395,8 +383,8 @@ impl Source {
         // In a watched book a look holds until the watch reports a change
         // in the chapter (`changed`, before the kernel is told to drop
         // its names): the rule the kernel's caches follow there.
-        let watched = self.freshness.covered(Some(&c.book));
-        if watched && let Some((meta, version)) = lock(&self.looked).chapters.get(c) {
+        let watched = self.watched(&c.book);
+        if watched && let Some((meta, version)) = lock(&self.looked).held().get(c) {
             return Ok(ChapterFile {
                 index,
                 position,
@@ -404,7 +392,7 @@ impl Source {
                 version,
             });
         }
-        let changes = lock(&self.looked).changes;
+        let reports = lock(&self.looked).reports();
         #[cfg(test)]
         self.at(|s| &s.before_stat, c);
         let meta = self
@@ -416,14 +404,8 @@ impl Source {
             Known::Version(v) => (meta, v),
             Known::Look(last) => self.look_again(c, meta, last)?,
         };
-        if watched {
-            let mut looked = lock(&self.looked);
-            // Not a look older than a change reported meanwhile.
-            if looked.changes == changes {
-                looked
-                    .chapters
-                    .insert(c.clone(), (meta.clone(), version), LOOKED_BYTES);
-            }
+        if watched && let Some(looked) = lock(&self.looked).since(reports) {
+            looked.insert(c.clone(), (meta.clone(), version), LOOKED_BYTES);
         }
         Ok(ChapterFile {
             index,
