@@ -288,6 +288,21 @@ impl PersistentIndex {
         })
     }
 
+    /// The stored outline of `book/file` when it is trusted for `stamp`,
+    /// found in `rows` (the book's, from `book_rows`) when they are held.
+    fn lookup_in(
+        &self,
+        rows: &BookRows,
+        book: &OsStr,
+        file: &OsStr,
+        stamp: &Stamp,
+    ) -> Option<Outline> {
+        match rows {
+            BookRows::Held(rows) => self.trust(rows.get(file.as_bytes())?, stamp),
+            BookRows::TooMany => self.lookup(&chapter_key(book, file), stamp),
+        }
+    }
+
     /// Every row of `book` (the keys `book/…`), in one query, by file
     /// name; `TooMany` past `HELD_ROWS`.
     fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
@@ -543,11 +558,8 @@ impl MountIndex {
         file: &OsStr,
         meta: &std::fs::Metadata,
     ) -> Option<Outline> {
-        let stamp = Stamp::of(meta);
-        match &*self.book_rows(book) {
-            BookRows::Held(rows) => self.index.trust(rows.get(file.as_bytes())?, &stamp),
-            BookRows::TooMany => self.index.lookup(&chapter_key(book, file), &stamp),
-        }
+        self.index
+            .lookup_in(&self.book_rows(book), book, file, &Stamp::of(meta))
     }
 
     /// The rows of `book`: held, or read now (and held in place of the

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{
-    PersistentIndex, Record, chapter_key, lock, split_key, trusted, unix_nanos, write_batch,
+    BookRows, PersistentIndex, Record, chapter_key, lock, split_key, trusted, unix_nanos,
+    write_batch,
 };
 use crate::fs::cache::Stamp;
 use crate::fs::freshness::racy;
@@ -90,8 +91,10 @@ pub fn refresh(
     for (book_index, book) in &books {
         // The chapters of a book are read and outlined on both CPUs; what
         // is stored is written here, in batches, in the book's order.
+        // The book's stored rows in one query, not one per chapter.
+        let rows = index.book_rows(book.as_bytes()).map_err(sql)?;
         let outcomes = map_spread(&book_index.chapters, |chapter| {
-            index_chapter(library, &index, granularity, book, chapter)
+            index_chapter(library, &index, &rows, granularity, book, chapter)
         });
         for (chapter, outcome) in book_index.chapters.iter().zip(outcomes) {
             stale.remove(&chapter_key(book, &chapter.os_name));
@@ -140,6 +143,7 @@ enum Outcome {
 fn index_chapter(
     library: &Library,
     index: &PersistentIndex,
+    rows: &BookRows,
     granularity: Duration,
     book: &std::ffi::OsStr,
     chapter: &Chapter,
@@ -148,7 +152,10 @@ fn index_chapter(
     let Some(meta) = library.chapter_metadata(book, &chapter.os_name) else {
         return Outcome::Gone;
     };
-    if index.lookup(&key, &Stamp::of(&meta)).is_some() {
+    if index
+        .lookup_in(rows, book, &chapter.os_name, &Stamp::of(&meta))
+        .is_some()
+    {
         return Outcome::Reused;
     }
     let read_at = SystemTime::now();
