@@ -158,8 +158,8 @@ fn an_edit_an_addition_and_a_removal_change_both_indexes() {
     let both = || {
         // As the mount's notify thread does: what the watch reports is
         // handed over before the next read.
-        let watch = fs.watch().expect("the library is watched");
-        fs.invalidations(&watch.wait(std::time::Duration::from_millis(100)));
+        assert!(fs.watch().is_some(), "the library is watched");
+        one_book::reported(fs);
         let b = walk(fs, &["novel_books.txt"]).unwrap();
         let c = walk(fs, &["书", "novel_chapters.txt"]).unwrap();
         (b.ino, read_all(fs, b.ino), c.ino, read_all(fs, c.ino))
@@ -338,10 +338,7 @@ fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
     let f = one_book::fixture(&[("第1章 起.md", "甲\n乙")]);
     let path = f.book_dir.join("第1章 起.md");
     let index = || {
-        // What the watch reports is handed over first, as the mount does.
-        if let Some(watch) = f.fs.watch() {
-            f.fs.invalidations(&watch.wait(std::time::Duration::from_millis(10)));
-        }
+        // `walk` hands what the watch reported over first, as the mount does.
         let file = one_book::walk(&f.fs, "书/novel_chapters.txt").unwrap();
         one_book::text_of(&f.fs, file.ino)
     };
@@ -390,8 +387,8 @@ fn a_watched_books_index_is_looked_at_again_when_the_watch_reports_a_change() {
     .unwrap();
     assert_eq!(chapters(), before, "not reported yet: as last looked at");
     assert_eq!(books(), books_before, "not reported yet: as last looked at");
-    let watch = fs.watch().expect("the library is watched");
-    fs.invalidations(&watch.wait(std::time::Duration::from_millis(100)));
+    assert!(fs.watch().is_some(), "the library is watched");
+    one_book::reported(fs);
     let after = chapters();
     assert_ne!(after, before);
     assert!(after.contains("第01章 起 — 16 字 / 1 行"), "{after}");
