@@ -125,6 +125,7 @@ fn a_hung_server_never_hangs_the_mount() {
         ],
         "info",
     );
+    let _resumed = sshfs.resumed_on_drop();
     let log = crate::common::follow_log(&mut m);
     let pid = m.child.as_ref().unwrap().id();
     let mnt = m.path().to_path_buf();

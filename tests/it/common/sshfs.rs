@@ -166,6 +166,15 @@ impl Sshfs {
         self.stopped = Some(pid);
     }
 
+    /// A guard that lets the connection go on (SIGCONT) when dropped.
+    /// Declared after a mount over this sshfs, it drops first: the mount's
+    /// drop waits for its daemon, whose threads stuck on a stopped server
+    /// never end, so a test that fails while the server is stopped would
+    /// hang, and leave the server stopped.
+    pub fn resumed_on_drop(&self) -> ResumeOnDrop {
+        ResumeOnDrop(self.connection())
+    }
+
     /// Lets a stopped connection go on (SIGCONT).
     pub fn resume(&mut self) {
         if let Some(pid) = self.stopped.take() {
@@ -254,6 +263,17 @@ impl Sshfs {
     /// Where the library is mounted.
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("mnt")
+    }
+}
+
+/// See `Sshfs::resumed_on_drop`.
+pub struct ResumeOnDrop(i32);
+
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: a signal to a process the fixture started (through sshfs);
+        // one that is not stopped ignores it.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
     }
 }
 
