@@ -28,7 +28,7 @@ pub use ahead::{Store, StoreOutcome};
 pub use names::PageName;
 pub(crate) use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
-pub use tree::{Entry, FsConfig, NovelFs};
+pub use tree::{DirCache, Entry, FsConfig, NovelFs};
 
 pub(crate) use cache::MMAP_THRESHOLD;
 pub(crate) use freshness::{Change, Invalidation};

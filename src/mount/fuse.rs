@@ -21,7 +21,7 @@ use super::deadline::{Armed, Deadlines};
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
-use crate::fs::{Attr, Entry, Errno, Kind, NovelFs, ROOT_INO};
+use crate::fs::{Attr, DirCache, Entry, Errno, Kind, NovelFs, ROOT_INO};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -315,14 +315,14 @@ impl FuseAdapter {
         );
         let Some(reply) = reply.take() else { return };
         match r {
-            Ok(keep_cache) => {
-                let keep = if keep_cache {
-                    FopenFlags::FOPEN_KEEP_CACHE
-                } else {
-                    FopenFlags::empty()
+            Ok(cache) => {
+                let flags = match cache {
+                    DirCache::Keep => FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+                    DirCache::Refill => FopenFlags::FOPEN_CACHE_DIR,
+                    DirCache::Uncached => FopenFlags::empty(),
                 };
                 // No handle: READDIR finds its listing by offset.
-                reply.opened(FileHandle(0), FopenFlags::FOPEN_CACHE_DIR | keep)
+                reply.opened(FileHandle(0), flags)
             }
             Err(e) => reply.error(e),
         }

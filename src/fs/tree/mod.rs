@@ -182,6 +182,18 @@ fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
     Arc::new(e.error_line().into_bytes())
 }
 
+/// What the kernel may do with its cache of a directory's listing, at
+/// OPENDIR (see `NovelFs::opendir`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirCache {
+    /// List it from the cache, as it was filled before.
+    Keep,
+    /// Drop what the cache holds and fill it from the READDIRs that follow.
+    Refill,
+    /// Cache nothing: every READDIR comes to the daemon.
+    Uncached,
+}
+
 /// A digest of what a directory's listing depends on (see `opendir`).
 fn digest(of: &impl Hash) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -539,21 +551,35 @@ impl NovelFs {
     /// Opens a directory, in mounts that are not watched (there OPENDIR
     /// gets ENOSYS and the kernel keeps listings until told otherwise).
     ///
-    /// True when the kernel may list the directory from its own cache:
+    /// `Keep` when the kernel may list the directory from its own cache:
     /// only when what the listing depends on (the source of a chapter, the
     /// book directory, `novels/` and the switch) has the same stamp as at
     /// the previous opendir of this inode, and that stamp was settled then
     /// (`freshness::racy`).
-    pub fn opendir(&self, ino: u64) -> Result<bool> {
+    ///
+    /// Under `--ttl 0` the kernel caches no listing at all (`Uncached`): a
+    /// listing there is of the source as it is when it is asked, and a
+    /// cache the kernel fills is not. The kernel adds a READDIR's entries
+    /// to its cache when its reader gets them, which may come after an
+    /// OPENDIR that dropped the cache for a newer version; two versions
+    /// written within one clock tick share an mtime, so the kernel's own
+    /// check of the directory's mtime does not catch it either.
+    pub fn opendir(&self, ino: u64) -> Result<DirCache> {
         if self.getattr(ino)?.kind != Kind::Directory {
             return Err(libc::ENOTDIR);
+        }
+        if self.freshness.ttl().is_zero() {
+            return Ok(DirCache::Uncached);
         }
         let now = self.freshness.now();
         let (digest, settled) = match self.listing_digest(&self.node(ino)?, now) {
             Some((digest, settled)) => (Some(digest), settled),
             None => (None, false),
         };
-        Ok(self.listings.opened(ino, digest, settled))
+        Ok(match self.listings.opened(ino, digest, settled) {
+            true => DirCache::Keep,
+            false => DirCache::Refill,
+        })
     }
 
     /// A digest of what a listing of `node` depends on, and whether the
@@ -818,22 +844,44 @@ mod tests {
         let novels = f.book_dir.parent().unwrap().to_path_buf();
         let changed = freshness::racy::changed(&stamp_of(&novels).unwrap());
         clock_at(&f, changed);
-        assert!(!f.fs.opendir(ROOT_INO).unwrap(), "the first opendir");
+        let kept = |ino| f.fs.opendir(ino).unwrap() == DirCache::Keep;
+        assert!(!kept(ROOT_INO), "the first opendir");
         assert!(
-            !f.fs.opendir(ROOT_INO).unwrap(),
+            !kept(ROOT_INO),
             "the same stamp, not settled when listed: listed again"
         );
         clock_at(&f, changed + LATER);
         assert!(
-            !f.fs.opendir(ROOT_INO).unwrap(),
+            !kept(ROOT_INO),
             "settled now, but not when the kernel listed last"
         );
-        assert!(
-            f.fs.opendir(ROOT_INO).unwrap(),
-            "listed under a settled stamp"
-        );
+        assert!(kept(ROOT_INO), "listed under a settled stamp");
         let book = walk(&f.fs, "书").unwrap();
-        assert!(!f.fs.opendir(book.ino).unwrap());
-        assert!(f.fs.opendir(book.ino).unwrap());
+        assert!(!kept(book.ino));
+        assert!(kept(book.ino));
+    }
+
+    #[test]
+    fn under_ttl_0_the_kernel_caches_no_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let book_dir = dir.path().join("novels/书");
+        std::fs::create_dir_all(&book_dir).unwrap();
+        std::fs::write(book_dir.join("第1章 起.md"), "甲").unwrap();
+        let strict = NovelFs::new(
+            Library::open(dir.path()).unwrap(),
+            FsConfig {
+                ttl: Duration::ZERO,
+                state_file: Some(dir.path().join("no-state.json")),
+                ..FsConfig::default()
+            },
+        );
+        let all_settled = std::time::SystemTime::now() + Duration::from_secs(3600);
+        *crate::fs::lock(&strict.freshness.fake_now) = Some(all_settled);
+        let chapter = walk(&strict, "书/1").unwrap();
+        for ino in [ROOT_INO, walk(&strict, "书").unwrap().ino, chapter.ino] {
+            for _ in 0..3 {
+                assert_eq!(strict.opendir(ino), Ok(DirCache::Uncached));
+            }
+        }
     }
 }
