@@ -26,7 +26,7 @@ use super::freshness::held::Held;
 use super::freshness::watch::Change;
 use super::lock;
 use super::node::{Result, chapter_ref};
-use super::outline::Outlines;
+use super::outline::{ChapterCount, Outlines};
 use super::pool::map_spread;
 use super::source::{BookVersion, ChapterFile, KeepText, Source, dir_mtime, mtime_of, stamp_of};
 use crate::library::PageFormat as Format;
@@ -508,7 +508,7 @@ impl WalkedBook {
     }
 }
 
-/// Reads the outline of each chapter `look` lists, from the look it
+/// Reads the figures of each chapter `look` lists, from the look it
 /// took (one `lstat` per chapter for the whole walk), as `walk` says:
 /// each worker (`pool`) holds only the chapter it is on.
 fn walk_book(
@@ -519,21 +519,24 @@ fn walk_book(
     walk: Walk,
 ) -> WalkedBook {
     let index = &look.book.index;
-    let keep = match walk {
-        Walk::Book => KeepText::Yes,
-        Walk::Library => KeepText::No,
-    };
-    let outline_of = |position: &usize| {
+    let count_of = |position: &usize| {
         let c = &index.chapters[*position];
         let meta = look.metas[*position].clone().ok_or(libc::ENOENT)?;
         let version = look.versions[*position].ok_or(libc::ENOENT)?;
         let now = ChapterFile::looked(index.clone(), *position, meta, version);
-        outlines.outline_keeping(source, &chapter_ref(book, &c.os_name), now, keep)
+        let chapter = chapter_ref(book, &c.os_name);
+        match walk {
+            // The book's own index: its outlines stay for its listings.
+            Walk::Book => outlines
+                .outline_keeping(source, &chapter, now, KeepText::Yes)
+                .map(ChapterCount::of),
+            Walk::Library => outlines.count_keeping(source, &chapter, now, KeepText::No),
+        }
     };
     let positions: Vec<usize> = (0..index.chapters.len()).collect();
     let read = match walk {
-        Walk::Book => map_spread(&positions, outline_of),
-        Walk::Library => positions.iter().map(outline_of).collect(),
+        Walk::Book => map_spread(&positions, count_of),
+        Walk::Library => positions.iter().map(count_of).collect(),
     };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;
@@ -544,8 +547,7 @@ fn walk_book(
             Ok(now) => {
                 versions.push(Some(now.version));
                 mtime = mtime.max(now.mtime);
-                let stats = now.outline.map(|o| o.stats).map_err(|e| e.clone());
-                (stats, now.mtime)
+                (now.stats, now.mtime)
             }
             Err(_) => {
                 // Gone since the scan: the original's `stat` fails.

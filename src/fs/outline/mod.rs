@@ -7,6 +7,7 @@ pub(crate) mod shape;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use crate::library::index::ChapterStats;
 use crate::library::lookup::BookIndex;
 use crate::library::{ChapterText, NovelError};
 
@@ -34,6 +35,24 @@ pub(crate) struct ChapterOutline {
     /// The book's chapters the chapter was found in, and its place there.
     pub index: Arc<BookIndex>,
     pub position: usize,
+}
+
+/// What counting a chapter (`novel_books`) needs of it as the source is
+/// now: its figures, or the error that stops it from being read.
+pub(crate) struct ChapterCount {
+    pub version: u64,
+    pub stats: std::result::Result<ChapterStats, NovelError>,
+    pub mtime: SystemTime,
+}
+
+impl ChapterCount {
+    pub(crate) fn of(outline: ChapterOutline) -> ChapterCount {
+        ChapterCount {
+            version: outline.version,
+            stats: outline.outline.map(|o| o.stats),
+            mtime: outline.mtime,
+        }
+    }
 }
 
 /// The size of a page as the source is now.
@@ -169,6 +188,42 @@ impl Outlines {
             mtime: loaded.mtime,
             index,
             position,
+        })
+    }
+
+    /// `outline_keeping`, for what counts the chapter only: its stored
+    /// figures are taken as they are, without decoding its pages or
+    /// caching an outline nobody may list (`novel_books` counts every
+    /// chapter of the library).
+    pub(crate) fn count_keeping(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        now: ChapterFile,
+        keep: KeepText,
+    ) -> Result<ChapterCount> {
+        let version = now.version();
+        let cached = lock(&self.cache).get(&(c.clone(), version));
+        let stats = match cached {
+            Some(outline) => Some(outline.map(|o| o.stats)),
+            None => self
+                .stored
+                .as_ref()
+                .and_then(|stored| stored.lookup_stats(&c.book, &c.file, &now.meta))
+                .map(Ok),
+        };
+        if let Some(stats) = stats {
+            return Ok(ChapterCount {
+                version,
+                stats,
+                mtime: now.mtime(),
+            });
+        }
+        let (loaded, outline) = self.outline_read(source, c, now, keep)?;
+        Ok(ChapterCount {
+            version: loaded.version,
+            stats: outline.map(|o| o.stats),
+            mtime: loaded.mtime,
         })
     }
 

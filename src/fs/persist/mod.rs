@@ -279,13 +279,19 @@ impl PersistentIndex {
     /// stamp is `stamp`: the same identity, recorded outside the racy
     /// window of its last change.
     fn trust(&self, row: &Row, stamp: &Stamp) -> Option<Outline> {
-        let identity = Identity::of(stamp)?;
-        (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
-            .then_some(())?;
+        self.proves(row, stamp)?;
         Some(Outline {
             pages: decode_pages(&row.pages)?,
             stats: row.stats,
         })
+    }
+
+    /// Whether `row` proves the bytes of the file whose stamp is `stamp`
+    /// (see `trust`).
+    fn proves(&self, row: &Row, stamp: &Stamp) -> Option<()> {
+        let identity = Identity::of(stamp)?;
+        (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
+            .then_some(())
     }
 
     /// The stored outline of `book/file` when it is trusted for `stamp`,
@@ -303,16 +309,39 @@ impl PersistentIndex {
         }
     }
 
+    /// The stored figures of `book/file` when its row is trusted for
+    /// `stamp` (as `lookup_in`), without its pages.
+    fn stats_in(
+        &self,
+        rows: &BookRows,
+        book: &OsStr,
+        file: &OsStr,
+        stamp: &Stamp,
+    ) -> Option<ChapterStats> {
+        match rows {
+            BookRows::Held(rows) => {
+                let row = rows.get(file.as_bytes())?;
+                self.proves(row, stamp)?;
+                Some(row.stats)
+            }
+            BookRows::TooMany => Some(self.lookup(&chapter_key(book, file), stamp)?.stats),
+        }
+    }
+
     /// Every row of `book` (the keys `book/…`), in one query, by file
     /// name; `TooMany` past `HELD_ROWS`.
     fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
         let conn = lock(&self.conn);
+        // The limit is written into the statement: SQLite plans a LIMIT of
+        // a bound parameter by its value, so binding one makes every
+        // execution prepare the statement anew.
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT file, {ROW_COLUMNS} FROM chapters
-             WHERE profile = ?1 AND book = (SELECT id FROM books WHERE name = ?2) LIMIT ?3"
+             WHERE profile = ?1 AND book = (SELECT id FROM books WHERE name = ?2) LIMIT {}",
+            HELD_ROWS + 1
         ))?;
         let mut rows = std::collections::HashMap::new();
-        let mut query = stmt.query(rusqlite::params![self.profile, book, HELD_ROWS as i64 + 1])?;
+        let mut query = stmt.query(rusqlite::params![self.profile, book])?;
         while let Some(r) = query.next()? {
             if rows.len() == HELD_ROWS {
                 return Ok(BookRows::TooMany);
@@ -560,6 +589,18 @@ impl MountIndex {
     ) -> Option<Outline> {
         self.index
             .lookup_in(&self.book_rows(book), book, file, &Stamp::of(meta))
+    }
+
+    /// The stored figures of `book/file` when they hold for `meta` (as
+    /// `lookup`), for what counts a chapter and needs none of its pages.
+    pub(crate) fn lookup_stats(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        meta: &std::fs::Metadata,
+    ) -> Option<ChapterStats> {
+        self.index
+            .stats_in(&self.book_rows(book), book, file, &Stamp::of(meta))
     }
 
     /// The rows of `book`: held, or read now (and held in place of the

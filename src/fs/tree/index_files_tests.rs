@@ -397,3 +397,43 @@ fn a_watched_books_index_is_looked_at_again_when_the_watch_reports_a_change() {
         "reported: looked at again"
     );
 }
+
+#[test]
+fn novel_books_over_an_indexed_library_decodes_nothing_and_caches_no_outline() {
+    let lib = library(&[
+        ("甲书", files(&["第1章 起.md", "第2章 承.md"])),
+        ("乙书", files(&["第1章 转.md", "第1章 又一稿.md"])),
+    ]);
+    let index_dir = lib.dir.path().join("index");
+    // Recorded outside the racy window of the files' last change.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let library = || Library::open(lib.dir.path()).unwrap();
+    crate::fs::persist::refresh(&library(), &index_dir, &mut |_| {}).unwrap();
+    let config = || FsConfig {
+        state_file: Some(lib.state_file()),
+        index_dir: Some(index_dir.clone()),
+        ..FsConfig::default()
+    };
+    let fresh = NovelFs::new(library(), config());
+    let books = walk(&fresh, &["novel_books.txt"]).unwrap();
+    let indexed = read_all(&fresh, books.ino);
+    assert_eq!(fresh.decodes(), 0, "every chapter's figures were stored");
+    for (book, file) in [("甲书", "第1章 起.md"), ("乙书", "第1章 转.md")] {
+        let chapter =
+            crate::fs::node::chapter_ref(&std::sync::Arc::from(OsStr::new(book)), OsStr::new(file));
+        assert!(
+            !fresh.outlines.is_cached(&fresh.source, &chapter),
+            "{book}/{file}: counted from its figures, no outline kept"
+        );
+    }
+    let unindexed = NovelFs::new(
+        library(),
+        FsConfig {
+            index_dir: None,
+            ..config()
+        },
+    );
+    let books = walk(&unindexed, &["novel_books.txt"]).unwrap();
+    assert_eq!(indexed, read_all(&unindexed, books.ino));
+    assert!(unindexed.decodes() > 0);
+}
