@@ -5,7 +5,10 @@
 //! only the last-resort substring step walks the list.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::LazyLock;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use regex::Regex;
 
@@ -27,12 +30,31 @@ pub enum Lookup {
 }
 
 /// A book's sorted chapter list with the maps that make lookups cheap.
+///
+/// The name maps hold positions only, hashed by the names the chapters
+/// already hold: a book is indexed for every scan of it (each book of a
+/// `novel_books`), and copies of its names would be two allocations more
+/// per chapter, all on the daemon's one malloc arena.
 #[derive(Debug, Clone, Default)]
 pub struct BookIndex {
     pub chapters: Vec<Chapter>,
-    by_lower_file: HashMap<String, usize>,
-    by_lower_stem: HashMap<String, usize>,
-    by_number: HashMap<u64, Vec<usize>>,
+    /// Positions by lower-case file name (the first of equal ones).
+    by_lower_file: HashTable<usize>,
+    /// Positions by lower-case file name without its extension.
+    by_lower_stem: HashTable<usize>,
+    hasher: DefaultHashBuilder,
+    /// The first position with each chapter number.
+    by_number: HashMap<u64, usize>,
+    /// Every position (in list order) of each number several chapters share.
+    shared_numbers: HashMap<u64, Vec<usize>>,
+}
+
+fn lower_file(c: &Chapter) -> &str {
+    &c.lower_file
+}
+
+fn lower_stem(c: &Chapter) -> &str {
+    &c.lower_stem
 }
 
 static CHAPTER_EXTENSION: LazyLock<Regex> =
@@ -41,6 +63,25 @@ static CHAPTER_EXTENSION: LazyLock<Regex> =
 /// Compiles the pattern now (see `number::compile_patterns`).
 pub fn compile_patterns() {
     LazyLock::force(&CHAPTER_EXTENSION);
+}
+
+/// Puts position `i` in `table` under its chapter's `name_of`, unless an
+/// earlier chapter has that name.
+fn insert_first(
+    table: &mut HashTable<usize>,
+    hasher: &DefaultHashBuilder,
+    chapters: &[Chapter],
+    name_of: fn(&Chapter) -> &str,
+    i: usize,
+) {
+    let name = name_of(&chapters[i]);
+    let hash = hasher.hash_one(name);
+    let rehash = |&j: &usize| hasher.hash_one(name_of(&chapters[j]));
+    if let hashbrown::hash_table::Entry::Vacant(slot) =
+        table.entry(hash, |&j| name_of(&chapters[j]) == name, rehash)
+    {
+        slot.insert(i);
+    }
 }
 
 fn number_key(n: ChapterNumber) -> u64 {
@@ -54,14 +95,47 @@ impl BookIndex {
             chapters,
             ..Default::default()
         };
-        for (i, c) in index.chapters.iter().enumerate() {
-            index.by_lower_file.entry(c.lower_file.clone()).or_insert(i);
-            index.by_lower_stem.entry(c.lower_stem.clone()).or_insert(i);
+        let (chapters, hasher) = (&index.chapters, &index.hasher);
+        for (i, c) in chapters.iter().enumerate() {
+            insert_first(&mut index.by_lower_file, hasher, chapters, lower_file, i);
+            insert_first(&mut index.by_lower_stem, hasher, chapters, lower_stem, i);
             if let Some(n) = c.number {
-                index.by_number.entry(number_key(n)).or_default().push(i);
+                let key = number_key(n);
+                match index.by_number.get(&key) {
+                    Some(&first) => index
+                        .shared_numbers
+                        .entry(key)
+                        .or_insert_with(|| vec![first])
+                        .push(i),
+                    None => {
+                        index.by_number.insert(key, i);
+                    }
+                }
             }
         }
         index
+    }
+
+    /// The position of the chapter whose `name_of` is `name`.
+    fn position_by(
+        &self,
+        table: &HashTable<usize>,
+        name_of: fn(&Chapter) -> &str,
+        name: &str,
+    ) -> Option<usize> {
+        let hash = self.hasher.hash_one(name);
+        table
+            .find(hash, |&i| name_of(&self.chapters[i]) == name)
+            .copied()
+    }
+
+    /// The positions of the chapters numbered `key`: one, or all that
+    /// share it.
+    fn numbered(&self, key: u64) -> Option<&[usize]> {
+        match self.shared_numbers.get(&key) {
+            Some(all) => Some(all),
+            None => self.by_number.get(&key).map(std::slice::from_ref),
+        }
     }
 
     /// The bytes the index holds on the heap (what a cache holding it must
@@ -94,23 +168,22 @@ impl BookIndex {
                         + chunk(c.lower_title.capacity())
                 })
                 .sum::<usize>();
-        let keys = self
-            .by_lower_file
-            .keys()
-            .chain(self.by_lower_stem.keys())
-            .map(|k| chunk(k.capacity()))
-            .sum::<usize>()
-            + self
-                .by_number
-                .values()
-                .map(|v| chunk(v.capacity() * std::mem::size_of::<usize>()))
-                .sum::<usize>();
+        let shared = self
+            .shared_numbers
+            .values()
+            .map(|v| chunk(v.capacity() * std::mem::size_of::<usize>()))
+            .sum::<usize>();
+        let positions = |t: &HashTable<usize>| {
+            let buckets = (t.capacity() * 8 / 7 + 1).next_power_of_two();
+            chunk(buckets * (std::mem::size_of::<usize>() + 1))
+        };
         std::mem::size_of::<BookIndex>()
             + chapters
-            + keys
-            + table(&self.by_lower_file)
-            + table(&self.by_lower_stem)
+            + shared
+            + positions(&self.by_lower_file)
+            + positions(&self.by_lower_stem)
             + table(&self.by_number)
+            + table(&self.shared_numbers)
     }
 
     /// Index of the chapter whose file name is byte for byte `name`.
@@ -120,12 +193,12 @@ impl BookIndex {
         // Most names (Chinese ones, any lowercase one) are their own lower
         // case: their key is the name itself, found without lowering it.
         // Names in a directory are unique, so a byte-for-byte hit is the one.
-        if let Some(&i) = self.by_lower_file.get(lossy.as_ref())
+        if let Some(i) = self.position_by(&self.by_lower_file, lower_file, &lossy)
             && self.chapters[i].os_name.as_bytes() == name
         {
             return Some(i);
         }
-        let i = *self.by_lower_file.get(&js::to_lower(&lossy))?;
+        let i = self.position_by(&self.by_lower_file, lower_file, &js::to_lower(&lossy))?;
         if self.chapters[i].os_name.as_bytes() == name {
             return Some(i);
         }
@@ -137,9 +210,8 @@ impl BookIndex {
     /// Groups of files sharing a chapter number, in list order.
     pub fn duplicate_groups(&self) -> Vec<(ChapterNumber, Vec<usize>)> {
         let mut groups: Vec<(ChapterNumber, Vec<usize>)> = self
-            .by_number
+            .shared_numbers
             .values()
-            .filter(|v| v.len() > 1)
             .map(|v| (self.chapters[v[0]].number.unwrap_or(0.0), v.clone()))
             .collect();
         groups.sort_by_key(|(_, v)| v[0]);
@@ -151,15 +223,15 @@ impl BookIndex {
     pub fn find(&self, arg: &str) -> Lookup {
         let needle = js::trim(arg);
         let lower = js::to_lower(needle);
-        if let Some(&i) = self.by_lower_file.get(&lower) {
+        if let Some(i) = self.position_by(&self.by_lower_file, lower_file, &lower) {
             return Lookup::Found(i);
         }
-        let lower_stem = CHAPTER_EXTENSION.replace(&lower, "");
-        if let Some(&i) = self.by_lower_stem.get(lower_stem.as_ref()) {
+        let stem = CHAPTER_EXTENSION.replace(&lower, "");
+        if let Some(i) = self.position_by(&self.by_lower_stem, lower_stem, &stem) {
             return Lookup::Found(i);
         }
         if let Some(n) = number::parse_chapter_number(needle) {
-            match self.by_number.get(&number_key(n)).map(Vec::as_slice) {
+            match self.numbered(number_key(n)) {
                 Some([i]) => return Lookup::Found(*i),
                 Some(indices) if indices.len() > 1 => {
                     return Lookup::Ambiguous {
