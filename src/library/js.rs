@@ -31,7 +31,28 @@ pub fn trim(s: &str) -> &str {
 /// `String.prototype.toLowerCase` (full Unicode mapping, final sigma included,
 /// which Rust's `to_lowercase` also implements).
 pub fn to_lower(s: &str) -> String {
+    // Most chapter names are Han characters, digits and CJK punctuation,
+    // which have no case: such a name is its own lower case, known without
+    // a table lookup per character (every chapter of every scan lowers its
+    // file name, stem and title).
+    if s.chars().all(caseless) {
+        return s.to_owned();
+    }
     s.to_lowercase()
+}
+
+/// Characters that lower case leaves as they are, whatever surrounds
+/// them: ASCII but capitals, CJK punctuation, kana, the CJK ideographs
+/// (extension A and the unified block), and the fullwidth forms but the
+/// capitals.
+fn caseless(c: char) -> bool {
+    matches!(c,
+        '\0'..='@' | '['..='\u{7f}'
+        | '\u{3000}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{FF01}'..='\u{FF20}'
+        | '\u{FF3B}'..='\u{FF65}')
 }
 
 /// `String.prototype.length`: UTF-16 code units.
@@ -91,6 +112,23 @@ pub fn format_number(n: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn caseless_characters_lower_to_themselves() {
+        let caseless: Vec<char> = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| super::caseless(c))
+            .collect();
+        assert!(caseless.len() > 27_000, "the CJK blocks are in");
+        for c in caseless {
+            let alone = c.to_string();
+            assert_eq!(alone.to_lowercase(), alone, "U+{:04X}", c as u32);
+            // Beside a final sigma's context too.
+            let framed = format!("Σ{c}Σ");
+            assert_eq!(super::to_lower(&framed), framed.to_lowercase());
+        }
+        assert!(!super::caseless('A') && !super::caseless('Ａ') && !super::caseless('Σ'));
+    }
+
     use super::*;
 
     #[test]
