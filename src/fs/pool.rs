@@ -37,7 +37,10 @@ pub(crate) fn map_spread<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sy
             .filter_map(|_| {
                 std::thread::Builder::new()
                     .name("novelfs-walk".into())
-                    .spawn_scoped(s, work)
+                    .spawn_scoped(s, || {
+                        unpinned();
+                        work()
+                    })
                     .ok()
             })
             .collect();
@@ -60,6 +63,23 @@ pub(crate) fn map_spread<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sy
         .collect()
 }
 
+/// Lets the calling thread run on every CPU the process may run on. A
+/// thread starts pinned where its creator is, and FUSE over io_uring pins
+/// each queue's thread to its CPU: a helper started from a request there
+/// would share that one CPU with the worker it is meant to run beside.
+fn unpinned() {
+    // SAFETY: a zeroed cpu_set_t is valid; both calls only read or write
+    // that set, of the size given. The process's own mask is its first
+    // thread's, which nothing pins.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(libc::getpid(), size, &mut set) == 0 {
+            libc::sched_setaffinity(0, size, &set);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +96,56 @@ mod tests {
         assert_eq!(calls.load(Ordering::Relaxed), 1000);
         assert_eq!(map_spread(&[3u8], |&i| i + 1), [4]);
         assert!(map_spread(&[] as &[u8], |&i| i).is_empty());
+    }
+
+    /// The CPUs thread `tid` (0: the caller) may run on.
+    fn cpus_of(tid: libc::pid_t) -> Vec<usize> {
+        // SAFETY: as in `unpinned`.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_helper_started_from_a_pinned_thread_runs_on_every_cpu() {
+        let everywhere = cpus_of(std::process::id() as libc::pid_t);
+        std::thread::spawn(move || {
+            // Pinned to one CPU, as a queue thread of FUSE over io_uring is.
+            // SAFETY: as in `unpinned`.
+            unsafe {
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(everywhere[0], &mut one);
+                assert_eq!(
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one),
+                    0
+                );
+            }
+            let caller = std::thread::current().id();
+            let items: Vec<u32> = (0..64).collect();
+            let seen = map_spread(&items, |_| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                (std::thread::current().id() != caller).then(|| cpus_of(0))
+            });
+            let helper = seen
+                .into_iter()
+                .flatten()
+                .next()
+                .expect("the helper took items");
+            assert_eq!(
+                helper, everywhere,
+                "the helper is not pinned with its caller"
+            );
+            assert_eq!(cpus_of(0), [everywhere[0]], "the caller stays where it was");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
