@@ -103,7 +103,7 @@ pub fn chapter_number(data: &[u8]) {
     let chapter = Chapter::new(OsString::from(name.as_ref()));
     assert_eq!(chapter.file, name);
     assert_eq!(chapter.number, number);
-    assert_eq!(chapter.title, clean_chapter_title(stem));
+    assert_eq!(chapter.title(), clean_chapter_title(stem));
 }
 
 fn longest_ascii_digit_run(s: &str) -> usize {
@@ -261,7 +261,7 @@ fn reference_find(chapters: &[Chapter], arg: &str) -> Lookup {
     }
     chapters
         .iter()
-        .position(|c| to_lower(&c.title).contains(&lower) || to_lower(&c.file).contains(&lower))
+        .position(|c| to_lower(c.title()).contains(&lower) || to_lower(&c.file).contains(&lower))
         .map_or(Lookup::NotFound, Lookup::Found)
 }
 

@@ -73,7 +73,7 @@ pub fn chapter_table(lib: &Library, book: &str) -> Result<ChapterTable, NovelErr
             };
             ChapterRow {
                 number: c.number,
-                title: c.title.clone(),
+                title: c.title().to_string(),
                 file: c.file.clone(),
                 bytes,
                 chars,

@@ -162,10 +162,11 @@ impl BookIndex {
                 .map(|c| {
                     chunk(c.file.capacity())
                         + chunk(c.os_name.capacity())
-                        + chunk(c.title.capacity())
+                        // The titles, counted as if worked out (at most
+                        // the name's length each).
+                        + 2 * chunk(c.file.len())
                         + chunk(c.lower_file.capacity())
                         + chunk(c.lower_stem.capacity())
-                        + chunk(c.lower_title.capacity())
                 })
                 .sum::<usize>();
         let shared = self
@@ -248,7 +249,7 @@ impl BookIndex {
         }
         self.chapters
             .iter()
-            .position(|c| c.lower_title.contains(&lower) || c.lower_file.contains(&lower))
+            .position(|c| c.lower_title().contains(&lower) || c.lower_file.contains(&lower))
             .map_or(Lookup::NotFound, Lookup::Found)
     }
 }

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
@@ -21,26 +21,46 @@ pub struct Chapter {
     /// The file name as it is on disk, byte for byte.
     pub os_name: OsString,
     pub number: Option<ChapterNumber>,
-    pub title: String,
     pub(crate) lower_file: String,
     pub(crate) lower_stem: String,
-    pub(crate) lower_title: String,
+    /// The title and its lower case, worked out when first asked for:
+    /// listing a book, counting it for `novel_books` and finding a chapter
+    /// by its name or number need neither, and the title costs four
+    /// pattern passes over the name of every chapter scanned.
+    titles: OnceLock<(String, String)>,
 }
 
 impl Chapter {
     pub fn new(os_name: OsString) -> Self {
         let file = String::from_utf8_lossy(os_name.as_bytes()).into_owned();
         let stem = number::strip_last_extension(&file);
-        let title = number::clean_chapter_title(stem);
         Chapter {
             number: number::parse_chapter_number(&file),
             lower_file: js::to_lower(&file),
             lower_stem: js::to_lower(stem),
-            lower_title: js::to_lower(&title),
-            title,
+            titles: OnceLock::new(),
             file,
             os_name,
         }
+    }
+
+    /// The title: the name without its extension, chapter marker and
+    /// separators (SPEC §1.1).
+    pub fn title(&self) -> &str {
+        &self.titles().0
+    }
+
+    /// The title in lower case.
+    pub(crate) fn lower_title(&self) -> &str {
+        &self.titles().1
+    }
+
+    fn titles(&self) -> &(String, String) {
+        self.titles.get_or_init(|| {
+            let title = number::clean_chapter_title(number::strip_last_extension(&self.file));
+            let lower = js::to_lower(&title);
+            (title, lower)
+        })
     }
 }
 

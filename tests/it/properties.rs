@@ -876,7 +876,7 @@ fn model_find(chapters: &[Chapter], arg: &str) -> Lookup {
     chapters
         .iter()
         .position(|c| {
-            c.title.to_lowercase().contains(&lower) || c.file.to_lowercase().contains(&lower)
+            c.title().to_lowercase().contains(&lower) || c.file.to_lowercase().contains(&lower)
         })
         .map_or(Lookup::NotFound, Lookup::Found)
 }
@@ -922,7 +922,7 @@ proptest! {
                     1 => file.to_uppercase(),
                     2 => format!(" \u{3000}{file}\t"),
                     3 => without_ext(&file),
-                    4 => c.title.clone(),
+                    4 => c.title().to_string(),
                     _ => file.chars().skip(1).take(3).collect(),
                 });
             }
