@@ -32,6 +32,7 @@ pub use tree::{DirCache, Entry, FsConfig, NovelFs};
 
 pub(crate) use cache::MMAP_THRESHOLD;
 pub(crate) use freshness::{Change, Invalidation};
+pub(crate) use pool::unpinned;
 
 use std::sync::{Mutex, MutexGuard};
 

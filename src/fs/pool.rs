@@ -65,9 +65,10 @@ pub(crate) fn map_spread<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sy
 
 /// Lets the calling thread run on every CPU the process may run on. A
 /// thread starts pinned where its creator is, and FUSE over io_uring pins
-/// each queue's thread to its CPU: a helper started from a request there
-/// would share that one CPU with the worker it is meant to run beside.
-fn unpinned() {
+/// each queue's thread to its CPU: a thread started from a request there
+/// (a walk's helper, a spare thread, the deadline timer) would share that
+/// one CPU with the request's own.
+pub(crate) fn unpinned() {
     // SAFETY: a zeroed cpu_set_t is valid; both calls only read or write
     // that set, of the size given. The process's own mask is its first
     // thread's, which nothing pins.

@@ -198,7 +198,10 @@ impl Deadlines {
         let timer = Arc::downgrade(&self.timer);
         let spawned = std::thread::Builder::new()
             .name("novelfs-deadline".into())
-            .spawn(move || run(timer));
+            .spawn(move || {
+                crate::fs::unpinned();
+                run(timer)
+            });
         if let Err(e) = spawned {
             log::warn!("no deadline thread ({e}): a hung source may hang requests");
         }

@@ -60,7 +60,10 @@ impl Pool {
         let pool = self.clone();
         let spawned = std::thread::Builder::new()
             .name("novelfs-spare".into())
-            .spawn(move || pool.work());
+            .spawn(move || {
+                crate::fs::unpinned();
+                pool.work()
+            });
         if let Err(e) = spawned {
             log::warn!("no spare thread: {e}");
             let mut q = lock(&self.queue);
