@@ -341,3 +341,25 @@ fn the_end_of_a_chapter_listing_stores_its_planned_pages() {
         "the store thread skips them"
     );
 }
+
+#[test]
+fn a_page_the_store_thread_sends_is_not_stored_again_meanwhile() {
+    let lib = library(&[
+        ("第1章.md", lines(1000, "甲")),
+        ("第2章.md", lines(10, "乙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let one = list_plus(fs, chapters["第1章.md"].ino);
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    let batch = fs.stores_ahead(Some(Duration::from_millis(200)));
+    let next = one["offset-401.txt"].ino;
+    assert_eq!(batch.iter().map(|s| s.ino).collect::<Vec<_>>(), [next]);
+    // Between the store thread's plan and the kernel's answer to its
+    // store, the reader opens that page (or lists its chapter to the end):
+    // the page is on its way already.
+    assert!(fs.store_on_open(next).is_none(), "stored twice");
+    for s in batch {
+        fs.store_finished(s, StoreOutcome::Stored);
+    }
+}

@@ -301,11 +301,20 @@ impl StoreAhead {
             let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, *version) else {
                 continue;
             };
-            *in_flight += bytes.len() as u64;
+            let len = bytes.len() as u64;
             if let (Some(out), Some(ino)) = (out.as_mut(), held) {
-                out.push(Store::new(ino, bytes, node));
-                return;
+                // Claimed now, not when the kernel has taken it: the end of
+                // the chapter's listing and the reader's open store pages
+                // too, on their own threads, and one of them may have
+                // claimed this page while it was rendered here.
+                if let Some(store) = self.claim(ino, node, bytes) {
+                    *in_flight += len;
+                    out.push(store);
+                    return;
+                }
+                continue;
             }
+            *in_flight += len;
         }
     }
 }
