@@ -264,15 +264,20 @@ impl PersistentIndex {
     }
 
     /// The stored outline of the chapter at `key` when it is trusted for
-    /// the file whose stamp is `stamp` (see the module's rule).
+    /// the file whose stamp is `stamp` (see the module's rule). A mount
+    /// and a refresh look up through a book's rows (`lookup_in`).
+    #[cfg(test)]
     pub(crate) fn lookup(&self, key: &[u8], stamp: &Stamp) -> Option<Outline> {
+        self.trust(&self.stored_row(key)?, stamp)
+    }
+
+    /// The row stored for the chapter at `key`.
+    fn stored_row(&self, key: &[u8]) -> Option<Row> {
         let conn = lock(&self.conn);
-        let row = lookup_row(&conn, self.profile, key).unwrap_or_else(|e| {
+        lookup_row(&conn, self.profile, key).unwrap_or_else(|e| {
             log::debug!("index {}: {e}", self.path.display());
             None
-        })?;
-        drop(conn);
-        self.trust(&row, stamp)
+        })
     }
 
     /// The outline `row` holds when it proves the bytes of the file whose
@@ -294,8 +299,24 @@ impl PersistentIndex {
             .then_some(())
     }
 
-    /// The stored outline of `book/file` when it is trusted for `stamp`,
-    /// found in `rows` (the book's, from `book_rows`) when they are held.
+    /// The row stored for `book/file`: found in `rows` (the book's, from
+    /// `book_rows`) when they are held, else queried.
+    fn row_in<'a>(
+        &self,
+        rows: &'a BookRows,
+        book: &OsStr,
+        file: &OsStr,
+    ) -> Option<std::borrow::Cow<'a, Row>> {
+        match rows {
+            BookRows::Held(rows) => rows.get(file.as_bytes()).map(std::borrow::Cow::Borrowed),
+            BookRows::TooMany => self
+                .stored_row(&chapter_key(book, file))
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The stored outline of `book/file` when it is trusted for `stamp`
+    /// (`row_in`, `trust`).
     fn lookup_in(
         &self,
         rows: &BookRows,
@@ -303,14 +324,12 @@ impl PersistentIndex {
         file: &OsStr,
         stamp: &Stamp,
     ) -> Option<Outline> {
-        match rows {
-            BookRows::Held(rows) => self.trust(rows.get(file.as_bytes())?, stamp),
-            BookRows::TooMany => self.lookup(&chapter_key(book, file), stamp),
-        }
+        let row = self.row_in(rows, book, file)?;
+        self.trust(&row, stamp)
     }
 
     /// The stored figures of `book/file` when its row is trusted for
-    /// `stamp` (as `lookup_in`), without its pages.
+    /// `stamp` (as `lookup_in`), without decoding its pages.
     fn stats_in(
         &self,
         rows: &BookRows,
@@ -318,14 +337,9 @@ impl PersistentIndex {
         file: &OsStr,
         stamp: &Stamp,
     ) -> Option<ChapterStats> {
-        match rows {
-            BookRows::Held(rows) => {
-                let row = rows.get(file.as_bytes())?;
-                self.proves(row, stamp)?;
-                Some(row.stats)
-            }
-            BookRows::TooMany => Some(self.lookup(&chapter_key(book, file), stamp)?.stats),
-        }
+        let row = self.row_in(rows, book, file)?;
+        self.proves(&row, stamp)?;
+        Some(row.stats)
     }
 
     /// Every row of `book` (the keys `book/…`), in one query, by file
@@ -364,6 +378,7 @@ impl PersistentIndex {
     }
 }
 
+#[derive(Clone)]
 struct Row {
     identity: Identity,
     recorded_ns: i64,
