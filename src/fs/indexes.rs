@@ -530,7 +530,7 @@ fn walk_book(
             Walk::Book => outlines
                 .outline_keeping(source, &chapter, now, KeepText::Yes)
                 .map(ChapterCount::of),
-            Walk::Library => outlines.count_keeping(source, &chapter, now, KeepText::No),
+            Walk::Library => outlines.count(source, &chapter, now),
         }
     };
     let positions: Vec<usize> = (0..index.chapters.len()).collect();

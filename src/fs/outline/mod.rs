@@ -191,16 +191,16 @@ impl Outlines {
         })
     }
 
-    /// `outline_keeping`, for what counts the chapter only: its stored
-    /// figures are taken as they are, without decoding its pages or
-    /// caching an outline nobody may list (`novel_books` counts every
-    /// chapter of the library).
-    pub(crate) fn count_keeping(
+    /// `outline_at`, for what counts the chapter only (`novel_books`
+    /// counts every chapter of the library): its stored figures are taken
+    /// as they are, without decoding its pages or caching an outline
+    /// nobody may list, and a text it has to read is not kept (it is
+    /// needed once).
+    pub(crate) fn count(
         &self,
         source: &Source,
         c: &ChapterRef,
         now: ChapterFile,
-        keep: KeepText,
     ) -> Result<ChapterCount> {
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
@@ -219,7 +219,7 @@ impl Outlines {
                 mtime: now.mtime(),
             });
         }
-        let (loaded, outline) = self.outline_read(source, c, now, keep)?;
+        let (loaded, outline) = self.outline_read(source, c, now, KeepText::No)?;
         Ok(ChapterCount {
             version: loaded.version,
             stats: outline.map(|o| o.stats),
