@@ -12,15 +12,20 @@
 //! Only a request waiting on the filesystem is failed: one that is
 //! computing (a big chapter decoding), or waiting for another request of
 //! this daemon (a lock, a load in flight), gets another timeout instead
-//! (`busy_here`).
+//! (`Waiting`) — except, while the source is not answering, one waiting
+//! for another request, which likely waits on the source itself.
 //!
 //! Requests past their deadline and still running mean the source is not
 //! answering: logged once, until the last of them ends (logged again).
 //! Meanwhile requests run on spare threads only, never on the threads that
 //! read the kernel's requests, and a request that finds every spare thread
-//! taken fails at once (see `fuse::FuseAdapter::serve`).
+//! taken fails at once (see `fuse::FuseAdapter::serve`). A request that
+//! arrives meanwhile is failed as soon as it is seen waiting
+//! (`STUCK_LOOK`), not after a whole timeout: the kernel retries a failed
+//! lookup of a name for each reader that waited on it, one after another,
+//! so 40 readers of one path would otherwise wait 40 timeouts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -41,6 +46,8 @@ struct Timer {
     started: AtomicBool,
     /// Requests past their deadline that have not ended.
     overdue: AtomicUsize,
+    /// What those requests ask (`Asks`), with how many ask it.
+    held: Mutex<HashMap<Asks, usize>>,
     /// What the log calls the source.
     source: String,
     timeout: Duration,
@@ -60,8 +67,16 @@ pub(crate) struct Armed<R> {
     key: Arc<Mutex<(Instant, u64)>>,
     /// The thread running the request (0 while it waits to run).
     tid: Arc<AtomicI32>,
+    asks: Asks,
     timer: Arc<Timer>,
 }
+
+/// What a request asks (a hash of its operation and arguments, 0 for
+/// none): the kernel sends the same request again for each reader that
+/// waited on a failed one (a lookup of one name, a read of one page), one
+/// after another, and one that asks what a request the source holds asks
+/// fails at once instead of waiting on the source once more.
+pub(crate) type Asks = u64;
 
 impl<R> Armed<R> {
     /// The reply, unless the deadline already answered it.
@@ -77,19 +92,41 @@ impl<R> Armed<R> {
     }
 }
 
-/// Whether thread `tid` of this process is computing or waiting for
-/// another thread of it (a futex), not for a filesystem: what its
-/// current system call is (`/proc/self/task/TID/syscall`).
-fn busy_here(tid: i32) -> bool {
+/// What a request's thread is doing, from its current system call
+/// (`/proc/self/task/TID/syscall`).
+#[derive(Debug, PartialEq)]
+enum Waiting {
+    /// Not yet running (queued for a thread).
+    NotStarted,
+    /// Computing, or runnable.
+    Computing,
+    /// Waiting for another thread of this process (a futex).
+    OnThisDaemon,
+    /// In some other system call: a filesystem, most likely the source.
+    OnTheSystem,
+}
+
+fn waiting(tid: i32) -> Waiting {
     if tid == 0 {
-        return false;
+        return Waiting::NotStarted;
     }
     let Ok(call) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
-        return false;
+        return Waiting::OnTheSystem;
     };
     let first = call.split_whitespace().next().unwrap_or("");
-    first == "running" || first.parse::<libc::c_long>() == Ok(libc::SYS_futex)
+    if first == "running" {
+        Waiting::Computing
+    } else if first.parse::<libc::c_long>() == Ok(libc::SYS_futex) {
+        Waiting::OnThisDaemon
+    } else {
+        Waiting::OnTheSystem
+    }
 }
+
+/// How often a request that arrives while the source does not answer is
+/// looked at: it fails the first time it is seen waiting on anything but
+/// its own computing.
+const STUCK_LOOK: Duration = Duration::from_millis(10);
 
 impl<R> Drop for Armed<R> {
     /// The request ended: its deadline is dropped, or, if it passed, the
@@ -100,11 +137,37 @@ impl<R> Drop for Armed<R> {
         let key = *lock(&self.key);
         if pending.remove(&key).is_none() {
             drop(pending);
+            self.timer.release(self.asks);
             let before = self.timer.overdue.fetch_sub(1, Ordering::AcqRel);
             if before == 1 {
                 log::warn!("{} answers again", self.timer.source);
             }
         }
+    }
+}
+
+impl Timer {
+    fn hold(&self, asks: Asks) {
+        if asks != 0 {
+            *lock(&self.held).entry(asks).or_default() += 1;
+        }
+    }
+
+    fn release(&self, asks: Asks) {
+        if asks == 0 {
+            return;
+        }
+        let mut held = lock(&self.held);
+        if let Some(n) = held.get_mut(&asks) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&asks);
+            }
+        }
+    }
+
+    fn holds(&self, asks: Asks) -> bool {
+        asks != 0 && lock(&self.held).contains_key(&asks)
     }
 }
 
@@ -119,6 +182,7 @@ impl Deadlines {
                 next: AtomicU64::new(0),
                 started: AtomicBool::new(false),
                 overdue: AtomicUsize::new(0),
+                held: Mutex::new(HashMap::new()),
                 source,
                 timeout,
             }),
@@ -131,18 +195,34 @@ impl Deadlines {
     }
 
     /// `reply`, answered with `fallback` if the request has not taken it
-    /// within the source timeout (or `within`, when shorter).
+    /// within the source timeout (or `within`, when shorter); answered
+    /// with it at once (`None`) when a request the source holds `asks`
+    /// the same.
     pub(crate) fn arm<R: Send + 'static>(
         &self,
         reply: R,
         within: Option<Duration>,
+        asks: Asks,
         fallback: impl FnOnce(R) + Send + 'static,
-    ) -> Armed<R> {
+    ) -> Option<Armed<R>> {
+        if self.source_stuck() && self.timer.holds(asks) {
+            fallback(reply);
+            return None;
+        }
         self.start();
         let slot = Arc::new(Mutex::new(Some(reply)));
         let bound = within.map_or(self.timer.timeout, |w| w.min(self.timer.timeout));
+        // Armed while the source does not answer: looked at every
+        // `STUCK_LOOK` instead of once per timeout.
+        let arrived_stuck = self.source_stuck();
+        let armed_at = Instant::now();
+        let look = if arrived_stuck {
+            STUCK_LOOK.min(bound)
+        } else {
+            bound
+        };
         let key = (
-            Instant::now() + bound,
+            Instant::now() + look,
             self.timer.next.fetch_add(1, Ordering::Relaxed),
         );
         let expiring = slot.clone();
@@ -153,11 +233,24 @@ impl Deadlines {
         let key_slot = Arc::new(Mutex::new(key));
         let moving = key_slot.clone();
         let expiry: Expiry = Box::new(move || {
-            if busy_here(running.load(Ordering::Acquire)) {
+            let more = match waiting(running.load(Ordering::Acquire)) {
+                Waiting::Computing => true,
+                // Queued for a thread: failed once queued a whole bound.
+                Waiting::NotStarted => arrived_stuck && armed_at.elapsed() < bound,
+                Waiting::OnThisDaemon => timer.overdue.load(Ordering::Acquire) == 0,
+                Waiting::OnTheSystem => false,
+            };
+            if more {
+                let next = if arrived_stuck {
+                    STUCK_LOOK
+                } else {
+                    timer.timeout
+                };
                 let mut key = lock(&moving);
-                key.0 = Instant::now() + timer.timeout;
+                key.0 = Instant::now() + next;
                 return Some(*key);
             }
+            timer.hold(asks);
             if timer.overdue.fetch_add(1, Ordering::AcqRel) == 0 {
                 log::warn!(
                     "{} stopped answering within {:.1} s: requests that need it get EIO until it answers",
@@ -180,15 +273,16 @@ impl Deadlines {
         // `MAX_SLEEP`: only a deadline sooner than that, and sooner than
         // any it waits for, needs it woken. Waking it for every request
         // cost each request a context switch.
-        if first && bound < MAX_SLEEP {
+        if first && look < MAX_SLEEP {
             self.timer.wake.notify_one();
         }
-        Armed {
+        Some(Armed {
             slot,
             key: key_slot,
             tid,
+            asks,
             timer: self.timer.clone(),
-        }
+        })
     }
 
     fn start(&self) {
@@ -250,17 +344,26 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    fn arm<R: Send + 'static>(
+        d: &Deadlines,
+        reply: R,
+        within: Option<Duration>,
+        fallback: impl FnOnce(R) + Send + 'static,
+    ) -> Armed<R> {
+        d.arm(reply, within, 0, fallback).unwrap()
+    }
+
     #[test]
     fn a_reply_is_given_by_its_request_or_by_its_deadline() {
         let d = Deadlines::new("lib".into(), Duration::from_millis(100));
         let (sent, got) = mpsc::channel();
-        let quick = d.arm("quick", None, {
+        let quick = arm(&d, "quick", None, {
             let sent = sent.clone();
             move |r| sent.send(format!("{r} timed out")).unwrap()
         });
         assert_eq!(quick.take(), Some("quick"));
         drop(quick);
-        let slow = d.arm("slow", None, move |r| {
+        let slow = arm(&d, "slow", None, move |r| {
             sent.send(format!("{r} timed out")).unwrap()
         });
         assert_eq!(
@@ -280,7 +383,7 @@ mod tests {
         let (sent, got) = mpsc::channel();
         let computing = {
             let sent = sent.clone();
-            let armed = d.arm("computing", None, move |r| sent.send(r).unwrap());
+            let armed = arm(&d, "computing", None, move |r| sent.send(r).unwrap());
             std::thread::spawn(move || {
                 armed.running_here();
                 let start = Instant::now();
@@ -294,7 +397,7 @@ mod tests {
         assert_eq!(computing.join().unwrap(), Some("computing"), "not failed");
         assert!(!d.source_stuck());
         let sleeping = {
-            let armed = d.arm("sleeping", None, move |r| sent.send(r).unwrap());
+            let armed = arm(&d, "sleeping", None, move |r| sent.send(r).unwrap());
             std::thread::spawn(move || {
                 armed.running_here();
                 std::thread::sleep(Duration::from_millis(400));
@@ -309,13 +412,117 @@ mod tests {
         assert!(!d.source_stuck(), "ended");
     }
 
+    /// A request on a thread that sleeps past the timeout: the source
+    /// stops answering. Dropped (the request ends) after `hold`.
+    fn stuck_for(d: &Deadlines, hold: Duration) -> std::thread::JoinHandle<()> {
+        let armed = arm(d, (), None, |_| {});
+        std::thread::spawn(move || {
+            armed.running_here();
+            std::thread::sleep(hold);
+            drop(armed);
+        })
+    }
+
+    #[test]
+    fn while_the_source_does_not_answer_a_new_request_that_waits_fails_at_once() {
+        let timeout = Duration::from_millis(300);
+        let d = Deadlines::new("lib".into(), timeout);
+        let stuck = stuck_for(&d, Duration::from_secs(4));
+        let start = Instant::now();
+        while !d.source_stuck() {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (sent, got) = mpsc::channel();
+        let start = Instant::now();
+        let armed = arm(&d, (), None, move |_| sent.send(start.elapsed()).unwrap());
+        let waiting = std::thread::spawn(move || {
+            armed.running_here();
+            std::thread::sleep(Duration::from_secs(2));
+            armed.take()
+        });
+        let failed_after = got.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(
+            failed_after < timeout / 2,
+            "failed after {failed_after:?}, the timeout is {timeout:?}"
+        );
+        assert_eq!(waiting.join().unwrap(), None);
+        // One that computes meanwhile is not failed.
+        let armed = arm(&d, "computing", None, |_| panic!("failed while computing"));
+        let computing = std::thread::spawn(move || {
+            armed.running_here();
+            let start = Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < Duration::from_millis(200) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            armed.take()
+        });
+        assert_eq!(computing.join().unwrap(), Some("computing"));
+        stuck.join().unwrap();
+        assert!(!d.source_stuck(), "answers again");
+    }
+
+    #[test]
+    fn a_request_waiting_for_one_that_the_source_holds_fails_too() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(300));
+        let hold = Duration::from_secs(4);
+        let stuck = stuck_for(&d, hold);
+        // The second waits on a futex for the first (as a request joining
+        // a load in flight does).
+        let (sent, got) = mpsc::channel();
+        let start = Instant::now();
+        let armed = arm(&d, (), None, move |_| sent.send(start.elapsed()).unwrap());
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let waiter = std::thread::spawn({
+            let gate = gate.clone();
+            move || {
+                armed.running_here();
+                let (m, c) = &*gate;
+                let _g = c.wait_while(lock(m), |open| !*open).unwrap();
+                armed.take()
+            }
+        });
+        let failed_after = got.recv_timeout(Duration::from_secs(3)).unwrap();
+        assert!(failed_after < hold, "failed after {failed_after:?}");
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        assert_eq!(waiter.join().unwrap(), None);
+        stuck.join().unwrap();
+    }
+
+    #[test]
+    fn a_request_asking_what_the_source_holds_fails_without_running() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(100));
+        let asks: Asks = 7;
+        let held = d.arm((), None, asks, |_| {}).unwrap();
+        let start = Instant::now();
+        while !d.source_stuck() {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (sent, got) = mpsc::channel();
+        let same = d.arm("same", None, asks, {
+            let sent = sent.clone();
+            move |r| sent.send(r).unwrap()
+        });
+        assert!(same.is_none(), "not run");
+        assert_eq!(got.try_recv(), Ok("same"), "failed at once");
+        let other = d.arm("other", None, asks + 1, move |r| sent.send(r).unwrap());
+        assert_eq!(other.unwrap().take(), Some("other"));
+        drop(held);
+        assert!(!d.source_stuck());
+        let again = d.arm("again", None, asks, |_| {});
+        assert_eq!(again.unwrap().take(), Some("again"), "runs once it ended");
+    }
+
     #[test]
     fn a_shorter_bound_comes_first() {
         let d = Deadlines::new("lib".into(), Duration::from_secs(60));
         let (sent, got) = mpsc::channel();
         let start = Instant::now();
-        let _long = d.arm((), None, |_| {});
-        let _short = d.arm((), Some(Duration::from_millis(50)), move |_| {
+        let _long = arm(&d, (), None, |_| {});
+        let _short = arm(&d, (), Some(Duration::from_millis(50)), move |_| {
             sent.send(()).unwrap()
         });
         got.recv_timeout(Duration::from_secs(5)).unwrap();

@@ -17,7 +17,7 @@ use fuser::{
     ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use super::deadline::{Armed, Deadlines};
+use super::deadline::{Armed, Asks, Deadlines};
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
@@ -96,19 +96,23 @@ impl FuseAdapter {
     fn serve<R: Fails>(
         &self,
         reply: R,
+        asks: Asks,
         job: impl FnOnce(&FuseAdapter, &Armed<R>) + Send + 'static,
     ) {
-        self.serve_within(reply, None, R::eio, job);
+        self.serve_within(reply, None, asks, R::eio, job);
     }
 
     fn serve_within<R: Fails>(
         &self,
         reply: R,
         within: Option<Duration>,
+        asks: Asks,
         fallback: impl FnOnce(R) + Send + 'static,
         job: impl FnOnce(&FuseAdapter, &Armed<R>) + Send + 'static,
     ) {
-        let armed = self.deadlines.arm(reply, within, fallback);
+        let Some(armed) = self.deadlines.arm(reply, within, asks, fallback) else {
+            return;
+        };
         let stuck = self.deadlines.source_stuck();
         if stuck && self.offload.saturated() {
             if let Some(reply) = armed.take() {
@@ -194,6 +198,13 @@ const ROOT_ANSWER: Duration = Duration::from_millis(500);
 
 /// The source timeout when none is given (`MountConfig` gives one).
 const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a request asks, as its deadline knows it (see `deadline::Asks`).
+fn asks(what: &impl std::hash::Hash) -> Asks {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    // Never 0, which asks nothing.
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(what) | 1
+}
 
 /// A reply that can be failed with EIO (by a request's deadline).
 trait Fails: Send + 'static {
@@ -489,7 +500,10 @@ impl Filesystem for FuseAdapter {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_owned();
-        self.serve(reply, move |a, reply| a.serve_lookup(parent, &name, reply));
+        let asks = asks(&("lookup", parent.0, &name));
+        self.serve(reply, asks, move |a, reply| {
+            a.serve_lookup(parent, &name, reply)
+        });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -509,15 +523,19 @@ impl Filesystem for FuseAdapter {
                 let a = me.last_root_attr();
                 reply.attr(&a.ttl, &me.attr(&a))
             };
-            return self.serve_within(reply, Some(ROOT_ANSWER), fallback, move |a, reply| {
+            return self.serve_within(reply, Some(ROOT_ANSWER), 0, fallback, move |a, reply| {
                 a.serve_getattr(ino, reply)
             });
         }
-        self.serve(reply, move |a, reply| a.serve_getattr(ino, reply));
+        self.serve(reply, asks(&("getattr", ino.0)), move |a, reply| {
+            a.serve_getattr(ino, reply)
+        });
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.serve(reply, move |a, reply| a.serve_readlink(ino, reply));
+        self.serve(reply, asks(&("readlink", ino.0)), move |a, reply| {
+            a.serve_readlink(ino, reply)
+        });
     }
 
     /// ENOSYS: the kernel then opens every file without asking (and never
@@ -544,7 +562,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.serve(reply, move |a, reply| {
+        self.serve(reply, asks(&("read", ino.0, offset)), move |a, reply| {
             a.serve_read(ino, offset, size, reply)
         });
     }
@@ -559,7 +577,9 @@ impl Filesystem for FuseAdapter {
         if self.fs.watching() {
             return reply.error(fuser::Errno::ENOSYS);
         }
-        self.serve(reply, move |a, reply| a.serve_opendir(ino, reply));
+        self.serve(reply, asks(&("opendir", ino.0)), move |a, reply| {
+            a.serve_opendir(ino, reply)
+        });
     }
 
     // Both listings continue the listing their offset names (see
@@ -573,7 +593,9 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.serve(reply, move |a, reply| a.serve_readdir(ino, offset, reply));
+        self.serve(reply, asks(&("readdir", ino.0, offset)), move |a, reply| {
+            a.serve_readdir(ino, offset, reply)
+        });
     }
 
     fn readdirplus(
@@ -584,7 +606,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectoryPlus,
     ) {
-        self.serve(reply, move |a, reply| {
+        self.serve(reply, asks(&("readdir", ino.0, offset)), move |a, reply| {
             a.serve_readdirplus(ino, offset, reply)
         });
     }
@@ -611,7 +633,7 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        self.serve(reply, move |a, reply| {
+        self.serve(reply, asks(&("ioctl", ino.0)), move |a, reply| {
             if let Some(notifier) = a.notifier.get()
                 && let Some(store) = a.fs.store_on_open(ino.0)
             {
@@ -632,9 +654,11 @@ impl Filesystem for FuseAdapter {
             return reply.error(fuser::Errno::EROFS);
         }
         let (uid, gid) = (req.uid(), req.gid());
-        self.serve(reply, move |a, reply| {
-            a.serve_access(ino, uid, gid, mask, reply)
-        });
+        self.serve(
+            reply,
+            asks(&("access", ino.0, mask.bits())),
+            move |a, reply| a.serve_access(ino, uid, gid, mask, reply),
+        );
     }
 
     // getxattr/listxattr stay unimplemented: ENOSYS makes the kernel stop
