@@ -98,6 +98,8 @@
 #          pages vs plain copies of them, and the cold find over the scale
 #          library's shape vs reading every source once. No target: what
 #          any FUSE server pays on this machine, under novelfs's figures.
+#          The server runs in a session of its own, as novelfs's daemon
+#          does (FLOOR_SESSION=bench: in the bench's session).
 #   wholelib  (--wholelib, each transport) BOOKS x CHAPTERS small chapters,
 #          sources cached (read once before each baseline). grep: `grep -r
 #          WORD MNT` (a word found nowhere) through a fresh mount (cold) vs
@@ -825,7 +827,16 @@ floor_mount() {
     MOUNTED+=("$FMNT")
     : > "$log"
     [ "$mode" = classic ] || uring_on
-    "$WORK/floor-tree" "$FMNT" "$mode" -B "$books" -C "$chapters" "$@" 2>> "$log" &
+    # In a session of its own, as FUSE servers run once daemonized (libfuse's
+    # fuse_daemonize, `novelfs mount`): with the scheduler's autogroups on, a
+    # server in its reader's session keeps the reader on one CPU over
+    # io_uring, one in a session of its own does not (docs/performance.md,
+    # "What the machine does to a round trip"). FLOOR_SESSION=bench runs it in
+    # the bench's session instead. setsid execs in place here (a background
+    # job of a script is no process group leader), so $! is the server.
+    local own=setsid
+    [ "${FLOOR_SESSION:-own}" = bench ] && own=
+    $own "$WORK/floor-tree" "$FMNT" "$mode" -B "$books" -C "$chapters" "$@" 2>> "$log" &
     FPID=$!
     # Its first request makes it INIT; io_uring queues register after it,
     # and only while the switch is on.
