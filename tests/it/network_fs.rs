@@ -80,14 +80,21 @@ fn fresh_second() {
 }
 
 /// Waits until the clock is early in a second, so that what follows (a
-/// few milliseconds of work) happens within that one second.
+/// few milliseconds of work) happens within that one second. Not at its
+/// very start: a file's times come from the kernel's coarse clock, which
+/// lags the clock read here by up to a tick (10 ms at HZ=100, more when a
+/// busy CPU delays the tick), and a write in the first milliseconds of a
+/// second can still be stamped with the second before.
 fn start_of_a_second() {
+    const INTO: u32 = 60;
     let sub = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .subsec_millis();
-    if sub > 100 {
-        std::thread::sleep(Duration::from_millis(u64::from(1000 - sub) + 5));
+    if sub < INTO {
+        std::thread::sleep(Duration::from_millis(u64::from(INTO - sub)));
+    } else if sub > INTO + 100 {
+        std::thread::sleep(Duration::from_millis(u64::from(1000 - sub + INTO)));
     }
 }
 
