@@ -61,6 +61,11 @@ pub fn start_readers(dir: PathBuf, pages: u64, n: u64) -> Readers {
 }
 
 impl Readers {
+    /// Reads that failed so far.
+    pub fn failures(&self) -> u64 {
+        self.errors.lock().unwrap().values().sum()
+    }
+
     /// Stops the readers; fails if one does not come back within `secs`.
     pub fn finish(self, secs: u64) -> (u64, std::collections::BTreeMap<String, u64>) {
         self.stop.store(true, Ordering::Relaxed);
@@ -94,6 +99,13 @@ pub fn sigkill_mid_read(
     let before = readers.done.load(Ordering::Relaxed);
     child.kill().unwrap();
     child.wait().unwrap();
+    // Until the readers have run into the dead daemon, a few times over:
+    // under load they may not have been scheduled since the kill, and what
+    // fails after it is what the callers look at.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while readers.failures() < 12 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let (done, errors) = readers.finish(20);
     println!("sigkill: {before} reads before, {done} in all; errors after it {errors:?}");
     assert!(before > 0, "the readers read before the kill");
