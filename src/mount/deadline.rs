@@ -233,13 +233,17 @@ impl Deadlines {
         let key_slot = Arc::new(Mutex::new(key));
         let moving = key_slot.clone();
         let expiry: Expiry = Box::new(move || {
-            let more = match waiting(running.load(Ordering::Acquire)) {
-                Waiting::Computing => true,
-                // Queued for a thread: failed once queued a whole bound.
-                Waiting::NotStarted => arrived_stuck && armed_at.elapsed() < bound,
-                Waiting::OnThisDaemon => timer.overdue.load(Ordering::Acquire) == 0,
-                Waiting::OnTheSystem => false,
-            };
+            // Answered already (the request is only finishing up): nothing
+            // waits on it.
+            let answered = lock(&expiring).is_none();
+            let more = answered
+                || match waiting(running.load(Ordering::Acquire)) {
+                    Waiting::Computing => true,
+                    // Queued for a thread: failed once queued a whole bound.
+                    Waiting::NotStarted => arrived_stuck && armed_at.elapsed() < bound,
+                    Waiting::OnThisDaemon => timer.overdue.load(Ordering::Acquire) == 0,
+                    Waiting::OnTheSystem => false,
+                };
             if more {
                 let next = if arrived_stuck {
                     STUCK_LOOK
@@ -514,6 +518,23 @@ mod tests {
         assert!(!d.source_stuck());
         let again = d.arm("again", None, asks, |_| {});
         assert_eq!(again.unwrap().take(), Some("again"), "runs once it ended");
+    }
+
+    #[test]
+    fn a_request_that_answered_is_not_stuck_while_it_finishes() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(50));
+        let armed = arm(&d, "answered", None, |_| panic!("failed after answering"));
+        let finishing = std::thread::spawn(move || {
+            armed.running_here();
+            assert_eq!(armed.take(), Some("answered"));
+            // Past the deadline, in a system call.
+            std::thread::sleep(Duration::from_millis(400));
+            drop(armed);
+        });
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(!d.source_stuck(), "counted as stuck after answering");
+        finishing.join().unwrap();
+        assert!(!d.source_stuck());
     }
 
     #[test]
