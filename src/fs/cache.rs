@@ -447,7 +447,10 @@ mod tests {
             "the tables are counted: {tables} bytes for {} entries",
             lru.len()
         );
-        assert!(lru.len() > 4_000, "{} entries in 1 MiB", lru.len());
+        // About 4,000 fit; about 3,250 (1 run in 60) when the table has
+        // doubled to make room for its removed entries' tombstones, which
+        // depends on where the hasher's random seed puts the keys.
+        assert!(lru.len() > 3_000, "{} entries in 1 MiB", lru.len());
         assert!(lru.get(&(name.clone(), 99_999)).is_some());
     }
 
