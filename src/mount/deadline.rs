@@ -48,6 +48,8 @@ struct Timer {
     overdue: AtomicUsize,
     /// What those requests ask (`Asks`), with how many ask it.
     held: Mutex<HashMap<Asks, usize>>,
+    /// Hashes what a request asks: foldhash, every request is hashed.
+    asks_hasher: hashbrown::DefaultHashBuilder,
     /// What the log calls the source.
     source: String,
     timeout: Duration,
@@ -183,10 +185,18 @@ impl Deadlines {
                 started: AtomicBool::new(false),
                 overdue: AtomicUsize::new(0),
                 held: Mutex::new(HashMap::new()),
+                asks_hasher: hashbrown::DefaultHashBuilder::default(),
                 source,
                 timeout,
             }),
         }
+    }
+
+    /// What a request of `what` (its operation and arguments) asks.
+    pub(crate) fn asks(&self, what: &impl std::hash::Hash) -> Asks {
+        use std::hash::BuildHasher;
+        // Never 0, which asks nothing.
+        self.timer.asks_hasher.hash_one(what) | 1
     }
 
     /// Whether some request is past its deadline and still running.
@@ -205,16 +215,16 @@ impl Deadlines {
         asks: Asks,
         fallback: impl FnOnce(R) + Send + 'static,
     ) -> Option<Armed<R>> {
-        if self.source_stuck() && self.timer.holds(asks) {
+        // Armed while the source does not answer: looked at every
+        // `STUCK_LOOK` instead of once per timeout.
+        let arrived_stuck = self.source_stuck();
+        if arrived_stuck && self.timer.holds(asks) {
             fallback(reply);
             return None;
         }
         self.start();
         let slot = Arc::new(Mutex::new(Some(reply)));
         let bound = within.map_or(self.timer.timeout, |w| w.min(self.timer.timeout));
-        // Armed while the source does not answer: looked at every
-        // `STUCK_LOOK` instead of once per timeout.
-        let arrived_stuck = self.source_stuck();
         let armed_at = Instant::now();
         let look = if arrived_stuck {
             STUCK_LOOK.min(bound)
@@ -222,7 +232,7 @@ impl Deadlines {
             bound
         };
         let key = (
-            Instant::now() + look,
+            armed_at + look,
             self.timer.next.fetch_add(1, Ordering::Relaxed),
         );
         let expiring = slot.clone();
@@ -416,6 +426,15 @@ mod tests {
         assert!(!d.source_stuck(), "ended");
     }
 
+    /// Waits until some request of `d` is past its deadline.
+    fn until_stuck(d: &Deadlines) {
+        let start = Instant::now();
+        while !d.source_stuck() {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// A request on a thread that sleeps past the timeout: the source
     /// stops answering. Dropped (the request ends) after `hold`.
     fn stuck_for(d: &Deadlines, hold: Duration) -> std::thread::JoinHandle<()> {
@@ -432,11 +451,7 @@ mod tests {
         let timeout = Duration::from_millis(300);
         let d = Deadlines::new("lib".into(), timeout);
         let stuck = stuck_for(&d, Duration::from_secs(4));
-        let start = Instant::now();
-        while !d.source_stuck() {
-            assert!(start.elapsed() < Duration::from_secs(5));
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        until_stuck(&d);
         let (sent, got) = mpsc::channel();
         let start = Instant::now();
         let armed = arm(&d, (), None, move |_| sent.send(start.elapsed()).unwrap());
@@ -500,11 +515,7 @@ mod tests {
         let d = Deadlines::new("lib".into(), Duration::from_millis(100));
         let asks: Asks = 7;
         let held = d.arm((), None, asks, |_| {}).unwrap();
-        let start = Instant::now();
-        while !d.source_stuck() {
-            assert!(start.elapsed() < Duration::from_secs(5));
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        until_stuck(&d);
         let (sent, got) = mpsc::channel();
         let same = d.arm("same", None, asks, {
             let sent = sent.clone();

@@ -199,13 +199,6 @@ const ROOT_ANSWER: Duration = Duration::from_millis(500);
 /// The source timeout when none is given (`MountConfig` gives one).
 const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What a request asks, as its deadline knows it (see `deadline::Asks`).
-fn asks(what: &impl std::hash::Hash) -> Asks {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    // Never 0, which asks nothing.
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(what) | 1
-}
-
 /// A reply that can be failed with EIO (by a request's deadline).
 trait Fails: Send + 'static {
     fn eio(self);
@@ -500,7 +493,7 @@ impl Filesystem for FuseAdapter {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_owned();
-        let asks = asks(&("lookup", parent.0, &name));
+        let asks = self.deadlines.asks(&("lookup", parent.0, &name));
         self.serve(reply, asks, move |a, reply| {
             a.serve_lookup(parent, &name, reply)
         });
@@ -527,15 +520,19 @@ impl Filesystem for FuseAdapter {
                 a.serve_getattr(ino, reply)
             });
         }
-        self.serve(reply, asks(&("getattr", ino.0)), move |a, reply| {
-            a.serve_getattr(ino, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("getattr", ino.0)),
+            move |a, reply| a.serve_getattr(ino, reply),
+        );
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.serve(reply, asks(&("readlink", ino.0)), move |a, reply| {
-            a.serve_readlink(ino, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("readlink", ino.0)),
+            move |a, reply| a.serve_readlink(ino, reply),
+        );
     }
 
     /// ENOSYS: the kernel then opens every file without asking (and never
@@ -562,9 +559,11 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.serve(reply, asks(&("read", ino.0, offset)), move |a, reply| {
-            a.serve_read(ino, offset, size, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("read", ino.0, offset)),
+            move |a, reply| a.serve_read(ino, offset, size, reply),
+        );
     }
 
     /// In a watched mount, ENOSYS: the kernel then opens directories
@@ -577,9 +576,11 @@ impl Filesystem for FuseAdapter {
         if self.fs.watching() {
             return reply.error(fuser::Errno::ENOSYS);
         }
-        self.serve(reply, asks(&("opendir", ino.0)), move |a, reply| {
-            a.serve_opendir(ino, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("opendir", ino.0)),
+            move |a, reply| a.serve_opendir(ino, reply),
+        );
     }
 
     // Both listings continue the listing their offset names (see
@@ -593,9 +594,11 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        self.serve(reply, asks(&("readdir", ino.0, offset)), move |a, reply| {
-            a.serve_readdir(ino, offset, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("readdir", ino.0, offset)),
+            move |a, reply| a.serve_readdir(ino, offset, reply),
+        );
     }
 
     fn readdirplus(
@@ -606,9 +609,11 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         reply: ReplyDirectoryPlus,
     ) {
-        self.serve(reply, asks(&("readdir", ino.0, offset)), move |a, reply| {
-            a.serve_readdirplus(ino, offset, reply)
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("readdir", ino.0, offset)),
+            move |a, reply| a.serve_readdirplus(ino, offset, reply),
+        );
     }
 
     /// ENOTTY at once, touching nothing: no page is a terminal or a device.
@@ -633,16 +638,20 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: ReplyIoctl,
     ) {
-        self.serve(reply, asks(&("ioctl", ino.0)), move |a, reply| {
-            if let Some(notifier) = a.notifier.get()
-                && let Some(store) = a.fs.store_on_open(ino.0)
-            {
-                send_store(&a.fs, notifier, store);
-            }
-            if let Some(reply) = reply.take() {
-                reply.error(fuser::Errno::ENOTTY);
-            }
-        });
+        self.serve(
+            reply,
+            self.deadlines.asks(&("ioctl", ino.0)),
+            move |a, reply| {
+                if let Some(notifier) = a.notifier.get()
+                    && let Some(store) = a.fs.store_on_open(ino.0)
+                {
+                    send_store(&a.fs, notifier, store);
+                }
+                if let Some(reply) = reply.take() {
+                    reply.error(fuser::Errno::ENOTTY);
+                }
+            },
+        );
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -656,7 +665,7 @@ impl Filesystem for FuseAdapter {
         let (uid, gid) = (req.uid(), req.gid());
         self.serve(
             reply,
-            asks(&("access", ino.0, mask.bits())),
+            self.deadlines.asks(&("access", ino.0, mask.bits())),
             move |a, reply| a.serve_access(ino, uid, gid, mask, reply),
         );
     }
