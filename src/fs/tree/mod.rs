@@ -598,7 +598,7 @@ impl NovelFs {
     /// The listing a READDIR of `ino` at `offset` continues (see
     /// `Listings::continue_or_take`).
     pub fn listing(&self, ino: u64, offset: u64) -> Result<Listing> {
-        self.follow_listing(ino);
+        self.follow_listing(ino, offset);
         let listing = self
             .listings
             .continue_or_take(ino, offset, || self.list(ino))

@@ -87,13 +87,13 @@ impl NovelFs {
         }
     }
 
-    /// A READDIR of `ino` is about to be served: a followed reader listing
-    /// a chapter directory goes on there.
-    pub(super) fn follow_listing(&self, ino: u64) {
+    /// A READDIR of `ino` at `offset` is about to be served: a followed
+    /// reader listing a chapter directory goes on there.
+    pub(super) fn follow_listing(&self, ino: u64, offset: u64) {
         if self.store_ahead.following()
             && let Ok(Node::Chapter { chapter }) = self.node(ino)
         {
-            self.store_ahead.listed(&chapter);
+            self.store_ahead.listed(&chapter, offset == 0);
         }
     }
 }

@@ -28,21 +28,37 @@ fn lookup(fs: &NovelFs, parent: u64, name: &str) -> Attr {
 }
 
 /// What a READDIRPLUS of `ino` gives the kernel: name → attributes, each
-/// counted as a lookup.
+/// counted as a lookup. Then, as the kernel does once the reader has that
+/// reply, the READDIR past it, which ends the listing: the stores sent
+/// before its answer are taken and kept for the next `drain`.
 fn list_plus(fs: &NovelFs, ino: u64) -> BTreeMap<String, Attr> {
     crate::fs::tree::fixture::reported(fs);
     let listing = fs.listing(ino, 0).unwrap();
-    listing
+    let listed = listing
         .entries
         .iter()
         .filter_map(|e| Some((e.name.to_string_lossy().into_owned(), fs.listed_plus(e)?)))
-        .collect()
+        .collect();
+    let end = listing.offset_after(listing.entries.len() + 1);
+    fs.listing(ino, end).unwrap();
+    for s in fs.stores_at_listing(ino, end) {
+        AT_LISTING_ENDS.with_borrow_mut(|at| at.push((s.ino, s.bytes.to_vec())));
+        fs.store_finished(s, StoreOutcome::Stored);
+    }
+    listed
 }
 
-/// Every store planned within a moment, each answered as the kernel
-/// would if it holds the inode: taken.
+thread_local! {
+    /// Pages stored at the end of `list_plus`'s listings, not drained yet.
+    static AT_LISTING_ENDS: std::cell::RefCell<Vec<(u64, Vec<u8>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Every page stored since the last call: at the end of a listing, then
+/// every store the store thread plans within a moment, each answered as
+/// the kernel would if it holds the inode: taken.
 fn drain(fs: &NovelFs) -> Vec<(u64, Vec<u8>)> {
-    let mut stored = Vec::new();
+    let mut stored = AT_LISTING_ENDS.with_borrow_mut(std::mem::take);
     loop {
         let batch = fs.stores_ahead(Some(Duration::from_millis(200)));
         if batch.is_empty() {
@@ -135,8 +151,10 @@ fn only_pages_the_kernel_holds_are_stored() {
         got,
         [pages["offset-401.txt"].ino, pages["offset-801.txt"].ino]
     );
-    // Forgotten: the kernel dropped every lookup of the second chapter's pages.
+    // Forgotten: the kernel dropped every lookup of the second chapter's
+    // pages (after the end of their listing stored them).
     let two = list_plus(fs, chapters["第2章.md"].ino);
+    drain(fs);
     for a in two.values() {
         fs.forget(a.ino, 1);
     }
@@ -236,19 +254,13 @@ fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
     for s in rest {
         fs.store_finished(s, StoreOutcome::NotHeld);
     }
-    // Listings in the book while the retry waits plan again.
+    // Listings of its chapter while the retry waits send it at their end
+    // (the kernel holds the inode by then), once.
     for _ in 0..3 {
         list_plus(fs, chapters["第2章.md"].ino);
     }
-    let again = fs.stores_ahead(Some(Duration::from_secs(1)));
-    assert_eq!(
-        again.iter().map(|s| s.ino).collect::<Vec<_>>(),
-        [two.ino],
-        "one store, retried"
-    );
-    for s in again {
-        fs.store_finished(s, StoreOutcome::Stored);
-    }
+    let again: Vec<u64> = drain(fs).iter().map(|s| s.0).collect();
+    assert_eq!(again, [two.ino], "one store, retried");
     assert!(drain(fs).is_empty());
 }
 
@@ -330,6 +342,10 @@ fn the_end_of_a_chapter_listing_stores_its_planned_pages() {
         fs.stores_at_listing(dir, 0).is_empty(),
         "not before the reader has the first reply"
     );
+    // The store thread, woken by the listing, leaves the chapter's pages to
+    // its end: had it claimed one and been slow to send it, the reader
+    // would have READ it as well.
+    assert!(drain(fs).is_empty(), "the store thread raced the listing");
     let end = listing.offset_after(listing.entries.len() + 1);
     let stores = fs.stores_at_listing(dir, end);
     let got: Vec<u64> = stores.iter().map(|s| s.ino).collect();
@@ -365,4 +381,35 @@ fn a_page_the_store_thread_sends_is_not_stored_again_meanwhile() {
     for s in batch {
         fs.store_finished(s, StoreOutcome::Stored);
     }
+}
+
+#[test]
+fn a_refused_store_of_a_chapter_goes_at_the_end_of_its_listing() {
+    let lib = library(&[
+        ("第1章.md", lines(1000, "甲")),
+        ("第2章.md", lines(10, "乙")),
+    ]);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let dir = chapters["第1章.md"].ino;
+    let one = list_plus(fs, dir);
+    fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
+    let batch = fs.stores_ahead(Some(Duration::from_millis(200)));
+    let next = one["offset-401.txt"].ino;
+    assert_eq!(batch.iter().map(|s| s.ino).collect::<Vec<_>>(), [next]);
+    for s in batch {
+        fs.store_finished(s, StoreOutcome::NotHeld);
+    }
+    // The reader lists the chapter again, to its end: the kernel holds the
+    // inode by then, and the refused store goes before the reply, not after
+    // a retry delay the reader's open would not wait for.
+    let stores = fs.stores_at_listing(dir, u64::MAX);
+    assert_eq!(stores.iter().map(|s| s.ino).collect::<Vec<_>>()[..1], [next]);
+    for s in stores {
+        fs.store_finished(s, StoreOutcome::Stored);
+    }
+    assert!(
+        drain(fs).iter().all(|(ino, _)| *ino != next),
+        "and only then"
+    );
 }

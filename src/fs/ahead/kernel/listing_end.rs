@@ -22,8 +22,17 @@ impl StoreAhead {
     /// READ, and under io_uring it lost most races. Each store is claimed
     /// (`claim`: the store thread skips it); say how it went with `finished`.
     pub(crate) fn at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
+        let mut out = Vec::new();
         let wanted: Vec<(PageName, u64, u64)> = {
-            let state = lock(&self.state);
+            let mut state = lock(&self.state);
+            state.open_listings.retain(|c| c != chapter);
+            // Stores of this chapter the kernel refused (sent before it had
+            // made the inodes) go now: it has made them by this READDIR.
+            let (mine, others): (Vec<Store>, Vec<Store>) = std::mem::take(&mut state.retries)
+                .into_iter()
+                .partition(|s| s.chapter() == Some(chapter));
+            state.retries = others;
+            out.extend(mine);
             let mut wanted = Vec::new();
             for r in &state.readers {
                 let Some(plan) = &r.plan else { continue };
@@ -44,8 +53,7 @@ impl StoreAhead {
             }
             wanted
         };
-        let mut out = Vec::new();
-        let mut total = 0;
+        let mut total: u64 = out.iter().map(|s| s.bytes.len() as u64).sum();
         for (page, version, bytes) in wanted {
             if total + bytes > LISTING_END_BYTES {
                 break;

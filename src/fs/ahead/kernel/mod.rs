@@ -33,7 +33,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use crate::fs::inodes::InodeTable;
-use crate::fs::node::Node;
+use crate::fs::node::{ChapterRef, Node};
 use crate::fs::outline::Outlines;
 use crate::fs::pages::Pages;
 use crate::fs::source::Source;
@@ -67,6 +67,14 @@ impl Store {
         self.node.path()
     }
 
+    /// The chapter of its page.
+    fn chapter(&self) -> Option<&ChapterRef> {
+        match &self.node {
+            Node::Page { chapter, .. } => Some(chapter),
+            _ => None,
+        }
+    }
+
     /// How many times the kernel refused it so far.
     #[cfg(test)]
     pub(crate) fn refused(&self) -> usize {
@@ -96,6 +104,12 @@ struct State {
     again: bool,
     /// Stores the kernel refused with ENOENT, to send again.
     retries: Vec<Store>,
+    /// Chapter directories of a reader's book whose listing started (a
+    /// READDIR at offset 0) and has not ended, the most recent last,
+    /// `OPEN_LISTINGS` at most: the end of each stores its pages on the
+    /// listing's thread (`at_listing_end`), so the store thread leaves them
+    /// alone meanwhile.
+    open_listings: VecDeque<ChapterRef>,
     /// Inodes the kernel was given the bytes of (stored or read), or that
     /// were given up on, while it holds them (see `given`): at most what
     /// the kernel holds.

@@ -288,9 +288,13 @@ impl StoreAhead {
             let held = parts.inodes.held_page(&node);
             let wanted_now = match (&out, held) {
                 (Some(out), Some(ino)) => {
-                    // Once per inode: not stored yet, nor waiting for a retry.
+                    // Once per inode: not stored yet, nor waiting for a
+                    // retry; and not while its chapter's listing goes on,
+                    // whose end stores it.
                     let state = lock(&self.state);
-                    !state.has(ino) && !out.iter().any(|s| s.ino == ino)
+                    !state.has(ino)
+                        && !out.iter().any(|s| s.ino == ino)
+                        && !state.open_listings.contains(chapter)
                 }
                 (None, None) => true,
                 _ => false,
