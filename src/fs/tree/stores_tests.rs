@@ -404,7 +404,10 @@ fn a_refused_store_of_a_chapter_goes_at_the_end_of_its_listing() {
     // inode by then, and the refused store goes before the reply, not after
     // a retry delay the reader's open would not wait for.
     let stores = fs.stores_at_listing(dir, u64::MAX);
-    assert_eq!(stores.iter().map(|s| s.ino).collect::<Vec<_>>()[..1], [next]);
+    assert_eq!(
+        stores.iter().map(|s| s.ino).collect::<Vec<_>>()[..1],
+        [next]
+    );
     for s in stores {
         fs.store_finished(s, StoreOutcome::Stored);
     }
