@@ -416,3 +416,40 @@ fn a_refused_store_of_a_chapter_goes_at_the_end_of_its_listing() {
         "and only then"
     );
 }
+
+#[test]
+fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
+    let n = 4 * AHEAD_CHAPTERS;
+    let many: Vec<(String, String)> = (1..=n)
+        .map(|i| (format!("第{i}章.md"), lines(5, "甲")))
+        .collect();
+    let refs: Vec<(&str, String)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let lib = library(&refs);
+    let fs = &lib.fs;
+    let chapters = list_plus(fs, book(&lib));
+    let dir = |i: usize| chapters[&format!("第{i}章.md")].ino;
+    let first = list_plus(fs, dir(1));
+    fs.read(first["offset-1.txt"].ino, 0, 4096).unwrap();
+    drain(fs);
+    let woken = || {
+        fs.store_ahead
+            .woken_by_listings
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let before = woken();
+    // A walk: each chapter listed to its end, the store thread given its
+    // turn after each listing, as on a second CPU.
+    let mut stored = Vec::new();
+    let mut listed = Vec::new();
+    for i in 2..=n {
+        listed.push(list_plus(fs, dir(i))["offset-1.txt"].ino);
+        stored.extend(drain(fs).into_iter().map(|s| s.0));
+    }
+    assert_eq!(stored, listed, "every page of the walk, once, in order");
+    let wakes = woken() - before;
+    assert!(
+        wakes > 0 && wakes <= (n - 1).div_ceil(2),
+        "{wakes} wake-ups for {} listings",
+        n - 1
+    );
+}

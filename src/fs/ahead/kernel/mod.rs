@@ -121,6 +121,9 @@ pub(crate) struct StoreAhead {
     wake: Condvar,
     /// Whether any reader is followed: listings skip the lock while none is.
     any_reader: AtomicBool,
+    /// How many times a listing woke the store thread.
+    #[cfg(test)]
+    pub(crate) woken_by_listings: std::sync::atomic::AtomicUsize,
 }
 
 /// What a plan needs of the tree.
@@ -137,6 +140,8 @@ impl StoreAhead {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             any_reader: AtomicBool::new(false),
+            #[cfg(test)]
+            woken_by_listings: Default::default(),
         }
     }
 }

@@ -101,6 +101,11 @@ impl Planned {
         })
     }
 
+    /// How many chapters after the reader's the plan reaches.
+    pub(super) fn chapters_ahead(&self) -> usize {
+        self.chapters.len().saturating_sub(1)
+    }
+
     /// What is left of this plan for a reader `ahead` chapters further on,
     /// past page `offset` of that chapter.
     pub(super) fn shifted(&self, ahead: usize, offset: u64) -> Planned {

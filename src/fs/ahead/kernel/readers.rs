@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::StoreAhead;
-use super::plan::Reader;
+use super::plan::{AHEAD_CHAPTERS, Reader};
 use crate::fs::lock;
 use crate::fs::names::PageName;
 use crate::fs::node::ChapterRef;
@@ -14,6 +14,11 @@ use crate::fs::node::ChapterRef;
 /// Reader positions followed at once, one per book and format, the most
 /// recent first: `grep -r` reads both formats, a few agents a few books.
 const READERS: usize = 4;
+
+/// A listing wakes the store thread once a reader's plan reaches fewer
+/// chapters than this past the one listed: it then plans and renders
+/// `AHEAD_CHAPTERS` on again, every third chapter of a walk.
+const WAKE_BELOW_AHEAD: usize = AHEAD_CHAPTERS / 2;
 
 /// Chapter listings under way at once that the store thread leaves to
 /// their end (`State::open_listings`): one per reader walking, a few more
@@ -87,6 +92,7 @@ impl StoreAhead {
             state.open_listings.push_back(chapter.clone());
         }
         let mut moved = false;
+        let mut short = false;
         for r in state.readers.iter_mut() {
             if *r.book() != *chapter.book {
                 continue;
@@ -94,6 +100,7 @@ impl StoreAhead {
             let Some(plan) = &r.plan else {
                 // Not planned yet: the plan will see what is held by then.
                 moved = true;
+                short = true;
                 continue;
             };
             let Some((ahead, version)) = plan.find(chapter) else {
@@ -106,7 +113,9 @@ impl StoreAhead {
             }
             // What the plan already knows of the chapters it reaches serves
             // without looking at the disk again.
-            let shifted = Some(Arc::new(plan.shifted(ahead, 0)));
+            let shifted = plan.shifted(ahead, 0);
+            short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
+            let shifted = Some(Arc::new(shifted));
             *r = Reader {
                 chapter: chapter.clone(),
                 offset: 0,
@@ -118,9 +127,15 @@ impl StoreAhead {
         if moved {
             state.events += 1;
             drop(state);
-            // The listing's end has nothing for the store thread: the
-            // event waits for its next wake-up.
-            if first {
+            // The listing's end has nothing for the store thread, nor has a
+            // listing while the plan still reaches a few chapters further
+            // (their pages are rendered already): the event waits for its
+            // next wake-up. A wake-up per chapter listed was a tenth of a
+            // cold `grep -r`'s CPU (the futex calls on either side and the
+            // store thread's context switches).
+            if first && short {
+                #[cfg(test)]
+                self.woken_by_listings.fetch_add(1, Ordering::Relaxed);
                 self.wake.notify_one();
             }
         }
