@@ -75,15 +75,22 @@ fn book(lib: &Fixture) -> u64 {
     lookup(&lib.fs, ROOT_INO, "书").ino
 }
 
+/// A library of one book of `chapters`, the book listed: its chapter
+/// directories by name.
+fn listed_book(chapters: &[(&str, String)]) -> (Fixture, BTreeMap<String, Attr>) {
+    let lib = library(chapters);
+    let listed = list_plus(&lib.fs, book(&lib));
+    (lib, listed)
+}
+
 #[test]
 fn a_read_page_stores_the_rest_of_its_chapter_then_the_listed_chapters_after_it() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(1000, "甲")),
         ("第2章.md", lines(10, "乙")),
         ("第3章.md", lines(450, "丙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let two = list_plus(fs, chapters["第2章.md"].ino);
     assert!(drain(fs).is_empty(), "listings alone store nothing");
@@ -122,9 +129,9 @@ fn a_read_page_stores_the_rest_of_its_chapter_then_the_listed_chapters_after_it(
 
 #[test]
 fn a_json_reader_gets_json_pages() {
-    let lib = library(&[("第1章.md", lines(500, "甲")), ("第2章.md", lines(3, "乙"))]);
+    let (lib, chapters) =
+        listed_book(&[("第1章.md", lines(500, "甲")), ("第2章.md", lines(3, "乙"))]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let two = list_plus(fs, chapters["第2章.md"].ino);
     fs.read(one["offset-1.json"].ino, 0, 4096).unwrap();
@@ -134,12 +141,11 @@ fn a_json_reader_gets_json_pages() {
 
 #[test]
 fn only_pages_the_kernel_holds_are_stored() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(1000, "甲")),
         ("第2章.md", lines(3, "乙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = chapters["第1章.md"].ino;
     // Looked up by name, never listed: the other pages are not held.
     let first = lookup(fs, one, "offset-1.txt");
@@ -164,9 +170,9 @@ fn only_pages_the_kernel_holds_are_stored() {
 
 #[test]
 fn a_changed_chapter_is_stored_as_its_new_inode_with_its_new_bytes() {
-    let lib = library(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
+    let (lib, chapters) =
+        listed_book(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let old = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
     let old_bytes = fs.read(old.ino, 0, u32::MAX).unwrap();
@@ -191,9 +197,8 @@ fn a_reader_gets_at_most_the_chapters_and_bytes_ahead() {
         .map(|i| (format!("第{i}章.md"), lines(5, "甲")))
         .collect();
     let refs: Vec<(&str, String)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let lib = library(&refs);
+    let (lib, chapters) = listed_book(&refs);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let pages: Vec<BTreeMap<String, Attr>> = (1..=3 * AHEAD_CHAPTERS)
         .map(|i| list_plus(fs, chapters[&format!("第{i}章.md")].ino))
         .collect();
@@ -233,9 +238,9 @@ fn a_reader_gets_at_most_the_chapters_and_bytes_ahead() {
 
 #[test]
 fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
-    let lib = library(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
+    let (lib, chapters) =
+        listed_book(&[("第1章.md", lines(10, "甲")), ("第2章.md", lines(10, "乙"))]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let two = list_plus(fs, chapters["第2章.md"].ino)["offset-1.txt"];
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
@@ -268,13 +273,12 @@ fn a_refused_store_waits_for_its_retry_and_is_not_planned_again_meanwhile() {
 fn a_big_chapter_ahead_ends_the_plan_undecoded() {
     let big = lines((GUESS_MAX_BYTES as usize) / 60 + 100, "乙");
     assert!(big.len() as u64 > GUESS_MAX_BYTES);
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(5, "甲")),
         ("第2章.md", big),
         ("第3章.md", lines(5, "丙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     // The listings' outlines ahead are the outline thread's decodes, not
     // the plan's.
@@ -287,12 +291,11 @@ fn a_big_chapter_ahead_ends_the_plan_undecoded() {
 
 #[test]
 fn a_page_opened_is_stored_once_unless_the_kernel_has_it() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(1000, "甲")),
         ("第2章.md", lines(10, "乙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     let two = list_plus(fs, chapters["第2章.md"].ino);
     // Opened (its IOCTL) before any READ: stored, as a READ would return it.
@@ -320,12 +323,11 @@ fn a_page_opened_is_stored_once_unless_the_kernel_has_it() {
 
 #[test]
 fn the_end_of_a_chapter_listing_stores_its_planned_pages() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(10, "甲")),
         ("第2章.md", lines(450, "乙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
     // The store thread plans; the second chapter is not listed yet, so
@@ -363,12 +365,11 @@ fn the_end_of_a_chapter_listing_stores_its_planned_pages() {
 
 #[test]
 fn a_page_the_store_thread_sends_is_not_stored_again_meanwhile() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(1000, "甲")),
         ("第2章.md", lines(10, "乙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let one = list_plus(fs, chapters["第1章.md"].ino);
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
     let batch = fs.stores_ahead(Some(Duration::from_millis(200)));
@@ -385,12 +386,11 @@ fn a_page_the_store_thread_sends_is_not_stored_again_meanwhile() {
 
 #[test]
 fn a_refused_store_of_a_chapter_goes_at_the_end_of_its_listing() {
-    let lib = library(&[
+    let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(1000, "甲")),
         ("第2章.md", lines(10, "乙")),
     ]);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let dir = chapters["第1章.md"].ino;
     let one = list_plus(fs, dir);
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
@@ -424,9 +424,8 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
         .map(|i| (format!("第{i}章.md"), lines(5, "甲")))
         .collect();
     let refs: Vec<(&str, String)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let lib = library(&refs);
+    let (lib, chapters) = listed_book(&refs);
     let fs = &lib.fs;
-    let chapters = list_plus(fs, book(&lib));
     let dir = |i: usize| chapters[&format!("第{i}章.md")].ino;
     let first = list_plus(fs, dir(1));
     fs.read(first["offset-1.txt"].ino, 0, 4096).unwrap();
