@@ -84,19 +84,14 @@ impl StoreAhead {
     /// for 15% of the pages of a 200,000-chapter `grep -r`.
     pub(crate) fn listed(&self, chapter: &ChapterRef, first: bool) {
         let mut state = lock(&self.state);
-        if first && state.readers.iter().any(|r| *r.book() == *chapter.book) {
-            state.open_listings.retain(|c| c != chapter);
-            if state.open_listings.len() == OPEN_LISTINGS {
-                state.open_listings.pop_front();
-            }
-            state.open_listings.push_back(chapter.clone());
-        }
+        let mut in_a_readers_book = false;
         let mut moved = false;
         let mut short = false;
         for r in state.readers.iter_mut() {
             if *r.book() != *chapter.book {
                 continue;
             }
+            in_a_readers_book = true;
             let Some(plan) = &r.plan else {
                 // Not planned yet: the plan will see what is held by then.
                 moved = true;
@@ -123,6 +118,13 @@ impl StoreAhead {
                 version,
                 plan: shifted,
             };
+        }
+        if first && in_a_readers_book {
+            state.open_listings.retain(|c| c != chapter);
+            if state.open_listings.len() == OPEN_LISTINGS {
+                state.open_listings.pop_front();
+            }
+            state.open_listings.push_back(chapter.clone());
         }
         if moved {
             state.events += 1;
