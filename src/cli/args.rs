@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::library;
+use novelfs_library as library;
 
 const LONG_ABOUT: &str = "\
 novelfs serves a library of Chinese novel chapters as a read-only FUSE \

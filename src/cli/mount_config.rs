@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::MountCmd;
-use crate::fs::FsConfig;
+use novelfs_fs::FsConfig;
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
@@ -87,7 +87,7 @@ fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
         .or(options.index_dir.as_ref().map(PathBuf::from));
     given
         .map(|dir| absolute(&dir))
-        .or_else(crate::fs::persist::default_dir)
+        .or_else(novelfs_fs::persist::default_dir)
 }
 
 #[cfg(test)]

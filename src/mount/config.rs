@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::access::Access;
 use super::transport::IoUring;
-use crate::fs::FsConfig;
+use novelfs_fs::FsConfig;
 
 /// How the kernel mount looks: its source and type in mountinfo, and the
 /// kernel-side access checks.

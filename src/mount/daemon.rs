@@ -12,8 +12,8 @@ use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmoun
 use super::process::{Forked, Writer, fork_with_pipe};
 use super::session::serve;
 use super::watchdog::Watchdog;
-use crate::fs::MMAP_THRESHOLD;
-use crate::library::Library;
+use novelfs_fs::MMAP_THRESHOLD;
+use novelfs_library::Library;
 
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {

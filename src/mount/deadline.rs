@@ -307,7 +307,7 @@ impl Deadlines {
         let spawned = std::thread::Builder::new()
             .name("novelfs-deadline".into())
             .spawn(move || {
-                crate::fs::unpinned();
+                novelfs_fs::unpinned();
                 run(timer)
             });
         if let Err(e) = spawned {

@@ -21,7 +21,7 @@ use super::deadline::{Armed, Asks, Deadlines};
 use super::offload::Offload;
 use super::process::euid_egid;
 use super::pusher::send_store;
-use crate::fs::{Attr, DirCache, Entry, Errno, Kind, NovelFs, ROOT_INO};
+use novelfs_fs::{Attr, DirCache, Entry, Errno, Kind, NovelFs, ROOT_INO};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -537,7 +537,7 @@ impl Filesystem for FuseAdapter {
 
     /// ENOSYS: the kernel then opens every file without asking (and never
     /// sends RELEASE), keeping its page cache: an inode's bytes never
-    /// change (see `crate::fs::tree`), and everything is read by inode. Writes never
+    /// change (see `novelfs_fs::tree`), and everything is read by inode. Writes never
     /// get here: the mount is read-only.
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
@@ -796,7 +796,7 @@ mod tests {
     #[test]
     fn access_follows_the_mode_bits() {
         let fs = Arc::new(NovelFs::new(
-            crate::library::Library::open(Path::new("/")).unwrap(),
+            novelfs_library::Library::open(Path::new("/")).unwrap(),
             Default::default(),
         ));
         let adapter = FuseAdapter::new(fs);
@@ -827,9 +827,18 @@ mod tests {
         assert!(permits(&owner_only, 0, 0, r));
     }
 
+    /// The handler panic planted below prints nothing in the test log.
+    #[test]
+    fn planted_panics_stay_out_of_the_test_log() {
+        novelfs_fs::test_util::assert_planted_panics_stay_quiet(&[(
+            "a_panic_in_a_handler_becomes_eio",
+            "boom",
+        )]);
+    }
+
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {
-        crate::test_util::quiet_panics("boom");
+        novelfs_fs::test_util::quiet_panics("boom");
         let r: Result<(), fuser::Errno> = guarded(
             || "read /书/第1章.md/offset-1.txt".into(),
             || panic!("boom"),

@@ -61,7 +61,7 @@ impl Pool {
         let spawned = std::thread::Builder::new()
             .name("novelfs-spare".into())
             .spawn(move || {
-                crate::fs::unpinned();
+                novelfs_fs::unpinned();
                 pool.work()
             });
         if let Err(e) = spawned {

@@ -81,7 +81,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("default_permissions", None) => o.default_permissions = true,
             ("fsname", Some(v)) => o.fsname = Some(v.to_string()),
             ("subtype", Some(v)) => o.subtype = Some(parse_subtype(v)?),
-            ("path_root", Some(v)) => o.path_root = Some(crate::library::normalize_path_root(v)?),
+            ("path_root", Some(v)) => o.path_root = Some(novelfs_library::normalize_path_root(v)?),
             ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
             ("source_timeout", Some(v)) => o.source_timeout = Some(parse_source_timeout(v)?),
             ("index_dir", Some(v)) => o.index_dir = Some(v.to_string()),

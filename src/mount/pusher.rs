@@ -1,12 +1,12 @@
 //! The threads that talk to the kernel unasked: one tells it what to drop
 //! whenever the library changes on disk, one stores pages into its page
-//! cache ahead of a reader (`crate::fs::ahead` decides which).
+//! cache ahead of a reader (`novelfs_fs::ahead` decides which).
 
 use std::time::Duration;
 
 use fuser::INodeNo;
 
-use crate::fs::{Change, Invalidation, NovelFs, Store, StoreOutcome};
+use novelfs_fs::{Change, Invalidation, NovelFs, Store, StoreOutcome};
 
 /// Why the kernel refused a notification.
 enum Refusal {
@@ -45,7 +45,7 @@ pub(crate) fn send_store(fs: &NovelFs, notifier: &fuser::Notifier, store: Store)
         Ok(()) => {
             log::debug!(
                 "{} ino={:#x} bytes={} path={}",
-                crate::events::STORED,
+                novelfs_fs::events::STORED,
                 store.ino,
                 store.bytes.len(),
                 store.path()

@@ -16,8 +16,8 @@ use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
 use super::pusher::{push_changes, store_ahead};
 use super::watchdog::Watchdog;
-use crate::fs::NovelFs;
-use crate::library::Library;
+use novelfs_fs::NovelFs;
+use novelfs_library::Library;
 
 /// Mounts `library` at `mountpoint` (resolved, as the kernel writes it in
 /// mountinfo) and serves until unmounted; returns the exit code. `ready`

@@ -254,66 +254,153 @@ fn problems(src: &Path) -> Vec<String> {
         let names: Vec<String> = circle.iter().map(|&f| krate.name(f, src)).collect();
         found.push(format!("files import each other: {}", names.join(", ")));
     }
-    let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    found.extend(folder_ties(&krate, &imports, &files, src));
+    found
+}
+
+/// Circles among the modules of one folder: for each module with children,
+/// a file under child A naming a file under child B is a tie A -> B, and
+/// ties that go round mean the folder's parts cannot be read or changed one
+/// at a time even when no two files import each other. At the crate's top
+/// every circle is reported; deeper down, a circle that a circle of files
+/// already spans is left to that report.
+fn folder_ties(
+    krate: &Crate,
+    imports: &[BTreeSet<usize>],
+    files: &BTreeMap<usize, BTreeSet<usize>>,
+    src: &Path,
+) -> Vec<String> {
+    let file_circles = circles(files);
+    let mut levels: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut through: BTreeMap<(ModPath, String, String), Vec<String>> = BTreeMap::new();
     for (from, targets) in imports.iter().enumerate() {
         for &to in targets {
-            if krate.top(from) != krate.top(to) {
-                tops.entry(krate.top(from))
-                    .or_default()
-                    .insert(krate.top(to));
+            let (a, b) = (&krate.files[from].path, &krate.files[to].path);
+            let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            if a.len() <= common || b.len() <= common {
+                continue;
             }
+            let (level, x, y) = (a[..common].to_vec(), a[common].clone(), b[common].clone());
+            levels
+                .entry(level.clone())
+                .or_default()
+                .entry(x.clone())
+                .or_default()
+                .insert(y.clone());
+            through
+                .entry((level, x, y))
+                .or_default()
+                .push(format!("{} -> {}", krate.name(from, src), krate.name(to, src)));
         }
     }
-    for circle in circles(&tops) {
-        let mut through = Vec::new();
-        for (from, targets) in imports.iter().enumerate() {
-            for &to in targets {
-                if krate.top(from) != krate.top(to)
-                    && circle.contains(&krate.top(from))
-                    && circle.contains(&krate.top(to))
-                {
-                    through.push(format!(
-                        "{} -> {}",
-                        krate.name(from, src),
-                        krate.name(to, src)
-                    ));
+    let mut found = Vec::new();
+    for (level, graph) in &levels {
+        for circle in circles(graph) {
+            let child_of = |f: usize| krate.files[f].path.get(level.len()).cloned();
+            let spanned = !level.is_empty()
+                && file_circles.iter().any(|c| {
+                    let children: BTreeSet<String> = c
+                        .iter()
+                        .filter(|&&f| krate.files[f].path.starts_with(level))
+                        .filter_map(|&f| child_of(f))
+                        .filter(|ch| circle.contains(ch))
+                        .collect();
+                    children.len() > 1
+                });
+            if spanned {
+                continue;
+            }
+            let mut ties = Vec::new();
+            for ((l, x, y), edges) in &through {
+                if l == level && circle.contains(x) && circle.contains(y) {
+                    ties.extend(edges.iter().cloned());
                 }
             }
+            let what = if level.is_empty() {
+                "top-level modules".to_string()
+            } else {
+                format!("the folders inside {}", level.join("/"))
+            };
+            found.push(format!(
+                "{what} import each other: {} (through {})",
+                circle.join(", "),
+                ties.join(", ")
+            ));
         }
-        found.push(format!(
-            "top-level modules import each other: {} (through {})",
-            circle.join(", "),
-            through.join(", ")
-        ));
     }
     found
 }
 
+/// The workspace's crates, bottom up: where each one's sources are, the
+/// manifest that lists its dependencies, and whether it must stay free of
+/// fuser. The compiler keeps a crate from naming one it does not depend on,
+/// so the manifests are where the layers between crates are checked.
+const CRATES: [(&str, bool); 3] = [
+    ("crates/library", true),
+    ("crates/fs", true),
+    (".", false),
+];
+
+/// The workspace's crates that `manifest_dir`'s manifest depends on.
+fn workspace_dependencies(manifest_dir: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).unwrap();
+    let mut deps = BTreeSet::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line.to_string();
+        } else if section == "[dependencies]"
+            && let Some((name, _)) = line.split_once('=')
+        {
+            deps.insert(name.trim().to_string());
+        }
+    }
+    deps
+}
+
 #[test]
 fn the_sources_keep_their_layout() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    for (dir, free_of_fuser) in CRATES {
+        let manifest_dir = root.join(dir);
+        let src = manifest_dir.join("src");
+        let krate = Crate::read(&src);
+        let mut on_disk = Vec::new();
+        rust_files(&src, &mut on_disk);
+        on_disk.retain(|f| *f != src.join("main.rs"));
+        let read: BTreeSet<&PathBuf> = krate.files.iter().map(|f| &f.file).collect();
+        let unread: Vec<_> = on_disk.iter().filter(|f| !read.contains(f)).collect();
+        assert!(
+            on_disk.len() > 10 && unread.is_empty(),
+            "every source file of {dir} is read from src/lib.rs down; not: {unread:?}"
+        );
+        let deps = workspace_dependencies(&manifest_dir);
+        if free_of_fuser {
+            assert!(!deps.contains("fuser"), "{dir} depends on fuser: {deps:?}");
+            for f in &krate.files {
+                assert!(!f.scan.names_fuser, "{} names fuser", f.file.display());
+            }
+        }
+        let below: Vec<&str> = CRATES.iter().map(|(d, _)| *d).take_while(|d| *d != dir).collect();
+        for (other, _) in CRATES {
+            let name = format!("novelfs-{}", other.rsplit('/').next().unwrap());
+            if other != dir && !below.contains(&other) {
+                assert!(!deps.contains(&name), "{dir} depends on {name}, a crate above it");
+            }
+        }
+        all.extend(problems(&src));
+    }
+    let src = root.join("src");
     let krate = Crate::read(&src);
-    let mut on_disk = Vec::new();
-    rust_files(&src, &mut on_disk);
-    on_disk.retain(|f| *f != src.join("main.rs"));
-    let read: BTreeSet<&PathBuf> = krate.files.iter().map(|f| &f.file).collect();
-    let unread: Vec<_> = on_disk.iter().filter(|f| !read.contains(f)).collect();
-    assert!(
-        on_disk.len() > 40 && unread.is_empty(),
-        "every source file is read from src/lib.rs down; not: {unread:?}"
-    );
     let session = krate.modules[&vec!["mount".to_string(), "session".to_string()]];
     let attach = krate.modules[&vec!["mount".to_string(), "attach".to_string()]];
     assert!(
         krate.imports()[session].contains(&attach),
         "the scan sees `use super::attach`"
     );
-    let problems = problems(&src);
-    assert!(
-        problems.is_empty(),
-        "layout problems:\n{}",
-        problems.join("\n")
-    );
+    assert!(all.is_empty(), "layout problems:\n{}", all.join("\n"));
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -460,5 +547,25 @@ fn a_circle_of_top_level_modules_fails() {
                 && p.contains("fs/tree.rs")
         ),
         "{problems:?}"
+    );
+}
+
+#[test]
+fn two_folders_tied_both_ways_fail() {
+    let dir = fake_crate(&[
+        ("lib.rs", "mod fs;\n"),
+        ("fs/mod.rs", "mod ahead;\nmod source;\n"),
+        ("fs/source/mod.rs", "mod disk;\npub struct Source;\n"),
+        ("fs/source/disk.rs", "use crate::fs::ahead::Window;\n"),
+        ("fs/ahead/mod.rs", "mod prefetch;\npub struct Window;\n"),
+        ("fs/ahead/prefetch.rs", "use super::super::source::Source;\n"),
+    ]);
+    assert_one_problem_naming(
+        &dir,
+        &[
+            "the folders inside fs import each other: ahead, source",
+            "fs/source/disk.rs -> fs/ahead/mod.rs",
+            "fs/ahead/prefetch.rs -> fs/source/mod.rs",
+        ],
     );
 }

@@ -1,0 +1,231 @@
+//! The disk's page cache, filled ahead of a reader: asks the disk for the
+//! next chapters of a book while one is decoded. Who reads a chapter (an
+//! agent paging through a book, `find`, `grep -r`) mostly reads the
+//! following ones next, and their bytes are then in the page cache when
+//! asked for.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::Sender;
+
+use super::window::Window;
+use crate::lock;
+use novelfs_library::BookIndex;
+
+/// How many chapters ahead of the one being loaded are read ahead.
+const READ_AHEAD: usize = 16;
+/// The window is topped up when fewer than this many are ahead: one
+/// message (and one wake-up of the thread) per half window, not one per
+/// chapter (a send, a wake-up and a park per chapter were 14% of a cold
+/// `find`).
+const REFILL_BELOW: usize = READ_AHEAD / 2;
+
+pub(crate) struct Prefetcher {
+    /// Chapter files for the read-ahead thread.
+    queue: Mutex<Sender<Vec<PathBuf>>>,
+    /// Per book, the chapters already queued.
+    queued_to: Mutex<HashMap<OsString, Window>>,
+}
+
+impl Prefetcher {
+    /// Starts the thread that asks the kernel to read files into its page
+    /// cache (`POSIX_FADV_WILLNEED` starts the reads and returns); it ends
+    /// with the `Prefetcher`.
+    pub(crate) fn start() -> Prefetcher {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-readahead".into())
+            .spawn(move || {
+                use std::os::fd::AsRawFd;
+                use std::os::unix::fs::OpenOptionsExt;
+                for path in rx.into_iter().flatten() {
+                    let opened = std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                        .open(&path);
+                    if let Ok(f) = opened {
+                        // SAFETY: advice on an open descriptor; no memory involved.
+                        unsafe {
+                            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED)
+                        };
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("no read-ahead thread: {e}");
+        }
+        Prefetcher {
+            queue: Mutex::new(tx),
+            queued_to: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Queues the chapters after index `i` of `book` (in `book_dir`) that
+    /// are not queued yet, when fewer than `REFILL_BELOW` are, and returns
+    /// their indices. A sequential reader queues half a window every half
+    /// window.
+    pub(crate) fn read_ahead(
+        &self,
+        book_dir: &Path,
+        book: &OsStr,
+        index: &BookIndex,
+        i: usize,
+    ) -> Range<usize> {
+        if super::switched_off("disk") {
+            return i + 1..i + 1;
+        }
+        let queued = {
+            let mut queued = lock(&self.queued_to);
+            let window = match queued.get_mut(book) {
+                Some(window) => window,
+                None => queued.entry(book.to_os_string()).or_default(),
+            };
+            let from = i + 1;
+            let len = index.chapters.len();
+            let Some(chapters) = window.top_up(from, len, READ_AHEAD, REFILL_BELOW) else {
+                return from..from;
+            };
+            window.queued(&chapters);
+            chapters
+        };
+        if !queued.is_empty() {
+            let batch = index.chapters[queued.clone()]
+                .iter()
+                .map(|c| book_dir.join(&c.os_name))
+                .collect();
+            let _ = lock(&self.queue).send(batch);
+        }
+        queued
+    }
+
+    /// Whether to read ahead after loading chapter `i` of `book`: not when
+    /// its file was already in the page cache (its neighbours most likely
+    /// are too, and asking for them costs an open, an fadvise and a close
+    /// per chapter on a second thread), unless a read-ahead of this book
+    /// is under way and must be kept ahead of the reader.
+    pub(crate) fn wanted(&self, book: &OsStr, i: usize, was_cached: bool) -> bool {
+        !was_cached || self.queued_to(book).is_some_and(|to| to > i + 1)
+    }
+
+    /// The end of the chapters of `book` queued so far.
+    pub(crate) fn queued_to(&self, book: &OsStr) -> Option<usize> {
+        lock(&self.queued_to).get(book).map(Window::end)
+    }
+}
+
+/// Whether all of an open file's `len` bytes are in the page cache
+/// (false when the kernel cannot tell).
+pub(crate) fn in_page_cache(f: &std::fs::File, len: u64) -> bool {
+    len == 0 || cached_pages(f, len).is_some_and(|pages| pages >= len.div_ceil(4096))
+}
+
+/// How many pages of the first `len` bytes of `f` the page cache holds
+/// (`cachestat`, Linux 6.5; `None` before).
+fn cached_pages(f: &std::fs::File, len: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    /// The same number on every architecture (added after the tables
+    /// were unified).
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let range = CachestatRange { off: 0, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat reads `range` and writes `stat`, both valid and
+    // laid out as the kernel's structs; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            f.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    (r == 0).then_some(stat.nr_cache)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use novelfs_library::Chapter;
+
+    #[test]
+    fn a_file_just_written_is_in_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // Kernels before 6.5 cannot tell: then nothing counts as cached.
+        match cached_pages(&f, 10_000) {
+            Some(pages) => {
+                assert_eq!(pages, 3);
+                assert!(in_page_cache(&f, 10_000));
+                assert!(!in_page_cache(&f, 1 << 40), "far more than the file holds");
+            }
+            None => assert!(!in_page_cache(&f, 10_000)),
+        }
+    }
+
+    #[test]
+    fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
+        let index = BookIndex::new(
+            (1..=40)
+                .map(|i| Chapter::new(format!("第{i}章.md").into()))
+                .collect(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let prefetcher = Prefetcher::start();
+        let book = OsStr::new("书");
+        assert!(
+            !prefetcher.wanted(book, 0, true),
+            "cached: nothing under way"
+        );
+        assert!(prefetcher.wanted(book, 0, false), "not cached");
+        prefetcher.read_ahead(dir.path(), book, &index, 0);
+        assert!(
+            prefetcher.wanted(book, 5, true),
+            "cached thanks to the read-ahead: keep it ahead"
+        );
+        assert!(!prefetcher.wanted(book, 16, true), "past its end: stop");
+    }
+
+    #[test]
+    fn a_sequential_reader_queues_half_a_window_every_half_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefetcher = Prefetcher::start();
+        let index = BookIndex::new(
+            (1..=40)
+                .map(|i| Chapter::new(format!("第{i}章.md").into()))
+                .collect(),
+        );
+        let ahead = |i| prefetcher.read_ahead(dir.path(), OsStr::new("书"), &index, i);
+        assert_eq!(ahead(0), 1..17, "the first load asks for the next 16");
+        for i in 1..=8 {
+            assert!(ahead(i).is_empty(), "{i}: at least 8 still ahead");
+        }
+        assert_eq!(ahead(9), 17..26, "topped up once 7 were left");
+        assert_eq!(
+            ahead(30),
+            31..40,
+            "a skip asks only for what was not asked yet, never past the end"
+        );
+        assert_eq!(ahead(0), 1..17, "a jump back asks again from there");
+        assert!(ahead(39).is_empty(), "the last chapter");
+        assert_eq!(prefetcher.queued_to(OsStr::new("书")), Some(40));
+    }
+}

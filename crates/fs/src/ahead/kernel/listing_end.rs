@@ -1,0 +1,83 @@
+//! The stores sent on a listing's thread: at the end of a chapter
+//! directory's listing, the pages of that chapter a reader's plan wants.
+
+use super::{Parts, Store, StoreAhead};
+use crate::lock;
+use crate::names::PageName;
+use crate::node::{ChapterRef, Node};
+
+/// Bytes stored at the end of one chapter directory's listing, at most
+/// (`StoreAhead::at_listing_end`): the answer to the reader's last READDIR
+/// waits for them, so a chapter of many pages leaves the rest to the store
+/// thread. A few typical pages.
+const LISTING_END_BYTES: u64 = 256 << 10;
+
+impl StoreAhead {
+    /// The stores to send before answering a READDIR past the first reply
+    /// of `chapter`'s listing: the reader has taken that reply in, so the
+    /// kernel holds the inodes it named, and the reader reads the pages
+    /// next. The pages of the chapter that a reader's plan wants (up to
+    /// `LISTING_END_BYTES`) are stored then, on the request's thread: the
+    /// store thread, woken by the same listing, races the reader's open and
+    /// READ, and under io_uring it lost most races. Each store is claimed
+    /// (`claim`: the store thread skips it); say how it went with `finished`.
+    pub(crate) fn at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
+        let mut out = Vec::new();
+        let wanted: Vec<(PageName, u64, u64)> = {
+            let mut state = lock(&self.state);
+            state.open_listings.retain(|c| c != chapter);
+            // Stores of this chapter the kernel refused (sent before it had
+            // made the inodes) go now: it has made them by this READDIR.
+            let (mine, others): (Vec<Store>, Vec<Store>) = std::mem::take(&mut state.retries)
+                .into_iter()
+                .partition(|s| s.chapter() == Some(chapter));
+            state.retries = others;
+            out.extend(mine);
+            let mut wanted = Vec::new();
+            for r in &state.readers {
+                let Some(plan) = &r.plan else { continue };
+                let Some((ahead, version)) = plan.find(chapter) else {
+                    continue;
+                };
+                let page = |offset| PageName {
+                    offset,
+                    limit: None,
+                    format: r.format,
+                };
+                wanted.extend(
+                    plan.wanted
+                        .iter()
+                        .filter(|w| w.ahead == ahead)
+                        .map(|w| (page(w.offset), version, w.bytes)),
+                );
+            }
+            wanted
+        };
+        let mut total: u64 = out.iter().map(|s| s.bytes.len() as u64).sum();
+        for (page, version, bytes) in wanted {
+            if total + bytes > LISTING_END_BYTES {
+                break;
+            }
+            let node = Node::Page {
+                chapter: chapter.clone(),
+                page,
+                version,
+            };
+            let Some(ino) = parts.inodes.held_page(&node) else {
+                continue;
+            };
+            if !self.not_given(ino) {
+                continue;
+            }
+            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, version) else {
+                continue;
+            };
+            let len = bytes.len() as u64;
+            if let Some(store) = self.claim(ino, node, bytes) {
+                total += len;
+                out.push(store);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,382 @@
+//! What to store ahead of each reader (where it is, `Reader`): its plan (the pages after the one
+//! it read, up to `AHEAD_CHAPTERS` chapters and `AHEAD_BYTES` on), made
+//! from the chapters' outlines, and the batches of those pages the store
+//! thread renders and sends.
+
+use std::collections::VecDeque;
+use std::ffi::OsStr;
+use std::sync::Arc;
+
+use super::{Parts, Store, StoreAhead};
+use crate::lock;
+use crate::names::PageName;
+use crate::node::{ChapterRef, Node};
+use crate::outline::{ChapterOutline, GUESS_MAX_BYTES};
+use novelfs_library::{BookIndex, PageFormat};
+
+/// Chapters after the one being read whose pages are pushed. A chapter's
+/// pages become storable only once the reader lists it, so the store thread
+/// renders a few chapters before that and is ready when the listing comes;
+/// a reader who stops or jumps away leaves at most this many chapters
+/// decoded and rendered for nothing.
+pub(crate) const AHEAD_CHAPTERS: usize = 4;
+
+/// Bytes of pages pushed ahead of one reader position, at most, counted
+/// from the page read: they take the kernel's memory and the other core's
+/// time whether the reader comes or not. 2 MiB holds the next 4 chapters of
+/// a typical novel (10–60 KB of text a chapter) and stops a few dozen pages
+/// into a chapter of thousands.
+pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
+
+/// Bytes rendered for one plan and not yet stored (their inodes not held
+/// yet, or a store refused and waiting for its retry), at most: what the
+/// store thread renders before the reader catches up. Several chapters of
+/// typical pages (up to 60 KB of text each) fit.
+const IN_FLIGHT_BYTES: u64 = 1 << 20;
+
+/// Where a reader is: the page it read last, of which version.
+#[derive(Debug, Clone)]
+pub(super) struct Reader {
+    pub(super) chapter: ChapterRef,
+    /// The offset read (0: none of this chapter yet, every page wanted) and
+    /// the format read.
+    pub(super) offset: u64,
+    pub(super) format: PageFormat,
+    pub(super) version: u64,
+    /// What to push ahead of it, made once per position (`None`: not yet).
+    pub plan: Option<Arc<Planned>>,
+}
+
+impl Reader {
+    pub(super) fn book(&self) -> &OsStr {
+        &self.chapter.book
+    }
+
+    pub(super) fn at(&self, other: &Reader) -> bool {
+        self.chapter == other.chapter
+            && self.offset == other.offset
+            && self.format == other.format
+            && self.version == other.version
+    }
+}
+
+/// A reader's plan with the chapters it reaches.
+#[derive(Debug)]
+pub(super) struct Planned {
+    /// By distance from the reader's chapter (0: that one), as far as the
+    /// plan looked: the chapter, the version planned and its reading chain
+    /// (offset, size in the format read); `None` for one that cannot be
+    /// read.
+    chapters: Vec<Option<PlannedChapter>>,
+    /// The book's chapters and the reader's chapter's place among them.
+    index: Option<(Arc<BookIndex>, usize)>,
+    pub(super) wanted: Vec<Wanted>,
+    /// False for the part of an earlier plan that is still ahead of a
+    /// reader who moved on: it serves at once, and is made whole (looking
+    /// only at the chapters it does not know yet) before anything is
+    /// rendered ahead.
+    whole: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PlannedChapter {
+    chapter: ChapterRef,
+    version: u64,
+    chain: Arc<[(u64, u64)]>,
+}
+
+impl Planned {
+    /// The chapter `ahead` chapters on, with its version, if planned.
+    fn chapter(&self, ahead: usize) -> Option<(&ChapterRef, u64)> {
+        let c = self.chapters.get(ahead)?.as_ref()?;
+        Some((&c.chapter, c.version))
+    }
+
+    /// How many chapters on `chapter` is planned, with the version planned.
+    pub(super) fn find(&self, chapter: &ChapterRef) -> Option<(usize, u64)> {
+        (0..self.chapters.len()).find_map(|i| {
+            self.chapter(i)
+                .filter(|(c, _)| *c == chapter)
+                .map(|(_, v)| (i, v))
+        })
+    }
+
+    /// How many chapters after the reader's the plan reaches.
+    pub(super) fn chapters_ahead(&self) -> usize {
+        self.chapters.len().saturating_sub(1)
+    }
+
+    /// What is left of this plan for a reader `ahead` chapters further on,
+    /// past page `offset` of that chapter.
+    pub(super) fn shifted(&self, ahead: usize, offset: u64) -> Planned {
+        Planned {
+            chapters: self.chapters[ahead.min(self.chapters.len())..].to_vec(),
+            index: self.index.clone().map(|(i, at)| (i, at + ahead)),
+            wanted: self
+                .wanted
+                .iter()
+                .filter(|w| w.ahead > ahead || (w.ahead == ahead && w.offset > offset))
+                .map(|w| Wanted {
+                    ahead: w.ahead - ahead,
+                    ..*w
+                })
+                .collect(),
+            whole: false,
+        }
+    }
+}
+
+/// One page of a plan: in the chapter `ahead` chapters after the one read
+/// (0: that chapter), at `offset`, of `bytes` bytes in the format read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Wanted {
+    pub ahead: usize,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// The pages to push ahead of a reader who read page `offset` of a
+/// chapter, in reading order: the pages of that chapter after it, then
+/// those of the next `AHEAD_CHAPTERS` chapters, until the next page would
+/// pass `AHEAD_BYTES`. `chain(i)` gives the reading chain (offset, size in
+/// the format read) of the chapter `i` after the one read (0: that one),
+/// `None` past the book's end; a chapter that cannot be read has none.
+fn plan(offset: u64, mut chain: impl FnMut(usize) -> Option<Vec<(u64, u64)>>) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    let mut total = 0u64;
+    for ahead in 0..=AHEAD_CHAPTERS {
+        let Some(pages) = chain(ahead) else { break };
+        for (page_offset, bytes) in pages {
+            if ahead == 0 && page_offset <= offset {
+                continue;
+            }
+            if total + bytes > AHEAD_BYTES {
+                return wanted;
+            }
+            total += bytes;
+            wanted.push(Wanted {
+                ahead,
+                offset: page_offset,
+                bytes,
+            });
+        }
+    }
+    wanted
+}
+
+impl StoreAhead {
+    /// Makes the plan of each reader that has none (and, with `whole`,
+    /// completes each part of a plan), and keeps it with the reader (unless
+    /// it moved meanwhile).
+    pub(super) fn make_plans(&self, parts: &Parts, readers: &mut VecDeque<Reader>, whole: bool) {
+        let mut made = false;
+        for r in readers.iter_mut() {
+            let part = match &r.plan {
+                None => None,
+                Some(p) if whole && !p.whole => Some(p.clone()),
+                Some(_) => continue,
+            };
+            r.plan = Some(Arc::new(Self::plan_of(parts, r, part.as_deref())));
+            made = true;
+        }
+        if made {
+            let mut state = lock(&self.state);
+            for r in readers.iter() {
+                if let Some(now) = state.readers.iter_mut().find(|s| s.at(r)) {
+                    now.plan = r.plan.clone();
+                }
+            }
+        }
+    }
+
+    /// The plan of a reader, with the chapters as they are now, or as
+    /// `known` (a part of a plan for this position) has them.
+    fn plan_of(parts: &Parts, r: &Reader, known: Option<&Planned>) -> Planned {
+        let mut chapters: Vec<Option<PlannedChapter>> = Vec::new();
+        let index = match known.and_then(|k| k.index.clone()) {
+            Some(index) => index,
+            None => match parts.source.chapter_file(&r.chapter) {
+                Ok(at) => (at.index, at.position),
+                Err(_) => {
+                    return Planned {
+                        chapters,
+                        index: None,
+                        wanted: Vec::new(),
+                        whole: true,
+                    };
+                }
+            },
+        };
+        let (book_index, position) = (&index.0, index.1);
+        let wanted = plan(r.offset, |ahead| {
+            if let Some(c) = known.and_then(|k| k.chapters.get(ahead)) {
+                chapters.push(c.clone());
+                return Some(c.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec()));
+            }
+            // A chapter over GUESS_MAX_BYTES ends the plan: its reader's
+            // READ there starts a plan of its own.
+            let (c, outline) = if ahead == 0 {
+                let c = r.chapter.clone();
+                let outline = parts.outlines.outline(parts.source, &c).ok();
+                (c, outline)
+            } else {
+                let entry = book_index.chapters.get(position + ahead)?;
+                let c = crate::node::chapter_ref(&r.chapter.book, &entry.os_name);
+                let file = parts.source.chapter_file(&c).ok()?;
+                if file.meta.len() > GUESS_MAX_BYTES {
+                    return None;
+                }
+                let outline = parts.outlines.outline_at(parts.source, &c, file).ok();
+                (c, outline)
+            };
+            // Past the page read, only the version read: pages of another
+            // version are other inodes, which the reader has not reached.
+            let current = |o: &ChapterOutline| ahead > 0 || r.offset == 0 || o.version == r.version;
+            let planned = match outline {
+                Some(o) if current(&o) => o.outline.ok().map(|outline| PlannedChapter {
+                    chapter: c,
+                    version: o.version,
+                    chain: outline
+                        .pages
+                        .iter()
+                        .map(|p| match r.format {
+                            PageFormat::Text => (p.offset, p.text_bytes),
+                            PageFormat::Json => (p.offset, p.json_bytes),
+                        })
+                        .collect(),
+                }),
+                _ => None,
+            };
+            let chain = planned.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec());
+            chapters.push(planned);
+            Some(chain)
+        });
+        Planned {
+            chapters,
+            index: Some(index),
+            wanted,
+            whole: true,
+        }
+    }
+
+    /// With `out`: adds to it the stores of `r`'s plan that the kernel can
+    /// take now. Without: renders the pages of the plan whose inodes the
+    /// kernel does not hold yet, until `stop` says so. Either way, until
+    /// `in_flight` reaches `IN_FLIGHT_BYTES`.
+    pub(super) fn batch(
+        &self,
+        parts: &Parts,
+        r: &Reader,
+        mut out: Option<&mut Vec<Store>>,
+        in_flight: &mut u64,
+        stop: &dyn Fn() -> bool,
+    ) {
+        let Some(plan) = &r.plan else { return };
+        for w in &plan.wanted {
+            if *in_flight >= IN_FLIGHT_BYTES || stop() {
+                return;
+            }
+            let Some((chapter, version)) = plan.chapter(w.ahead) else {
+                continue;
+            };
+            let version = &version;
+            let page = PageName {
+                offset: w.offset,
+                limit: None,
+                format: r.format,
+            };
+            let node = Node::Page {
+                chapter: chapter.clone(),
+                page,
+                version: *version,
+            };
+            let held = parts.inodes.held_page(&node);
+            let wanted_now = match (&out, held) {
+                (Some(out), Some(ino)) => {
+                    // Once per inode: not stored yet, nor waiting for a
+                    // retry; and not while its chapter's listing goes on,
+                    // whose end stores it.
+                    let state = lock(&self.state);
+                    !state.has(ino)
+                        && !out.iter().any(|s| s.ino == ino)
+                        && !state.open_listings.contains(chapter)
+                }
+                (None, None) => true,
+                _ => false,
+            };
+            if !wanted_now {
+                continue;
+            }
+            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, *version) else {
+                continue;
+            };
+            let len = bytes.len() as u64;
+            if let (Some(out), Some(ino)) = (out.as_mut(), held) {
+                // Claimed now, not when the kernel has taken it: the end of
+                // the chapter's listing and the reader's open store pages
+                // too, on their own threads, and one of them may have
+                // claimed this page while it was rendered here.
+                if let Some(store) = self.claim(ino, node, bytes) {
+                    *in_flight += len;
+                    out.push(store);
+                    return;
+                }
+                continue;
+            }
+            *in_flight += len;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chains(chapters: &[&[(u64, u64)]]) -> impl FnMut(usize) -> Option<Vec<(u64, u64)>> {
+        let chapters: Vec<Vec<(u64, u64)>> = chapters.iter().map(|c| c.to_vec()).collect();
+        move |i| chapters.get(i).cloned()
+    }
+
+    #[test]
+    fn a_plan_takes_the_rest_of_the_chapter_then_the_next_ones() {
+        let wanted = plan(
+            401,
+            chains(&[
+                &[(1, 10), (401, 10), (801, 10)],
+                &[(1, 20), (401, 5)],
+                &[],
+                &[(1, 30)],
+            ]),
+        );
+        let got: Vec<(usize, u64)> = wanted.iter().map(|w| (w.ahead, w.offset)).collect();
+        assert_eq!(got, [(0, 801), (1, 1), (1, 401), (3, 1)]);
+    }
+
+    #[test]
+    fn a_plan_reaches_at_most_the_chapters_ahead() {
+        let one: &[(u64, u64)] = &[(1, 100)];
+        let book = vec![one; 3 * AHEAD_CHAPTERS];
+        let wanted = plan(1, chains(&book));
+        assert_eq!(wanted.len(), AHEAD_CHAPTERS, "only the chapters after");
+        assert_eq!(wanted.last().unwrap().ahead, AHEAD_CHAPTERS);
+        assert!(wanted.iter().all(|w| w.ahead > 0), "page 1 was read");
+        let from_start = plan(0, chains(&book));
+        assert_eq!(from_start.len(), AHEAD_CHAPTERS + 1, "offset 0: all of it");
+    }
+
+    #[test]
+    fn a_plan_stops_before_its_bytes() {
+        let page = 300 << 10;
+        let big: Vec<(u64, u64)> = (0..20).map(|i| (1 + 400 * i, page)).collect();
+        let wanted = plan(1, chains(&[&big, &big]));
+        let total: u64 = wanted.iter().map(|w| w.bytes).sum();
+        assert!(total <= AHEAD_BYTES, "{total}");
+        assert_eq!(wanted.len() as u64, AHEAD_BYTES / page);
+        assert!(wanted.iter().all(|w| w.ahead == 0));
+        let huge = plan(0, chains(&[&[(1, AHEAD_BYTES + 1)], &[(1, 1)]]));
+        assert!(
+            huge.is_empty(),
+            "a page over the bound is not pushed: {huge:?}"
+        );
+    }
+}

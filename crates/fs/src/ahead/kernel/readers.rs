@@ -1,0 +1,145 @@
+//! Which readers are followed: the page each read last (one per book and
+//! format), moved on by its READs and by its listings of the chapters its
+//! plan reaches.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::StoreAhead;
+use super::plan::{AHEAD_CHAPTERS, Reader};
+use crate::lock;
+use crate::names::PageName;
+use crate::node::ChapterRef;
+
+/// Reader positions followed at once, one per book and format, the most
+/// recent first: `grep -r` reads both formats, a few agents a few books.
+const READERS: usize = 4;
+
+/// A listing wakes the store thread once a reader's plan reaches fewer
+/// chapters than this past the one listed: it then plans and renders
+/// `AHEAD_CHAPTERS` on again, every third chapter of a walk.
+const WAKE_BELOW_AHEAD: usize = AHEAD_CHAPTERS / 2;
+
+/// Chapter listings under way at once that the store thread leaves to
+/// their end (`State::open_listings`): one per reader walking, a few more
+/// for listings never finished (`ls | head`), which only lose their stores.
+const OPEN_LISTINGS: usize = 8;
+
+impl StoreAhead {
+    /// A READ of `page` (of `version`) reached the daemon: its reader is
+    /// there now.
+    pub(crate) fn read(&self, chapter: &ChapterRef, page: PageName, version: u64) {
+        // A page with a limit is off the reading chain: it says nothing of
+        // where a reader of the chain is.
+        if page.limit.is_some() || crate::ahead::switched_off("kernel") {
+            return;
+        }
+        let mut reader = Reader {
+            chapter: chapter.clone(),
+            offset: page.offset,
+            format: page.format,
+            version,
+            plan: None,
+        };
+        let mut state = lock(&self.state);
+        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
+        if let Some(i) = state.readers.iter().position(same) {
+            let was = state.readers.remove(i).expect("found");
+            if was.at(&reader) {
+                state.readers.insert(i, was);
+                return;
+            }
+            // Further on in its plan: what the plan knows serves at once.
+            if let Some(plan) = &was.plan
+                && let Some((ahead, planned)) = plan.find(chapter)
+                && planned == version
+            {
+                reader.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
+            }
+        }
+        state.readers.push_front(reader);
+        state.readers.truncate(READERS);
+        state.events += 1;
+        self.any_reader.store(true, Ordering::Relaxed);
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// Whether a listing may concern a reader (cheap: no lock).
+    pub(crate) fn following(&self) -> bool {
+        self.any_reader.load(Ordering::Relaxed)
+    }
+
+    /// The chapter directory `chapter` is being listed (`first`: from
+    /// offset 0). If it is one of the chapters ahead of a reader, its pages
+    /// become storable once the kernel has the first reply, and the reader
+    /// is taken to be there: a reader lists the chapter it reads next, and
+    /// its reads there may all be served from stored pages (no READ would
+    /// move it on). Those pages are stored at the listing's end, on its own
+    /// thread (`at_listing_end`): the store thread, woken by the first
+    /// READDIR, renders the chapters after it meanwhile and stores none of
+    /// this one's. A store thread that sent them as soon as the kernel held
+    /// them raced the reader: claimed by it and not sent yet (preempted on 2
+    /// busy CPUs), a page was skipped at the listing's end and READ as well,
+    /// for 15% of the pages of a 200,000-chapter `grep -r`.
+    pub(crate) fn listed(&self, chapter: &ChapterRef, first: bool) {
+        let mut state = lock(&self.state);
+        let mut in_a_readers_book = false;
+        let mut moved = false;
+        let mut short = false;
+        for r in state.readers.iter_mut() {
+            if *r.book() != *chapter.book {
+                continue;
+            }
+            in_a_readers_book = true;
+            let Some(plan) = &r.plan else {
+                // Not planned yet: the plan will see what is held by then.
+                moved = true;
+                short = true;
+                continue;
+            };
+            let Some((ahead, version)) = plan.find(chapter) else {
+                continue;
+            };
+            moved = true;
+            // Its own chapter: still there, with more pages held now.
+            if ahead == 0 {
+                continue;
+            }
+            // What the plan already knows of the chapters it reaches serves
+            // without looking at the disk again.
+            let shifted = plan.shifted(ahead, 0);
+            short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
+            let shifted = Some(Arc::new(shifted));
+            *r = Reader {
+                chapter: chapter.clone(),
+                offset: 0,
+                format: r.format,
+                version,
+                plan: shifted,
+            };
+        }
+        if first && in_a_readers_book {
+            state.open_listings.retain(|c| c != chapter);
+            if state.open_listings.len() == OPEN_LISTINGS {
+                state.open_listings.pop_front();
+            }
+            state.open_listings.push_back(chapter.clone());
+        }
+        if moved {
+            state.events += 1;
+            drop(state);
+            // The listing's end has nothing for the store thread, nor has a
+            // listing while the plan still reaches a few chapters further
+            // (their pages are rendered already): the event waits for its
+            // next wake-up. A wake-up per chapter listed was a tenth of a
+            // cold `grep -r`'s CPU (the futex calls on either side and the
+            // store thread's context switches).
+            if first && short {
+                #[cfg(test)]
+                self.woken_by_listings.fetch_add(1, Ordering::Relaxed);
+                self.wake.notify_one();
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The outlines' cache, filled ahead of a walk: when a book or one of its
+//! chapter directories is listed, the outlines of the next few chapters in
+//! listing order are computed on a thread of their own, so that the
+//! listings of those chapter directories, which `find`, `ls -R` and agents
+//! walking the tree ask for next, are answered from memory instead of
+//! decoding on the request thread.
+//!
+//! What is done ahead is bounded by the walk, not by the library: at most
+//! `WINDOW` chapters past the last chapter directory listed (or past the
+//! start of the book just listed), only chapters the outlines' cache keeps
+//! until they are asked for (the window's outlines are its newest entries,
+//! and the window takes at most a quarter of its share), and never a big
+//! chapter. The thread runs at the requests' priority (a request may wait
+//! for the chapter this thread is loading, see `Source::chapter_from`) and
+//! never blocks a request: a full queue drops the work.
+
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use super::window::Window;
+use crate::lock;
+use crate::node::{ChapterRef, chapter_ref};
+use crate::outline::{GUESS_MAX_BYTES, Outlines};
+use crate::source::Source;
+use novelfs_library::lookup::BookIndex;
+
+/// Chapters outlined ahead of the last one listed: a walk lists a chapter
+/// directory every 100-200 µs, a small chapter takes 20-40 µs to outline,
+/// so a few are enough to stay ahead of it.
+pub(crate) const WINDOW: usize = 16;
+
+/// The window is topped up when at most half of it is ahead of the walk:
+/// by half a window at least (the book's end excepted), one wake-up of the
+/// thread per half window, not per chapter directory listed.
+const TOP_UP_BELOW: usize = WINDOW / 2 + 1;
+
+/// Batches waiting for the thread (a batch is one window at most; the
+/// allowance bounds the chapters they hold).
+const QUEUE_BATCHES: usize = 64;
+
+/// What an outline of a small chapter weighs in the cache with its share
+/// of the cache's tables: room for this many bytes per chapter ahead is
+/// needed.
+pub(crate) const OUTLINE_GUESS: usize = 512;
+
+struct Shared {
+    /// Chapters queued and not yet done by the thread.
+    pending: AtomicUsize,
+    /// Set when the tree is dropped: the thread stops mid-batch.
+    stopped: AtomicBool,
+}
+
+/// How far the walk in one book was queued: the chapters of `window` (in
+/// the order of `index`) are queued or listed.
+struct Cursor {
+    book: Arc<OsStr>,
+    index: Arc<BookIndex>,
+    window: Window,
+}
+
+pub(crate) struct Outliner {
+    queue: Option<Mutex<SyncSender<Vec<ChapterRef>>>>,
+    /// The book walked last; a walk of another book starts a new cursor.
+    cursor: Mutex<Option<Cursor>>,
+    /// Bytes of outlines the window may take (a quarter of their share).
+    allowance: usize,
+    shared: Arc<Shared>,
+}
+
+impl Outliner {
+    /// Starts the thread; it ends with the `Outliner`. Without a thread,
+    /// nothing is outlined ahead.
+    pub(crate) fn start(source: Arc<Source>, outlines: Arc<Outlines>, budget: usize) -> Outliner {
+        let shared = Arc::new(Shared {
+            pending: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+        });
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ChapterRef>>(QUEUE_BATCHES);
+        let spawned = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("novelfs-outline".into())
+                .spawn(move || {
+                    for batch in rx {
+                        for c in batch {
+                            if !shared.stopped.load(Ordering::Relaxed) {
+                                // An unreadable chapter is cached as its
+                                // error, or answered when it is listed.
+                                let _ = outlines.outline_small(&source, &c, GUESS_MAX_BYTES);
+                            }
+                            shared.pending.fetch_sub(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+        };
+        let queue = match spawned {
+            Ok(_) => Some(Mutex::new(tx)),
+            Err(e) => {
+                log::warn!("no thread to outline chapters ahead: {e}");
+                None
+            }
+        };
+        Outliner {
+            queue,
+            cursor: Mutex::new(None),
+            allowance: budget / 4,
+            shared,
+        }
+    }
+
+    /// `book` was listed (its chapters in `index` order): queues the first
+    /// chapters' outlines.
+    pub(crate) fn book_listed(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> usize {
+        self.reached(book, index, 0)
+    }
+
+    /// The chapter directory at `position` of `index` was listed: queues
+    /// the outlines of the chapters up to `WINDOW` past it that are not
+    /// queued yet. Returns how many were queued.
+    pub(crate) fn chapter_listed(
+        &self,
+        book: &Arc<OsStr>,
+        index: &Arc<BookIndex>,
+        position: usize,
+    ) -> usize {
+        self.reached(book, index, position + 1)
+    }
+
+    fn reached(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>, from: usize) -> usize {
+        let Some(queue) = &self.queue else {
+            return 0;
+        };
+        if super::switched_off("outlines") {
+            return 0;
+        }
+        let batch: Vec<ChapterRef> = {
+            let mut cursor = lock(&self.cursor);
+            let mut window = match &*cursor {
+                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => c.window,
+                _ => Window::default(),
+            };
+            let len = index.chapters.len();
+            let Some(chapters) = window.top_up(from, len, WINDOW, TOP_UP_BELOW) else {
+                return 0;
+            };
+            if chapters.is_empty() {
+                return 0;
+            }
+            let pending = self.shared.pending.load(Ordering::Relaxed);
+            if (pending + chapters.len()).saturating_mul(OUTLINE_GUESS) > self.allowance {
+                return 0;
+            }
+            window.queued(&chapters);
+            *cursor = Some(Cursor {
+                book: book.clone(),
+                index: index.clone(),
+                window,
+            });
+            index.chapters[chapters]
+                .iter()
+                .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
+                .map(|c| chapter_ref(book, &c.os_name))
+                .collect()
+        };
+        let n = batch.len();
+        if n == 0 {
+            return 0;
+        }
+        self.shared.pending.fetch_add(n, Ordering::Relaxed);
+        match lock(queue).try_send(batch) {
+            Ok(()) => n,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.shared.pending.fetch_sub(n, Ordering::Relaxed);
+                // What was not queued is queued by the next listing.
+                if let Some(c) = &mut *lock(&self.cursor)
+                    && Arc::ptr_eq(&c.index, index)
+                {
+                    c.window.dropped(from);
+                }
+                0
+            }
+        }
+    }
+
+    /// Chapters queued and not yet outlined.
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.shared.pending.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Outliner {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::Relaxed);
+    }
+}

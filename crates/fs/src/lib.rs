@@ -1,0 +1,50 @@
+//! The tree of the mount (§2 of docs/contract.md) over the library layer,
+//! free of FUSE: which names exist, what they are, what bytes they hold,
+//! how long the kernel may keep them. `tree` holds the request handlers
+//! (`NovelFs`) and returns plain values; the binary's `mount::fuse`
+//! translates them for the kernel. Each concern the handlers rely on has
+//! its own module. `events` names the machine-readable log lines that the
+//! daemon writes and tests read back.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(unreachable_pub)]
+
+mod ahead;
+mod cache;
+pub mod events;
+mod freshness;
+mod gave_up;
+mod hold;
+mod indexes;
+mod inodes;
+mod listing;
+mod names;
+mod node;
+mod outline;
+mod pages;
+pub mod persist;
+mod pool;
+mod resolve;
+mod source;
+mod switch;
+#[doc(hidden)]
+pub mod test_util;
+mod tree;
+
+pub use ahead::{Store, StoreOutcome};
+pub use names::PageName;
+pub use node::Errno;
+pub use node::{Attr, Kind, ROOT_INO};
+pub use tree::{DirCache, Entry, FsConfig, NovelFs};
+
+pub use cache::MMAP_THRESHOLD;
+pub use freshness::{Change, Invalidation};
+pub use pool::unpinned;
+
+use std::sync::{Mutex, MutexGuard};
+
+/// A poisoned lock only means another request panicked (and was answered
+/// with EIO); the data behind these locks stays consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

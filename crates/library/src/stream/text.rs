@@ -1,0 +1,129 @@
+//! A big chapter served from its file: the line index kept in memory,
+//! each line read and decoded when a page asks for it.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+
+use super::chunks::read_full;
+use super::detect::detect;
+use super::line_index::{self, LineIndex};
+use super::{TextEncoding, TextLayout};
+use crate::decode::UndetectableEncoding;
+use crate::line::{LINE_CUT, LineStats};
+
+/// Source bytes of a line enough to show it: a unit takes at most 4 bytes
+/// (a GB18030 four-byte sequence), so this many hold more than `LINE_CUT`
+/// whole units even when the last sequence is cut off.
+pub const LINE_PREFIX_BYTES: usize = 4 * (LINE_CUT + 2) + 4;
+
+/// A big chapter: its file, kept open, and its line index.
+#[derive(Debug)]
+pub struct StreamedText {
+    file: File,
+    layout: TextLayout,
+    index: LineIndex,
+    /// What the file looked like when it was indexed (size, mtime and
+    /// ctime in nanoseconds): a page is refused once it changed.
+    seen: (u64, i128, i128),
+}
+
+fn seen_of(meta: &std::fs::Metadata) -> (u64, i128, i128) {
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (
+        meta.len(),
+        ns(meta.mtime(), meta.mtime_nsec()),
+        ns(meta.ctime(), meta.ctime_nsec()),
+    )
+}
+
+impl StreamedText {
+    /// Detects the encoding of `file` and indexes its lines; the file is
+    /// kept to read pages from.
+    pub fn open(
+        file: File,
+        meta: &std::fs::Metadata,
+    ) -> io::Result<Result<StreamedText, UndetectableEncoding>> {
+        let (layout, index) = match detect(&file, meta.len())? {
+            Ok(found) => found,
+            Err(e) => return Ok(Err(e)),
+        };
+        let index = match index {
+            Some(index) => index,
+            None => line_index::index(&file, &layout)?,
+        };
+        Ok(Ok(StreamedText {
+            file,
+            layout,
+            index,
+            seen: seen_of(meta),
+        }))
+    }
+
+    pub fn layout(&self) -> &TextLayout {
+        &self.layout
+    }
+
+    pub fn stats(&self) -> &[LineStats] {
+        &self.index.stats
+    }
+
+    pub fn lines(&self) -> usize {
+        self.index.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.start == self.layout.end
+    }
+
+    pub fn chars(&self) -> u64 {
+        self.index.chars
+    }
+
+    pub fn index_bytes(&self) -> [usize; 2] {
+        [
+            self.index.starts.capacity() * std::mem::size_of::<u32>(),
+            self.index.stats.capacity() * std::mem::size_of::<LineStats>(),
+        ]
+    }
+
+    /// Line `i` as the page shows it, before the cut: the whole line when
+    /// it is at most `LINE_CUT` units, else enough of its start to cut it.
+    pub fn line(&self, i: usize) -> io::Result<String> {
+        let start = u64::from(self.index.starts[i]);
+        let (end, newline) = match self.index.starts.get(i + 1) {
+            Some(&next) => (u64::from(next) - self.layout.encoding.newline_width(), true),
+            None => (self.layout.end, false),
+        };
+        let len = ((end - start) as usize).min(LINE_PREFIX_BYTES);
+        let mut bytes = vec![0u8; len];
+        if read_full(&self.file, &mut bytes, start)? < len {
+            return Err(self.changed());
+        }
+        let whole = len as u64 == end - start;
+        let mut text = match self.layout.encoding {
+            TextEncoding::Utf8 { .. } => String::from_utf8_lossy(&bytes).into_owned(),
+            other => other
+                .encoding()
+                .decode_without_bom_handling(&bytes)
+                .0
+                .into_owned(),
+        };
+        if whole && newline && text.ends_with('\r') {
+            text.pop();
+        }
+        Ok(text)
+    }
+
+    /// An error unless the file is still as it was indexed.
+    pub fn check_unchanged(&self) -> io::Result<()> {
+        if seen_of(&self.file.metadata()?) != self.seen {
+            return Err(self.changed());
+        }
+        Ok(())
+    }
+
+    fn changed(&self) -> io::Error {
+        io::Error::other("文件在建立行索引后被改动")
+    }
+}
