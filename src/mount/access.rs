@@ -69,9 +69,81 @@ impl Access {
     }
 }
 
+/// Whether the mode bits of `attr` grant `mask` to the caller, as the
+/// kernel's own check would (`access(2)` reaches us only without
+/// `default_permissions`). Root reads everything and may execute what has an
+/// execute bit anywhere; others get the owner's or everyone's bits (the
+/// group bits equal everyone's on every node we serve).
+pub(crate) fn permits(
+    attr: &fuser::FileAttr,
+    uid: u32,
+    gid: u32,
+    mask: fuser::AccessFlags,
+) -> bool {
+    use fuser::{AccessFlags, FileType};
+    let want = (mask.bits() & 0o7) as u16;
+    if uid == 0 {
+        return !mask.contains(AccessFlags::X_OK)
+            || attr.kind == FileType::Directory
+            || attr.perm & 0o111 != 0;
+    }
+    let granted = if uid == attr.uid {
+        attr.perm >> 6
+    } else if gid == attr.gid {
+        attr.perm >> 3
+    } else {
+        attr.perm
+    } & 0o7;
+    granted & want == want
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn access_follows_the_mode_bits() {
+        use fuser::{AccessFlags, FileAttr, FileType, INodeNo};
+        let page = FileAttr {
+            ino: INodeNo(2),
+            size: 1,
+            blocks: 1,
+            atime: std::time::UNIX_EPOCH,
+            mtime: std::time::UNIX_EPOCH,
+            ctime: std::time::UNIX_EPOCH,
+            crtime: std::time::UNIX_EPOCH,
+            kind: FileType::RegularFile,
+            perm: 0o444,
+            nlink: 1,
+            uid: 1000,
+            gid: 1000,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        };
+        let dir = FileAttr {
+            kind: FileType::Directory,
+            perm: 0o555,
+            nlink: 2,
+            ..page
+        };
+        let (r, x) = (AccessFlags::R_OK, AccessFlags::X_OK);
+        let stranger = (page.uid.wrapping_add(1), page.gid.wrapping_add(1));
+        for (uid, gid) in [(0, 0), (page.uid, page.gid), stranger] {
+            assert!(permits(&page, uid, gid, r), "uid {uid} reads a page");
+            assert!(permits(&page, uid, gid, AccessFlags::F_OK));
+            assert!(!permits(&page, uid, gid, x), "uid {uid} executes a page");
+            assert!(!permits(&page, uid, gid, r | x));
+            assert!(permits(&dir, uid, gid, r | x), "uid {uid} enters a dir");
+        }
+        let owner_only = FileAttr {
+            perm: 0o400,
+            ..page
+        };
+        assert!(permits(&owner_only, page.uid, page.gid, r));
+        assert!(!permits(&owner_only, stranger.0, stranger.1, r));
+        assert!(permits(&owner_only, 0, 0, r));
+    }
 
     #[test]
     fn allow_root_is_owner_only_modes_checked_by_the_kernel() {

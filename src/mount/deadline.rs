@@ -19,7 +19,7 @@
 //! answering: logged once, until the last of them ends (logged again).
 //! Meanwhile requests run on spare threads only, never on the threads that
 //! read the kernel's requests, and a request that finds every spare thread
-//! taken fails at once (see `fuse::FuseAdapter::serve`). A request that
+//! taken fails at once (see `runner::Runner::run`). A request that
 //! arrives meanwhile is failed as soon as it is seen waiting
 //! (`STUCK_LOOK`), not after a whole timeout: the kernel retries a failed
 //! lookup of a name for each reader that waited on it, one after another,
@@ -27,12 +27,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use novelfs_fs::lock;
+use std::time::{Duration, Instant};
 
 /// Run at a deadline, with the timer's lock held: the next key of a
 /// request that is busy here, `None` once it is answered.

@@ -9,6 +9,8 @@ mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod deadline;
+#[macro_use]
+mod read_only;
 mod fuse;
 pub mod fusermount;
 pub(crate) mod logging;
@@ -18,6 +20,8 @@ mod offload;
 pub(crate) mod options;
 mod process;
 mod pusher;
+mod replies;
+mod runner;
 mod session;
 pub(crate) mod transport;
 mod watchdog;

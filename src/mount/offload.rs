@@ -12,14 +12,10 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// A poisoned queue only means a request panicked on a spare thread (and
-/// was answered with EIO); the queue itself stays consistent.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use novelfs_fs::lock;
 
 /// Spare threads at most: requests beyond them queue.
 const MAX_SPARE: usize = 32;

@@ -54,10 +54,8 @@ pub(crate) fn serve(
         // does not hold up the other requests made on that CPU.
         cfg.io_uring_threads_per_queue = config.threads;
     }
-    let adapter = FuseAdapter::new(fs.clone())
-        .with_mode_mask(access.mode_mask())
-        .with_workers(config.threads.max(1))
-        .with_source_timeout(config.source_timeout);
+    let adapter = FuseAdapter::new(fs.clone(), config.threads.max(1), config.source_timeout)
+        .with_mode_mask(access.mode_mask());
     let listing_notifier = adapter.notifier_slot();
     let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
         Ok(s) => s,

@@ -35,7 +35,7 @@ pub use ahead::{Store, StoreOutcome};
 pub use names::PageName;
 pub use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
-pub use tree::{DirCache, Entry, FsConfig, NovelFs};
+pub use tree::{Detail, DirCache, DirReply, Entry, FsConfig, NovelFs};
 
 pub use cache::MMAP_THRESHOLD;
 pub use freshness::{Change, Invalidation};
@@ -45,6 +45,6 @@ use std::sync::{Mutex, MutexGuard};
 
 /// A poisoned lock only means another request panicked (and was answered
 /// with EIO); the data behind these locks stays consistent.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

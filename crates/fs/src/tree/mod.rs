@@ -18,6 +18,7 @@
 mod ambiguous;
 mod book;
 mod chapter;
+mod dir_pages;
 mod index_files;
 mod invalidations;
 mod page;
@@ -51,6 +52,8 @@ use super::pages::Pages;
 use super::persist::MountIndex;
 use super::source::Source;
 use super::switch::Switch;
+
+pub use dir_pages::{Detail, DirReply};
 
 /// Settings of one mount.
 #[derive(Debug, Clone)]
