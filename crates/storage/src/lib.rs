@@ -1,0 +1,174 @@
+//! The storage seam of novelfs: how the library layer lists a library's
+//! directories and reads its objects, whether the library is a directory
+//! on a local disk (`LocalStorage`) or keys in an S3 bucket
+//! (`S3Storage`).
+//!
+//! The API is synchronous and blocking: its callers are plain threads (the
+//! FUSE workers, the CLI). `S3Storage` keeps its own small async runtime
+//! inside.
+
+use std::ffi::OsString;
+use std::ops::Range;
+use std::time::SystemTime;
+
+mod error;
+mod local;
+mod path;
+mod s3;
+
+pub use error::StorageError;
+pub use local::LocalStorage;
+pub use path::{RelPath, is_plain_name};
+pub use s3::{Credentials, S3Options, S3Storage, S3Url};
+
+/// What a directory entry is. Anything else on a local disk (a symlink, a
+/// device, a socket) is left out of listings: a symlink is never followed,
+/// so nothing outside the library is ever read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// A local file's identity and state as `stat` gives them: any rewrite,
+/// rename over or touch changes at least one field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LocalStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+/// The version of an object: two reads that see the same version see the
+/// same bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// A local file, by its stamp.
+    Local(LocalStamp),
+    /// An S3 object, by its ETag as the server gives it (quotes included)
+    /// and its size.
+    ETag { etag: String, size: u64 },
+    /// A directory of a bucket: a common prefix, with no object behind it.
+    Prefix,
+}
+
+impl Version {
+    /// The object's size in bytes, when the version records it.
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Version::Local(s) => Some(s.size),
+            Version::ETag { size, .. } => Some(*size),
+            Version::Prefix => None,
+        }
+    }
+}
+
+/// One entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The plain name in its directory, byte for byte.
+    pub name: OsString,
+    pub kind: Kind,
+    /// Bytes for a file; 0 for a directory of a bucket.
+    pub size: u64,
+    pub version: Version,
+    pub modified: SystemTime,
+}
+
+/// An object's bytes (the whole object, or the range asked for) with the
+/// version they were read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    pub bytes: Vec<u8>,
+    pub version: Version,
+}
+
+/// One object to read in a batch (`Storage::read_many`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadRequest {
+    pub path: RelPath,
+    /// The version to read: the read fails with `Changed` when the object
+    /// is no longer in it.
+    pub version: Option<Version>,
+}
+
+impl ReadRequest {
+    pub fn new(path: RelPath, version: Option<Version>) -> Self {
+        ReadRequest { path, version }
+    }
+}
+
+/// How much of a batch is read at once: at most `requests` reads under way
+/// and at most `bytes` of bodies fetched but not yet handed to the caller
+/// (counted by the sizes the versions record; a read whose size is unknown
+/// counts `UNKNOWN_SIZE`). One object bigger than `bytes` is still read,
+/// alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    pub requests: usize,
+    pub bytes: u64,
+}
+
+impl InFlight {
+    /// What a read of unknown size counts against `bytes`.
+    pub const UNKNOWN_SIZE: u64 = 64 * 1024;
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            requests: 16,
+            bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// The results of a batch read, one per request, in the order asked.
+pub type ReadMany<'a> = Box<dyn Iterator<Item = Result<Object, StorageError>> + Send + 'a>;
+
+/// A library's storage.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// The library as messages name it: its root directory, or its
+    /// `s3://` URL.
+    fn describe(&self) -> String;
+
+    /// Whether the library can be read at all, with the reason when not:
+    /// a missing root or bucket, refused credentials, an unreachable
+    /// endpoint. Costs one access.
+    fn check(&self) -> Result<(), StorageError>;
+
+    /// The entries of the directory `dir` (the root is `RelPath::root()`),
+    /// sorted by name byte for byte, with each entry's size, version and
+    /// time. `NotFound` when there is no such directory.
+    fn list(&self, dir: &RelPath) -> Result<Vec<Entry>, StorageError>;
+
+    /// The entry at `path`.
+    fn stat(&self, path: &RelPath) -> Result<Entry, StorageError>;
+
+    /// The object at `path`, whole. With `version`, fails with `Changed`
+    /// unless the bytes are of that version.
+    fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError>;
+
+    /// The bytes `range` of the object at `path` (fewer at its end). With
+    /// `version`, fails with `Changed` unless they are of that version.
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        version: Option<&Version>,
+    ) -> Result<Object, StorageError>;
+
+    /// Reads many objects, keeping up to `limits` of them under way at
+    /// once, and gives their results in the order of `requests`. This
+    /// default reads one after another, which is what a local disk needs.
+    fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
+        let _ = limits;
+        Box::new(
+            requests
+                .into_iter()
+                .map(move |r| self.read(&r.path, r.version.as_ref())),
+        )
+    }
+}

@@ -1,0 +1,761 @@
+//! A library in an S3 bucket (or anything speaking its API), through
+//! object_store's S3 client: ListObjectsV2 for listings, one GET per
+//! object, If-Match on the ETag for a read of a given version.
+//!
+//! Every access (one GET with its body, one LIST page) is bounded by the
+//! timeout given at construction; object_store's retries of 5xx, SlowDown
+//! and dropped connections happen inside that bound.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder, AwsCredential};
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::Path as KeyPath;
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+    StaticCredentialProvider,
+};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::{
+    Entry, InFlight, Kind, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError, Version,
+};
+
+mod classify;
+mod profile;
+mod url;
+
+pub use url::S3Url;
+
+/// Where the credentials come from.
+#[derive(Clone, Default)]
+pub enum Credentials {
+    /// The AWS chain: the environment (`AWS_ACCESS_KEY_ID`, ...), then the
+    /// profile of the shared files (`--profile`, `AWS_PROFILE`, or
+    /// `default`), then web identity, the container's and the instance's
+    /// metadata service.
+    #[default]
+    Chain,
+    /// Keys the caller already has.
+    Static {
+        key_id: String,
+        secret: String,
+        token: Option<String>,
+    },
+    /// No signature: a public bucket.
+    Anonymous,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Chain => f.write_str("Chain"),
+            Credentials::Static { .. } => f.write_str("Static { .. }"),
+            Credentials::Anonymous => f.write_str("Anonymous"),
+        }
+    }
+}
+
+/// How to reach a bucket, named as mountpoint-s3 names its options.
+#[derive(Clone, Debug)]
+pub struct S3Options {
+    /// `--endpoint-url`: `http://HOST[:PORT]` or `https://...`; AWS's own
+    /// endpoint for the region when `None`.
+    pub endpoint_url: Option<String>,
+    /// `--region`; else the profile's, else `AWS_REGION` /
+    /// `AWS_DEFAULT_REGION`, else `us-east-1`.
+    pub region: Option<String>,
+    /// `--profile`: a named profile of the shared files.
+    pub profile: Option<String>,
+    /// `--force-path-style`: `ENDPOINT/BUCKET/KEY` instead of
+    /// `BUCKET.ENDPOINT/KEY`. An endpoint whose host is an IP address or
+    /// `localhost` has no names under it, so it is always path style.
+    pub force_path_style: bool,
+    pub credentials: Credentials,
+    /// `--source-timeout`: the bound on one access.
+    pub timeout: Duration,
+    /// Worker threads of the store's runtime.
+    pub worker_threads: usize,
+}
+
+impl Default for S3Options {
+    fn default() -> Self {
+        S3Options {
+            endpoint_url: None,
+            region: None,
+            profile: None,
+            force_path_style: false,
+            credentials: Credentials::Chain,
+            timeout: Duration::from_secs(5),
+            worker_threads: 2,
+        }
+    }
+}
+
+/// A library under `s3://BUCKET/PREFIX`.
+pub struct S3Storage {
+    url: S3Url,
+    endpoint: String,
+    timeout: Duration,
+    store: Arc<AmazonS3>,
+    /// The same bucket with no retries, for `check`: a refused connection
+    /// or credential is told at once, not after a timeout's worth of tries.
+    probe: Arc<AmazonS3>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for S3Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Storage")
+            .field("url", &self.url.to_string())
+            .field("endpoint", &self.endpoint)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `endpoint` when it is an `http(s)://HOST[:PORT][/]` URL with no user
+/// information, path or query (so that no secret can ride in it into a
+/// message), without its trailing `/`.
+fn check_endpoint(endpoint: &str) -> Result<String, StorageError> {
+    let bad = |why: &str| StorageError::Other(format!("endpoint URL: {why}"));
+    let rest = endpoint
+        .strip_prefix("http://")
+        .or_else(|| endpoint.strip_prefix("https://"))
+        .ok_or_else(|| bad("it must begin with http:// or https://"))?;
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() {
+        return Err(bad("it has no host"));
+    }
+    if authority.contains('@') {
+        return Err(bad("it must not hold a user name or password"));
+    }
+    if authority.contains(['/', '?', '#']) {
+        return Err(bad("it must be only http(s)://HOST[:PORT]"));
+    }
+    Ok(endpoint.trim_end_matches('/').to_string())
+}
+
+/// Whether the endpoint's host cannot take a bucket name in front of it.
+fn host_is_address(endpoint: &str) -> bool {
+    let authority = endpoint.split_once("://").map_or(endpoint, |(_, a)| a);
+    let host = if authority.starts_with('[') {
+        return true;
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    host == "localhost" || host.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
+/// `http://BUCKET.HOST:PORT` for the endpoint `http://HOST:PORT`.
+fn virtual_hosted(endpoint: &str, bucket: &str) -> String {
+    match endpoint.split_once("://") {
+        Some((scheme, authority)) => format!("{scheme}://{bucket}.{authority}"),
+        None => endpoint.to_string(),
+    }
+}
+
+fn static_provider(
+    key_id: String,
+    secret: String,
+    token: Option<String>,
+) -> Arc<StaticCredentialProvider<AwsCredential>> {
+    Arc::new(StaticCredentialProvider::new(AwsCredential {
+        key_id,
+        secret_key: secret,
+        token,
+    }))
+}
+
+impl S3Storage {
+    /// A store for the library at `url`. Makes no request: `check` says
+    /// whether the bucket can be read.
+    pub fn new(url: S3Url, opts: &S3Options) -> Result<Self, StorageError> {
+        let timeout = opts.timeout.max(Duration::from_millis(1));
+        let endpoint = opts
+            .endpoint_url
+            .as_deref()
+            .map(check_endpoint)
+            .transpose()?;
+        // The region and the keys of a profile: the one named, or (when the
+        // environment holds no keys) AWS_PROFILE's or the default one.
+        let env_keys = std::env::var_os("AWS_ACCESS_KEY_ID").is_some();
+        let profile_name = opts.profile.clone().or_else(|| {
+            (!env_keys)
+                .then(|| std::env::var("AWS_PROFILE").ok())
+                .flatten()
+        });
+        let profile = match (&opts.credentials, &profile_name) {
+            (Credentials::Chain, Some(name)) => match profile::load(name) {
+                Some(p) => Some(p),
+                None if opts.profile.is_some() || std::env::var_os("AWS_PROFILE").is_some() => {
+                    return Err(StorageError::Other(format!(
+                        "profile {name}: not in the shared credentials or config file"
+                    )));
+                }
+                None => None,
+            },
+            (Credentials::Chain, None) if !env_keys => profile::load("default"),
+            _ => None,
+        };
+        if let (Some(p), Some(name)) = (&profile, &profile_name)
+            && let Some(key) = &p.unsupported
+            && p.access_key_id.is_none()
+        {
+            return Err(StorageError::Other(format!(
+                "profile {name}: its {key} is not supported; give it static keys or use the environment"
+            )));
+        }
+        let region = opts
+            .region
+            .clone()
+            .or_else(|| profile.as_ref().and_then(|p| p.region.clone()))
+            .or_else(|| std::env::var("AWS_REGION").ok())
+            .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+            .unwrap_or_else(|| "us-east-1".to_string());
+        let endpoint_display = endpoint
+            .clone()
+            .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+
+        let build = |retries: bool| -> Result<AmazonS3, StorageError> {
+            let mut b = AmazonS3Builder::from_env()
+                .with_bucket_name(url.bucket())
+                .with_region(&region)
+                .with_client_options(
+                    ClientOptions::new()
+                        .with_timeout(timeout)
+                        .with_connect_timeout(timeout.min(Duration::from_secs(3))),
+                )
+                .with_retry(if retries {
+                    // The last try ends and its error is told before the
+                    // access's own bound cuts it short: a refused
+                    // connection is `Unreachable`, not a `Timeout`.
+                    RetryConfig {
+                        backoff: BackoffConfig {
+                            init_backoff: Duration::from_millis(50).min(timeout / 8),
+                            max_backoff: timeout / 4,
+                            base: 2.0,
+                        },
+                        max_retries: 10,
+                        retry_timeout: timeout * 3 / 4,
+                    }
+                } else {
+                    RetryConfig {
+                        max_retries: 0,
+                        retry_timeout: Duration::ZERO,
+                        ..RetryConfig::default()
+                    }
+                });
+            if let Some(ep) = &endpoint {
+                let path_style = opts.force_path_style || host_is_address(ep);
+                b = b
+                    .with_allow_http(ep.starts_with("http://"))
+                    .with_virtual_hosted_style_request(!path_style)
+                    .with_endpoint(if path_style {
+                        ep.clone()
+                    } else {
+                        virtual_hosted(ep, url.bucket())
+                    });
+            } else {
+                b = b.with_virtual_hosted_style_request(!opts.force_path_style);
+            }
+            b = match &opts.credentials {
+                Credentials::Static {
+                    key_id,
+                    secret,
+                    token,
+                } => b.with_credentials(static_provider(
+                    key_id.clone(),
+                    secret.clone(),
+                    token.clone(),
+                )),
+                Credentials::Anonymous => b.with_skip_signature(true),
+                Credentials::Chain => match &profile {
+                    Some(p) if opts.profile.is_some() || !env_keys => {
+                        match (&p.access_key_id, &p.secret_access_key) {
+                            (Some(k), Some(s)) => b.with_credentials(static_provider(
+                                k.clone(),
+                                s.clone(),
+                                p.session_token.clone(),
+                            )),
+                            _ => b,
+                        }
+                    }
+                    _ => b,
+                },
+            };
+            b.build().map_err(|e| {
+                StorageError::Other(format!("{url}: cannot set up the S3 client: {e}"))
+            })
+        };
+        let store = Arc::new(build(true)?);
+        let probe = Arc::new(build(false)?);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.worker_threads.max(1))
+            .thread_name("novelfs-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                StorageError::Other(format!("cannot start the S3 client's threads: {e}"))
+            })?;
+        Ok(S3Storage {
+            url,
+            endpoint: endpoint_display,
+            timeout,
+            store,
+            probe,
+            rt,
+        })
+    }
+
+    pub fn url(&self) -> &S3Url {
+        &self.url
+    }
+
+    /// The bound on one access.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn key_path(&self, path: &RelPath) -> Result<(String, KeyPath), StorageError> {
+        let key = self
+            .url
+            .key(path)
+            .ok_or_else(|| StorageError::not_found(path.to_string()))?;
+        let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(path.to_string()))?;
+        Ok((key, kp))
+    }
+
+    fn classify(&self, e: &object_store::Error, what: &str, path: &RelPath) -> StorageError {
+        classify::classify(
+            e,
+            what,
+            &path.to_string(),
+            self.url.bucket(),
+            &self.endpoint,
+        )
+    }
+
+    /// One LIST page of `prefix` (ending in `/`, or empty) from `store`.
+    async fn list_page(
+        store: &AmazonS3,
+        prefix: &str,
+        page_token: Option<String>,
+        max_keys: Option<usize>,
+    ) -> object_store::Result<object_store::list::PaginatedListResult> {
+        let opts = PaginatedListOptions {
+            delimiter: Some("/".into()),
+            page_token,
+            max_keys,
+            ..Default::default()
+        };
+        store
+            .list_paginated((!prefix.is_empty()).then_some(prefix), opts)
+            .await
+    }
+
+    /// `fut` bounded by the access timeout, its error classified.
+    fn bounded<T>(
+        &self,
+        what: &str,
+        path: &RelPath,
+        fut: impl Future<Output = object_store::Result<T>>,
+    ) -> Result<T, StorageError> {
+        match self.rt.block_on(tokio::time::timeout(self.timeout, fut)) {
+            Ok(r) => r.map_err(|e| self.classify(&e, what, path)),
+            Err(_) => Err(StorageError::Timeout {
+                what: what.to_string(),
+                after: self.timeout,
+            }),
+        }
+    }
+}
+
+/// The If-Match value for reading `version`; `Err(())` for a version no
+/// object of a bucket can have.
+fn if_match(version: Option<&Version>) -> Result<Option<String>, ()> {
+    match version {
+        None => Ok(None),
+        Some(Version::ETag { etag, .. }) => Ok(Some(etag.clone())),
+        Some(_) => Err(()),
+    }
+}
+
+/// One GET of `key` (a range of it, with `range`), body and all.
+async fn get(
+    store: &AmazonS3,
+    key: &KeyPath,
+    if_match: Option<String>,
+    range: Option<Range<u64>>,
+) -> object_store::Result<Object> {
+    let opts = GetOptions {
+        if_match,
+        range: range.map(GetRange::Bounded),
+        ..Default::default()
+    };
+    let result = store.get_opts(key, opts).await?;
+    let meta = result.meta.clone();
+    let len = result.range.end - result.range.start;
+    let mut bytes = Vec::with_capacity(len as usize);
+    let mut stream = result.into_stream();
+    while let Some(chunk) = stream.next().await {
+        bytes.extend_from_slice(&chunk?);
+    }
+    Ok(Object {
+        bytes,
+        version: Version::ETag {
+            etag: meta.e_tag.unwrap_or_default(),
+            size: meta.size,
+        },
+    })
+}
+
+impl Storage for S3Storage {
+    fn describe(&self) -> String {
+        self.url.to_string()
+    }
+
+    /// One LIST of at most one key, not retried: tells a missing bucket,
+    /// refused credentials and an unreachable endpoint apart.
+    fn check(&self) -> Result<(), StorageError> {
+        let prefix = self.url.dir_prefix(&RelPath::root()).unwrap_or_default();
+        let what = format!("LIST {}", self.url);
+        let probe = self.probe.clone();
+        self.bounded(&what, &RelPath::root(), async move {
+            Self::list_page(&probe, &prefix, None, Some(1)).await
+        })
+        .map(drop)
+    }
+
+    /// ListObjectsV2 with delimiter `/`, every page, each page one access.
+    /// Common prefixes are directories; objects give size, ETag and time.
+    /// A directory marker (a key ending in `/`) is not an entry. An empty
+    /// listing is `NotFound`, but for the root: a bucket has no empty
+    /// directories.
+    fn list(&self, dir: &RelPath) -> Result<Vec<Entry>, StorageError> {
+        let prefix = self
+            .url
+            .dir_prefix(dir)
+            .ok_or_else(|| StorageError::not_found(dir.to_string()))?;
+        let what = format!("LIST {}", self.url.display_key(&prefix));
+        let mut entries = Vec::new();
+        let mut token = None;
+        let mut any = false;
+        loop {
+            let store = self.store.clone();
+            let p = prefix.clone();
+            let page = self.bounded(&what, dir, async move {
+                Self::list_page(&store, &p, token, None).await
+            })?;
+            for cp in page.result.common_prefixes {
+                any = true;
+                if let Some(name) = cp.as_ref().strip_prefix(prefix.as_str()) {
+                    let name = name.trim_end_matches('/');
+                    if crate::is_plain_name(name.as_bytes()) {
+                        entries.push(Entry {
+                            name: name.into(),
+                            kind: Kind::Dir,
+                            size: 0,
+                            version: Version::Prefix,
+                            modified: SystemTime::UNIX_EPOCH,
+                        });
+                    }
+                }
+            }
+            for o in page.result.objects {
+                any = true;
+                let Some(name) = o.location.as_ref().strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                if crate::is_plain_name(name.as_bytes()) {
+                    entries.push(Entry {
+                        name: name.into(),
+                        kind: Kind::File,
+                        size: o.size,
+                        version: Version::ETag {
+                            etag: o.e_tag.unwrap_or_default(),
+                            size: o.size,
+                        },
+                        modified: o.last_modified.into(),
+                    });
+                }
+            }
+            token = page.page_token;
+            if token.is_none() {
+                break;
+            }
+        }
+        if !any && !dir.is_root() {
+            return Err(StorageError::not_found(dir.to_string()));
+        }
+        entries.sort_by(|a, b| {
+            use std::os::unix::ffi::OsStrExt;
+            a.name.as_bytes().cmp(b.name.as_bytes())
+        });
+        Ok(entries)
+    }
+
+    /// One HEAD, and for a name that is no object one LIST of at most one
+    /// key under it (a directory). The library layer takes sizes and
+    /// versions from `list`; this serves single lookups.
+    fn stat(&self, path: &RelPath) -> Result<Entry, StorageError> {
+        let (key, kp) = self.key_path(path)?;
+        let name = path.file_name().unwrap_or_default().to_owned();
+        let store = self.store.clone();
+        let head = self.bounded(
+            &format!("HEAD {}", self.url.display_key(&key)),
+            path,
+            async move { store.head(&kp).await },
+        );
+        match head {
+            Ok(meta) => Ok(Entry {
+                name,
+                kind: Kind::File,
+                size: meta.size,
+                version: Version::ETag {
+                    etag: meta.e_tag.unwrap_or_default(),
+                    size: meta.size,
+                },
+                modified: meta.last_modified.into(),
+            }),
+            Err(e) if e.is_not_found() => {
+                let prefix = format!("{key}/");
+                let what = format!("LIST {}", self.url.display_key(&prefix));
+                let store = self.store.clone();
+                let page = self.bounded(&what, path, async move {
+                    Self::list_page(&store, &prefix, None, Some(1)).await
+                })?;
+                if page.result.objects.is_empty() && page.result.common_prefixes.is_empty() {
+                    return Err(e);
+                }
+                Ok(Entry {
+                    name,
+                    kind: Kind::Dir,
+                    size: 0,
+                    version: Version::Prefix,
+                    modified: SystemTime::UNIX_EPOCH,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One GET (`If-Match` with `version`).
+    fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
+        let (key, kp) = self.key_path(path)?;
+        let m = if_match(version).map_err(|_| StorageError::Changed {
+            path: path.to_string(),
+        })?;
+        let store = self.store.clone();
+        let what = format!("GET {}", self.url.display_key(&key));
+        self.bounded(&what, path, async move { get(&store, &kp, m, None).await })
+    }
+
+    /// One ranged GET (`If-Match` with `version`). A range that starts at
+    /// or past the end of an object of known size is empty without a
+    /// request.
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        version: Option<&Version>,
+    ) -> Result<Object, StorageError> {
+        let (key, kp) = self.key_path(path)?;
+        let m = if_match(version).map_err(|_| StorageError::Changed {
+            path: path.to_string(),
+        })?;
+        if let Some(v) =
+            version.filter(|v| range.is_empty() || v.size().is_some_and(|s| range.start >= s))
+        {
+            return Ok(Object {
+                bytes: Vec::new(),
+                version: v.clone(),
+            });
+        }
+        let store = self.store.clone();
+        let what = format!(
+            "GET {} bytes {}-{}",
+            self.url.display_key(&key),
+            range.start,
+            range.end
+        );
+        self.bounded(&what, path, async move {
+            get(&store, &kp, m, Some(range)).await
+        })
+    }
+
+    /// Keeps up to `limits.requests` GETs under way, and up to
+    /// `limits.bytes` of bodies fetched and not yet handed over; reads
+    /// start in the order asked, so the next result to hand over always
+    /// has its share of the budget.
+    fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
+        Box::new(ReadManyIter::start(self, requests, limits))
+    }
+}
+
+/// Bytes are counted against the budget in KiB, so that a budget of many
+/// GiB fits a semaphore's `u32` acquisitions.
+const UNIT: u64 = 1024;
+
+type Done = (
+    Result<Object, StorageError>,
+    OwnedSemaphorePermit,
+    OwnedSemaphorePermit,
+);
+
+struct ReadManyIter<'a> {
+    storage: &'a S3Storage,
+    results: std::sync::mpsc::Receiver<tokio::task::JoinHandle<Done>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl<'a> ReadManyIter<'a> {
+    fn start(storage: &'a S3Storage, requests: Vec<ReadRequest>, limits: InFlight) -> Self {
+        let count = Arc::new(Semaphore::new(limits.requests.max(1)));
+        let budget_units = limits.bytes.div_ceil(UNIT).clamp(1, u32::MAX as u64);
+        let bytes = Arc::new(Semaphore::new(budget_units as usize));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let store = storage.store.clone();
+        let url = storage.url.clone();
+        let endpoint = storage.endpoint.clone();
+        let timeout = storage.timeout;
+        let driver = storage.rt.spawn(async move {
+            for r in requests {
+                let size = r
+                    .version
+                    .as_ref()
+                    .and_then(Version::size)
+                    .unwrap_or(InFlight::UNKNOWN_SIZE);
+                let units = size.div_ceil(UNIT).clamp(1, budget_units) as u32;
+                let Ok(c) = count.clone().acquire_owned().await else {
+                    return;
+                };
+                let Ok(b) = bytes.clone().acquire_many_owned(units).await else {
+                    return;
+                };
+                let store = store.clone();
+                let url = url.clone();
+                let endpoint = endpoint.clone();
+                let task = tokio::spawn(async move {
+                    let result = read_one(&store, &url, &endpoint, timeout, r).await;
+                    (result, c, b)
+                });
+                if tx.send(task).is_err() {
+                    return;
+                }
+            }
+        });
+        ReadManyIter {
+            storage,
+            results: rx,
+            driver,
+        }
+    }
+}
+
+/// One read of a batch, bounded and classified as `S3Storage::read` is.
+async fn read_one(
+    store: &AmazonS3,
+    url: &S3Url,
+    endpoint: &str,
+    timeout: Duration,
+    r: ReadRequest,
+) -> Result<Object, StorageError> {
+    let path = r.path.to_string();
+    let key = url
+        .key(&r.path)
+        .ok_or_else(|| StorageError::not_found(&path))?;
+    let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&path))?;
+    let m =
+        if_match(r.version.as_ref()).map_err(|_| StorageError::Changed { path: path.clone() })?;
+    let what = format!("GET {}", url.display_key(&key));
+    match tokio::time::timeout(timeout, get(store, &kp, m, None)).await {
+        Ok(r) => r.map_err(|e| classify::classify(&e, &what, &path, url.bucket(), endpoint)),
+        Err(_) => Err(StorageError::Timeout {
+            what,
+            after: timeout,
+        }),
+    }
+}
+
+impl Iterator for ReadManyIter<'_> {
+    type Item = Result<Object, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let task = self.results.recv().ok()?;
+        match self.storage.rt.block_on(task) {
+            // The permits go back as the result is handed over.
+            Ok((result, _count, _bytes)) => Some(result),
+            Err(e) => Some(Err(StorageError::Other(format!(
+                "a read of the batch failed: {e}"
+            )))),
+        }
+    }
+}
+
+impl Drop for ReadManyIter<'_> {
+    fn drop(&mut self) {
+        self.driver.abort();
+        while let Ok(task) = self.results.try_recv() {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_is_scheme_host_and_port_only() {
+        assert_eq!(
+            check_endpoint("http://127.0.0.1:9000/").unwrap(),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(
+            check_endpoint("https://s3.example.test").unwrap(),
+            "https://s3.example.test"
+        );
+        for bad in [
+            "127.0.0.1:9000",
+            "http://",
+            "http://user:pw@127.0.0.1:9000",
+            "http://127.0.0.1:9000/bucket",
+            "http://127.0.0.1:9000?x=1",
+        ] {
+            let e = check_endpoint(bad).unwrap_err().to_string();
+            assert!(!e.contains("pw"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_address_endpoint_is_path_style_and_a_name_can_be_virtual_hosted() {
+        assert!(host_is_address("http://127.0.0.1:9000"));
+        assert!(host_is_address("http://localhost:9000"));
+        assert!(host_is_address("http://[::1]:9000"));
+        assert!(!host_is_address("https://s3.example.test"));
+        assert_eq!(
+            virtual_hosted("https://s3.example.test:8443", "library"),
+            "https://library.s3.example.test:8443"
+        );
+    }
+
+    #[test]
+    fn static_credentials_do_not_show_in_debug() {
+        let opts = S3Options {
+            credentials: Credentials::Static {
+                key_id: "AKIAEXAMPLEKEY".into(),
+                secret: "very-secret".into(),
+                token: Some("session-token".into()),
+            },
+            ..Default::default()
+        };
+        let text = format!("{opts:?}");
+        for secret in ["AKIAEXAMPLEKEY", "very-secret", "session-token"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+}
