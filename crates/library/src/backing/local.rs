@@ -1,0 +1,192 @@
+//! A library in a local directory: `readdir`'s file types for names,
+//! `lstat` for metadata, files opened without following symlinks, the
+//! kernel's page cache asked whether bytes are at hand (`cachestat`) and
+//! told what to read ahead (`POSIX_FADV_WILLNEED`, on a thread of its own).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::{Backing, EntryKind, Meta, Opened};
+
+/// A library rooted at a local directory (absolute and canonical).
+#[derive(Debug)]
+pub struct LocalBacking {
+    root: PathBuf,
+    /// Files for the read-ahead thread, started at the first read-ahead.
+    read_ahead: OnceLock<Mutex<Sender<Vec<PathBuf>>>>,
+}
+
+impl LocalBacking {
+    pub fn new(root: PathBuf) -> LocalBacking {
+        LocalBacking {
+            root,
+            read_ahead: OnceLock::new(),
+        }
+    }
+
+    fn full(&self, path: &Path) -> PathBuf {
+        self.root.join(path)
+    }
+
+    /// Starts the thread that asks the kernel to read files into its page
+    /// cache (`POSIX_FADV_WILLNEED` starts the reads and returns).
+    fn start_read_ahead() -> Mutex<Sender<Vec<PathBuf>>> {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-readahead".into())
+            .spawn(move || {
+                for path in rx.into_iter().flatten() {
+                    let opened = std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                        .open(&path);
+                    if let Ok(f) = opened {
+                        // SAFETY: advice on an open descriptor; no memory involved.
+                        unsafe {
+                            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED)
+                        };
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("no read-ahead thread: {e}");
+        }
+        Mutex::new(tx)
+    }
+}
+
+/// Whether an error only says that a path is not there.
+fn is_absence(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
+    )
+}
+
+impl Backing for LocalBacking {
+    fn list(&self, dir: &Path) -> io::Result<Vec<(OsString, EntryKind)>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(self.full(dir))? {
+            let entry = entry?;
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_file() => EntryKind::File,
+                Ok(t) if t.is_dir() => EntryKind::Dir,
+                _ => continue,
+            };
+            names.push((entry.file_name(), kind));
+        }
+        Ok(names)
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Option<Meta>> {
+        match std::fs::symlink_metadata(self.full(path)) {
+            Ok(m) => Ok(Meta::from_std(&m)),
+            Err(e) if is_absence(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Option<Box<dyn Opened>>> {
+        let f = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.full(path))
+        {
+            Ok(f) => f,
+            Err(e) if is_absence(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let meta = match Meta::from_std(&f.metadata()?) {
+            Some(m) if m.is_file() => m,
+            _ => return Ok(None),
+        };
+        Ok(Some(Box::new(LocalFile { file: f, meta })))
+    }
+
+    fn read_ahead(&self, paths: Vec<PathBuf>) {
+        let full = paths.iter().map(|p| self.full(p)).collect();
+        let queue = self.read_ahead.get_or_init(Self::start_read_ahead);
+        let _ = queue.lock().unwrap_or_else(|e| e.into_inner()).send(full);
+    }
+
+    fn local_root(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
+    fn listing_ttl(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// An open local file and the metadata of that file (not of its name).
+struct LocalFile {
+    file: File,
+    meta: Meta,
+}
+
+impl Opened for LocalFile {
+    fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    fn at_hand(&self) -> bool {
+        in_page_cache(&self.file, self.meta.len)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.file.read_at(buf, offset)
+    }
+
+    fn unchanged(&self) -> io::Result<bool> {
+        Ok(Meta::from_std(&self.file.metadata()?).as_ref() == Some(&self.meta))
+    }
+}
+
+/// Whether all of an open file's `len` bytes are in the page cache
+/// (false when the kernel cannot tell).
+pub fn in_page_cache(f: &File, len: u64) -> bool {
+    len == 0 || cached_pages(f, len).is_some_and(|pages| pages >= len.div_ceil(4096))
+}
+
+/// How many pages of the first `len` bytes of `f` the page cache holds
+/// (`cachestat`, Linux 6.5; `None` before).
+pub fn cached_pages(f: &File, len: u64) -> Option<u64> {
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    /// The same number on every architecture (added after the tables
+    /// were unified).
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let range = CachestatRange { off: 0, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat reads `range` and writes `stat`, both valid and
+    // laid out as the kernel's structs; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            f.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    (r == 0).then_some(stat.nr_cache)
+}

@@ -1,0 +1,174 @@
+//! Where a library's bytes are: the one seam between the tool's semantics
+//! and a library's storage. Everything above it (the rules here, the tree,
+//! the mount) asks the `Library` for names, metadata and chapter bytes and
+//! never learns whether they came from a local directory (`local`, with
+//! the kernel's page cache, `lstat` stamps and inotify) or from an S3
+//! bucket (`bucket`: LIST for names and versions, GET for bytes).
+//!
+//! Paths here are relative to the library root (`novels/书/第1章.md`).
+
+mod bucket;
+mod local;
+
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use bucket::BucketBacking;
+pub use local::LocalBacking;
+
+/// What a name in a library directory is: only files and directories count
+/// (a symlink is never followed, so nothing outside the library is read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+}
+
+/// The metadata of a file or directory as the library's rules use it: its
+/// kind, its length and a stamp that changes with its contents. From a
+/// local disk it is `lstat`'s; in a bucket the object's ETag stands in for
+/// the inode (a new ETag is a new file) and the listing's time for mtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: EntryKind,
+    pub len: u64,
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl Meta {
+    pub fn from_std(meta: &std::fs::Metadata) -> Option<Meta> {
+        use std::os::unix::fs::MetadataExt;
+        let kind = if meta.is_file() {
+            EntryKind::File
+        } else if meta.is_dir() {
+            EntryKind::Dir
+        } else {
+            return None;
+        };
+        Some(Meta {
+            kind,
+            len: meta.len(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn is_file(&self) -> bool {
+        self.kind == EntryKind::File
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.kind == EntryKind::Dir
+    }
+
+    /// The modification time (the epoch for one before it).
+    pub fn modified(&self) -> SystemTime {
+        let (secs, nanos) = self.mtime;
+        let nanos = nanos.clamp(0, 999_999_999) as u32;
+        if secs >= 0 {
+            UNIX_EPOCH + Duration::new(secs as u64, nanos)
+        } else {
+            UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos as u64)
+        }
+    }
+}
+
+/// A chapter file opened for reading, with the metadata of what is read:
+/// bytes read through it are of that version.
+pub trait Opened: Send + Sync {
+    fn meta(&self) -> &Meta;
+
+    /// Whether its bytes are at hand without waiting on the storage (in
+    /// the page cache, or fetched ahead): a reader that found them so needs
+    /// nothing read ahead for it.
+    fn at_hand(&self) -> bool;
+
+    /// Reads `buf.len()` bytes at `offset`, fewer at the end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Whether the object is still the version `meta` describes; a read
+    /// that spans a change would mix two versions.
+    fn unchanged(&self) -> io::Result<bool>;
+
+    /// The whole contents, at most `max` bytes (`max + 1` read tells a
+    /// file that grew past it).
+    fn read_all(&self, max: u64) -> io::Result<Vec<u8>> {
+        let want = self.meta().len.min(max + 1) as usize;
+        let mut bytes = vec![0; want];
+        let mut got = 0;
+        while got < want {
+            match self.read_at(&mut bytes[got..], got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        bytes.truncate(got);
+        Ok(bytes)
+    }
+}
+
+/// A digest of the contents of `opened`, the same for the same bytes
+/// wherever they are read from.
+pub fn digest(opened: &dyn Opened) -> io::Result<u64> {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    loop {
+        let n = match opened.read_at(&mut buf, at) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.write(&buf[..n]);
+        at += n as u64;
+    }
+    hasher.write_u64(at);
+    Ok(hasher.finish())
+}
+
+/// The storage a library is read from.
+pub trait Backing: Send + Sync + std::fmt::Debug {
+    /// The names in directory `dir` that are files or directories, with
+    /// which; `NotFound` when there is no such directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<(OsString, EntryKind)>>;
+
+    /// The metadata of `path` (`None` when nothing is there, or a symlink
+    /// or a special file is).
+    fn stat(&self, path: &Path) -> io::Result<Option<Meta>>;
+
+    /// Opens the regular file at `path` (`None` when the name no longer
+    /// holds one).
+    fn open(&self, path: &Path) -> io::Result<Option<Box<dyn Opened>>>;
+
+    /// Starts reading the files `paths` ahead of a reader: their bytes are
+    /// at hand when opened. Never waits.
+    fn read_ahead(&self, paths: Vec<std::path::PathBuf>);
+
+    /// The local directory the library is, when it is one: what inotify
+    /// watches and `statfs` classifies. `None` for a bucket.
+    fn local_root(&self) -> Option<&Path>;
+
+    /// How long a listing of the storage may be trusted without a look:
+    /// `None` when a look is cheap and exact (a local directory's stamp),
+    /// else the time a listing is kept before it is made again.
+    fn listing_ttl(&self) -> Option<Duration>;
+}
