@@ -5,6 +5,7 @@
 //! public `HttpError` in the error's source chain.
 
 use std::error::Error as _;
+use std::time::Duration;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
@@ -45,15 +46,17 @@ fn cause(e: &object_store::Error) -> String {
     text.chars().take(200).collect()
 }
 
+/// Where an access went and how long it may take, for the errors it gives.
+pub struct Context<'a> {
+    pub bucket: &'a str,
+    pub endpoint: &'a str,
+    pub timeout: Duration,
+}
+
 /// What `e` means for the access `what` (e.g. `GET s3://b/k`) to the
-/// bucket `bucket` at `endpoint`.
-pub fn classify(
-    e: &object_store::Error,
-    what: &str,
-    path: &str,
-    bucket: &str,
-    endpoint: &str,
-) -> StorageError {
+/// object or directory `path`.
+pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -> StorageError {
+    let (bucket, endpoint) = (cx.bucket, cx.endpoint);
     let text = e.to_string();
     let code = s3_code(&text);
     match code {
@@ -120,6 +123,11 @@ pub fn classify(
         Some(HttpErrorKind::Connect) => StorageError::Unreachable {
             endpoint: endpoint.to_string(),
             reason: cause(e),
+        },
+        // The client's own bound on one try is the access's bound too.
+        Some(HttpErrorKind::Timeout) => StorageError::Timeout {
+            what: what.to_string(),
+            after: cx.timeout,
         },
         kind => {
             let why = match (status(&text), code, kind) {

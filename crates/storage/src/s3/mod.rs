@@ -330,13 +330,12 @@ impl S3Storage {
     }
 
     fn classify(&self, e: &object_store::Error, what: &str, path: &RelPath) -> StorageError {
-        classify::classify(
-            e,
-            what,
-            &path.to_string(),
-            self.url.bucket(),
-            &self.endpoint,
-        )
+        let cx = classify::Context {
+            bucket: self.url.bucket(),
+            endpoint: &self.endpoint,
+            timeout: self.timeout,
+        };
+        classify::classify(e, what, &path.to_string(), &cx)
     }
 
     /// One LIST page of `prefix` (ending in `/`, or empty) from `store`.
@@ -364,7 +363,12 @@ impl S3Storage {
         path: &RelPath,
         fut: impl Future<Output = object_store::Result<T>>,
     ) -> Result<T, StorageError> {
-        match self.rt.block_on(tokio::time::timeout(self.timeout, fut)) {
+        // The timer is made inside the runtime, whose clock it needs.
+        let timeout = self.timeout;
+        match self
+            .rt
+            .block_on(async move { tokio::time::timeout(timeout, fut).await })
+        {
             Ok(r) => r.map_err(|e| self.classify(&e, what, path)),
             Err(_) => Err(StorageError::Timeout {
                 what: what.to_string(),
@@ -673,7 +677,14 @@ async fn read_one(
         if_match(r.version.as_ref()).map_err(|_| StorageError::Changed { path: path.clone() })?;
     let what = format!("GET {}", url.display_key(&key));
     match tokio::time::timeout(timeout, get(store, &kp, m, None)).await {
-        Ok(r) => r.map_err(|e| classify::classify(&e, &what, &path, url.bucket(), endpoint)),
+        Ok(r) => r.map_err(|e| {
+            let cx = classify::Context {
+                bucket: url.bucket(),
+                endpoint,
+                timeout,
+            };
+            classify::classify(&e, &what, &path, &cx)
+        }),
         Err(_) => Err(StorageError::Timeout {
             what,
             after: timeout,

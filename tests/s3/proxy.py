@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""An HTTP proxy of the tests' own in front of a local S3 server (moto),
+so that tests can assert how many requests of each kind a workload costs
+and how it behaves when the server is slow, stalls or drops connections.
+
+Usage: proxy.py --upstream-port PORT [--port 0]
+
+It listens on 127.0.0.1 (port 0: any free one) and prints `PORT <n>` on
+its standard output once it accepts connections. It forwards every request
+to 127.0.0.1:UPSTREAM and nowhere else.
+
+Control requests (never forwarded, never counted):
+  GET  /__proxy/counts   the counts as JSON: LIST (GET with list-type=2),
+                         GET, RANGED_GET (GET with a Range header), HEAD,
+                         PUT, OTHER; stalled, cut, dropped; and
+                         max_in_flight, the most requests forwarded to the
+                         server at once
+  POST /__proxy/reset    counts back to zero (settings stay)
+  POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
+                         latency added before forwarding each request;
+                         stall: hold the next N requests unanswered
+                         (-1: every request until stall=0 is set, which
+                         releases the ones held); cut: answer the next N
+                         requests with their status and headers and half
+                         their body, then close the connection; drop:
+                         close the connection of the next N requests
+                         without answering
+"""
+
+import argparse
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+}
+KINDS = ("LIST", "GET", "RANGED_GET", "HEAD", "PUT", "OTHER")
+# A stalled request is held at most this long, so that a test that forgets
+# to release it cannot keep the proxy's threads forever.
+STALL_LIMIT_S = 300
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.released = threading.Condition(self.lock)
+        self.counts = {}
+        self.in_flight = 0
+        self.reset()
+        self.latency_ms = 0
+        self.stall = 0
+        self.cut = 0
+        self.drop = 0
+        self.generation = 0
+
+    def reset(self):
+        self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
+        self.counts["max_in_flight"] = 0
+
+    def take(self, name):
+        """Whether this request gets the fault `name`, using up one."""
+        n = getattr(self, name)
+        if n == 0:
+            return False
+        if n > 0:
+            setattr(self, name, n - 1)
+        return True
+
+
+STATE = State()
+
+
+def kind_of(method, query, headers):
+    if method == "GET":
+        if "list-type=2" in query.split("&"):
+            return "LIST"
+        if headers.get("Range"):
+            return "RANGED_GET"
+        return "GET"
+    if method in ("HEAD", "PUT"):
+        return method
+    return "OTHER"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream_port = 0
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def setup(self):
+        super().setup()
+        # Headers and body go out in separate writes: without NODELAY,
+        # Nagle holds the body for the client's delayed ACK (40 ms), a
+        # latency of the proxy's own on top of the one it is set to add.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self):
+        self.handle_any()
+
+    do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def reply_json(self, obj, status=200):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def control(self, path, query):
+        q = {k: v[-1] for k, v in parse_qs(query).items()}
+        if path == "/__proxy/counts":
+            with STATE.lock:
+                return self.reply_json(dict(STATE.counts))
+        if path == "/__proxy/reset":
+            with STATE.lock:
+                STATE.reset()
+            return self.reply_json({"ok": True})
+        if path == "/__proxy/set":
+            with STATE.lock:
+                for name in ("latency_ms", "stall", "cut", "drop"):
+                    if name in q:
+                        setattr(STATE, name, int(q[name]))
+                if STATE.stall == 0:
+                    STATE.generation += 1
+                    STATE.released.notify_all()
+            return self.reply_json({"ok": True})
+        return self.reply_json({"error": "no such control path"}, 404)
+
+    def handle_any(self):
+        split = urlsplit(self.path)
+        body = self.read_body()
+        if split.path.startswith("/__proxy/"):
+            return self.control(split.path, split.query)
+        kind = kind_of(self.command, split.query, self.headers)
+        with STATE.lock:
+            STATE.counts[kind] += 1
+            latency = STATE.latency_ms
+            stall = STATE.take("stall")
+            drop = not stall and STATE.take("drop")
+            cut = not stall and not drop and STATE.take("cut")
+            if stall:
+                STATE.counts["stalled"] += 1
+                generation = STATE.generation
+                deadline = time.monotonic() + STALL_LIMIT_S
+                while STATE.generation == generation and time.monotonic() < deadline:
+                    STATE.released.wait(timeout=1)
+            if drop:
+                STATE.counts["dropped"] += 1
+            if cut:
+                STATE.counts["cut"] += 1
+        if drop:
+            self.close_now()
+            return
+        with STATE.lock:
+            STATE.in_flight += 1
+            STATE.counts["max_in_flight"] = max(STATE.counts["max_in_flight"], STATE.in_flight)
+        try:
+            if latency:
+                time.sleep(latency / 1000)
+            status, reason, headers, data = self.forward(body)
+        finally:
+            with STATE.lock:
+                STATE.in_flight -= 1
+        self.send_response(status, reason)
+        for k, v in headers:
+            if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                self.send_header(k, v)
+        if self.command == "HEAD":
+            length = dict((k.lower(), v) for k, v in headers).get("content-length", "0")
+            self.send_header("Content-Length", length)
+            self.end_headers()
+            return
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if cut:
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_now()
+            return
+        self.wfile.write(data)
+
+    def close_now(self):
+        """Ends the connection at once, without a proper close of HTTP."""
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def forward(self, body):
+        conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
+        try:
+            conn.connect()
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            headers = {
+                k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP
+            }
+            if body or self.command in ("PUT", "POST"):
+                headers["Content-Length"] = str(len(body))
+            conn.request(self.command, self.path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, resp.reason, resp.getheaders(), data
+        finally:
+            conn.close()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that hangs up on a stalled or cut request is what the
+        # tests do on purpose: no traceback for it.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--upstream-port", type=int, required=True)
+    args = ap.parse_args()
+    Handler.upstream_port = args.upstream_port
+    server = Server(("127.0.0.1", args.port), Handler)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
