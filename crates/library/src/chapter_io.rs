@@ -3,9 +3,8 @@
 //! served through a line index over the file (`stream`).
 
 use std::ffi::OsStr;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 
+use super::backing::Opened;
 use super::{Chapter, ChapterText, Library, MAX_CHAPTER_BYTES_CAP, NovelError, decode, stream};
 
 impl Library {
@@ -20,13 +19,12 @@ impl Library {
         &self,
         book: &OsStr,
         chapter: &Chapter,
-        f: std::fs::File,
-        meta: &std::fs::Metadata,
+        f: Box<dyn Opened>,
     ) -> Result<ChapterText, NovelError> {
-        if self.streams(meta.len()) {
-            return self.stream_opened_chapter(book, chapter, f, meta);
+        if self.streams(f.meta().len()) {
+            return self.stream_opened_chapter(book, chapter, f);
         }
-        let bytes = self.read_opened_chapter(book, &chapter.os_name, f, meta)?;
+        let bytes = self.read_opened_chapter(book, &chapter.os_name, &*f)?;
         self.decode_chapter(book, chapter, bytes)
     }
 
@@ -36,12 +34,11 @@ impl Library {
         &self,
         book: &OsStr,
         chapter: &Chapter,
-        f: std::fs::File,
-        meta: &std::fs::Metadata,
+        f: Box<dyn Opened>,
     ) -> Result<ChapterText, NovelError> {
         let file = &chapter.os_name;
-        self.check_size(book, file, meta.len())?;
-        match stream::StreamedText::open(f, meta) {
+        self.check_size(book, file, f.meta().len())?;
+        match stream::StreamedText::open(f) {
             Ok(Ok(text)) => Ok(ChapterText::streamed(text)),
             Ok(Err(e)) => Err(NovelError::Encoding {
                 path: self.display_path(&book.to_string_lossy(), &chapter.file),
@@ -56,10 +53,10 @@ impl Library {
     /// still cannot leak anything outside the library.
     pub fn load_chapter(&self, book: &OsStr, chapter: &Chapter) -> Result<ChapterText, NovelError> {
         let file = &chapter.os_name;
-        let Some((f, meta)) = self.open_chapter_file(book, file)? else {
+        let Some(f) = self.open_chapter_file(book, file)? else {
             return Err(self.io_error(book, file, std::io::ErrorKind::NotFound.into()));
         };
-        self.load_opened_chapter(book, chapter, f, &meta)
+        self.load_opened_chapter(book, chapter, f)
     }
 
     /// Decodes the bytes of `chapter`.
@@ -91,29 +88,10 @@ impl Library {
         &self,
         book: &OsStr,
         file: &OsStr,
-    ) -> Result<Option<(std::fs::File, std::fs::Metadata)>, NovelError> {
-        let full = self.chapter_path(book, file);
-        let f = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&full)
-        {
-            Ok(f) => f,
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)
-                ) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(self.io_error(book, file, e)),
-        };
-        let meta = f.metadata().map_err(|e| self.io_error(book, file, e))?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
-        Ok(Some((f, meta)))
+    ) -> Result<Option<Box<dyn Opened>>, NovelError> {
+        self.backing
+            .open(&Self::rel_chapter(book, file))
+            .map_err(|e| self.io_error(book, file, e))
     }
 
     /// Reads an opened chapter file whole, refusing one above the size limit.
@@ -121,13 +99,11 @@ impl Library {
         &self,
         book: &OsStr,
         file: &OsStr,
-        f: std::fs::File,
-        meta: &std::fs::Metadata,
+        f: &dyn Opened,
     ) -> Result<Vec<u8>, NovelError> {
         let io_err = |e: std::io::Error| self.io_error(book, file, e);
-        let max = self.check_size(book, file, meta.len())?;
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        f.take(max + 1).read_to_end(&mut bytes).map_err(io_err)?;
+        let max = self.check_size(book, file, f.meta().len())?;
+        let bytes = f.read_all(max).map_err(io_err)?;
         if bytes.len() as u64 > max {
             return Err(io_err(std::io::Error::other("文件在读取时超过大小上限")));
         }

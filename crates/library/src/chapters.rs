@@ -65,7 +65,8 @@ pub fn chapter_table(lib: &Library, book: &str) -> Result<ChapterTable, NovelErr
         .chapters
         .iter()
         .map(|c| {
-            let bytes = std::fs::symlink_metadata(lib.book_dir(&book_os).join(&c.os_name))
+            let bytes = lib
+                .chapter_metadata(&book_os, &c.os_name)
                 .map_or(0, |m| m.len());
             let (chars, lines, error) = match lib.load_chapter(OsStr::new(&book), c) {
                 Ok(t) => (Some(t.chars() as usize), Some(t.total_lines()), None),

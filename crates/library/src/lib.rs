@@ -8,6 +8,7 @@
 #![warn(unreachable_pub)]
 
 mod args;
+pub mod backing;
 mod chapter_io;
 mod chapters;
 pub mod decode;
@@ -59,6 +60,8 @@ pub const DEFAULT_STREAM_ABOVE: u64 = 64 << 20;
 /// A library root: the directory holding `novels/`.
 #[derive(Debug, Clone)]
 pub struct Library {
+    /// Where the library's bytes are (see `backing`).
+    backing: std::sync::Arc<dyn backing::Backing>,
     root: PathBuf,
     root_display: String,
     /// Larger chapter files are an error (never above `MAX_CHAPTER_BYTES_CAP`).
@@ -96,6 +99,7 @@ impl Library {
         let root = std::fs::canonicalize(root)?;
         let root_display = root.to_string_lossy().into_owned();
         Ok(Library {
+            backing: std::sync::Arc::new(backing::LocalBacking::new(root.clone())),
             root,
             root_display,
             max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
@@ -113,8 +117,36 @@ impl Library {
         Ok(self)
     }
 
+    /// A library in a bucket, read through `storage` (see
+    /// `backing::BucketBacking`); its root is written as `display` (the
+    /// `s3://` URL) until `with_path_root` says otherwise.
+    pub fn in_bucket(bucket: backing::BucketBacking, display: &str) -> Library {
+        let display = display.trim_end_matches('/').to_string();
+        Library {
+            backing: std::sync::Arc::new(bucket),
+            root: PathBuf::from(&display),
+            root_display: display,
+            max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
+            stream_above: DEFAULT_STREAM_ABOVE,
+        }
+    }
+
+    /// The library's root directory as the host names it (the `s3://` URL
+    /// of a bucket).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The local directory the library is, when it is one (see
+    /// `Backing::local_root`).
+    pub fn local_root(&self) -> Option<&Path> {
+        self.backing.local_root()
+    }
+
+    /// How long a listing may be trusted without a look, when looks cost
+    /// requests (see `Backing::listing_ttl`).
+    pub fn listing_ttl(&self) -> Option<std::time::Duration> {
+        self.backing.listing_ttl()
     }
 
     /// One `novel_read` call, checks in the tool's order.

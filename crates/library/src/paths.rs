@@ -1,17 +1,27 @@
-//! Where a library's books and chapters are on disk, and how pages name
-//! them: the directories under `novels/`, their display paths, and a
-//! book's chapter index found by its name.
+//! Where a library's books and chapters are, and how pages name them:
+//! the directories under `novels/`, their display paths, and a book's
+//! chapter index found by its name. Every look goes through the library's
+//! backing, with paths relative to its root.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::backing::{EntryKind, Meta};
 use super::{BookIndex, Library, NovelError, scan};
 
 /// Whether an error only says that a path is not there (not that it
 /// cannot be read).
 fn is_absence(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
+/// Whether `name` is one plain path component.
+fn plain(name: &OsStr) -> bool {
+    !name.is_empty()
+        && name.as_bytes() != b"."
+        && name.as_bytes() != b".."
+        && !name.as_bytes().contains(&b'/')
 }
 
 impl Library {
@@ -44,6 +54,24 @@ impl Library {
         PathBuf::from(OsString::from_vec(path))
     }
 
+    /// `novels` or `novels/{book}`, relative to the root.
+    pub(crate) fn rel_dir(book: Option<&OsStr>) -> PathBuf {
+        match book {
+            Some(book) => Path::new("novels").join(book),
+            None => PathBuf::from("novels"),
+        }
+    }
+
+    /// `novels/{book}/{file}`, relative to the root.
+    pub(crate) fn rel_chapter(book: &OsStr, file: &OsStr) -> PathBuf {
+        let mut path = Vec::with_capacity(7 + book.len() + 1 + file.len());
+        path.extend_from_slice(b"novels/");
+        path.extend_from_slice(book.as_bytes());
+        path.push(b'/');
+        path.extend_from_slice(file.as_bytes());
+        PathBuf::from(OsString::from_vec(path))
+    }
+
     /// `ROOT/novels/{book}/{file}` as pages print it.
     pub fn display_path(&self, book: &str, file: &str) -> String {
         format!("{}/novels/{book}/{file}", self.root_display)
@@ -56,14 +84,17 @@ impl Library {
 
     /// The metadata of `novels/{book}` when it is a real directory and
     /// `book` a plain name (one `lstat`; a symlink is not followed).
-    pub fn book_metadata(&self, book: &OsStr) -> Option<std::fs::Metadata> {
-        let plain = !book.is_empty()
-            && book.as_bytes() != b"."
-            && book.as_bytes() != b".."
-            && !book.as_bytes().contains(&b'/');
-        let meta = std::fs::symlink_metadata(self.book_dir(book))
-            .ok()
-            .filter(|_| plain)?;
+    pub fn book_metadata(&self, book: &OsStr) -> Option<Meta> {
+        if !plain(book) {
+            return None;
+        }
+        self.dir_metadata(Some(book))
+    }
+
+    /// The metadata of `novels` (or of `novels/{book}`) when it is a
+    /// directory: its stamp changes when a name in it does.
+    pub fn dir_metadata(&self, book: Option<&OsStr>) -> Option<Meta> {
+        let meta = self.backing.stat(&Self::rel_dir(book)).ok()??;
         meta.is_dir().then_some(meta)
     }
 
@@ -81,7 +112,7 @@ impl Library {
             reason: e.to_string(),
         };
         if !self.is_book(OsStr::new(book)) {
-            return match std::fs::symlink_metadata(self.book_dir(OsStr::new(book))) {
+            return match self.backing.stat(&Self::rel_dir(Some(OsStr::new(book)))) {
                 Err(e) if !is_absence(&e) => Err(unreadable(e)),
                 _ => Err(not_found()),
             };
@@ -106,11 +137,7 @@ impl Library {
     /// Why `novels/` (or the book directory `book`) cannot be listed;
     /// `None` when it can.
     pub fn unreadable_dir(&self, book: Option<&OsStr>) -> Option<NovelError> {
-        let dir = match book {
-            Some(book) => self.book_dir(book),
-            None => self.novels_dir(),
-        };
-        let e = std::fs::read_dir(dir).err()?;
+        let e = self.backing.list(&Self::rel_dir(book)).err()?;
         Some(NovelError::Io {
             path: self.display_dir(book),
             reason: e.to_string(),
@@ -120,17 +147,25 @@ impl Library {
     /// The chapter index of the book directory `book`, named as it is on
     /// disk (not sanitized).
     pub fn index_book(&self, book: &OsStr) -> std::io::Result<BookIndex> {
-        Ok(BookIndex::new(scan::scan_chapters(&self.book_dir(book))?))
+        let names = self.backing.list(&Self::rel_dir(Some(book)))?;
+        Ok(BookIndex::new(scan::chapters_of(names)))
+    }
+
+    /// The directories in `novels/` (symlinks are not followed), unordered.
+    pub fn book_dirs(&self) -> std::io::Result<Vec<OsString>> {
+        Ok(self
+            .backing
+            .list(&Self::rel_dir(None))?
+            .into_iter()
+            .filter(|(_, kind)| *kind == EntryKind::Dir)
+            .map(|(name, _)| name)
+            .collect())
     }
 
     /// The book directories in `novels/` (symlinks are no books), in the
     /// order a listing shows them.
     pub fn book_names(&self) -> std::io::Result<Vec<OsString>> {
-        let mut books: Vec<OsString> = std::fs::read_dir(self.novels_dir())?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name())
-            .collect();
+        let mut books = self.book_dirs()?;
         books.sort_by(|a, b| {
             scan::locale_compare(&a.to_string_lossy(), &b.to_string_lossy()).then(a.cmp(b))
         });
@@ -139,9 +174,16 @@ impl Library {
 
     /// The metadata of the chapter file `file` of `book` when the name
     /// holds a regular file (one `lstat`; a symlink is not followed).
-    pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<std::fs::Metadata> {
-        let meta = std::fs::symlink_metadata(self.chapter_path(book, file)).ok()?;
+    pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<Meta> {
+        let meta = self.backing.stat(&Self::rel_chapter(book, file)).ok()??;
         meta.is_file().then_some(meta)
+    }
+
+    /// Starts reading the chapter files `files` of `book` ahead of a
+    /// reader (see `Backing::read_ahead`).
+    pub fn read_ahead<'a>(&self, book: &OsStr, files: impl Iterator<Item = &'a OsStr>) {
+        let paths = files.map(|f| Self::rel_chapter(book, f)).collect();
+        self.backing.read_ahead(paths);
     }
 }
 

@@ -1,5 +1,6 @@
 //! Scanning a book directory into its sorted chapter list (SPEC §1.1).
 
+use crate::backing::EntryKind;
 use std::cmp::Ordering;
 use std::ffi::OsString;
 use std::io;
@@ -103,24 +104,29 @@ pub fn chapter_order(a: &Chapter, b: &Chapter) -> Ordering {
         .then_with(|| a.os_name.cmp(&b.os_name))
 }
 
-/// The sorted chapters of a book directory: regular files only (a symlink
-/// is never a chapter, so nothing outside the library is read), with a
-/// chapter extension.
+/// The sorted chapters of a book directory listed as `names`: regular
+/// files only (a symlink is never a chapter, so nothing outside the
+/// library is read), with a chapter extension.
+pub fn chapters_of(names: Vec<(std::ffi::OsString, EntryKind)>) -> Vec<Chapter> {
+    let mut chapters: Vec<Chapter> = names
+        .into_iter()
+        .filter(|(name, kind)| *kind == EntryKind::File && is_chapter_file_name(name.as_bytes()))
+        .map(|(name, _)| Chapter::new(name))
+        .collect();
+    chapters.sort_by(chapter_order);
+    chapters
+}
+
+/// The sorted chapters of the local book directory `book_dir`.
 pub fn scan_chapters(book_dir: &Path) -> io::Result<Vec<Chapter>> {
-    let mut chapters = Vec::new();
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(book_dir)? {
         let entry = entry?;
-        let name = entry.file_name();
-        if !is_chapter_file_name(name.as_bytes()) {
-            continue;
-        }
-        match entry.file_type() {
-            Ok(t) if t.is_file() => chapters.push(Chapter::new(name)),
-            _ => {}
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            names.push((entry.file_name(), EntryKind::File));
         }
     }
-    chapters.sort_by(chapter_order);
-    Ok(chapters)
+    Ok(chapters_of(names))
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ pub fn in_page_cache(f: &File, len: u64) -> bool {
 
 /// How many pages of the first `len` bytes of `f` the page cache holds
 /// (`cachestat`, Linux 6.5; `None` before).
-pub fn cached_pages(f: &File, len: u64) -> Option<u64> {
+fn cached_pages(f: &File, len: u64) -> Option<u64> {
     #[repr(C)]
     struct CachestatRange {
         off: u64,
@@ -189,4 +189,12 @@ pub fn cached_pages(f: &File, len: u64) -> Option<u64> {
         )
     };
     (r == 0).then_some(stat.nr_cache)
+}
+
+/// An open local file as the library reads one (what `Backing::open`
+/// gives for a local library), for a file opened elsewhere.
+pub fn opened_file(file: File) -> io::Result<Box<dyn Opened>> {
+    let meta = Meta::from_std(&file.metadata()?)
+        .ok_or_else(|| io::Error::other("not a regular file or directory"))?;
+    Ok(Box::new(LocalFile { file, meta }))
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use bucket::BucketBacking;
-pub use local::LocalBacking;
+pub use local::{LocalBacking, in_page_cache, opened_file};
 
 /// What a name in a library directory is: only files and directories count
 /// (a symlink is never followed, so nothing outside the library is read).

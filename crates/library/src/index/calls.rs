@@ -15,13 +15,11 @@ impl Library {
     /// `novels/` (symlinks are not followed), not dot directories, not
     /// `创作资料`. No `novels/` is no books.
     pub fn counted_books(&self) -> Vec<OsString> {
-        let Ok(entries) = std::fs::read_dir(self.novels_dir()) else {
+        let Ok(books) = self.book_dirs() else {
             return Vec::new();
         };
-        entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name())
+        books
+            .into_iter()
             .filter(|name| counted_as_book(name))
             .collect()
     }
@@ -34,10 +32,10 @@ impl Library {
         chapter: &Chapter,
     ) -> (Result<ChapterStats, NovelError>, String) {
         match self.open_chapter_file(book, &chapter.os_name) {
-            Ok(Some((f, meta))) => {
-                let updated = updated_of(&meta);
+            Ok(Some(f)) => {
+                let updated = updated_of(f.meta());
                 let stats = self
-                    .load_opened_chapter(book, chapter, f, &meta)
+                    .load_opened_chapter(book, chapter, f)
                     .map(|t| ChapterStats::of(&t));
                 (stats, updated)
             }

@@ -1,7 +1,6 @@
 //! `updated` of a chapter: its mtime as JavaScript's `toISOString()`
 //! writes it.
 
-use std::os::unix::fs::MetadataExt;
 
 /// `Date.prototype.toISOString()` of a file's mtime as Node's `stat` gives
 /// it: milliseconds, truncated toward zero, UTC.
@@ -43,8 +42,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// `updated` of a chapter whose metadata is `meta`.
-pub fn updated_of(meta: &std::fs::Metadata) -> String {
-    iso_millis(meta.mtime(), meta.mtime_nsec())
+pub fn updated_of(meta: &crate::backing::Meta) -> String {
+    iso_millis(meta.mtime.0, meta.mtime.1)
 }
 
 #[cfg(test)]

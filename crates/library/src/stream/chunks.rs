@@ -1,9 +1,8 @@
 //! Reading a span of a file in chunks of a fixed size, and to the end of a
 //! buffer: the one way the streaming passes read a file.
 
-use std::fs::File;
+use crate::backing::Opened;
 use std::io;
-use std::os::unix::fs::FileExt;
 
 /// Bytes read from the file at a time (even, so that UTF-16 units never
 /// straddle two chunks; small in tests, so that they cross many).
@@ -15,7 +14,7 @@ pub(super) const CHUNK: usize = 4096;
 /// Reads `[start, end)` of `file` in chunks, handing each to `each` with
 /// its offset.
 pub(super) fn for_each_chunk(
-    file: &File,
+    file: &dyn Opened,
     start: u64,
     end: u64,
     mut each: impl FnMut(u64, &[u8]) -> bool,
@@ -40,7 +39,7 @@ pub(super) fn for_each_chunk(
 }
 
 /// `read_at` until `buf` is full or the file ends; the bytes read.
-pub(super) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(super) fn read_full(file: &dyn Opened, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], offset + got as u64) {

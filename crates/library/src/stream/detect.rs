@@ -2,7 +2,7 @@
 //! `decode::decode_owned`, in streaming passes over the file; a UTF-8 file
 //! is line-indexed in the same pass.
 
-use std::fs::File;
+use crate::backing::Opened;
 use std::io;
 
 use encoding_rs::{Decoder, GBK};
@@ -224,7 +224,7 @@ type Detected = Result<(TextLayout, Option<LineIndex>), UndetectableEncoding>;
 /// Detects how `file` (of `len` bytes) decodes, by the rules of
 /// `decode::decode_owned`, reading it once; a file of UTF-8 without a BOM
 /// (the common case) is indexed in the same pass.
-pub fn detect(file: &File, len: u64) -> io::Result<Detected> {
+pub fn detect(file: &dyn Opened, len: u64) -> io::Result<Detected> {
     let mut head = [0u8; 3];
     let got = read_full(file, &mut head, 0)?;
     let head = &head[..got];

@@ -2,7 +2,7 @@
 //! each line starts in the file and its sizes as a page shows them, with at
 //! most `DECODED_PREFIX_BYTES` of a line held at a time.
 
-use std::fs::File;
+use crate::backing::Opened;
 use std::io;
 
 use encoding_rs::{CoderResult, Decoder};
@@ -228,7 +228,7 @@ impl Indexer {
 }
 
 /// Indexes the lines of the text `layout` describes, in one pass.
-pub fn index(file: &File, layout: &TextLayout) -> io::Result<LineIndex> {
+pub fn index(file: &dyn Opened, layout: &TextLayout) -> io::Result<LineIndex> {
     let mut indexer = Indexer::new(layout);
     for_each_chunk(file, layout.start, layout.end, |offset, bytes| {
         indexer.feed(offset, bytes);

@@ -85,8 +85,7 @@ mod tests {
     fn assert_same(bytes: &[u8], what: &str) {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(bytes).unwrap();
-        let meta = file.metadata().unwrap();
-        let streamed = StreamedText::open(file, &meta).unwrap();
+        let streamed = StreamedText::open(crate::backing::opened_file(file).unwrap()).unwrap();
         let whole = decode_owned(bytes.to_vec());
         let (streamed, text) = match (streamed, whole) {
             (Ok(s), Ok(t)) => (ChapterText::streamed(s), ChapterText::new(t)),

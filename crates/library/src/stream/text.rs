@@ -1,9 +1,8 @@
 //! A big chapter served from its file: the line index kept in memory,
 //! each line read and decoded when a page asks for it.
 
-use std::fs::File;
+use crate::backing::Opened;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 
 use super::chunks::read_full;
 use super::detect::detect;
@@ -17,46 +16,39 @@ use crate::line::{LINE_CUT, LineStats};
 /// whole units even when the last sequence is cut off.
 pub const LINE_PREFIX_BYTES: usize = 4 * (LINE_CUT + 2) + 4;
 
-/// A big chapter: its file, kept open, and its line index.
-#[derive(Debug)]
+/// A big chapter: its file, kept open, and its line index. A page is
+/// refused once the file is no longer the version it was indexed in.
 pub struct StreamedText {
-    file: File,
+    file: Box<dyn Opened>,
     layout: TextLayout,
     index: LineIndex,
-    /// What the file looked like when it was indexed (size, mtime and
-    /// ctime in nanoseconds): a page is refused once it changed.
-    seen: (u64, i128, i128),
 }
 
-fn seen_of(meta: &std::fs::Metadata) -> (u64, i128, i128) {
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    (
-        meta.len(),
-        ns(meta.mtime(), meta.mtime_nsec()),
-        ns(meta.ctime(), meta.ctime_nsec()),
-    )
+impl std::fmt::Debug for StreamedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamedText")
+            .field("meta", self.file.meta())
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StreamedText {
     /// Detects the encoding of `file` and indexes its lines; the file is
     /// kept to read pages from.
-    pub fn open(
-        file: File,
-        meta: &std::fs::Metadata,
-    ) -> io::Result<Result<StreamedText, UndetectableEncoding>> {
-        let (layout, index) = match detect(&file, meta.len())? {
+    pub fn open(file: Box<dyn Opened>) -> io::Result<Result<StreamedText, UndetectableEncoding>> {
+        let (layout, index) = match detect(&*file, file.meta().len())? {
             Ok(found) => found,
             Err(e) => return Ok(Err(e)),
         };
         let index = match index {
             Some(index) => index,
-            None => line_index::index(&file, &layout)?,
+            None => line_index::index(&*file, &layout)?,
         };
         Ok(Ok(StreamedText {
             file,
             layout,
             index,
-            seen: seen_of(meta),
         }))
     }
 
@@ -97,7 +89,7 @@ impl StreamedText {
         };
         let len = ((end - start) as usize).min(LINE_PREFIX_BYTES);
         let mut bytes = vec![0u8; len];
-        if read_full(&self.file, &mut bytes, start)? < len {
+        if read_full(&*self.file, &mut bytes, start)? < len {
             return Err(self.changed());
         }
         let whole = len as u64 == end - start;
@@ -117,7 +109,7 @@ impl StreamedText {
 
     /// An error unless the file is still as it was indexed.
     pub fn check_unchanged(&self) -> io::Result<()> {
-        if seen_of(&self.file.metadata()?) != self.seen {
+        if !self.file.unchanged()? {
             return Err(self.changed());
         }
         Ok(())
