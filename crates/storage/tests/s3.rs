@@ -315,7 +315,13 @@ fn a_missing_bucket_refused_credentials_and_a_closed_port_are_told_apart_fast() 
     let e = s3.check().unwrap_err();
     println!("closed port: {e} in {:?}", t.elapsed());
     assert!(matches!(e, StorageError::Unreachable { .. }), "{e}");
-    assert!(t.elapsed() < fast);
+    // A refused connection to 127.0.0.1 takes microseconds: anything near
+    // a backoff's worth means check() retried.
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
     // An access retries within its bound, then says the same.
     let t = Instant::now();
     let e = s3.read(&path("novels/书/第1章.md"), None).unwrap_err();
