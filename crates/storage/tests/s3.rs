@@ -359,6 +359,17 @@ fn a_stalled_server_fails_one_access_within_its_bound_and_recovery_needs_nothing
     let p = path("novels/书/第1章.md");
     s3.read(&p, None).unwrap();
 
+    // One request held: tried again at half the bound, within it.
+    server.reset_counts();
+    server.set("stall=1");
+    let t = Instant::now();
+    assert_eq!(s3.read(&p, None).unwrap().bytes, b"text");
+    let took = t.elapsed();
+    let counts = server.counts();
+    println!("GET stalled once: {took:?}, {counts:?}");
+    assert_eq!((counts.stalled, counts.get), (1, 2), "{counts:?}");
+    assert!(took < timeout, "{took:?}");
+
     server.set("stall=-1");
     for (what, r) in [
         ("GET", {
@@ -437,4 +448,43 @@ fn a_stat_is_one_head_for_an_object_and_a_list_for_a_directory() {
     let counts = server.counts();
     assert_eq!((counts.head, counts.list), (3, 2), "{counts:?}");
     let _: S3Url = "s3://library".parse().unwrap();
+}
+
+#[test]
+fn a_big_object_is_read_as_ranges_in_flight_together() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    let text = body(1, 1_000_003);
+    server.put(BUCKET, "novels/书/长章.md", &text);
+    let s3 = store(&server, "s3://library", Duration::from_secs(10));
+    let p = path("novels/书/长章.md");
+    let version = s3.list(&path("novels/书")).unwrap().remove(0).version;
+    const PART: u64 = 256 * 1024;
+    let requests: Vec<_> = (0..text.len() as u64)
+        .step_by(PART as usize)
+        .map(|start| ReadRequest::range(p.clone(), Some(version.clone()), start..start + PART))
+        .collect();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[3].size(), Some(text.len() as u64 - 3 * PART));
+    server.set("latency_ms=50");
+    server.reset_counts();
+    let t = Instant::now();
+    let mut joined = Vec::new();
+    for r in s3.read_many(requests, InFlight::default()) {
+        let o = r.unwrap();
+        assert_eq!(o.version, version);
+        joined.extend_from_slice(&o.bytes);
+    }
+    let took = t.elapsed();
+    let counts = server.counts();
+    println!("4 ranges of a 1 MB object at 50 ms: {took:?}, {counts:?}");
+    assert!(joined == text, "the ranges put together are the object");
+    assert_eq!(
+        (counts.ranged_get, counts.get, counts.head),
+        (4, 0, 0),
+        "{counts:?}"
+    );
+    assert!(counts.max_in_flight >= 2, "{counts:?}");
 }
