@@ -488,3 +488,56 @@ fn a_big_object_is_read_as_ranges_in_flight_together() {
     );
     assert!(counts.max_in_flight >= 2, "{counts:?}");
 }
+
+#[test]
+fn reads_from_many_threads_go_out_together_and_a_batch_can_be_left_early() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    const N: usize = 16;
+    let objects: Vec<_> = (0..N)
+        .map(|i| (format!("novels/书/{}", chapter(i)), body(i, 2000)))
+        .collect();
+    server.put_many(BUCKET, &objects);
+    let s3 = store(&server, "s3://library", Duration::from_secs(10));
+    server.set("latency_ms=100");
+    server.reset_counts();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for (key, text) in &objects[..8] {
+            let s3 = &s3;
+            s.spawn(move || assert_eq!(&s3.read(&path(key), None).unwrap().bytes, text));
+        }
+    });
+    let took = t.elapsed();
+    let counts = server.counts();
+    println!("8 threads, one GET each at 100 ms: {took:?}, {counts:?}");
+    assert!(counts.max_in_flight >= 4, "{counts:?}");
+    assert!(took < Duration::from_millis(800), "{took:?}");
+
+    // Two results taken of sixteen, then the batch dropped: nothing hangs
+    // and the store goes on serving.
+    let requests: Vec<_> = objects
+        .iter()
+        .map(|(k, _)| ReadRequest::new(path(k), None))
+        .collect();
+    let t = Instant::now();
+    let first: Vec<_> = s3
+        .read_many(
+            requests,
+            InFlight {
+                requests: 2,
+                bytes: 1 << 20,
+            },
+        )
+        .take(2)
+        .map(|r| r.unwrap().bytes)
+        .collect();
+    assert_eq!(first, [objects[0].1.clone(), objects[1].1.clone()]);
+    assert_eq!(
+        s3.read(&path(&objects[5].0), None).unwrap().bytes,
+        objects[5].1
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
