@@ -85,18 +85,47 @@ pub struct Object {
     pub version: Version,
 }
 
-/// One object to read in a batch (`Storage::read_many`).
+/// One object, or one range of it, to read in a batch
+/// (`Storage::read_many`): a big object is read as several ranges of one
+/// batch, in flight together.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadRequest {
     pub path: RelPath,
     /// The version to read: the read fails with `Changed` when the object
     /// is no longer in it.
     pub version: Option<Version>,
+    /// The bytes to read; the whole object when `None`.
+    pub range: Option<Range<u64>>,
 }
 
 impl ReadRequest {
+    /// The whole object at `path`.
     pub fn new(path: RelPath, version: Option<Version>) -> Self {
-        ReadRequest { path, version }
+        ReadRequest {
+            path,
+            version,
+            range: None,
+        }
+    }
+
+    /// The bytes `range` of the object at `path`.
+    pub fn range(path: RelPath, version: Option<Version>, range: Range<u64>) -> Self {
+        ReadRequest {
+            path,
+            version,
+            range: Some(range),
+        }
+    }
+
+    /// The bytes this read brings at most, when known: what it counts
+    /// against a batch's budget.
+    pub fn size(&self) -> Option<u64> {
+        let whole = self.version.as_ref().and_then(Version::size);
+        match (&self.range, whole) {
+            (Some(r), Some(w)) => Some(r.end.min(w).saturating_sub(r.start)),
+            (Some(r), None) => Some(r.end - r.start.min(r.end)),
+            (None, w) => w,
+        }
     }
 }
 
@@ -165,10 +194,9 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// default reads one after another, which is what a local disk needs.
     fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
         let _ = limits;
-        Box::new(
-            requests
-                .into_iter()
-                .map(move |r| self.read(&r.path, r.version.as_ref())),
-        )
+        Box::new(requests.into_iter().map(move |r| match r.range {
+            Some(range) => self.read_range(&r.path, range, r.version.as_ref()),
+            None => self.read(&r.path, r.version.as_ref()),
+        }))
     }
 }

@@ -154,4 +154,18 @@ fn a_batch_gives_every_result_in_the_order_asked() {
         );
     }
     assert!(results[3].as_ref().unwrap_err().is_not_found());
+
+    let p = path("novels/书/第3章.md");
+    let whole = local.read(&p, None).unwrap();
+    let parts: Vec<u8> = local
+        .read_many(
+            (0..whole.bytes.len() as u64)
+                .step_by(10)
+                .map(|s| ReadRequest::range(p.clone(), Some(whole.version.clone()), s..s + 10))
+                .collect(),
+            InFlight::default(),
+        )
+        .flat_map(|r| r.unwrap().bytes)
+        .collect();
+    assert_eq!(parts, whole.bytes);
 }

@@ -224,10 +224,14 @@ impl S3Storage {
             let mut b = AmazonS3Builder::from_env()
                 .with_bucket_name(url.bucket())
                 .with_region(&region)
+                // One try may take half the access's bound, so that a
+                // request that stalls is tried again within it (a body cut
+                // short by this is resumed where it stopped, by a ranged
+                // GET of the same ETag).
                 .with_client_options(
                     ClientOptions::new()
-                        .with_timeout(timeout)
-                        .with_connect_timeout(timeout.min(Duration::from_secs(3))),
+                        .with_timeout(timeout / 2)
+                        .with_connect_timeout((timeout / 4).min(Duration::from_secs(3))),
                 )
                 .with_retry(if retries {
                     // The last try ends and its error is told before the
@@ -309,6 +313,15 @@ impl S3Storage {
             probe,
             rt,
         })
+    }
+
+    fn access(&self) -> Access {
+        Access {
+            store: self.store.clone(),
+            url: self.url.clone(),
+            endpoint: self.endpoint.clone(),
+            timeout: self.timeout,
+        }
     }
 
     pub fn url(&self) -> &S3Url {
@@ -549,46 +562,21 @@ impl Storage for S3Storage {
 
     /// One GET (`If-Match` with `version`).
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
-        let (key, kp) = self.key_path(path)?;
-        let m = if_match(version).map_err(|_| StorageError::Changed {
-            path: path.to_string(),
-        })?;
-        let store = self.store.clone();
-        let what = format!("GET {}", self.url.display_key(&key));
-        self.bounded(&what, path, async move { get(&store, &kp, m, None).await })
+        self.rt
+            .block_on(self.access().read(path, version.cloned(), None))
     }
 
-    /// One ranged GET (`If-Match` with `version`). A range that starts at
-    /// or past the end of an object of known size is empty without a
-    /// request.
+    /// One ranged GET (`If-Match` with `version`). A range that is empty,
+    /// or starts at or past the end of an object of known size, is empty
+    /// without a request.
     fn read_range(
         &self,
         path: &RelPath,
         range: Range<u64>,
         version: Option<&Version>,
     ) -> Result<Object, StorageError> {
-        let (key, kp) = self.key_path(path)?;
-        let m = if_match(version).map_err(|_| StorageError::Changed {
-            path: path.to_string(),
-        })?;
-        if let Some(v) =
-            version.filter(|v| range.is_empty() || v.size().is_some_and(|s| range.start >= s))
-        {
-            return Ok(Object {
-                bytes: Vec::new(),
-                version: v.clone(),
-            });
-        }
-        let store = self.store.clone();
-        let what = format!(
-            "GET {} bytes {}-{}",
-            self.url.display_key(&key),
-            range.start,
-            range.end
-        );
-        self.bounded(&what, path, async move {
-            get(&store, &kp, m, Some(range)).await
-        })
+        self.rt
+            .block_on(self.access().read(path, version.cloned(), Some(range)))
     }
 
     /// Keeps up to `limits.requests` GETs under way, and up to
@@ -622,17 +610,10 @@ impl<'a> ReadManyIter<'a> {
         let budget_units = limits.bytes.div_ceil(UNIT).clamp(1, u32::MAX as u64);
         let bytes = Arc::new(Semaphore::new(budget_units as usize));
         let (tx, rx) = std::sync::mpsc::channel();
-        let store = storage.store.clone();
-        let url = storage.url.clone();
-        let endpoint = storage.endpoint.clone();
-        let timeout = storage.timeout;
+        let access = storage.access();
         let driver = storage.rt.spawn(async move {
             for r in requests {
-                let size = r
-                    .version
-                    .as_ref()
-                    .and_then(Version::size)
-                    .unwrap_or(InFlight::UNKNOWN_SIZE);
+                let size = r.size().unwrap_or(InFlight::UNKNOWN_SIZE);
                 let units = size.div_ceil(UNIT).clamp(1, budget_units) as u32;
                 let Ok(c) = count.clone().acquire_owned().await else {
                     return;
@@ -640,11 +621,9 @@ impl<'a> ReadManyIter<'a> {
                 let Ok(b) = bytes.clone().acquire_many_owned(units).await else {
                     return;
                 };
-                let store = store.clone();
-                let url = url.clone();
-                let endpoint = endpoint.clone();
+                let access = access.clone();
                 let task = tokio::spawn(async move {
-                    let result = read_one(&store, &url, &endpoint, timeout, r).await;
+                    let result = access.read(&r.path, r.version, r.range).await;
                     (result, c, b)
                 });
                 if tx.send(task).is_err() {
@@ -660,35 +639,65 @@ impl<'a> ReadManyIter<'a> {
     }
 }
 
-/// One read of a batch, bounded and classified as `S3Storage::read` is.
-async fn read_one(
-    store: &AmazonS3,
-    url: &S3Url,
-    endpoint: &str,
+/// What one GET needs, apart from the store's runtime, so that the
+/// reads of a batch run as tasks of their own.
+#[derive(Clone)]
+struct Access {
+    store: Arc<AmazonS3>,
+    url: S3Url,
+    endpoint: String,
     timeout: Duration,
-    r: ReadRequest,
-) -> Result<Object, StorageError> {
-    let path = r.path.to_string();
-    let key = url
-        .key(&r.path)
-        .ok_or_else(|| StorageError::not_found(&path))?;
-    let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&path))?;
-    let m =
-        if_match(r.version.as_ref()).map_err(|_| StorageError::Changed { path: path.clone() })?;
-    let what = format!("GET {}", url.display_key(&key));
-    match tokio::time::timeout(timeout, get(store, &kp, m, None)).await {
-        Ok(r) => r.map_err(|e| {
-            let cx = classify::Context {
-                bucket: url.bucket(),
-                endpoint,
-                timeout,
-            };
-            classify::classify(&e, &what, &path, &cx)
-        }),
-        Err(_) => Err(StorageError::Timeout {
-            what,
-            after: timeout,
-        }),
+}
+
+impl Access {
+    /// One GET of the object at `path` (of `range` of it), bounded by the
+    /// access timeout, with `If-Match` for `version`.
+    async fn read(
+        &self,
+        path: &RelPath,
+        version: Option<Version>,
+        range: Option<Range<u64>>,
+    ) -> Result<Object, StorageError> {
+        let shown = path.to_string();
+        let key = self
+            .url
+            .key(path)
+            .ok_or_else(|| StorageError::not_found(&shown))?;
+        let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
+        let m = if_match(version.as_ref()).map_err(|_| StorageError::Changed {
+            path: shown.clone(),
+        })?;
+        if let (Some(r), Some(v)) = (&range, &version)
+            && (r.is_empty() || v.size().is_some_and(|s| r.start >= s))
+        {
+            return Ok(Object {
+                bytes: Vec::new(),
+                version: v.clone(),
+            });
+        }
+        let what = match &range {
+            Some(r) => format!(
+                "GET {} bytes {}-{}",
+                self.url.display_key(&key),
+                r.start,
+                r.end
+            ),
+            None => format!("GET {}", self.url.display_key(&key)),
+        };
+        match tokio::time::timeout(self.timeout, get(&self.store, &kp, m, range)).await {
+            Ok(r) => r.map_err(|e| {
+                let cx = classify::Context {
+                    bucket: self.url.bucket(),
+                    endpoint: &self.endpoint,
+                    timeout: self.timeout,
+                };
+                classify::classify(&e, &what, &shown, &cx)
+            }),
+            Err(_) => Err(StorageError::Timeout {
+                what,
+                after: self.timeout,
+            }),
+        }
     }
 }
 
