@@ -11,6 +11,7 @@
 
 mod ahead;
 mod cache;
+mod chapter_shape;
 pub mod events;
 mod freshness;
 mod gave_up;
