@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
 use super::mount_config::mount_config;
+use crate::mount::{daemon, logging, mountpoint};
 use novelfs_fs::persist;
 use novelfs_library::{self as library, Library, NovelError, ReadArgs};
-use crate::mount::{daemon, logging, mountpoint};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
     // Written as `mount` writes its root: absolute, without `.` or `//`.

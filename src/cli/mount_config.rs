@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::MountCmd;
-use novelfs_fs::FsConfig;
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
@@ -13,6 +12,7 @@ use crate::mount::options::{
     MountOptions, parse_options, parse_size, parse_source_timeout, parse_ttl,
 };
 use crate::mount::transport::IoUring;
+use novelfs_fs::FsConfig;
 
 /// The type of the mount the library's `novels/` lies on (`None` when it
 /// cannot be told).

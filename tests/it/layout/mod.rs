@@ -287,10 +287,11 @@ fn folder_ties(
                 .entry(x.clone())
                 .or_default()
                 .insert(y.clone());
-            through
-                .entry((level, x, y))
-                .or_default()
-                .push(format!("{} -> {}", krate.name(from, src), krate.name(to, src)));
+            through.entry((level, x, y)).or_default().push(format!(
+                "{} -> {}",
+                krate.name(from, src),
+                krate.name(to, src)
+            ));
         }
     }
     let mut found = Vec::new();
@@ -335,11 +336,7 @@ fn folder_ties(
 /// manifest that lists its dependencies, and whether it must stay free of
 /// fuser. The compiler keeps a crate from naming one it does not depend on,
 /// so the manifests are where the layers between crates are checked.
-const CRATES: [(&str, bool); 3] = [
-    ("crates/library", true),
-    ("crates/fs", true),
-    (".", false),
-];
+const CRATES: [(&str, bool); 3] = [("crates/library", true), ("crates/fs", true), (".", false)];
 
 /// The workspace's crates that `manifest_dir`'s manifest depends on.
 fn workspace_dependencies(manifest_dir: &Path) -> BTreeSet<String> {
@@ -383,11 +380,18 @@ fn the_sources_keep_their_layout() {
                 assert!(!f.scan.names_fuser, "{} names fuser", f.file.display());
             }
         }
-        let below: Vec<&str> = CRATES.iter().map(|(d, _)| *d).take_while(|d| *d != dir).collect();
+        let below: Vec<&str> = CRATES
+            .iter()
+            .map(|(d, _)| *d)
+            .take_while(|d| *d != dir)
+            .collect();
         for (other, _) in CRATES {
             let name = format!("novelfs-{}", other.rsplit('/').next().unwrap());
             if other != dir && !below.contains(&other) {
-                assert!(!deps.contains(&name), "{dir} depends on {name}, a crate above it");
+                assert!(
+                    !deps.contains(&name),
+                    "{dir} depends on {name}, a crate above it"
+                );
             }
         }
         all.extend(problems(&src));
@@ -558,7 +562,10 @@ fn two_folders_tied_both_ways_fail() {
         ("fs/source/mod.rs", "mod disk;\npub struct Source;\n"),
         ("fs/source/disk.rs", "use crate::fs::ahead::Window;\n"),
         ("fs/ahead/mod.rs", "mod prefetch;\npub struct Window;\n"),
-        ("fs/ahead/prefetch.rs", "use super::super::source::Source;\n"),
+        (
+            "fs/ahead/prefetch.rs",
+            "use super::super::source::Source;\n",
+        ),
     ]);
     assert_one_problem_naming(
         &dir,

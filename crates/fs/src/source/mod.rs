@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 use loads::{Flights, LoadBudget};
+use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 
 use super::ahead::{Prefetcher, in_page_cache};
 use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use crate::indexes::{BookLook, Rendered};
 use crate::listing::Listed;
-use crate::node::{
-    Attr, Kind, Node, Result, UNLOOKED, books_file, chapters_file, index_format,
-};
+use crate::node::{Attr, Kind, Node, Result, UNLOOKED, books_file, chapters_file, index_format};
 use crate::switch::Tool;
 use novelfs_library::PageFormat;
 
