@@ -35,8 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use novelfs_library::{Library, NovelError};
 
-use super::ahead::Outliner;
-use super::ahead::StoreAhead;
+use super::ahead::Ahead;
 use super::cache::{Budget, HeapTrim, Stamp};
 use super::freshness::{Freshness, Negatives, WATCHED_TTL, Watch};
 use super::gave_up::GaveUp;
@@ -94,14 +93,15 @@ pub struct NovelFs {
     /// Names answered missing that the kernel may keep for long.
     negatives: Negatives,
     outlines: Arc<Outlines>,
-    outliner: Outliner,
     pages: Pages,
     listings: Listings,
     index_files: IndexFiles,
     switch: Switch,
     heap_trim: HeapTrim,
     gave_up: GaveUp,
-    store_ahead: StoreAhead,
+    /// What is done ahead of readers: the disk's read-ahead, the
+    /// outliner and the kernel's stores.
+    ahead: Arc<Ahead>,
     /// Compiles the file-name patterns while the mount is being attached.
     preparing: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -232,7 +232,7 @@ impl NovelFs {
         ));
         let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
         NovelFs {
-            outliner: Outliner::start(source.clone(), outlines.clone(), budget.outlines),
+            ahead: Ahead::start(&source, &outlines, budget.outlines),
             source,
             freshness,
             inodes,
@@ -244,7 +244,6 @@ impl NovelFs {
             switch: Switch::new(config.state_file),
             heap_trim: HeapTrim::default(),
             gave_up: GaveUp::default(),
-            store_ahead: StoreAhead::new(),
             preparing: Mutex::new(preparing),
         }
     }
@@ -306,7 +305,7 @@ impl NovelFs {
 
     /// The kernel dropped `n` lookups of `ino`.
     pub fn forget(&self, ino: u64, n: u64) {
-        self.store_ahead.forgotten(ino);
+        self.ahead.forgotten(ino);
         if self.inodes.forget(ino, n) {
             self.listings.forget(ino);
             self.negatives.forget(ino);
