@@ -1,6 +1,13 @@
 //! The library as it is on disk now: book indexes and decoded chapters,
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
+//!
+//! `look` looks at a chapter's file without reading it, `load` reads and
+//! decodes one and tells the source's `LoadObserver` of it (the source
+//! knows nothing of what is done with that), `loads` shares a load among
+//! its readers, `stamps` gives what is on disk its versions, `page_cache`
+//! tells whether a file's bytes cost the disk anything, `books` lists
+//! `novels/`.
 
 mod books;
 mod load;
