@@ -25,9 +25,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::Stamp;
+use super::chapter_shape::{Outline, OutlinePage};
 use super::freshness::racy;
 use super::lock;
-use super::outline::shape::{Outline, OutlinePage};
 use novelfs_library::index::ChapterStats;
 use novelfs_library::{ChapterText, Library};
 

@@ -14,8 +14,8 @@ use super::{
     write_batch,
 };
 use crate::cache::Stamp;
+use crate::chapter_shape::Outline;
 use crate::freshness::racy;
-use crate::outline::shape::Outline;
 use crate::pool::map_spread;
 use novelfs_library::Chapter;
 use novelfs_library::Library;
