@@ -57,10 +57,10 @@ use super::source::Source;
 use super::switch::Switch;
 use attrs::{Found, Stat};
 pub use build::FsConfig;
+pub use dir_pages::{Detail, DirReply};
 pub use opendir::DirCache;
 use opendir::digest;
 use read::error_bytes;
-pub use dir_pages::{Detail, DirReply};
 
 pub struct NovelFs {
     source: Arc<Source>,
