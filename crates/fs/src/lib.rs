@@ -11,6 +11,7 @@
 
 mod ahead;
 mod cache;
+mod chapter_shape;
 pub mod events;
 mod freshness;
 mod gave_up;
@@ -43,8 +44,11 @@ pub use pool::unpinned;
 
 use std::sync::{Mutex, MutexGuard};
 
+/// Locks `m`, poisoned or not: the one way the daemon takes its locks.
+///
 /// A poisoned lock only means another request panicked (and was answered
-/// with EIO); the data behind these locks stays consistent.
+/// with EIO): every lock in the daemon guards data that each critical
+/// section leaves consistent, so what another thread left is used as it is.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::Sender;
 
+use super::track::Track;
 use super::window::Window;
 use crate::lock;
-use novelfs_library::BookIndex;
+use crate::source::ChapterLoad;
 
 /// How many chapters ahead of the one being loaded are read ahead.
 const READ_AHEAD: usize = 16;
@@ -63,36 +64,38 @@ impl Prefetcher {
         }
     }
 
-    /// Queues the chapters after index `i` of `book` (in `book_dir`) that
-    /// are not queued yet, when fewer than `REFILL_BELOW` are, and returns
-    /// their indices. A sequential reader queues half a window every half
-    /// window.
-    pub(crate) fn read_ahead(
-        &self,
-        book_dir: &Path,
-        book: &OsStr,
-        index: &BookIndex,
-        i: usize,
-    ) -> Range<usize> {
+    /// A chapter was read from disk: the chapters after it are asked for,
+    /// when wanted (see `wanted`).
+    pub(crate) fn loaded(&self, load: &ChapterLoad<'_>) {
+        if self.wanted(load.book, load.position, load.was_cached) {
+            let track = Track::on(load.book, load.index, load.position);
+            self.read_ahead(&load.book_dir(), track);
+        }
+    }
+
+    /// Queues the chapters ahead of `track` (in `book_dir`) that are not
+    /// queued yet, when fewer than `REFILL_BELOW` are, and returns their
+    /// indices. A sequential reader queues half a window every half window.
+    pub(crate) fn read_ahead(&self, book_dir: &Path, track: Track<'_>) -> Range<usize> {
+        let from = track.next;
         if super::switched_off("disk") {
-            return i + 1..i + 1;
+            return from..from;
         }
         let queued = {
             let mut queued = lock(&self.queued_to);
+            let book: &OsStr = track.book;
             let window = match queued.get_mut(book) {
                 Some(window) => window,
                 None => queued.entry(book.to_os_string()).or_default(),
             };
-            let from = i + 1;
-            let len = index.chapters.len();
-            let Some(chapters) = window.top_up(from, len, READ_AHEAD, REFILL_BELOW) else {
+            let Some(chapters) = track.top_up(window, READ_AHEAD, REFILL_BELOW) else {
                 return from..from;
             };
             window.queued(&chapters);
             chapters
         };
         if !queued.is_empty() {
-            let batch = index.chapters[queued.clone()]
+            let batch = track.index.chapters[queued.clone()]
                 .iter()
                 .map(|c| book_dir.join(&c.os_name))
                 .collect();
@@ -116,87 +119,28 @@ impl Prefetcher {
     }
 }
 
-/// Whether all of an open file's `len` bytes are in the page cache
-/// (false when the kernel cannot tell).
-pub(crate) fn in_page_cache(f: &std::fs::File, len: u64) -> bool {
-    len == 0 || cached_pages(f, len).is_some_and(|pages| pages >= len.div_ceil(4096))
-}
-
-/// How many pages of the first `len` bytes of `f` the page cache holds
-/// (`cachestat`, Linux 6.5; `None` before).
-fn cached_pages(f: &std::fs::File, len: u64) -> Option<u64> {
-    use std::os::fd::AsRawFd;
-    #[repr(C)]
-    struct CachestatRange {
-        off: u64,
-        len: u64,
-    }
-    #[repr(C)]
-    #[derive(Default)]
-    struct Cachestat {
-        nr_cache: u64,
-        nr_dirty: u64,
-        nr_writeback: u64,
-        nr_evicted: u64,
-        nr_recently_evicted: u64,
-    }
-    /// The same number on every architecture (added after the tables
-    /// were unified).
-    const SYS_CACHESTAT: libc::c_long = 451;
-    let range = CachestatRange { off: 0, len };
-    let mut stat = Cachestat::default();
-    // SAFETY: cachestat reads `range` and writes `stat`, both valid and
-    // laid out as the kernel's structs; flags must be 0.
-    let r = unsafe {
-        libc::syscall(
-            SYS_CACHESTAT,
-            f.as_raw_fd(),
-            &range as *const CachestatRange,
-            &mut stat as *mut Cachestat,
-            0u32,
-        )
-    };
-    (r == 0).then_some(stat.nr_cache)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use novelfs_library::Chapter;
-
-    #[test]
-    fn a_file_just_written_is_in_the_page_cache() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a");
-        std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
-        let f = std::fs::File::open(&path).unwrap();
-        // Kernels before 6.5 cannot tell: then nothing counts as cached.
-        match cached_pages(&f, 10_000) {
-            Some(pages) => {
-                assert_eq!(pages, 3);
-                assert!(in_page_cache(&f, 10_000));
-                assert!(!in_page_cache(&f, 1 << 40), "far more than the file holds");
-            }
-            None => assert!(!in_page_cache(&f, 10_000)),
-        }
-    }
+    use novelfs_library::{BookIndex, Chapter};
+    use std::sync::Arc;
 
     #[test]
     fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
-        let index = BookIndex::new(
+        let index = Arc::new(BookIndex::new(
             (1..=40)
                 .map(|i| Chapter::new(format!("第{i}章.md").into()))
                 .collect(),
-        );
+        ));
         let dir = tempfile::tempdir().unwrap();
         let prefetcher = Prefetcher::start();
-        let book = OsStr::new("书");
+        let book: &Arc<OsStr> = &Arc::from(OsStr::new("书"));
         assert!(
             !prefetcher.wanted(book, 0, true),
             "cached: nothing under way"
         );
         assert!(prefetcher.wanted(book, 0, false), "not cached");
-        prefetcher.read_ahead(dir.path(), book, &index, 0);
+        prefetcher.read_ahead(dir.path(), Track::on(book, &index, 0));
         assert!(
             prefetcher.wanted(book, 5, true),
             "cached thanks to the read-ahead: keep it ahead"
@@ -208,12 +152,13 @@ mod tests {
     fn a_sequential_reader_queues_half_a_window_every_half_window() {
         let dir = tempfile::tempdir().unwrap();
         let prefetcher = Prefetcher::start();
-        let index = BookIndex::new(
+        let index = Arc::new(BookIndex::new(
             (1..=40)
                 .map(|i| Chapter::new(format!("第{i}章.md").into()))
                 .collect(),
-        );
-        let ahead = |i| prefetcher.read_ahead(dir.path(), OsStr::new("书"), &index, i);
+        ));
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let ahead = |i| prefetcher.read_ahead(dir.path(), Track::on(&book, &index, i));
         assert_eq!(ahead(0), 1..17, "the first load asks for the next 16");
         for i in 1..=8 {
             assert!(ahead(i).is_empty(), "{i}: at least 8 still ahead");

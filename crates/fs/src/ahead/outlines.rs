@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
+use super::track::Track;
 use super::window::Window;
 use crate::lock;
 use crate::node::{ChapterRef, chapter_ref};
@@ -113,7 +114,7 @@ impl Outliner {
     /// `book` was listed (its chapters in `index` order): queues the first
     /// chapters' outlines.
     pub(crate) fn book_listed(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> usize {
-        self.reached(book, index, 0)
+        self.reached(Track::start(book, index))
     }
 
     /// The chapter directory at `position` of `index` was listed: queues
@@ -125,10 +126,15 @@ impl Outliner {
         index: &Arc<BookIndex>,
         position: usize,
     ) -> usize {
-        self.reached(book, index, position + 1)
+        self.reached(Track::on(book, index, position))
     }
 
-    fn reached(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>, from: usize) -> usize {
+    fn reached(&self, track: Track<'_>) -> usize {
+        let Track {
+            book,
+            index,
+            next: from,
+        } = track;
         let Some(queue) = &self.queue else {
             return 0;
         };
@@ -141,8 +147,7 @@ impl Outliner {
                 Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => c.window,
                 _ => Window::default(),
             };
-            let len = index.chapters.len();
-            let Some(chapters) = window.top_up(from, len, WINDOW, TOP_UP_BELOW) else {
+            let Some(chapters) = track.top_up(&window, WINDOW, TOP_UP_BELOW) else {
                 return 0;
             };
             if chapters.is_empty() {

@@ -9,11 +9,13 @@
 //! two maps of one entry per page took about 150 MiB; a block costs about
 //! a fifth of that.
 //!
-//! `table` holds the entries and the numbers; `numbering` packs page
-//! numbers, `blocks` holds the pages of a block, `slab` and `index` store
-//! and find entries and blocks, `hash` hashes their keys.
+//! `table` holds the entries and the numbers behind its lock, `entries`
+//! what the lock guards; `numbering` packs page numbers, `blocks` holds
+//! the pages of a block, `slab` and `index` store and find entries and
+//! blocks, `hash` hashes their keys.
 
 mod blocks;
+mod entries;
 mod hash;
 mod index;
 mod numbering;

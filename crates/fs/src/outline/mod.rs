@@ -2,8 +2,6 @@
 //! small enough to stay cached when the texts do not fit, so listing a
 //! chapter or stat-ing a page of its chain needs no decode.
 
-pub(crate) mod shape;
-
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -13,12 +11,12 @@ use novelfs_library::{ChapterText, NovelError};
 
 use super::cache::Lru;
 use super::cache::Stamp;
+use super::chapter_shape::{Outline, page_len};
 use super::lock;
 use super::names::PageName;
 use super::node::{ChapterId, ChapterRef, Result};
 use super::persist::MountIndex;
 use super::source::{ChapterFile, KeepText, LoadedChapter, Source, VersionKey, version_of};
-use shape::{Outline, page_len};
 
 /// Chapters whose source is bigger are never outlined on a guess (ahead of
 /// a walk or of a reader): the outline costs a pass over the whole file,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{Record, write_batch};
+use super::rows::{Record, write_batch};
 
 /// Records written in one transaction at most.
 const BATCH: usize = 512;

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{
-    BookRows, PersistentIndex, Record, chapter_key, lock, split_key, trusted, unix_nanos,
-    write_batch,
-};
+use super::identity::{trusted, unix_nanos};
+use super::index::PersistentIndex;
+use super::rows::{BookRows, Record, chapter_key, split_key, write_batch};
 use crate::cache::Stamp;
+use crate::chapter_shape::Outline;
 use crate::freshness::racy;
-use crate::outline::shape::Outline;
+use crate::lock;
 use crate::pool::map_spread;
 use novelfs_library::Chapter;
 use novelfs_library::Library;

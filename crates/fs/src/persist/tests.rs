@@ -6,7 +6,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::identity::{Identity, unix_nanos};
+use super::index::PersistentIndex;
+use super::pages::{decode_pages, encode_pages};
+use super::rows::{Record, chapter_key, lookup_row, write_batch};
 use super::*;
+use crate::cache::Stamp;
+use crate::chapter_shape::{Outline, OutlinePage};
+use crate::lock;
+use novelfs_library::{ChapterText, Library};
+use rusqlite::Connection;
 
 const FINE: Duration = Duration::from_millis(20);
 

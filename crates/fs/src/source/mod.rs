@@ -1,31 +1,45 @@
 //! The library as it is on disk now: book indexes and decoded chapters,
 //! each cached under a stamp of its source and checked against it at every
 //! use, so a change on disk shows at the next request.
+//!
+//! `look` looks at a chapter's file without reading it, `load` reads and
+//! decodes one and tells the source's `LoadObserver` of it (the source
+//! knows nothing of what is done with that), `loads` shares a load among
+//! its readers, `stamps` gives what is on disk its versions, `page_cache`
+//! tells whether a file's bytes cost the disk anything, `books` lists
+//! `novels/`.
 
 mod books;
+mod load;
 mod loads;
+mod look;
+mod page_cache;
+#[cfg(test)]
+mod seams;
+mod stamps;
 
 use std::ffi::OsStr;
-use std::hash::{Hash, Hasher};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::SystemTime;
 
 use loads::{Flights, LoadBudget};
 use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 
-use super::ahead::{Prefetcher, in_page_cache};
-use super::cache::{Charge, Lru, MIN_TEXTS_BUDGET, Stamp, allocated};
+use super::cache::{Charge, Lru, Stamp};
 use super::freshness::Freshness;
 use super::freshness::held::Held;
-use super::freshness::racy::{self, Known, Settling};
+use super::freshness::racy::Settling;
 use super::freshness::watch::Change;
 use super::lock;
-#[cfg(test)]
-use super::node::ChapterId;
 use super::node::{ChapterRef, Node, Result, chapter_ref};
+
+pub(crate) use load::{ChapterLoad, LoadObserver};
+#[cfg(test)]
+pub(crate) use page_cache::in_page_cache;
+#[cfg(test)]
+pub(crate) use seams::Seams;
+use stamps::index_version;
+pub(crate) use stamps::{dir_mtime, mtime_of, stamp_of, version_of};
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
@@ -115,16 +129,6 @@ struct CachedIndex {
     checked: SystemTime,
 }
 
-/// The version of a book's index: of its directory's stamp and its names.
-fn index_version(stamp: &Stamp, index: &BookIndex) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    stamp.hash(&mut hasher);
-    for c in &index.chapters {
-        c.os_name.hash(&mut hasher);
-    }
-    hasher.finish()
-}
-
 /// Bytes a chapter looked at takes in `Looked` (its metadata, key and
 /// the LRU's own bookkeeping).
 const LOOKED_BYTES: usize = 320;
@@ -154,7 +158,8 @@ pub(crate) struct Source {
     /// Chapter files read and decoded so far (what tests count to show
     /// that a request decoded nothing).
     decodes: std::sync::atomic::AtomicU64,
-    prefetcher: Prefetcher,
+    /// Told of every chapter read from disk (see `observe`).
+    observer: OnceLock<Weak<dyn LoadObserver>>,
     /// The books of `novels/`, as every view lists them.
     book_list: books::BookList,
     /// Where tests step into a request (set once, before the requests).
@@ -162,56 +167,10 @@ pub(crate) struct Source {
     pub seams: std::sync::OnceLock<Seams>,
 }
 
-/// Code a test runs at a point of a request, to make an interleaving with
-/// an edit or another request happen there, deterministically.
-#[cfg(test)]
-pub(crate) type Seam = Box<dyn Fn(&ChapterId) + Send + Sync>;
-
-#[cfg(test)]
-#[derive(Default)]
-pub(crate) struct Seams {
-    /// Before a chapter's source is looked at (its `lstat`).
-    pub before_stat: Option<Seam>,
-    /// In a load that was let in, before the file is opened.
-    pub loading: Option<Seam>,
-    /// When a request waits for another request's load of the chapter.
-    pub joined: Option<Seam>,
-}
-
-pub(crate) fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
-    let secs = meta.mtime();
-    let nanos = meta.mtime_nsec().clamp(0, 999_999_999) as u32;
-    if secs >= 0 {
-        UNIX_EPOCH + Duration::new(secs as u64, nanos)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos as u64)
-    }
-}
-
-/// The stamp of a path (`None` when it is gone; a symlink is not followed).
-pub(crate) fn stamp_of(path: &Path) -> Option<Stamp> {
-    std::fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m))
-}
-
-/// The mtime of a directory, or the epoch when it is gone.
-pub(crate) fn dir_mtime(path: &Path) -> SystemTime {
-    std::fs::symlink_metadata(path)
-        .map(|m| mtime_of(&m))
-        .unwrap_or(UNIX_EPOCH)
-}
-
 /// The size above which a mount with `texts_budget` for decoded texts
 /// serves a chapter from a line index over its file.
 pub(crate) fn stream_threshold(texts_budget: usize) -> u64 {
     (texts_budget as u64 / 8).max(1 << 20)
-}
-
-/// A version number for a source stamp (a 64-bit digest: two versions of
-/// one file colliding is not a practical concern).
-pub(crate) fn version_of(stamp: &Stamp) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    stamp.hash(&mut hasher);
-    hasher.finish()
 }
 
 impl Source {
@@ -240,17 +199,10 @@ impl Source {
             loads: Flights::default(),
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             decodes: std::sync::atomic::AtomicU64::new(0),
-            prefetcher: Prefetcher::start(),
+            observer: OnceLock::new(),
             book_list: books::BookList::default(),
             #[cfg(test)]
             seams: std::sync::OnceLock::new(),
-        }
-    }
-
-    #[cfg(test)]
-    fn at(&self, seam: fn(&Seams) -> &Option<Seam>, c: &ChapterId) {
-        if let Some(run) = self.seams.get().and_then(|s| seam(s).as_ref()) {
-            run(c);
         }
     }
 
@@ -284,11 +236,6 @@ impl Source {
     /// Whether the library's watch reports every change in `book`.
     pub(crate) fn watched(&self, book: &OsStr) -> bool {
         self.freshness.covered(Some(book))
-    }
-
-    #[cfg(test)]
-    pub(crate) fn prefetcher(&self) -> &Prefetcher {
-        &self.prefetcher
     }
 
     /// How many chapter files were read and decoded so far.
@@ -358,105 +305,6 @@ impl Source {
         Ok(self.book(book)?.index)
     }
 
-    /// The source file of a chapter, without reading it: a listing of
-    /// 10,000 chapter directories must not decode 10,000 files.
-    pub(crate) fn chapter_file(&self, c: &ChapterRef) -> Result<ChapterFile> {
-        // The chapter's own lstat below decides what it is now; the book's
-        // index only places it among its siblings (the chapters ahead of a
-        // reader), so a cached index that holds it serves without a look
-        // at the book's directory, which was a third of the time of a
-        // chapter directory's listing. An index without it is looked at
-        // again.
-        let cached = lock(&self.books).get(&*c.book).map(|b| b.index.clone());
-        let found = cached.and_then(|index| {
-            let position = index.exact(c.file.as_bytes())?;
-            Some((index, position))
-        });
-        let (index, position) = match found {
-            Some(found) => found,
-            None => {
-                let index = self.book_index(&c.book)?;
-                let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
-                (index, position)
-            }
-        };
-        // In a watched book a look holds until the watch reports a change
-        // in the chapter (`changed`, before the kernel is told to drop
-        // its names): the rule the kernel's caches follow there.
-        let watched = self.watched(&c.book);
-        if watched && let Some((meta, version)) = lock(&self.looked).held().get(c) {
-            return Ok(ChapterFile {
-                index,
-                position,
-                meta,
-                version,
-            });
-        }
-        let reports = lock(&self.looked).reports();
-        #[cfg(test)]
-        self.at(|s| &s.before_stat, c);
-        let meta = self
-            .library
-            .chapter_metadata(&c.book, &c.file)
-            .ok_or(libc::ENOENT)?;
-        let stamp = Stamp::of(&meta);
-        let (meta, version) = match self.versions.known(c, &stamp, self.freshness.granularity()) {
-            Known::Version(v) => (meta, v),
-            Known::Look(last) => self.look_again(c, meta, last)?,
-        };
-        if watched && let Some(looked) = lock(&self.looked).since(reports) {
-            looked.insert(c.clone(), (meta.clone(), version), LOOKED_BYTES);
-        }
-        Ok(ChapterFile {
-            index,
-            position,
-            meta,
-            version,
-        })
-    }
-
-    /// The version of a chapter whose metadata `meta` was just taken (see
-    /// `chapter_file`): its stamp's, or, while the stamp is recent, of its
-    /// bytes.
-    pub(crate) fn version_now(
-        &self,
-        book: &Arc<OsStr>,
-        file: &OsStr,
-        meta: std::fs::Metadata,
-    ) -> u64 {
-        let stamp = Stamp::of(&meta);
-        if self.versions.is_empty() {
-            return version_of(&stamp);
-        }
-        let c = &chapter_ref(book, file);
-        match self.versions.known(c, &stamp, self.freshness.granularity()) {
-            Known::Version(v) => v,
-            Known::Look(last) => self.look_again(c, meta, last).map_or(last, |(_, v)| v),
-        }
-    }
-
-    /// The version of a chapter whose stamp proves nothing yet: of its
-    /// bytes, read now and compared with those read before (`last` when
-    /// they cannot be read; the load says why).
-    fn look_again(
-        &self,
-        c: &ChapterRef,
-        meta: std::fs::Metadata,
-        last: u64,
-    ) -> Result<(std::fs::Metadata, u64)> {
-        let at = self.freshness.now();
-        let Ok(opened) = self.library.open_chapter_file(&c.book, &c.file) else {
-            return Ok((meta, last));
-        };
-        let (f, meta) = opened.ok_or(libc::ENOENT)?;
-        let Ok(digest) = racy::digest_file(&f) else {
-            return Ok((meta, last));
-        };
-        let stamp = Stamp::of(&meta);
-        let g = self.freshness.granularity();
-        Ok((meta, self.versions.looked(c, &stamp, digest, at, g)))
-    }
-
     /// The chapter as it is now: its source version and its decoded text,
     /// or the error that stops it from being read.
     ///
@@ -519,112 +367,6 @@ impl Source {
             version: key.1,
             loaded,
             mtime: source.mtime(),
-        })
-    }
-
-    /// Reads and decodes the chapter, and caches it under the version of
-    /// the file read (unless `keep` is `No`).
-    fn load(&self, c: &ChapterRef, source: ChapterFile, keep: KeepText) -> Result<LoadedChapter> {
-        // A big chapter's bytes and text are both in memory while it is
-        // read and decoded: a budget, not a lock, bounds how many are at
-        // once, so one slow read does not hold up every other big chapter.
-        // A streamed chapter holds only its line index and a read buffer.
-        let streamed = self.library.streams(source.meta.len());
-        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES && !streamed)
-            .then(|| self.big_loads.admit(source.meta.len()));
-        // The text will take about the file's size (exactly, for UTF-8):
-        // room for it is made before it is read, not after, and for the
-        // other big texts under way too, which are not in the cache yet.
-        // The texts give way to the inode table (see `cache::Charge`).
-        let coming = match &admitted {
-            Some(_) => self.big_loads.in_use(),
-            // About 10 bytes of index per line of 100 bytes or more.
-            None if streamed => source.meta.len() / 10,
-            None => source.meta.len(),
-        };
-        if keep == KeepText::Yes {
-            let mut texts = lock(&self.texts);
-            let table = self.table_bytes.load(std::sync::atomic::Ordering::Relaxed);
-            texts.set_budget(
-                self.texts_budget
-                    .saturating_sub(table)
-                    .max(MIN_TEXTS_BUDGET),
-            );
-            texts.make_room(coming as usize);
-        }
-        #[cfg(test)]
-        self.at(|s| &s.loading, c);
-        if source.meta.len() > BIG_CHAPTER_BYTES {
-            super::hold::big_load();
-        }
-        let chapter = &source.index.chapters[source.position];
-        let mut was_cached = false;
-        let at = self.freshness.now();
-        let g = self.freshness.granularity();
-        let (version, mtime, loaded): (u64, SystemTime, Loaded) =
-            match self.library.open_chapter_file(&c.book, &c.file) {
-                Ok(None) => return Err(libc::ENOENT),
-                Ok(Some((f, meta))) => {
-                    self.decodes
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    log::debug!(
-                        "{} path={}",
-                        crate::events::DECODED,
-                        Node::Chapter { chapter: c.clone() }.path()
-                    );
-                    was_cached = in_page_cache(&f, meta.len());
-                    let stamp = Stamp::of(&meta);
-                    // Bytes the stamp does not prove are digested first, so
-                    // that the next look can tell them from an edit made
-                    // under the same stamp.
-                    let digest = self
-                        .versions
-                        .must_digest(c, &stamp, at, g)
-                        .then(|| racy::digest_file(&f).ok())
-                        .flatten();
-                    let loaded = self
-                        .library
-                        .load_opened_chapter(&c.book, chapter, f, &meta)
-                        .map(Arc::new);
-                    let version = match digest {
-                        Some(d) => self.versions.looked(c, &stamp, d, at, g),
-                        None => version_of(&stamp),
-                    };
-                    (version, mtime_of(&meta), loaded)
-                }
-                // Opening failed for another reason: an error to show, under
-                // the version of the name.
-                Err(e) => (source.version(), source.mtime(), Err(e)),
-            };
-        if let Err(e) = &loaded {
-            let path = Node::Chapter { chapter: c.clone() }.path();
-            log::info!("gave up on {path}: {e}");
-        }
-        if self.prefetcher.wanted(&c.book, source.position, was_cached) {
-            self.prefetcher.read_ahead(
-                &self.library.book_dir(&c.book),
-                &c.book,
-                &source.index,
-                source.position,
-            );
-        }
-        let weight = match &loaded {
-            Ok(text) => {
-                text.buffer_bytes()
-                    .into_iter()
-                    .map(allocated)
-                    .sum::<usize>()
-                    + 256
-            }
-            Err(_) => 256,
-        };
-        if keep == KeepText::Yes {
-            lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
-        }
-        Ok(LoadedChapter {
-            version,
-            loaded,
-            mtime,
         })
     }
 

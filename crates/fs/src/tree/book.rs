@@ -110,7 +110,7 @@ pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
         })
         .collect::<Vec<_>>();
     // Their listings are what a walk of the tree asks for next.
-    fs.outliner.book_listed(&book, &look.book.index);
+    fs.ahead.book_listed(&book, &look.book.index);
     let index_files = index_files::chapters_listed(fs, &book, &look);
     Ok(chapters.into_iter().chain(index_files).collect())
 }

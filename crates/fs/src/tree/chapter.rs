@@ -102,7 +102,7 @@ fn error(
 pub(super) fn list(fs: &NovelFs, chapter: ChapterRef, ttl: Duration) -> Result<Vec<Listed>> {
     let now = fs.outlines.outline(&fs.source, &chapter)?;
     // The next chapters' listings are what a walk asks for next.
-    fs.outliner
+    fs.ahead
         .chapter_listed(&chapter.book, &now.index, now.position);
     match now.outline {
         Ok(outline) => Ok(page::listed(
@@ -141,11 +141,11 @@ mod tests {
         let names: Vec<String> = (1..=20).map(|i| format!("第{i}章.md")).collect();
         let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
         let f = fixture(&files);
-        let queued = || f.fs.source.prefetcher().queued_to(OsStr::new("书"));
+        let queued = || f.fs.ahead.disk().queued_to(OsStr::new("书"));
         let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
-        if crate::ahead::in_page_cache(&file, 1) {
+        if crate::source::in_page_cache(&file, 1) {
             assert_eq!(
                 queued(),
                 None,
@@ -157,7 +157,7 @@ mod tests {
         use std::os::fd::AsRawFd;
         // SAFETY: advice on an open descriptor; no memory involved.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if crate::ahead::in_page_cache(&file, 1) {
+        if crate::source::in_page_cache(&file, 1) {
             return; // tmpfs, or a kernel that cannot tell.
         }
         walk(&f.fs, "书/5/offset-1.txt").unwrap();

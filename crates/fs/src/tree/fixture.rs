@@ -81,7 +81,7 @@ pub(super) fn read_all(fs: &NovelFs, ino: u64) -> Vec<u8> {
 /// Waits until the outline thread has done what was queued.
 pub(super) fn outlined_ahead(fs: &NovelFs) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while fs.outliner.pending() > 0 {
+    while fs.ahead.outliner().pending() > 0 {
         assert!(std::time::Instant::now() < deadline, "outline thread stuck");
         std::thread::sleep(Duration::from_millis(2));
     }

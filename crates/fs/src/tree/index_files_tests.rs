@@ -114,7 +114,7 @@ fn listing_a_large_library_computes_no_index_and_each_chapter_is_decoded_once() 
     // What listing decodes is done ahead of a walk, off the request
     // thread: at most a window of each book's first chapters.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while fs.outliner.pending() > 0 {
+    while fs.ahead.outliner().pending() > 0 {
         assert!(std::time::Instant::now() < deadline, "outline thread stuck");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }

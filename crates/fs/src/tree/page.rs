@@ -6,10 +6,10 @@ use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::chapter_shape::Outline;
 use crate::listing::Listed;
 use crate::names::PageName;
 use crate::node::{Attr, ChapterRef, Kind, Node, Result};
-use crate::outline::shape::Outline;
 use novelfs_library::PageFormat;
 
 use super::{Found, NovelFs, Stat};

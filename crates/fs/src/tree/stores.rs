@@ -1,4 +1,4 @@
-//! The store-ahead front end: what the mount asks `store_ahead` for
+//! The store-ahead front end: what the mount asks the kernel member of `ahead` for
 //! (pages to store into the kernel's page cache ahead of their readers)
 //! and what the tree tells it of the reads and listings it serves.
 
@@ -21,10 +21,10 @@ impl NovelFs {
     }
 
     /// The next pages to store into the kernel's page cache ahead of its
-    /// readers (`store_ahead`), with the inodes the kernel holds for them:
+    /// readers (`Ahead::stores`), with the inodes the kernel holds for them:
     /// waits until there are some to send, or at most `wait`.
     pub fn stores_ahead(&self, wait: Option<Duration>) -> Vec<Store> {
-        self.store_ahead.next(&self.parts(), wait)
+        self.ahead.stores(&self.parts(), wait)
     }
 
     /// A page was just opened and its reader asks whether it is a terminal
@@ -44,13 +44,13 @@ impl NovelFs {
             return None;
         };
         // A warm pass opens pages the kernel has: one lookup, nothing else.
-        if !self.store_ahead.not_given(ino) {
+        if !self.ahead.not_given(ino) {
             return None;
         }
         self.check_switch(&node).ok()?;
         let bytes = self.content(&node).ok()?;
-        self.store_ahead.read(chapter, *page, *version);
-        self.store_ahead.claim(ino, node.clone(), bytes)
+        self.ahead.page_read(chapter, *page, *version, None);
+        self.ahead.claim(ino, node.clone(), bytes)
     }
 
     /// The pages to store before answering a READDIR of `ino` at
@@ -58,19 +58,19 @@ impl NovelFs {
     /// kernel holds its pages' inodes, and a reader followed there reads
     /// them next (see `StoreAhead::at_listing_end`).
     pub fn stores_at_listing(&self, ino: u64, offset: u64) -> Vec<Store> {
-        if offset == 0 || !self.store_ahead.following() {
+        if offset == 0 || !self.ahead.following() {
             return Vec::new();
         }
         let Ok(Node::Chapter { chapter }) = self.node(ino) else {
             return Vec::new();
         };
-        self.store_ahead.at_listing_end(&self.parts(), &chapter)
+        self.ahead.stores_at_listing_end(&self.parts(), &chapter)
     }
 
     /// What the kernel said to a store from `stores_ahead` or
     /// `stores_at_listing`.
     pub fn store_finished(&self, store: Store, outcome: StoreOutcome) {
-        self.store_ahead.finished(store, outcome);
+        self.ahead.store_finished(store, outcome);
     }
 
     /// A READ of `ino` (`node`) was served: a page's reader is followed
@@ -82,18 +82,17 @@ impl NovelFs {
             version,
         } = node
         {
-            self.store_ahead.read(chapter, *page, *version);
-            self.store_ahead.given(ino);
+            self.ahead.page_read(chapter, *page, *version, Some(ino));
         }
     }
 
     /// A READDIR of `ino` at `offset` is about to be served: a followed
     /// reader listing a chapter directory goes on there.
     pub(super) fn follow_listing(&self, ino: u64, offset: u64) {
-        if self.store_ahead.following()
+        if self.ahead.following()
             && let Ok(Node::Chapter { chapter }) = self.node(ino)
         {
-            self.store_ahead.listed(&chapter, offset == 0);
+            self.ahead.chapter_readdir(&chapter, offset == 0);
         }
     }
 }

@@ -431,7 +431,8 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
     fs.read(first["offset-1.txt"].ino, 0, 4096).unwrap();
     drain(fs);
     let woken = || {
-        fs.store_ahead
+        fs.ahead
+            .kernel()
             .woken_by_listings
             .load(std::sync::atomic::Ordering::Relaxed)
     };

@@ -1,0 +1,125 @@
+//! The index files: `novel_books.txt|json` at the root and
+//! `novel_chapters.txt|json` in each book, rendered from the chapters'
+//! outlines (one decode per chapter version, shared with the pages) and
+//! cached under a version of everything they depend on.
+//!
+//! A version is a digest of the looks (`lstat`) at the sources: the book
+//! directory and each of its chapter files (and, for the library, `novels/`
+//! and every counted book), with the state of the tool's switch. Checking
+//! that an index is current costs those looks; computing it costs a decode
+//! of each chapter whose outline is not cached. Listings do neither (see
+//! `NovelFs::list`): they name the files and leave the rest to a lookup.
+//!
+//! `rendered` is what an index file holds in one version, `version` the
+//! versions it is cached under, `look` a look at a book; `book` makes a
+//! book's `novel_chapters`, `library` the library's `novel_books`, both
+//! from the walks of books in `walk`. `IndexFiles`, here, keeps the
+//! rendered versions and what looks at watched books saw.
+
+mod book;
+mod library;
+mod look;
+mod rendered;
+mod version;
+mod walk;
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::{Arc, Mutex};
+
+use super::cache::Lru;
+use super::freshness::held::Held;
+use super::freshness::watch::Change;
+use super::lock;
+use super::source::Source;
+use look::Look;
+
+pub(crate) use look::BookLook;
+pub(crate) use rendered::Rendered;
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Library,
+    Book(Arc<OsStr>),
+}
+
+pub(crate) struct IndexFiles {
+    rendered: Mutex<Lru<(Key, u64), Rendered>>,
+    /// Each watched book's index as last looked at. Looking at a book
+    /// again costs an `lstat` of each of its chapters, for every lookup of
+    /// its index files and for each book of every read of `novel_books`
+    /// (most of the `statx` calls of a `grep -r`); in a watched book what
+    /// a look saw holds until the watch reports a change there (`Held`,
+    /// `changed`).
+    seen: Mutex<Held<HashMap<Arc<OsStr>, Look>>>,
+    /// What `novel_books` counts of each book, by the version of the
+    /// book's index: a few dozen bytes a book, so that a change in one
+    /// book costs the library index only that book.
+    totals: Mutex<HashMap<Arc<OsStr>, (u64, u64, u64)>>,
+}
+
+impl IndexFiles {
+    pub(crate) fn new(budget: usize) -> IndexFiles {
+        IndexFiles {
+            rendered: Mutex::new(Lru::new(budget)),
+            seen: Mutex::new(Held::new(HashMap::new())),
+            totals: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The library's watch reported `changes`: what was seen of the books
+    /// they touch is looked at again.
+    pub(crate) fn changed(&self, changes: &[Change]) {
+        let mut held = lock(&self.seen);
+        let seen = held.reported();
+        for change in changes {
+            match change {
+                Change::All | Change::Books => seen.clear(),
+                Change::Chapters(book) | Change::Chapter(book, _) => {
+                    seen.remove(book.as_os_str());
+                }
+            }
+        }
+    }
+
+    /// What was seen of `book` while the watch reported no change in it.
+    fn seen(&self, source: &Source, book: &OsStr) -> Option<Look> {
+        if !source.watched(book) {
+            return None;
+        }
+        lock(&self.seen).held().get(book).copied()
+    }
+
+    /// The number of reports the watch made so far (before a look).
+    fn reports(&self) -> u64 {
+        lock(&self.seen).reports()
+    }
+
+    /// Keeps what a look at a watched `book` saw, unless the watch
+    /// reported a change since `reports` (the look may be older than it).
+    fn saw(&self, source: &Source, book: &Arc<OsStr>, reports: u64, look: Look) {
+        if source.watched(book)
+            && let Some(seen) = lock(&self.seen).since(reports)
+        {
+            seen.insert(book.clone(), look);
+        }
+    }
+
+    fn cached(&self, key: Key, version: u64) -> Option<Rendered> {
+        lock(&self.rendered).get(&(key, version))
+    }
+
+    fn keep(&self, key: Key, r: &Rendered) {
+        lock(&self.rendered).insert((key, r.version), r.clone(), r.weight());
+    }
+
+    /// A version of the library's index, if it is cached (never computed).
+    pub(crate) fn cached_library(&self, version: u64) -> Option<Rendered> {
+        self.cached(Key::Library, version)
+    }
+
+    /// A version of a book's index, if it is cached (never computed).
+    pub(crate) fn cached_book(&self, book: &Arc<OsStr>, version: u64) -> Option<Rendered> {
+        self.cached(Key::Book(book.clone()), version)
+    }
+}

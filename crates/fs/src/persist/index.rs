@@ -1,0 +1,161 @@
+//! A library's persistent index, open: its lookups, each trusted by the
+//! rule in `identity`, and a writer of it for a mount.
+
+use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::identity::{Identity, trusted};
+use super::pages::decode_pages;
+use super::profile::{profile_id, profile_of};
+use super::rows::{self, BookRows, Row, chapter_key, lookup_row};
+use super::{Recorder, Refused, store};
+use crate::cache::Stamp;
+use crate::chapter_shape::Outline;
+use crate::lock;
+use novelfs_library::Library;
+use novelfs_library::index::ChapterStats;
+
+/// A library's persistent index, open for lookups (and, when the file is
+/// writable, for a `Recorder`).
+pub(crate) struct PersistentIndex {
+    pub(super) path: PathBuf,
+    root: PathBuf,
+    pub(super) conn: Mutex<Connection>,
+    writable: bool,
+    pub(super) profile: i64,
+    pub(super) granularity: Duration,
+}
+
+impl PersistentIndex {
+    /// Opens the index of `library` in `dir` (see `store::open`), with a
+    /// page cache of `cache_bytes`; entries are trusted at `granularity`
+    /// (`racy::granularity_of` the library).
+    pub(crate) fn open(
+        dir: &Path,
+        library: &Library,
+        cache_bytes: usize,
+        granularity: Duration,
+    ) -> Result<PersistentIndex, Refused> {
+        let root = library.root().to_path_buf();
+        let path = store::file_for(dir, &root);
+        let opened = store::open(&path, &root, cache_bytes)?;
+        let profile =
+            profile_id(&opened.conn, profile_of(library), opened.writable).map_err(|e| {
+                Refused::Unusable {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        Ok(PersistentIndex {
+            path,
+            root,
+            conn: Mutex::new(opened.conn),
+            writable: opened.writable,
+            profile,
+            granularity,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The stored outline of the chapter at `key` when it is trusted for
+    /// the file whose stamp is `stamp` (see `identity`). A mount
+    /// and a refresh look up through a book's rows (`lookup_in`).
+    #[cfg(test)]
+    pub(crate) fn lookup(&self, key: &[u8], stamp: &Stamp) -> Option<Outline> {
+        self.trust(&self.stored_row(key)?, stamp)
+    }
+
+    /// The row stored for the chapter at `key`.
+    fn stored_row(&self, key: &[u8]) -> Option<Row> {
+        let conn = lock(&self.conn);
+        lookup_row(&conn, self.profile, key).unwrap_or_else(|e| {
+            log::debug!("index {}: {e}", self.path.display());
+            None
+        })
+    }
+
+    /// The outline `row` holds when it proves the bytes of the file whose
+    /// stamp is `stamp`: the same identity, recorded outside the racy
+    /// window of its last change.
+    fn trust(&self, row: &Row, stamp: &Stamp) -> Option<Outline> {
+        self.proves(row, stamp)?;
+        Some(Outline {
+            pages: decode_pages(&row.pages)?,
+            stats: row.stats,
+        })
+    }
+
+    /// Whether `row` proves the bytes of the file whose stamp is `stamp`
+    /// (see `trust`).
+    fn proves(&self, row: &Row, stamp: &Stamp) -> Option<()> {
+        let identity = Identity::of(stamp)?;
+        (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
+            .then_some(())
+    }
+
+    /// The row stored for `book/file`: found in `rows` (the book's, from
+    /// `book_rows`) when they are held, else queried.
+    fn row_in<'a>(&self, rows: &'a BookRows, book: &OsStr, file: &OsStr) -> Option<Cow<'a, Row>> {
+        match rows {
+            BookRows::Held(rows) => rows.get(file.as_bytes()).map(Cow::Borrowed),
+            BookRows::TooMany => self.stored_row(&chapter_key(book, file)).map(Cow::Owned),
+        }
+    }
+
+    /// The stored outline of `book/file` when it is trusted for `stamp`
+    /// (`row_in`, `trust`).
+    pub(super) fn lookup_in(
+        &self,
+        rows: &BookRows,
+        book: &OsStr,
+        file: &OsStr,
+        stamp: &Stamp,
+    ) -> Option<Outline> {
+        let row = self.row_in(rows, book, file)?;
+        self.trust(&row, stamp)
+    }
+
+    /// The stored figures of `book/file` when its row is trusted for
+    /// `stamp` (as `lookup_in`), without decoding its pages.
+    pub(super) fn stats_in(
+        &self,
+        rows: &BookRows,
+        book: &OsStr,
+        file: &OsStr,
+        stamp: &Stamp,
+    ) -> Option<ChapterStats> {
+        let row = self.row_in(rows, book, file)?;
+        self.proves(&row, stamp)?;
+        Some(row.stats)
+    }
+
+    /// Every row of `book` (`rows::book_rows`).
+    pub(super) fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
+        rows::book_rows(&lock(&self.conn), self.profile, book)
+    }
+
+    /// A writer of this index on its own thread (`None` when the file is
+    /// read-only or cannot be opened a second time).
+    pub(super) fn recorder(&self, queue: usize) -> Option<Recorder> {
+        if !self.writable {
+            return None;
+        }
+        let opened = store::open(&self.path, &self.root, 256 << 10).ok()?;
+        opened
+            .writable
+            .then(|| Recorder::start(opened.conn, self.profile, self.granularity, queue))
+    }
+}

@@ -1,0 +1,165 @@
+//! A chapter read from disk and decoded: room made for its text, its
+//! version taken from the file it is read through, and the load told to
+//! the source's observer (what is done ahead of a reader).
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::SystemTime;
+
+use novelfs_library::{BookIndex, Library};
+
+use super::page_cache::in_page_cache;
+use super::stamps::{mtime_of, version_of};
+use super::{BIG_CHAPTER_BYTES, ChapterFile, KeepText, Loaded, LoadedChapter, Source};
+use crate::cache::{MIN_TEXTS_BUDGET, Stamp, allocated};
+use crate::freshness::racy;
+use crate::lock;
+use crate::node::{ChapterRef, Node, Result};
+
+/// A chapter just read from disk, as `Source` tells its observer: where it
+/// lies in its book, and whether its bytes were in the page cache before.
+pub(crate) struct ChapterLoad<'a> {
+    pub book: &'a Arc<OsStr>,
+    /// The book's chapters, and the chapter's place among them.
+    pub index: &'a Arc<BookIndex>,
+    pub position: usize,
+    /// Whether reading it cost the disk nothing.
+    pub was_cached: bool,
+    library: &'a Library,
+}
+
+impl ChapterLoad<'_> {
+    /// The book's directory, where its chapter files are.
+    pub(crate) fn book_dir(&self) -> PathBuf {
+        self.library.book_dir(self.book)
+    }
+}
+
+/// Who is told of every chapter read from disk: `Source` reads what its
+/// callers ask for and leaves what follows from a read to its observer.
+pub(crate) trait LoadObserver: Send + Sync {
+    fn chapter_loaded(&self, load: &ChapterLoad<'_>);
+}
+
+impl Source {
+    /// Tells `observer` of every chapter read from now on. Held weakly: the
+    /// observer may hold the source, and ends with its own owner.
+    pub(crate) fn observe(&self, observer: Weak<dyn LoadObserver>) {
+        if self.observer.set(observer).is_err() {
+            log::warn!("a second observer of chapter loads is ignored");
+        }
+    }
+
+    /// Reads and decodes the chapter, and caches it under the version of
+    /// the file read (unless `keep` is `No`).
+    pub(super) fn load(
+        &self,
+        c: &ChapterRef,
+        source: ChapterFile,
+        keep: KeepText,
+    ) -> Result<LoadedChapter> {
+        // A big chapter's bytes and text are both in memory while it is
+        // read and decoded: a budget, not a lock, bounds how many are at
+        // once, so one slow read does not hold up every other big chapter.
+        // A streamed chapter holds only its line index and a read buffer.
+        let streamed = self.library.streams(source.meta.len());
+        let admitted = (source.meta.len() > BIG_CHAPTER_BYTES && !streamed)
+            .then(|| self.big_loads.admit(source.meta.len()));
+        // The text will take about the file's size (exactly, for UTF-8):
+        // room for it is made before it is read, not after, and for the
+        // other big texts under way too, which are not in the cache yet.
+        // The texts give way to the inode table (see `cache::Charge`).
+        let coming = match &admitted {
+            Some(_) => self.big_loads.in_use(),
+            // About 10 bytes of index per line of 100 bytes or more.
+            None if streamed => source.meta.len() / 10,
+            None => source.meta.len(),
+        };
+        if keep == KeepText::Yes {
+            let mut texts = lock(&self.texts);
+            let table = self.table_bytes.load(std::sync::atomic::Ordering::Relaxed);
+            texts.set_budget(
+                self.texts_budget
+                    .saturating_sub(table)
+                    .max(MIN_TEXTS_BUDGET),
+            );
+            texts.make_room(coming as usize);
+        }
+        #[cfg(test)]
+        self.at(|s| &s.loading, c);
+        if source.meta.len() > BIG_CHAPTER_BYTES {
+            crate::hold::big_load();
+        }
+        let chapter = &source.index.chapters[source.position];
+        let mut was_cached = false;
+        let at = self.freshness.now();
+        let g = self.freshness.granularity();
+        let (version, mtime, loaded): (u64, SystemTime, Loaded) =
+            match self.library.open_chapter_file(&c.book, &c.file) {
+                Ok(None) => return Err(libc::ENOENT),
+                Ok(Some((f, meta))) => {
+                    self.decodes
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    log::debug!(
+                        "{} path={}",
+                        crate::events::DECODED,
+                        Node::Chapter { chapter: c.clone() }.path()
+                    );
+                    was_cached = in_page_cache(&f, meta.len());
+                    let stamp = Stamp::of(&meta);
+                    // Bytes the stamp does not prove are digested first, so
+                    // that the next look can tell them from an edit made
+                    // under the same stamp.
+                    let digest = self
+                        .versions
+                        .must_digest(c, &stamp, at, g)
+                        .then(|| racy::digest_file(&f).ok())
+                        .flatten();
+                    let loaded = self
+                        .library
+                        .load_opened_chapter(&c.book, chapter, f, &meta)
+                        .map(Arc::new);
+                    let version = match digest {
+                        Some(d) => self.versions.looked(c, &stamp, d, at, g),
+                        None => version_of(&stamp),
+                    };
+                    (version, mtime_of(&meta), loaded)
+                }
+                // Opening failed for another reason: an error to show, under
+                // the version of the name.
+                Err(e) => (source.version(), source.mtime(), Err(e)),
+            };
+        if let Err(e) = &loaded {
+            let path = Node::Chapter { chapter: c.clone() }.path();
+            log::info!("gave up on {path}: {e}");
+        }
+        if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
+            observer.chapter_loaded(&ChapterLoad {
+                book: &c.book,
+                index: &source.index,
+                position: source.position,
+                was_cached,
+                library: &self.library,
+            });
+        }
+        let weight = match &loaded {
+            Ok(text) => {
+                text.buffer_bytes()
+                    .into_iter()
+                    .map(allocated)
+                    .sum::<usize>()
+                    + 256
+            }
+            Err(_) => 256,
+        };
+        if keep == KeepText::Yes {
+            lock(&self.texts).insert((c.clone(), version), loaded.clone(), weight);
+        }
+        Ok(LoadedChapter {
+            version,
+            loaded,
+            mtime,
+        })
+    }
+}

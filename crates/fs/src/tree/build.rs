@@ -1,0 +1,189 @@
+//! Builds `NovelFs` for one mount from its settings (`FsConfig`): the
+//! cache budget split among its caches, the source, the persistent index,
+//! the work done ahead; and what the mount asks of it outside requests
+//! (readiness, its end, the watch, the figures tests read).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use novelfs_library::Library;
+
+use super::NovelFs;
+use crate::ahead::Ahead;
+use crate::cache::{Budget, HeapTrim};
+use crate::freshness::{Freshness, Negatives, Watch};
+use crate::gave_up::GaveUp;
+use crate::indexes::IndexFiles;
+use crate::inodes::InodeTable;
+use crate::listing::Listings;
+use crate::lock;
+use crate::outline::Outlines;
+use crate::pages::Pages;
+use crate::persist::MountIndex;
+use crate::source::Source;
+use crate::switch::Switch;
+
+/// Settings of one mount.
+#[derive(Debug, Clone)]
+pub struct FsConfig {
+    /// How long the kernel may cache entries and attributes of what is
+    /// not watched; 0 = ask every time (and nothing is watched).
+    pub ttl: Duration,
+    /// The assistant's switch file; `None` = the default location.
+    pub state_file: Option<PathBuf>,
+    /// Bytes of decoded chapters, outlines, rendered pages and listings
+    /// kept in memory.
+    pub cache_bytes: usize,
+    /// Watch the library for changes (inotify) so that the kernel may
+    /// cache for long; only with a non-zero `ttl`.
+    pub watch: bool,
+    /// The type of the mount `novels/` lies on (`fuse.s3fs`, …, from
+    /// mountinfo): object storage there has directory times that never
+    /// move (see `freshness::racy::Rule`).
+    pub source_fs_type: Option<String>,
+    /// Where the persistent index of chapter outlines lives; `None`: none.
+    pub index_dir: Option<PathBuf>,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig {
+            ttl: Duration::from_secs(1),
+            state_file: None,
+            cache_bytes: 256 << 20,
+            watch: true,
+            source_fs_type: None,
+            index_dir: None,
+        }
+    }
+}
+
+impl NovelFs {
+    pub fn new(library: Library, config: FsConfig) -> Self {
+        let budget = Budget::split(config.cache_bytes);
+        // On the other core while the mount is attached (see `prepared`).
+        let preparing = std::thread::Builder::new()
+            .name("novelfs-prepare".into())
+            .spawn(novelfs_library::prepare_patterns)
+            .ok();
+        let freshness = Arc::new(Freshness::new(
+            &library.novels_dir(),
+            config.ttl,
+            config.watch,
+            config.source_fs_type.as_deref(),
+        ));
+        // SQLite's page cache is a quarter of the outlines' share.
+        let stored_cache = budget.outlines / 4;
+        let stored = config
+            .index_dir
+            .as_deref()
+            .and_then(|dir| MountIndex::open(dir, &library, stored_cache));
+        let outlines_budget = budget.outlines - stored.as_ref().map_or(0, |_| stored_cache);
+        let inodes = InodeTable::default();
+        let source = Arc::new(Source::new(
+            library,
+            freshness.clone(),
+            budget.texts,
+            budget.indexes,
+            inodes.bytes(),
+        ));
+        let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
+        NovelFs {
+            ahead: Ahead::start(&source, &outlines, budget.outlines),
+            source,
+            freshness,
+            inodes,
+            negatives: Negatives::new(budget.negatives),
+            outlines,
+            pages: Pages::new(budget.pages),
+            listings: Listings::new(budget.listings),
+            index_files: IndexFiles::new(budget.index_files),
+            switch: Switch::new(config.state_file),
+            heap_trim: HeapTrim::default(),
+            gave_up: GaveUp::default(),
+            preparing: Mutex::new(preparing),
+        }
+    }
+
+    /// Waits until the file-name patterns are compiled. The mount is
+    /// reported ready only then: compiled on first use they cost a fresh
+    /// mount's first pass a tenth of its CPU (2-3 ms), in the requests
+    /// that needed them.
+    pub fn prepared(&self) {
+        if let Some(thread) = lock(&self.preparing).take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// The mount ends: what is queued for the persistent index is written.
+    pub fn finish(&self) {
+        self.outlines.finish();
+    }
+
+    /// The watch over the library, when changes are pushed to the kernel.
+    pub fn watch(&self) -> Option<&Watch> {
+        self.freshness.watch()
+    }
+
+    /// Whether the kernel is told of changes (then directories need no
+    /// OPENDIR: their cached listings are dropped on change).
+    pub fn watching(&self) -> bool {
+        self.freshness.covered(None)
+    }
+
+    /// Why the library is not watched (`None` when it is).
+    pub fn unwatched(&self) -> Option<&str> {
+        self.freshness.unwatched()
+    }
+
+    /// The rule by which unwatched directories are trusted, and the delay
+    /// that follows from it (for the log).
+    pub fn freshness_rule(&self) -> String {
+        self.freshness.rule()
+    }
+
+    /// The configured TTL (what unwatched names get).
+    pub fn ttl(&self) -> Duration {
+        self.freshness.ttl()
+    }
+
+    pub fn library(&self) -> &Library {
+        self.source.library()
+    }
+
+    /// Bytes the inode table holds (inside the cache budget).
+    #[cfg(test)]
+    pub(super) fn inode_table_bytes(&self) -> usize {
+        self.inodes
+            .bytes()
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Inodes currently known (for tests of `forget`).
+    pub fn inode_count(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// Whether `novel_read` is switched on.
+    pub fn switched_on(&self) -> bool {
+        self.switch.switched_on()
+    }
+
+    /// Whether the switch flipped since the previous call (the first call
+    /// only records it).
+    pub fn switch_flipped(&self) -> bool {
+        self.switch.flipped()
+    }
+
+    /// How many chapter files were read and decoded so far (for tests
+    /// that show what a request costs).
+    pub fn decodes(&self) -> u64 {
+        self.source.decodes()
+    }
+
+    /// Bytes of names recorded as missing (inside the cache budget).
+    pub fn negatives_bytes(&self) -> usize {
+        self.negatives.bytes()
+    }
+}
