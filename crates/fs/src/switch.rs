@@ -101,6 +101,7 @@ impl Switch {
         let stamp = path
             .as_deref()
             .and_then(|p| std::fs::metadata(p).ok())
+            .and_then(|m| novelfs_library::backing::Meta::from_std(&m))
             .map(|m| Stamp::of(&m));
         let mut last = lock(&self.last);
         let on = match *last {

@@ -1,7 +1,7 @@
 //! The stamp of a source file or directory: what every cached value is
 //! checked against at every use, so that no cache decides freshness itself.
 
-use std::os::unix::fs::MetadataExt;
+use novelfs_library::backing::Meta;
 
 /// What identifies a version of a source file or directory: a rewrite of
 /// the same size with the old mtime restored still changes ctime, and a
@@ -16,13 +16,13 @@ pub(crate) struct Stamp {
 }
 
 impl Stamp {
-    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
+    pub(crate) fn of(meta: &Meta) -> Stamp {
         let stamp = Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            dev: meta.dev,
+            ino: meta.ino,
+            size: meta.len,
+            mtime: meta.mtime,
+            ctime: meta.ctime,
         };
         #[cfg(test)]
         if WHOLE_SECONDS.get() {

@@ -32,7 +32,7 @@ impl IndexFiles {
             let error = NovelError::ToolSwitchedOff {
                 tool: CHAPTERS_TOOL,
             };
-            let mtime = dir_mtime(&source.library().book_dir(book));
+            let mtime = dir_mtime(source.library(), Some(book));
             return Ok(Rendered::failed(version, &error, mtime));
         }
         if let Some(seen) = self.seen(source, book)
@@ -51,7 +51,7 @@ impl IndexFiles {
                     .unreadable_dir(None)
                     .or_else(|| library.unreadable_dir(Some(book)))
                     .ok_or(errno)?;
-                let mtime = dir_mtime(&library.book_dir(book));
+                let mtime = dir_mtime(library, Some(book));
                 let rendered = Rendered::failed(error_version(&error), &error, mtime);
                 self.keep(Key::Book(book.clone()), &rendered);
                 return Ok(rendered);

@@ -29,11 +29,11 @@ impl IndexFiles {
         on: bool,
     ) -> Result<Rendered> {
         let library = source.library();
-        let novels = library.novels_dir();
+        let _novels = library.novels_dir();
         if !on {
             let error = NovelError::ToolSwitchedOff { tool: BOOKS_TOOL };
             let version = off_version(BOOKS_TOOL);
-            return Ok(Rendered::failed(version, &error, dir_mtime(&novels)));
+            return Ok(Rendered::failed(version, &error, dir_mtime(library, None)));
         }
         // The books the root lists (one listing for every view), less
         // those the original does not count.
@@ -52,15 +52,15 @@ impl IndexFiles {
         if names.is_empty()
             && let Some(error) = library.unreadable_dir(None)
         {
-            let rendered = Rendered::failed(error_version(&error), &error, dir_mtime(&novels));
+            let rendered = Rendered::failed(error_version(&error), &error, dir_mtime(library, None));
             self.keep(Key::Library, &rendered);
             return Ok(rendered);
         }
         names.sort();
-        let novels_stamp = stamp_of(&novels);
+        let novels_stamp = stamp_of(library, None);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         ("books", &novels_stamp, library.root_display()).hash(&mut h);
-        let mut mtime = dir_mtime(&novels);
+        let mut mtime = dir_mtime(library, None);
         // One book per worker at a time, on both CPUs: a look holds the
         // book's index and a metadata per chapter, and every look of 2,000
         // books held at once was more than the whole cache budget. A book

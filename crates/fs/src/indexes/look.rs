@@ -13,7 +13,7 @@ use crate::source::{BookVersion, Source, mtime_of};
 /// metadata (`None`: gone since the scan), from one `lstat` each.
 pub(crate) struct BookLook {
     pub(crate) book: BookVersion,
-    pub(crate) metas: Vec<Option<std::fs::Metadata>>,
+    pub(crate) metas: Vec<Option<novelfs_library::backing::Meta>>,
     /// Each chapter's version, of the same look (`Source::version_now`:
     /// the bytes of a chapter whose stamp is recent are looked at again).
     pub(super) versions: Vec<Option<u64>>,

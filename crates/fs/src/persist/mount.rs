@@ -91,7 +91,7 @@ impl MountIndex {
         &self,
         book: &OsStr,
         file: &OsStr,
-        meta: &std::fs::Metadata,
+        meta: &novelfs_library::backing::Meta,
     ) -> Option<Outline> {
         self.index
             .lookup_in(&self.book_rows(book), book, file, &Stamp::of(meta))
@@ -103,7 +103,7 @@ impl MountIndex {
         &self,
         book: &OsStr,
         file: &OsStr,
-        meta: &std::fs::Metadata,
+        meta: &novelfs_library::backing::Meta,
     ) -> Option<ChapterStats> {
         self.index
             .stats_in(&self.book_rows(book), book, file, &Stamp::of(meta))
@@ -130,7 +130,7 @@ impl MountIndex {
 
     /// Notes the moment before a chapter whose metadata is `meta` is read
     /// (`None` when nothing can be recorded).
-    pub(crate) fn reading(&self, meta: &std::fs::Metadata) -> Option<Reading> {
+    pub(crate) fn reading(&self, meta: &novelfs_library::backing::Meta) -> Option<Reading> {
         lock(&self.recorder).as_ref()?;
         Some(Reading {
             stamp: Stamp::of(meta),

@@ -159,13 +159,13 @@ fn index_chapter(
         return Outcome::Reused;
     }
     let read_at = SystemTime::now();
-    let Ok(Some((f, meta))) = library.open_chapter_file(book, &chapter.os_name) else {
+    let Ok(Some(f)) = library.open_chapter_file(book, &chapter.os_name) else {
         return Outcome::Unreadable;
     };
-    let Ok(text) = library.load_opened_chapter(book, chapter, f, &meta) else {
+    let stamp = Stamp::of(f.meta());
+    let Ok(text) = library.load_opened_chapter(book, chapter, f) else {
         return Outcome::Unreadable;
     };
-    let stamp = Stamp::of(&meta);
     if !unix_nanos(read_at).is_some_and(|at| trusted(&stamp, at, granularity)) {
         return Outcome::TooRecent;
     }

@@ -37,7 +37,7 @@ impl BookList {
         freshness: &Freshness,
     ) -> std::io::Result<Arc<Vec<OsString>>> {
         let novels = library.novels_dir();
-        let stamp = stamp_of(&novels);
+        let stamp = stamp_of(library, None);
         if let Some(stamp) = stamp
             && let Some(t) = &*lock(&self.taken)
             && t.stamp == stamp
@@ -77,6 +77,7 @@ impl BookList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::stamp_of_path;
     use std::time::Duration;
 
     #[test]
@@ -87,7 +88,7 @@ mod tests {
         let library = Library::open(dir.path()).unwrap();
         let freshness = Freshness::new(&novels, Duration::from_secs(1), false, None);
         let list = BookList::default();
-        let changed = crate::freshness::racy::changed(&stamp_of(&novels).unwrap());
+        let changed = crate::freshness::racy::changed(&stamp_of_path(&novels).unwrap());
         let later = changed + Duration::from_secs(100);
         *lock(&freshness.fake_now) = Some(later);
         let first = list.names(&library, &freshness).unwrap();

@@ -9,11 +9,9 @@ use std::time::SystemTime;
 
 use novelfs_library::{BookIndex, Library};
 
-use super::page_cache::in_page_cache;
 use super::stamps::{mtime_of, version_of};
 use super::{BIG_CHAPTER_BYTES, ChapterFile, KeepText, Loaded, LoadedChapter, Source};
 use crate::cache::{MIN_TEXTS_BUDGET, Stamp, allocated};
-use crate::freshness::racy;
 use crate::lock;
 use crate::node::{ChapterRef, Node, Result};
 
@@ -98,7 +96,8 @@ impl Source {
         let (version, mtime, loaded): (u64, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
                 Ok(None) => return Err(libc::ENOENT),
-                Ok(Some((f, meta))) => {
+                Ok(Some(f)) => {
+                    let meta = f.meta().clone();
                     self.decodes
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     log::debug!(
@@ -106,7 +105,7 @@ impl Source {
                         crate::events::DECODED,
                         Node::Chapter { chapter: c.clone() }.path()
                     );
-                    was_cached = in_page_cache(&f, meta.len());
+                    was_cached = f.at_hand();
                     let stamp = Stamp::of(&meta);
                     // Bytes the stamp does not prove are digested first, so
                     // that the next look can tell them from an edit made
@@ -114,11 +113,11 @@ impl Source {
                     let digest = self
                         .versions
                         .must_digest(c, &stamp, at, g)
-                        .then(|| racy::digest_file(&f).ok())
+                        .then(|| novelfs_library::backing::digest(&*f).ok())
                         .flatten();
                     let loaded = self
                         .library
-                        .load_opened_chapter(&c.book, chapter, f, &meta)
+                        .load_opened_chapter(&c.book, chapter, f)
                         .map(Arc::new);
                     let version = match digest {
                         Some(d) => self.versions.looked(c, &stamp, d, at, g),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::stamps::version_of;
 use super::{ChapterFile, LOOKED_BYTES, Source};
 use crate::cache::Stamp;
-use crate::freshness::racy::{self, Known};
+use crate::freshness::racy::Known;
 use crate::lock;
 use crate::node::{ChapterRef, Result, chapter_ref};
 
@@ -78,7 +78,7 @@ impl Source {
         &self,
         book: &Arc<OsStr>,
         file: &OsStr,
-        meta: std::fs::Metadata,
+        meta: novelfs_library::backing::Meta,
     ) -> u64 {
         let stamp = Stamp::of(&meta);
         if self.versions.is_empty() {
@@ -97,15 +97,16 @@ impl Source {
     fn look_again(
         &self,
         c: &ChapterRef,
-        meta: std::fs::Metadata,
+        meta: novelfs_library::backing::Meta,
         last: u64,
-    ) -> Result<(std::fs::Metadata, u64)> {
+    ) -> Result<(novelfs_library::backing::Meta, u64)> {
         let at = self.freshness.now();
         let Ok(opened) = self.library.open_chapter_file(&c.book, &c.file) else {
             return Ok((meta, last));
         };
-        let (f, meta) = opened.ok_or(libc::ENOENT)?;
-        let Ok(digest) = racy::digest_file(&f) else {
+        let f = opened.ok_or(libc::ENOENT)?;
+        let meta = f.meta().clone();
+        let Ok(digest) = novelfs_library::backing::digest(&*f) else {
             return Ok((meta, last));
         };
         let stamp = Stamp::of(&meta);

@@ -13,7 +13,6 @@ mod books;
 mod load;
 mod loads;
 mod look;
-mod page_cache;
 #[cfg(test)]
 mod seams;
 mod stamps;
@@ -35,11 +34,12 @@ use super::node::{ChapterRef, Node, Result, chapter_ref};
 
 pub(crate) use load::{ChapterLoad, LoadObserver};
 #[cfg(test)]
-pub(crate) use page_cache::in_page_cache;
 #[cfg(test)]
 pub(crate) use seams::Seams;
 use stamps::index_version;
 pub(crate) use stamps::{dir_mtime, mtime_of, stamp_of, version_of};
+#[cfg(test)]
+pub(crate) use stamps::stamp_of_path;
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
@@ -69,7 +69,7 @@ pub(crate) struct ChapterFile {
     pub index: Arc<BookIndex>,
     /// Of the chapter in `index`.
     pub position: usize,
-    pub meta: std::fs::Metadata,
+    pub meta: novelfs_library::backing::Meta,
     /// Of the bytes `meta` stands for (see `Source::chapter_file`).
     version: u64,
 }
@@ -81,7 +81,7 @@ impl ChapterFile {
     pub(crate) fn looked(
         index: Arc<BookIndex>,
         position: usize,
-        meta: std::fs::Metadata,
+        meta: novelfs_library::backing::Meta,
         version: u64,
     ) -> ChapterFile {
         ChapterFile {
@@ -139,7 +139,7 @@ pub(crate) struct Source {
     /// Chapters of watched books as last looked at: a walk looks at each
     /// chapter several times within milliseconds (its listing, its
     /// outline, its pages, the pages stored ahead), an `lstat` each.
-    looked: Mutex<Held<Lru<ChapterRef, (std::fs::Metadata, u64)>>>,
+    looked: Mutex<Held<Lru<ChapterRef, (novelfs_library::backing::Meta, u64)>>>,
     /// Book indexes, in the cache budget: a library of 2,000 books holds
     /// about 120 MiB of them, and an evicted one costs one directory scan.
     books: Mutex<Lru<Arc<OsStr>, CachedIndex>>,

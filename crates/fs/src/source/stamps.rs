@@ -1,35 +1,39 @@
 //! Stamps and versions of what is on disk: a file's mtime, its stamp, the
 //! version numbers cached values are kept under.
 
+use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use novelfs_library::BookIndex;
+use novelfs_library::backing::Meta;
+use novelfs_library::{BookIndex, Library};
 
 use crate::cache::Stamp;
 
-pub(crate) fn mtime_of(meta: &std::fs::Metadata) -> SystemTime {
-    let secs = meta.mtime();
-    let nanos = meta.mtime_nsec().clamp(0, 999_999_999) as u32;
-    if secs >= 0 {
-        UNIX_EPOCH + Duration::new(secs as u64, nanos)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos as u64)
-    }
+pub(crate) fn mtime_of(meta: &Meta) -> SystemTime {
+    meta.modified()
 }
 
-/// The stamp of a path (`None` when it is gone; a symlink is not followed).
-pub(crate) fn stamp_of(path: &Path) -> Option<Stamp> {
-    std::fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m))
+/// The stamp of `novels` (or of the book directory `book`; `None` when it
+/// is gone; a symlink is not followed).
+pub(crate) fn stamp_of(library: &Library, book: Option<&OsStr>) -> Option<Stamp> {
+    library.dir_metadata(book).map(|m| Stamp::of(&m))
 }
 
-/// The mtime of a directory, or the epoch when it is gone.
-pub(crate) fn dir_mtime(path: &Path) -> SystemTime {
-    std::fs::symlink_metadata(path)
+/// The mtime of `novels` (or of the book directory `book`), or the epoch
+/// when it is gone.
+pub(crate) fn dir_mtime(library: &Library, book: Option<&OsStr>) -> SystemTime {
+    library
+        .dir_metadata(book)
         .map(|m| mtime_of(&m))
         .unwrap_or(UNIX_EPOCH)
+}
+
+/// The stamp of a local path, for tests that change files under a mount.
+#[cfg(test)]
+pub(crate) fn stamp_of_path(path: &std::path::Path) -> Option<Stamp> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Meta::from_std(&meta).map(|m| Stamp::of(&m))
 }
 
 /// A version number for a source stamp (a 64-bit digest: two versions of

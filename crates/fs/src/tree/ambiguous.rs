@@ -15,7 +15,7 @@ use super::{Found, NovelFs, Stat, error_bytes};
 /// The directory exists while the name is still shared.
 pub(super) fn stat(fs: &NovelFs, book: &OsStr, name: &OsStr) -> Result<Stat> {
     resolve::ambiguity(&fs.source, book, name)?;
-    Ok(Stat::dir(dir_mtime(&fs.library().book_dir(book))))
+    Ok(Stat::dir(dir_mtime(fs.library(), Some(book))))
 }
 
 /// The `ERROR` of `version` of the book directory, while it is current.

@@ -20,7 +20,7 @@ pub(super) fn stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     if !library.is_book(book) {
         return Err(libc::ENOENT);
     }
-    Ok(Stat::dir(dir_mtime(&library.book_dir(book))))
+    Ok(Stat::dir(dir_mtime(library, Some(book))))
 }
 
 pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
@@ -28,7 +28,7 @@ pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     let e = library.unreadable_dir(Some(book)).ok_or(libc::ENOENT)?;
     Ok(Stat::file(
         e.error_line().len() as u64,
-        dir_mtime(&library.book_dir(book)),
+        dir_mtime(library, Some(book)),
     ))
 }
 
@@ -45,7 +45,7 @@ pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &OsStr) -> Result<S
     if *resolve::book_alias_target(library, name)? != *target {
         return Err(libc::ENOENT);
     }
-    Ok(Stat::link(target, dir_mtime(&library.book_dir(target))))
+    Ok(Stat::link(target, dir_mtime(library, Some(target))))
 }
 
 /// The node `name` names in a book directory, with its attributes.
@@ -77,7 +77,7 @@ pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
                 return Err(errno);
             };
             fs.log_gave_up(&e);
-            let mtime = dir_mtime(&fs.library().book_dir(&book));
+            let mtime = dir_mtime(fs.library(), Some(&book));
             let node = Node::BookError { book };
             return Ok(vec![fs.error_file(node, &e, mtime).listed_as_error()]);
         }
@@ -117,7 +117,7 @@ pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
 
 /// What a listing of a book depends on: its directory.
 pub(super) fn listing_digest(fs: &NovelFs, book: &OsStr) -> Option<(u64, Stamp)> {
-    let stamp = stamp_of(&fs.library().book_dir(book))?;
+    let stamp = stamp_of(fs.library(), Some(book))?;
     Some((digest(&stamp), stamp))
 }
 
@@ -127,6 +127,7 @@ mod tests {
 
     use super::super::fixture::*;
     use super::*;
+    use crate::source::stamp_of_path;
     use crate::freshness::{self, WATCHED_TTL};
     use crate::node::ChapterRef;
 
@@ -196,12 +197,12 @@ mod tests {
                 "第1章 起.md"
             };
             whole_second_stamps();
-            let stamp = stamp_of(&f.book_dir).unwrap();
+            let stamp = stamp_of_path(&f.book_dir).unwrap();
             clock_at(&f, freshness::racy::changed(&stamp));
             assert_eq!(names(), [name]);
             std::fs::rename(f.book_dir.join(name), f.book_dir.join(other)).unwrap();
             name = other;
-            if stamp_of(&f.book_dir) != Some(stamp) {
+            if stamp_of_path(&f.book_dir) != Some(stamp) {
                 continue; // Not within one second: again.
             }
             assert_eq!(names(), [name], "the same stamp, other names");

@@ -12,7 +12,6 @@ use crate::listing::Listed;
 use crate::names::{ERROR_FILE, PageName};
 use crate::node::{ChapterRef, Node, Result};
 use crate::resolve;
-use crate::source::dir_mtime;
 use novelfs_library::NovelError;
 
 use super::{Found, NovelFs, Stat, digest, error_bytes, page};
@@ -26,8 +25,11 @@ pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Res
     if *resolve::alias_target(&fs.source, &target.book, name)? != *target.file {
         return Err(libc::ENOENT);
     }
-    let dir = fs.library().book_dir(&target.book).join(&*target.file);
-    Ok(Stat::link(&target.file, dir_mtime(&dir)))
+    let mtime = fs
+        .library()
+        .chapter_metadata(&target.book, &target.file)
+        .map_or(std::time::UNIX_EPOCH, |m| m.modified());
+    Ok(Stat::link(&target.file, mtime))
 }
 
 /// Whether `name` in `directory` may ever resolve: in a chapter directory
@@ -145,7 +147,7 @@ mod tests {
         let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
-        if crate::source::in_page_cache(&file, 1) {
+        if novelfs_library::backing::in_page_cache(&file, 1) {
             assert_eq!(
                 queued(),
                 None,
@@ -157,7 +159,7 @@ mod tests {
         use std::os::fd::AsRawFd;
         // SAFETY: advice on an open descriptor; no memory involved.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if crate::source::in_page_cache(&file, 1) {
+        if novelfs_library::backing::in_page_cache(&file, 1) {
             return; // tmpfs, or a kernel that cannot tell.
         }
         walk(&f.fs, "书/5/offset-1.txt").unwrap();

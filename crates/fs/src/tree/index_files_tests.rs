@@ -8,7 +8,7 @@ use super::super::fixture as one_book;
 use super::*;
 use crate::freshness::{self, Change, Invalidation};
 use crate::node::ROOT_INO;
-use crate::source::stamp_of;
+use crate::source::stamp_of_path;
 use crate::tree::FsConfig;
 use novelfs_library::{Library, NovelError};
 
@@ -351,11 +351,11 @@ fn a_same_size_edit_in_the_second_of_a_read_changes_the_books_index() {
         };
         one_book::whole_second_stamps();
         one_book::rewrite(&path, old);
-        let stamp = stamp_of(&path).unwrap();
+        let stamp = stamp_of_path(&path).unwrap();
         one_book::clock_at(&f, freshness::racy::changed(&stamp));
         let before = index();
         one_book::rewrite(&path, new);
-        if stamp_of(&path) != Some(stamp) {
+        if stamp_of_path(&path) != Some(stamp) {
             continue; // Not within one second: again.
         }
         assert_ne!(index(), before, "the index of the bytes read before");

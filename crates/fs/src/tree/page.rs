@@ -102,7 +102,7 @@ mod tests {
     use super::super::fixture::*;
     use super::*;
     use crate::freshness;
-    use crate::source::stamp_of;
+    use crate::source::stamp_of_path;
 
     /// In a watched book a chapter's `lstat` holds until the watch reports
     /// a change in it: a page looked up again asks nothing of the disk,
@@ -231,13 +231,13 @@ mod tests {
             };
             whole_second_stamps();
             rewrite(&path, old);
-            let stamp = stamp_of(&path).unwrap();
+            let stamp = stamp_of_path(&path).unwrap();
             // The clock stands at the change: the stamp proves nothing.
             clock_at(&f, freshness::racy::changed(&stamp));
             let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
             assert!(text_of(&f.fs, page.ino).contains(&format!("1: {old}\n")));
             rewrite(&path, new);
-            if stamp_of(&path) != Some(stamp) {
+            if stamp_of_path(&path) != Some(stamp) {
                 continue; // Not within one second: again.
             }
             let again = walk(&f.fs, "书/1/offset-1.txt").unwrap();

@@ -17,13 +17,13 @@ use novelfs_library::index::is_books_file;
 use super::{Found, NovelFs, Stat, digest, index_files, listed};
 
 pub(super) fn stat(fs: &NovelFs) -> Stat {
-    Stat::dir(dir_mtime(&fs.library().novels_dir()))
+    Stat::dir(dir_mtime(fs.library(), None))
 }
 
 pub(super) fn error_stat(fs: &NovelFs) -> Result<Stat> {
     Ok(Stat::file(
         error_text(fs)?.len() as u64,
-        dir_mtime(&fs.library().novels_dir()),
+        dir_mtime(fs.library(), None),
     ))
 }
 
@@ -91,6 +91,6 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
 
 /// What a listing of the root depends on: `novels/` and the switch.
 pub(super) fn listing_digest(fs: &NovelFs) -> Option<(u64, Stamp)> {
-    let stamp = stamp_of(&fs.library().novels_dir())?;
+    let stamp = stamp_of(fs.library(), None)?;
     Some((digest(&(fs.switched_on(), stamp)), stamp))
 }

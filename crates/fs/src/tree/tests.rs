@@ -5,7 +5,7 @@ use super::fixture::*;
 use super::*;
 use crate::freshness::{self, WATCHED_TTL};
 use crate::node::{ROOT_INO, chapter_ref};
-use crate::source::stamp_of;
+use crate::source::stamp_of_path;
 use novelfs_library::Library;
 use std::time::Duration;
 
@@ -156,7 +156,7 @@ fn forgotten_inodes_are_freed() {
 fn the_kernel_keeps_a_listing_only_under_a_stamp_settled_when_it_was_taken() {
     let f = fixture(&[("第1章 起.md", "甲")]);
     let novels = f.book_dir.parent().unwrap().to_path_buf();
-    let changed = freshness::racy::changed(&stamp_of(&novels).unwrap());
+    let changed = freshness::racy::changed(&stamp_of_path(&novels).unwrap());
     clock_at(&f, changed);
     let kept = |ino| f.fs.opendir(ino).unwrap() == DirCache::Keep;
     assert!(!kept(ROOT_INO), "the first opendir");

@@ -157,7 +157,7 @@ pub fn in_page_cache(f: &File, len: u64) -> bool {
 
 /// How many pages of the first `len` bytes of `f` the page cache holds
 /// (`cachestat`, Linux 6.5; `None` before).
-fn cached_pages(f: &File, len: u64) -> Option<u64> {
+pub(crate) fn cached_pages(f: &File, len: u64) -> Option<u64> {
     #[repr(C)]
     struct CachestatRange {
         off: u64,
@@ -197,4 +197,26 @@ pub fn opened_file(file: File) -> io::Result<Box<dyn Opened>> {
     let meta = Meta::from_std(&file.metadata()?)
         .ok_or_else(|| io::Error::other("not a regular file or directory"))?;
     Ok(Box::new(LocalFile { file, meta }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_just_written_is_in_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // Kernels before 6.5 cannot tell: then nothing counts as cached.
+        match cached_pages(&f, 10_000) {
+            Some(pages) => {
+                assert_eq!(pages, 3);
+                assert!(in_page_cache(&f, 10_000));
+                assert!(!in_page_cache(&f, 1 << 40), "far more than the file holds");
+            }
+            None => assert!(!in_page_cache(&f, 10_000)),
+        }
+    }
 }

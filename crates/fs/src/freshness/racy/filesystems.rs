@@ -79,7 +79,7 @@ pub(crate) fn rule_of(dir: &Path, fs_type: Option<&str>) -> Rule {
     {
         return Rule::TimesStill(format!("{} is on {fstype}", dir.display()));
     }
-    if let Some(stamp) = std::fs::symlink_metadata(dir).ok().map(|m| Stamp::of(&m))
+    if let Some(stamp) = std::fs::symlink_metadata(dir).ok().and_then(|m| novelfs_library::backing::Meta::from_std(&m)).map(|m| Stamp::of(&m))
         && times_still(&stamp)
     {
         return Rule::TimesStill(format!("{} has the mtime {}", dir.display(), stamp.mtime.0));

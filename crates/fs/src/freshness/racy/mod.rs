@@ -28,7 +28,7 @@ use crate::cache::Stamp;
 pub(crate) use filesystems::{
     COARSE_GRANULARITY, NETWORK_CACHES, Rule, granularity_of, rule_of, times_still,
 };
-pub(crate) use settling::{Known, Settling, digest_file};
+pub(crate) use settling::{Known, Settling};
 
 fn time_of((secs, nanos): (i64, i64)) -> SystemTime {
     let nanos = Duration::from_nanos(nanos.clamp(0, 999_999_999) as u64);

@@ -3,33 +3,12 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use super::settled;
 use crate::cache::Stamp;
 use crate::lock;
-
-/// A 64-bit digest of a file's bytes, read through `f` from the start
-/// without moving its position (64 KiB at a time: any size fits).
-pub(crate) fn digest_file(f: &std::fs::File) -> std::io::Result<u64> {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut buf = vec![0u8; 64 << 10];
-    let mut at = 0u64;
-    loop {
-        let n = match f.read_at(&mut buf, at) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.write(&buf[..n]);
-        at += n as u64;
-    }
-    hasher.write_u64(at);
-    Ok(hasher.finish())
-}
 
 /// A version for contents that differ from those of `previous` under the
 /// same stamp.

@@ -122,7 +122,7 @@ fn a_file_digest_covers_every_byte_and_the_length() {
     let p = dir.path().join("f");
     let digest = |bytes: &[u8]| {
         std::fs::write(&p, bytes).unwrap();
-        digest_file(&std::fs::File::open(&p).unwrap()).unwrap()
+        novelfs_library::backing::digest(&*novelfs_library::backing::opened_file(std::fs::File::open(&p).unwrap()).unwrap()).unwrap()
     };
     let big = vec![7u8; 200_000];
     let mut other = big.clone();
