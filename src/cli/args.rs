@@ -166,11 +166,35 @@ pub enum Command {
     Man,
 }
 
+/// How to reach a library in a bucket (ROOT `s3://BUCKET[/PREFIX]`), as
+/// mountpoint-s3 names these options. Credentials come from the AWS chain:
+/// AWS_ACCESS_KEY_ID and friends, the shared credentials and config files
+/// (with --profile), container and instance metadata.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BucketArgs {
+    /// The S3 endpoint (http(s)://HOST[:PORT]), for MinIO, Ceph, R2 and
+    /// other servers speaking S3; AWS's own for the region by default.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// The bucket's region (else the profile's, AWS_REGION, or us-east-1).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// A named profile of the shared AWS credentials and config files.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
+    #[arg(long)]
+    pub force_path_style: bool,
+}
+
 #[derive(Args, Debug)]
 pub struct LibraryArgs {
-    /// The library root (the directory holding novels/).
+    /// The library root: the directory holding novels/, or
+    /// s3://BUCKET[/PREFIX] where the keys under PREFIX hold novels/.
     #[arg(long, env = "NOVELFS_ROOT", default_value = ".", value_name = "ROOT")]
     pub root: PathBuf,
+    #[command(flatten)]
+    pub bucket: BucketArgs,
     /// The root to write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library, where a sandbox sees the library).
     #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
@@ -204,8 +228,11 @@ pub struct ReadCmd {
 
 #[derive(Args, Debug)]
 pub struct MountCmd {
-    /// The library root (the directory holding novels/).
+    /// The library root: the directory holding novels/, or
+    /// s3://BUCKET[/PREFIX] where the keys under PREFIX hold novels/.
     pub root: PathBuf,
+    #[command(flatten)]
+    pub bucket: BucketArgs,
     /// An existing directory to mount on.
     pub mountpoint: PathBuf,
     /// Stay attached and log to stderr (RUST_LOG=debug for more).
@@ -215,7 +242,8 @@ pub struct MountCmd {
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
-    /// io_uring=auto|on|off.
+    /// io_uring=auto|on|off, index_dir=DIR, noindex; for a bucket
+    /// endpoint_url=URL, region=REGION, profile=NAME, force_path_style.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -280,8 +308,11 @@ pub struct MountCmd {
 
 #[derive(Args, Debug)]
 pub struct IndexCmd {
-    /// The library root (the directory holding novels/).
+    /// The library root: the directory holding novels/, or
+    /// s3://BUCKET[/PREFIX].
     pub root: PathBuf,
+    #[command(flatten)]
+    pub bucket: BucketArgs,
     #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// The root the mount writes in pages (its --path-root).

@@ -3,18 +3,35 @@
 use std::process::ExitCode;
 
 use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
-use super::mount_config::mount_config;
+use super::mount_config::{bucket_options, mount_config};
+use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};
 use novelfs_fs::persist;
 use novelfs_library::{self as library, Library, NovelError, ReadArgs};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
-    // Written as `mount` writes its root: absolute, without `.` or `//`.
-    Library::check_root(&mountpoint::absolute(&args.root))?;
-    let library = Library::open(&args.root).map_err(|e| NovelError::Io {
+    let io = |reason: String| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    let at = LibraryAt::parse(&args.root).map_err(io)?;
+    let bucket = bucket_options(&args.bucket, &BucketOptions::default());
+    let library = match &at {
+        LibraryAt::Dir(root) => {
+            // Written as `mount` writes its root: absolute, without `.` or `//`.
+            Library::check_root(&mountpoint::absolute(root))?;
+            Library::open(root).map_err(|e| io(e.to_string()))?
+        }
+        LibraryAt::Bucket(_) => {
+            at.check(&bucket, ONE_SHOT_TIMEOUT).map_err(|e| io(e))?;
+            let reading = BucketReading {
+                timeout: ONE_SHOT_TIMEOUT,
+                ttl: ONE_SHOT_TTL,
+                ahead_bytes: ONE_SHOT_AHEAD_BYTES,
+            };
+            at.open(&bucket, reading).map_err(io)?
+        }
+    };
     match &args.path_root {
         None => Ok(library),
         Some(root) => library
@@ -25,6 +42,13 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
             }),
     }
 }
+
+/// One command's bound on one access to a bucket.
+const ONE_SHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A one-shot command lists each directory once.
+const ONE_SHOT_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Chapters fetched ahead by a one-shot command that reads many.
+const ONE_SHOT_AHEAD_BYTES: u64 = 64 << 20;
 
 pub(crate) fn read(cmd: ReadCmd) -> Result<String, NovelError> {
     let mut lib = open_library(&cmd.library)?;
@@ -133,6 +157,7 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     use std::io::IsTerminal;
     let library = LibraryArgs {
         root: cmd.root.clone(),
+        bucket: cmd.bucket.clone(),
         path_root: cmd.path_root.clone(),
     };
     let mut library = match open_library(&library) {

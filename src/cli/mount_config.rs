@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::MountCmd;
+use super::args::{BucketArgs, MountCmd};
+use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
@@ -33,7 +34,16 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         Some(t) => parse_source_timeout(t)?,
         None => options.source_timeout.unwrap_or(DEFAULT_SOURCE_TIMEOUT),
     };
-    let root = absolute(&args.root);
+    let at = LibraryAt::parse(&args.root)?;
+    let root = match &at {
+        LibraryAt::Dir(dir) => absolute(dir),
+        LibraryAt::Bucket(_) => args.root.clone(),
+    };
+    let bucket = bucket_options(&args.bucket, &options.bucket);
+    let cache_bytes = parse_size(&args.cache_size)?;
+    // A bucket's bodies fetched ahead count in the one budget: an eighth
+    // of it, and the tree's caches the rest.
+    let ahead_bytes = if at.is_bucket() { cache_bytes / 8 } else { 0 };
     let access = Access::from_options(options.allow_other, options.allow_root);
     let kernel = KernelMount {
         fsname: options.fsname.clone(),
@@ -52,10 +62,13 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
             state_file: args.state_file.as_deref().map(absolute),
-            cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
+            cache_bytes: usize::try_from(cache_bytes - ahead_bytes)
                 .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
             watch: !(args.no_watch || options.no_watch),
-            source_fs_type: source_fs_type(&root),
+            source_fs_type: match at {
+                LibraryAt::Dir(_) => source_fs_type(&root),
+                LibraryAt::Bucket(_) => None,
+            },
             index_dir,
         },
         access,
@@ -72,7 +85,22 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         },
         source_timeout: Duration::from_secs_f64(source_timeout),
         root,
+        bucket,
+        ahead_bytes,
     })
+}
+
+/// A bucket's options: a flag wins over the same option in `-o`.
+pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> BucketOptions {
+    BucketOptions {
+        endpoint_url: flags
+            .endpoint_url
+            .clone()
+            .or(options.endpoint_url.clone()),
+        region: flags.region.clone().or(options.region.clone()),
+        profile: flags.profile.clone().or(options.profile.clone()),
+        force_path_style: flags.force_path_style || options.force_path_style,
+    }
 }
 
 /// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
@@ -97,6 +125,7 @@ mod tests {
     fn args(options: &str) -> MountCmd {
         MountCmd {
             root: "/srv/lib".into(),
+            bucket: BucketArgs::default(),
             mountpoint: "/mnt/".into(),
             foreground: false,
             options: vec![options.to_string()],

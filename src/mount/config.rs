@@ -46,6 +46,11 @@ pub(crate) struct MountConfig {
     pub(crate) io_uring: IoUring,
     /// How long a request may wait for the library's filesystem.
     pub(crate) source_timeout: Duration,
+    /// How to reach the library when `root` is in a bucket.
+    pub(crate) bucket: super::library_at::BucketOptions,
+    /// Bytes of chapters a bucket's backing may hold fetched ahead of
+    /// readers: taken from `--cache-size`, the tree gets the rest.
+    pub(crate) ahead_bytes: u64,
 }
 
 /// The default TTL of what is not watched, in seconds.

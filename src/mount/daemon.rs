@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::attach::missing_dev_fuse;
 use super::config::MountConfig;
+use super::library_at::{BucketReading, LibraryAt};
 use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
 use super::process::{Forked, Writer, fork_with_pipe};
 use super::session::serve;
@@ -18,7 +19,7 @@ use novelfs_library::Library;
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
     super::transport::preflight(config.io_uring)?;
-    Library::check_root(&config.root).map_err(|e| e.to_string())?;
+    LibraryAt::parse(&config.root)?.check(&config.bucket, config.source_timeout)?;
     match mountpoint_state(&config.mountpoint) {
         MountpointState::Ready => {}
         MountpointState::Missing => {
@@ -136,8 +137,12 @@ pub(crate) fn run(config: MountConfig) -> i32 {
 }
 
 fn open_library(config: &MountConfig) -> Result<Library, String> {
-    let mut library = Library::open(&config.root)
-        .map_err(|e| format!("cannot open library {}: {e}", config.root.display()))?;
+    let reading = BucketReading {
+        timeout: config.source_timeout,
+        ttl: config.tree.ttl,
+        ahead_bytes: config.ahead_bytes,
+    };
+    let mut library = LibraryAt::parse(&config.root)?.open(&config.bucket, reading)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     match &config.path_root {
         Some(root) => library.with_path_root(root),

@@ -13,6 +13,7 @@ mod deadline;
 mod read_only;
 mod fuse;
 pub mod fusermount;
+pub(crate) mod library_at;
 pub(crate) mod logging;
 pub(crate) mod mountinfo;
 pub(crate) mod mountpoint;

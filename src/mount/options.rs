@@ -21,6 +21,9 @@ pub(crate) struct MountOptions {
     pub index_dir: Option<String>,
     /// `noindex`: no persistent index.
     pub no_index: bool,
+    /// `endpoint_url=`, `region=`, `profile=`, `force_path_style`: how to
+    /// reach a library in a bucket.
+    pub bucket: super::library_at::BucketOptions,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -86,6 +89,10 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             ("source_timeout", Some(v)) => o.source_timeout = Some(parse_source_timeout(v)?),
             ("index_dir", Some(v)) => o.index_dir = Some(v.to_string()),
             ("noindex", None) => o.no_index = true,
+            ("endpoint_url", Some(v)) => o.bucket.endpoint_url = Some(v.to_string()),
+            ("region", Some(v)) => o.bucket.region = Some(v.to_string()),
+            ("profile", Some(v)) => o.bucket.profile = Some(v.to_string()),
+            ("force_path_style", None) => o.bucket.force_path_style = true,
             ("nowatch", None) => o.no_watch = true,
             ("log_file", Some(v)) if !v.is_empty() => o.log_file = Some(v.to_string()),
             ("io_uring", Some(v)) => o.io_uring = Some(super::transport::IoUring::parse(v)?),

@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::mpsc::Sender;
+
+use novelfs_library::Library;
 
 use super::track::Track;
 use super::window::Window;
@@ -25,41 +25,16 @@ const READ_AHEAD: usize = 16;
 const REFILL_BELOW: usize = READ_AHEAD / 2;
 
 pub(crate) struct Prefetcher {
-    /// Chapter files for the read-ahead thread.
-    queue: Mutex<Sender<Vec<PathBuf>>>,
     /// Per book, the chapters already queued.
     queued_to: Mutex<HashMap<OsString, Window>>,
 }
 
 impl Prefetcher {
-    /// Starts the thread that asks the kernel to read files into its page
-    /// cache (`POSIX_FADV_WILLNEED` starts the reads and returns); it ends
-    /// with the `Prefetcher`.
+    /// The reading itself is the library's (`Library::read_ahead`: the
+    /// kernel's page cache for a local library, GETs under way for a
+    /// bucket); this decides which chapters and when.
     pub(crate) fn start() -> Prefetcher {
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-readahead".into())
-            .spawn(move || {
-                use std::os::fd::AsRawFd;
-                use std::os::unix::fs::OpenOptionsExt;
-                for path in rx.into_iter().flatten() {
-                    let opened = std::fs::OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                        .open(&path);
-                    if let Ok(f) = opened {
-                        // SAFETY: advice on an open descriptor; no memory involved.
-                        unsafe {
-                            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED)
-                        };
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            log::warn!("no read-ahead thread: {e}");
-        }
         Prefetcher {
-            queue: Mutex::new(tx),
             queued_to: Mutex::new(HashMap::new()),
         }
     }
@@ -69,14 +44,14 @@ impl Prefetcher {
     pub(crate) fn loaded(&self, load: &ChapterLoad<'_>) {
         if self.wanted(load.book, load.position, load.was_cached) {
             let track = Track::on(load.book, load.index, load.position);
-            self.read_ahead(&load.book_dir(), track);
+            self.read_ahead(load.library, track);
         }
     }
 
-    /// Queues the chapters ahead of `track` (in `book_dir`) that are not
+    /// Queues the chapters ahead of `track` in `library` that are not
     /// queued yet, when fewer than `REFILL_BELOW` are, and returns their
     /// indices. A sequential reader queues half a window every half window.
-    pub(crate) fn read_ahead(&self, book_dir: &Path, track: Track<'_>) -> Range<usize> {
+    pub(crate) fn read_ahead(&self, library: &Library, track: Track<'_>) -> Range<usize> {
         let from = track.next;
         if super::switched_off("disk") {
             return from..from;
@@ -95,11 +70,10 @@ impl Prefetcher {
             chapters
         };
         if !queued.is_empty() {
-            let batch = track.index.chapters[queued.clone()]
+            let files = track.index.chapters[queued.clone()]
                 .iter()
-                .map(|c| book_dir.join(&c.os_name))
-                .collect();
-            let _ = lock(&self.queue).send(batch);
+                .map(|c| c.os_name.as_os_str());
+            library.read_ahead(track.book, files);
         }
         queued
     }
@@ -133,6 +107,7 @@ mod tests {
                 .collect(),
         ));
         let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
         let prefetcher = Prefetcher::start();
         let book: &Arc<OsStr> = &Arc::from(OsStr::new("书"));
         assert!(
@@ -140,7 +115,7 @@ mod tests {
             "cached: nothing under way"
         );
         assert!(prefetcher.wanted(book, 0, false), "not cached");
-        prefetcher.read_ahead(dir.path(), Track::on(book, &index, 0));
+        prefetcher.read_ahead(&library, Track::on(book, &index, 0));
         assert!(
             prefetcher.wanted(book, 5, true),
             "cached thanks to the read-ahead: keep it ahead"
@@ -151,6 +126,7 @@ mod tests {
     #[test]
     fn a_sequential_reader_queues_half_a_window_every_half_window() {
         let dir = tempfile::tempdir().unwrap();
+        let library = Library::open(dir.path()).unwrap();
         let prefetcher = Prefetcher::start();
         let index = Arc::new(BookIndex::new(
             (1..=40)
@@ -158,7 +134,7 @@ mod tests {
                 .collect(),
         ));
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
-        let ahead = |i| prefetcher.read_ahead(dir.path(), Track::on(&book, &index, i));
+        let ahead = |i| prefetcher.read_ahead(&library, Track::on(&book, &index, i));
         assert_eq!(ahead(0), 1..17, "the first load asks for the next 16");
         for i in 1..=8 {
             assert!(ahead(i).is_empty(), "{i}: at least 8 still ahead");

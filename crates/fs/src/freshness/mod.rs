@@ -101,6 +101,24 @@ impl Freshness {
         }
     }
 
+    /// For a library in a bucket: nothing to watch, directory stamps are
+    /// digests of listings made again once per TTL (so a TTL old, names
+    /// are listed again), and a file's stamp is its version (ETag), which
+    /// proves its bytes at once.
+    pub(crate) fn in_bucket(ttl: Duration) -> Freshness {
+        Freshness {
+            ttl,
+            watch: None,
+            unwatched: Some("the library is in a bucket".to_string()),
+            granularity: Duration::ZERO,
+            network: true,
+            still: std::sync::OnceLock::from("the library is in a bucket".to_string()),
+            last_books: std::sync::Mutex::new(None),
+            #[cfg(test)]
+            fake_now: std::sync::Mutex::new(None),
+        }
+    }
+
     /// Why the library is not watched (`None` when it is).
     pub(crate) fn unwatched(&self) -> Option<&str> {
         self.unwatched.as_deref()

@@ -3,7 +3,6 @@
 //! the source's observer (what is done ahead of a reader).
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
@@ -22,16 +21,10 @@ pub(crate) struct ChapterLoad<'a> {
     /// The book's chapters, and the chapter's place among them.
     pub index: &'a Arc<BookIndex>,
     pub position: usize,
-    /// Whether reading it cost the disk nothing.
+    /// Whether its bytes were at hand (in the page cache, or fetched ahead).
     pub was_cached: bool,
-    library: &'a Library,
-}
-
-impl ChapterLoad<'_> {
-    /// The book's directory, where its chapter files are.
-    pub(crate) fn book_dir(&self) -> PathBuf {
-        self.library.book_dir(self.book)
-    }
+    /// The library it was read from.
+    pub library: &'a Library,
 }
 
 /// Who is told of every chapter read from disk: `Source` reads what its

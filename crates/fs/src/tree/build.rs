@@ -67,12 +67,15 @@ impl NovelFs {
             .name("novelfs-prepare".into())
             .spawn(novelfs_library::prepare_patterns)
             .ok();
-        let freshness = Arc::new(Freshness::new(
-            &library.novels_dir(),
-            config.ttl,
-            config.watch,
-            config.source_fs_type.as_deref(),
-        ));
+        let freshness = Arc::new(match library.local_root() {
+            Some(_) => Freshness::new(
+                &library.novels_dir(),
+                config.ttl,
+                config.watch,
+                config.source_fs_type.as_deref(),
+            ),
+            None => Freshness::in_bucket(config.ttl),
+        });
         // SQLite's page cache is a quarter of the outlines' share.
         let stored_cache = budget.outlines / 4;
         let stored = config

@@ -1,0 +1,115 @@
+//! Where a library is: a local directory, or `s3://BUCKET[/PREFIX]` (the
+//! keys under the prefix laid out as a local root: `novels/BOOK/CHAPTER`).
+//! Every command that takes a library root resolves it here, once, into a
+//! `Library` that reads through the right backing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use novelfs_library::backing::BucketBacking;
+use novelfs_library::{Library, NovelError};
+use novelfs_storage::{S3Options, S3Storage, S3Url, Storage};
+
+/// How to reach a bucket, named as mountpoint-s3 names its options; the
+/// credentials come from the AWS chain (environment, shared files with
+/// profiles, container and instance metadata), never from arguments.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct BucketOptions {
+    pub(crate) endpoint_url: Option<String>,
+    pub(crate) region: Option<String>,
+    pub(crate) profile: Option<String>,
+    pub(crate) force_path_style: bool,
+}
+
+/// Where a library root names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum LibraryAt {
+    Dir(PathBuf),
+    Bucket(S3Url),
+}
+
+/// How a library in a bucket is read: what bounds one access, how long a
+/// listing is kept, and how many bytes of chapters may be fetched ahead.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BucketReading {
+    pub(crate) timeout: Duration,
+    pub(crate) ttl: Duration,
+    pub(crate) ahead_bytes: u64,
+}
+
+impl LibraryAt {
+    /// `root` as given: an `s3://` URL, else a directory.
+    pub(crate) fn parse(root: &Path) -> Result<LibraryAt, String> {
+        let text = root.to_string_lossy();
+        if text.starts_with("s3://") {
+            let url: S3Url = text
+                .parse()
+                .map_err(|e: novelfs_storage::StorageError| e.to_string())?;
+            return Ok(LibraryAt::Bucket(url));
+        }
+        Ok(LibraryAt::Dir(root.to_path_buf()))
+    }
+
+    /// Whether the library is in a bucket.
+    pub(crate) fn is_bucket(&self) -> bool {
+        matches!(self, LibraryAt::Bucket(_))
+    }
+
+    fn storage(
+        url: &S3Url,
+        options: &BucketOptions,
+        timeout: Duration,
+    ) -> Result<S3Storage, String> {
+        let s3 = S3Options {
+            endpoint_url: options.endpoint_url.clone(),
+            region: options.region.clone(),
+            profile: options.profile.clone(),
+            force_path_style: options.force_path_style,
+            timeout,
+            ..S3Options::default()
+        };
+        S3Storage::new(url.clone(), &s3).map_err(|e| e.to_string())
+    }
+
+    /// Whether the library can be read at all, with one clear line naming
+    /// why not: no `novels/` in a directory; a missing bucket, refused
+    /// credentials, an unreachable endpoint or no `novels/` in a bucket.
+    pub(crate) fn check(&self, options: &BucketOptions, timeout: Duration) -> Result<(), String> {
+        match self {
+            LibraryAt::Dir(root) => Library::check_root(root).map_err(|e| e.to_string()),
+            LibraryAt::Bucket(url) => {
+                let storage = Self::storage(url, options, timeout)?;
+                storage.check().map_err(|e| format!("{url}: {e}"))?;
+                let novels = novelfs_storage::RelPath::new("novels").map_err(|e| e.to_string())?;
+                match storage.list(&novels) {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.is_not_found() => Err(NovelError::NotALibrary {
+                        root: url.to_string(),
+                    }
+                    .to_string()),
+                    Err(e) => Err(format!("{url}: {e}")),
+                }
+            }
+        }
+    }
+
+    /// The library, read through its backing.
+    pub(crate) fn open(
+        &self,
+        options: &BucketOptions,
+        reading: BucketReading,
+    ) -> Result<Library, String> {
+        match self {
+            LibraryAt::Dir(root) => Library::open(root)
+                .map_err(|e| format!("cannot open library {}: {e}", root.display())),
+            LibraryAt::Bucket(url) => {
+                let storage: Arc<dyn Storage> =
+                    Arc::new(Self::storage(url, options, reading.timeout)?);
+                let backing =
+                    BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
+                Ok(Library::in_bucket(backing, &url.to_string()))
+            }
+        }
+    }
+}
