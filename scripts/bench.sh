@@ -1091,8 +1091,10 @@ whole_shape() {
 # write_result: the run's result file (see "Result file" in the header).
 write_result() {
     local commit bin_note="" name out
-    commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [ -z "$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit=$commit+dirty
+    # As root in a checkout someone else owns, git asks to be told it is safe.
+    commit=$(git -c safe.directory="$REPO" -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [ -z "$(git -c safe.directory="$REPO" -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
+        commit=$commit+dirty
     name=$RESULT_NAME-$commit
     if [ -n "$BIN_GIVEN" ]; then
         name=$name-bin
