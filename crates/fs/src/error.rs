@@ -45,8 +45,9 @@ pub enum Error {
     ReadOnly,
     /// The mode bits do not let the caller do what it asks.
     Denied,
-    /// An OPEN: files are read by inode, without handles; this answer makes
-    /// the kernel stop asking.
+    /// An OPEN (and, in a watched mount, an OPENDIR): files and listings
+    /// are read by inode, without handles; this answer makes the kernel
+    /// stop asking.
     NoHandles,
     /// An ioctl: no file of the tree is a terminal.
     NotATerminal,
