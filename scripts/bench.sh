@@ -10,6 +10,7 @@
 #                    [--big] [--big-only] [--big-mb N] [--huge-mb N] [--bin PATH]
 #                    [--transport classic|io_uring|both] [--rtt-calls N]
 #                    [--wholelib] [--stat-calls N] [--persist]
+#                    [--results-dir DIR]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -35,6 +36,8 @@
 # classic only when the kernel has no FUSE over io_uring). The main figures
 # use the classic /dev/fuse loop. io_uring mounts switch
 # /sys/module/fuse/parameters/enable_uring on while mounting and set it back.
+# --results-dir: where the run's result file goes (default bench/results in
+# the repository; see "Result file" below).
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -135,14 +138,24 @@
 #          mount; its VmHWM is printed as a note), and of a --cache-size 16M
 #          mount after a full cold read from dropped caches (cut after
 #          --small-cache-timeout seconds, default 600: see the notes).
+#
+# Result file: every run that gets to its table also writes it, with what
+# it was measured on, to RESULTS_DIR/YYYY-MM-DD-HHMM-COMMIT.txt (the run's
+# start, UTC; COMMIT the repository's short commit, +dirty with uncommitted
+# changes to tracked files, -bin when --bin measured another binary), so a
+# figure of any build can be read back beside the build that made it. The
+# file is plain text: `key: value` lines (source, commit, binary, command,
+# start, end, load at start and end as `uptime` gives it, machine, kernel,
+# sched), a blank line, then the table and the runs exactly as printed.
 set -euo pipefail
 export LC_ALL=C
 
 BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42 PROFILE=0 KEEP=0
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
-WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0 RESULTS_DIR=""
+ARGS="$*"
+usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -174,6 +187,7 @@ while [ $# -gt 0 ]; do
         --wholelib) WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --stat-calls) STAT_CALLS=$2; shift 2 ;;
         --persist) PERSIST=1; WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --results-dir) RESULTS_DIR=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -183,6 +197,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
 LIB="python3 $HERE/bench_lib.py"
 START=$EPOCHREALTIME
+START_UTC=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+RESULT_NAME=$(date -u '+%Y-%m-%d-%H%M')
+START_UPTIME=$(uptime)
+RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results}
 
 [ "$(id -u)" = 0 ] || { echo "bench.sh: run as root (mounts, drop_caches)" >&2; exit 2; }
 [ -e /dev/fuse ] || { echo "bench.sh: /dev/fuse is missing" >&2; exit 2; }
@@ -1070,6 +1088,40 @@ whole_shape() {
     echo "note	whole library: the grep reads $WHOLE_FILES files through novelfs, $WHOLE_FLOOR_FILES through the floor (tree.c ${WHOLE_FLOOR_SIZES[*]})" >> "$RES"
 }
 
+# write_result: the run's result file (see "Result file" in the header).
+write_result() {
+    local commit bin_note="" name out
+    # As root in a checkout someone else owns, git asks to be told it is safe.
+    commit=$(git -c safe.directory="$REPO" -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [ -z "$(git -c safe.directory="$REPO" -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
+        commit=$commit+dirty
+    name=$RESULT_NAME-$commit
+    if [ -n "$BIN_GIVEN" ]; then
+        name=$name-bin
+        bin_note=" (--bin: not necessarily the build of the commit above)"
+    fi
+    mkdir -p "$RESULTS_DIR"
+    out=$RESULTS_DIR/$name.txt
+    {
+        echo "source:  measured by scripts/bench.sh"
+        echo "commit:  $commit"
+        echo "binary:  $BIN$bin_note"
+        echo "command: scripts/bench.sh $ARGS"
+        echo "start:   $START_UTC"
+        echo "end:     $(date -u '+%Y-%m-%d %H:%M:%S UTC') (total $(elapsed "$START" "$EPOCHREALTIME") s)"
+        echo "load:    start:$START_UPTIME"
+        echo "load:    end:  $(uptime)"
+        echo "machine: nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo)"
+        echo "kernel:  $(uname -srm)"
+        echo "sched:   autogroups $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?")"
+        echo
+        cat "$WORK/table.txt"
+    } > "$out"
+    # The bench runs as root; the file belongs to whoever owns the repository.
+    chown --reference="$REPO" "$RESULTS_DIR" "$out" 2>/dev/null || true
+    echo "result file: $out"
+}
+
 [ "$MAIN_FIGURES" = 0 ] || main_figures
 for t in $TRANSPORTS; do
     [ "$REF_FIGURES" = 0 ] || in_transport "$t" reference_figures
@@ -1088,4 +1140,5 @@ done
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"
-$LIB table "$RES"
+$LIB table "$RES" | tee "$WORK/table.txt"
+write_result

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{BucketArgs, MountCmd};
-use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
+use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::mountpoint::absolute;
 use crate::mount::options::{
     MountOptions, parse_options, parse_size, parse_source_timeout, parse_ttl,
@@ -93,10 +93,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
 /// A bucket's options: a flag wins over the same option in `-o`.
 pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> BucketOptions {
     BucketOptions {
-        endpoint_url: flags
-            .endpoint_url
-            .clone()
-            .or(options.endpoint_url.clone()),
+        endpoint_url: flags.endpoint_url.clone().or(options.endpoint_url.clone()),
         region: flags.region.clone().or(options.region.clone()),
         profile: flags.profile.clone().or(options.profile.clone()),
         force_path_style: flags.force_path_style || options.force_path_style,

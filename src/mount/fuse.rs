@@ -21,7 +21,7 @@ use super::deadline::Armed;
 use super::pusher::send_store;
 use super::replies::{Filling, ListingReply, Owner};
 use super::runner::{Fails, Runner, answer, guarded};
-use novelfs_fs::{Attr, Detail, DirCache, Entry, Kind, NovelFs, ROOT_INO, lock};
+use novelfs_fs::{Attr, Detail, DirCache, Entry, Error, Kind, NovelFs, ROOT_INO, lock};
 
 /// Cloned into the requests that run on a spare thread (see `runner`).
 #[derive(Clone)]
@@ -71,7 +71,7 @@ impl FuseAdapter {
         job: impl FnOnce(&FuseAdapter, &Armed<R>) + Send + 'static,
     ) {
         let asks = self.runner.asks(&what);
-        self.runner.run(self, reply, None, asks, R::eio, job);
+        self.runner.run(self, reply, None, asks, R::stuck, job);
     }
 
     /// Runs `f` guarded, then answers with `send` if the reply is still
@@ -80,7 +80,7 @@ impl FuseAdapter {
         &self,
         reply: &Armed<R>,
         (op, ino): (&str, INodeNo),
-        f: impl FnOnce() -> Result<T, novelfs_fs::Errno>,
+        f: impl FnOnce() -> Result<T, Error>,
         send: impl FnOnce(R, T),
     ) {
         answer(
@@ -121,10 +121,10 @@ impl FuseAdapter {
         let Some(reply) = reply.take() else { return };
         match r {
             Ok(Entry::Found(a)) => reply.entry(&a.ttl, &self.attr(&a), Generation(0)),
-            Ok(Entry::Missing(ttl)) if ttl.is_zero() => reply.error(fuser::Errno::ENOENT),
+            Ok(Entry::Missing(ttl)) if ttl.is_zero() => reply.fail(Error::NotFound),
             // Node id 0: the kernel keeps a negative entry for `ttl`.
             Ok(Entry::Missing(ttl)) => reply.entry(&ttl, &self.owner.missing_attr(), Generation(0)),
-            Err(e) => reply.error(e),
+            Err(e) => reply.fail(e),
         }
     }
 
@@ -193,7 +193,7 @@ impl FuseAdapter {
                 if permits(&self.attr(&a), who.0, who.1, mask) {
                     reply.ok()
                 } else {
-                    reply.error(fuser::Errno::EACCES)
+                    reply.fail(Error::Denied)
                 }
             },
         );
@@ -271,10 +271,10 @@ impl Filesystem for FuseAdapter {
     /// Writes never get here: the mount is read-only.
     fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        reply.error(if write {
-            fuser::Errno::EROFS
+        reply.fail(if write {
+            Error::ReadOnly
         } else {
-            fuser::Errno::ENOSYS
+            Error::NoHandles
         })
     }
 
@@ -300,10 +300,10 @@ impl Filesystem for FuseAdapter {
     /// change. Otherwise the listing may be kept while it is unchanged.
     fn opendir(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
-            return reply.error(fuser::Errno::EROFS);
+            return reply.fail(Error::ReadOnly);
         }
         if self.fs.watching() {
-            return reply.error(fuser::Errno::ENOSYS);
+            return reply.fail(Error::NoHandles);
         }
         self.serve(reply, ("opendir", ino.0), move |a, r| {
             a.answer(
@@ -368,7 +368,7 @@ impl Filesystem for FuseAdapter {
                 send_store(&a.fs, notifier, store);
             }
             if let Some(reply) = reply.take() {
-                reply.error(fuser::Errno::ENOTTY);
+                reply.fail(Error::NotATerminal);
             }
         });
     }
@@ -379,7 +379,7 @@ impl Filesystem for FuseAdapter {
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
-            return reply.error(fuser::Errno::EROFS);
+            return reply.fail(Error::ReadOnly);
         }
         let who = (req.uid(), req.gid());
         self.serve(reply, ("access", ino.0, mask.bits()), move |a, r| {

@@ -1,6 +1,6 @@
 //! The kernel side: everything that talks to FUSE, the kernel's mount
 //! table or the process itself. `fuse` translates fuser's requests to the
-//! tree (`crate::fs`) and nothing more; `session` attaches and serves one
+//! tree (`novelfs_fs`) and nothing more; `session` attaches and serves one
 //! mount; `daemon` runs `novelfs mount` as a process; `config` resolves
 //! the command's settings once.
 

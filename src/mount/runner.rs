@@ -7,13 +7,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use fuser::{
-    ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl,
-    ReplyOpen,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyIoctl, ReplyOpen, ReplyWrite,
 };
 
 use super::deadline::{Armed, Asks, Deadlines};
 use super::offload::Offload;
-use novelfs_fs::Errno;
+use novelfs_fs::Error;
 
 /// Where and for how long the requests of one mount run.
 #[derive(Clone)]
@@ -64,7 +64,7 @@ impl Runner {
         let stuck = self.deadlines.source_stuck();
         if stuck && self.offload.saturated() {
             if let Some(reply) = armed.take() {
-                reply.eio();
+                reply.stuck();
             }
             return;
         }
@@ -75,22 +75,24 @@ impl Runner {
     }
 }
 
-/// A reply that can be failed with an errno (EIO by a request's deadline).
+/// A reply that can be failed with an `Error`: the one place an error
+/// becomes the errno the kernel is answered with.
 pub(crate) trait Fails: Send + 'static {
-    fn fail(self, e: fuser::Errno);
-    fn eio(self)
+    fn fail(self, e: Error);
+    /// The answer of a request past its deadline (see `deadline`).
+    fn stuck(self)
     where
         Self: Sized,
     {
-        self.fail(fuser::Errno::EIO)
+        self.fail(Error::SourceStuck)
     }
 }
 
 macro_rules! fails {
     ($($reply:ty),*) => {$(
         impl Fails for $reply {
-            fn fail(self, e: fuser::Errno) {
-                self.error(e)
+            fn fail(self, e: Error) {
+                self.error(fuser::Errno::from_i32(e.errno()))
             }
         }
     )*};
@@ -102,7 +104,7 @@ macro_rules! fails {
 pub(crate) fn answer<T, R: Fails>(
     reply: &Armed<R>,
     what: impl FnOnce() -> String,
-    f: impl FnOnce() -> Result<T, Errno>,
+    f: impl FnOnce() -> Result<T, Error>,
     send: impl FnOnce(R, T),
 ) {
     let r = guarded(what, f);
@@ -121,16 +123,18 @@ fails!(
     ReplyDirectory,
     ReplyDirectoryPlus,
     ReplyEmpty,
-    ReplyIoctl
+    ReplyIoctl,
+    ReplyWrite,
+    ReplyCreate
 );
 
 /// Runs `f`, turning a panic into EIO (logged with what was being served).
 pub(crate) fn guarded<T>(
     what: impl FnOnce() -> String,
-    f: impl FnOnce() -> Result<T, Errno>,
-) -> Result<T, fuser::Errno> {
+    f: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(fuser::Errno::from_i32),
+        Ok(r) => r,
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<&str>()
@@ -138,7 +142,7 @@ pub(crate) fn guarded<T>(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             log::error!("panic while serving {}: {msg}", what());
-            Err(fuser::Errno::EIO)
+            Err(Error::Panicked)
         }
     }
 }
@@ -159,14 +163,17 @@ mod tests {
     #[test]
     fn a_panic_in_a_handler_becomes_eio() {
         novelfs_fs::test_util::quiet_panics("boom");
-        let r: Result<(), fuser::Errno> = guarded(
+        let errno = |e: Error| fuser::Errno::from_i32(e.errno());
+        let r: Result<(), Error> = guarded(
             || "read /书/第1章.md/offset-1.txt".into(),
             || panic!("boom"),
         );
-        assert_eq!(r, Err(fuser::Errno::EIO));
-        let r: Result<u8, fuser::Errno> =
-            guarded(|| unreachable!("only built on panic"), || Err(libc::ENOENT));
-        assert_eq!(r, Err(fuser::Errno::ENOENT));
+        assert_eq!(r.map_err(errno), Err(fuser::Errno::EIO));
+        let r: Result<u8, Error> = guarded(
+            || unreachable!("only built on panic"),
+            || Err(Error::NotFound),
+        );
+        assert_eq!(r.map_err(errno), Err(fuser::Errno::ENOENT));
         assert_eq!(guarded(String::new, || Ok(7)), Ok(7));
     }
 }

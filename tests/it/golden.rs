@@ -123,12 +123,15 @@ impl InProcess {
         let mut at = (ROOT_INO, Kind::Directory);
         for (i, part) in path.iter().enumerate() {
             let parent = at.0;
-            let attr = self.fs.lookup(parent, OsStr::new(part))?;
+            let attr = self
+                .fs
+                .lookup(parent, OsStr::new(part))
+                .map_err(|e| e.errno())?;
             at = (attr.ino, attr.kind);
             if attr.kind == Kind::Symlink && (follow_last || i + 1 < path.len()) {
                 // Aliases point at a sibling name, as the kernel resolves them.
-                let target = self.fs.readlink(attr.ino)?;
-                let attr = self.fs.lookup(parent, &target)?;
+                let target = self.fs.readlink(attr.ino).map_err(|e| e.errno())?;
+                let attr = self.fs.lookup(parent, &target).map_err(|e| e.errno())?;
                 at = (attr.ino, attr.kind);
             }
         }
@@ -145,7 +148,10 @@ impl Tree for InProcess {
         // In pieces, as the kernel reads, to exercise offsets.
         let mut bytes = Vec::new();
         loop {
-            let piece = self.fs.read(ino, bytes.len() as u64, 4096)?;
+            let piece = self
+                .fs
+                .read(ino, bytes.len() as u64, 4096)
+                .map_err(|e| e.errno())?;
             if piece.is_empty() {
                 return Ok(bytes);
             }
@@ -158,7 +164,7 @@ impl Tree for InProcess {
             return Err(libc::ENOTDIR);
         }
         // One listing holds every entry; READDIR pieces only continue it.
-        let listing = self.fs.listing(ino, 0)?;
+        let listing = self.fs.listing(ino, 0).map_err(|e| e.errno())?;
         let mut names: Vec<String> = listing
             .entries
             .iter()
@@ -169,7 +175,7 @@ impl Tree for InProcess {
     }
     fn lstat(&self, path: &[&str]) -> Result<Stat, i32> {
         let (ino, kind) = self.walk(path, false)?;
-        let attr = self.fs.getattr(ino)?;
+        let attr = self.fs.getattr(ino).map_err(|e| e.errno())?;
         Ok(Stat {
             is_dir: kind == Kind::Directory,
             is_symlink: kind == Kind::Symlink,
@@ -179,7 +185,12 @@ impl Tree for InProcess {
     }
     fn readlink(&self, path: &[&str]) -> Result<String, i32> {
         let (ino, _) = self.walk(path, false)?;
-        Ok(self.fs.readlink(ino)?.to_string_lossy().into_owned())
+        Ok(self
+            .fs
+            .readlink(ino)
+            .map_err(|e| e.errno())?
+            .to_string_lossy()
+            .into_owned())
     }
 }
 

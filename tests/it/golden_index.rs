@@ -255,13 +255,20 @@ impl InProcess {
     fn read(&self, path: &[String]) -> Result<Vec<u8>, i32> {
         let mut ino = ROOT_INO;
         for part in path {
-            ino = self.fs.lookup(ino, OsStr::new(part))?.ino;
+            ino = self
+                .fs
+                .lookup(ino, OsStr::new(part))
+                .map_err(|e| e.errno())?
+                .ino;
         }
-        let attr = self.fs.getattr(ino)?;
+        let attr = self.fs.getattr(ino).map_err(|e| e.errno())?;
         assert_eq!(attr.kind, Kind::File);
         let mut bytes = Vec::new();
         loop {
-            let piece = self.fs.read(ino, bytes.len() as u64, 4096)?;
+            let piece = self
+                .fs
+                .read(ino, bytes.len() as u64, 4096)
+                .map_err(|e| e.errno())?;
             if piece.is_empty() {
                 break;
             }

@@ -12,6 +12,7 @@
 mod ahead;
 mod cache;
 mod chapter_shape;
+mod error;
 pub mod events;
 mod freshness;
 mod gave_up;
@@ -33,8 +34,8 @@ pub mod test_util;
 mod tree;
 
 pub use ahead::{Store, StoreOutcome};
+pub use error::{Error, Result};
 pub use names::PageName;
-pub use node::Errno;
 pub use node::{Attr, Kind, ROOT_INO};
 pub use tree::{Detail, DirCache, DirReply, Entry, FsConfig, NovelFs};
 

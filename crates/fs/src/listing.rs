@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::cache::Lru;
+use super::error::Result;
 use super::lock;
-use super::node::{Attr, Kind, Node, Result};
+use super::node::{Attr, Kind, Node};
 
 /// A directory entry (without `.` and `..`) as listed, before the kernel
 /// is given an inode for it.

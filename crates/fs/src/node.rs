@@ -9,9 +9,6 @@ use novelfs_library::index;
 use super::names::{ERROR_FILE, PageName};
 use novelfs_library::PageFormat as Format;
 
-pub type Errno = i32;
-pub(crate) type Result<T> = std::result::Result<T, Errno>;
-
 pub const ROOT_INO: u64 = 1;
 
 /// A chapter file of a book: shared by its directory and all its pages, so

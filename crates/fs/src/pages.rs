@@ -3,9 +3,10 @@
 use std::sync::{Arc, Mutex};
 
 use super::cache::{Lru, allocated};
+use super::error::{Error, Result};
 use super::lock;
 use super::names::PageName;
-use super::node::{ChapterRef, Result};
+use super::node::ChapterRef;
 use super::source::Source;
 
 /// A rendered page of one source version.
@@ -34,9 +35,9 @@ impl Pages {
         if let Some(bytes) = lock(&self.cache).get(&key) {
             return Ok(bytes);
         }
-        let text = source.chapter_version(c, version)?.map_err(|_| libc::EIO)?;
+        let text = source.chapter_version(c, version)??;
         if !text.offset_in_range(page.offset) {
-            return Err(libc::ENOENT);
+            return Err(Error::NotFound);
         }
         let out = source
             .library()
@@ -50,7 +51,7 @@ impl Pages {
             .map_err(|e| {
                 // A streamed chapter's file could not be read again.
                 log::warn!("{e}");
-                libc::EIO
+                Error::from(e)
             })?;
         let mut rendered = out.rendered(page.format).into_bytes();
         rendered.shrink_to_fit();

@@ -9,7 +9,8 @@ use std::time::SystemTime;
 use novelfs_library::index::{is_books_file, is_chapters_file};
 use novelfs_library::{BookIndex, Library, Lookup, NovelError};
 
-use super::node::{Node, Result, chapter_ref};
+use super::error::{Error, Result};
+use super::node::{Node, chapter_ref};
 use super::source::Source;
 
 /// A name resolved in a book, with the version of the book directory it
@@ -34,7 +35,7 @@ pub(crate) struct Ambiguity {
 fn resolve_other_name(source: &Source, book: &OsStr, name: &OsStr) -> Result<Resolved> {
     let now = source.book(book)?;
     if now.index.exact(name.as_bytes()).is_some() {
-        return Err(libc::ENOENT);
+        return Err(Error::NotFound);
     }
     let found = now.index.find(&name.to_string_lossy());
     Ok(Resolved {
@@ -60,7 +61,7 @@ pub(crate) fn ambiguity(source: &Source, book: &OsStr, name: &OsStr) -> Result<A
                     .collect(),
             },
         }),
-        _ => Err(libc::ENOENT),
+        _ => Err(Error::NotFound),
     }
 }
 
@@ -69,16 +70,16 @@ pub(crate) fn alias_target(source: &Source, book: &OsStr, name: &OsStr) -> Resul
     let r = resolve_other_name(source, book, name)?;
     match r.found {
         Lookup::Found(i) => Ok(r.index.chapters[i].os_name.clone()),
-        _ => Err(libc::ENOENT),
+        _ => Err(Error::NotFound),
     }
 }
 
 /// The book an alias in the root names (its sanitized form).
 pub(crate) fn book_alias_target(library: &Library, name: &OsStr) -> Result<OsString> {
-    let text = std::str::from_utf8(name.as_bytes()).map_err(|_| libc::ENOENT)?;
-    let target = novelfs_library::sanitize_segment(text).map_err(|_| libc::ENOENT)?;
+    let text = std::str::from_utf8(name.as_bytes()).map_err(|_| Error::NotFound)?;
+    let target = novelfs_library::sanitize_segment(text).map_err(|_| Error::NotFound)?;
     if target.as_bytes() == name.as_bytes() || !library.is_book(OsStr::new(&target)) {
-        return Err(libc::ENOENT);
+        return Err(Error::NotFound);
     }
     Ok(OsString::from(target))
 }
@@ -131,6 +132,6 @@ pub(crate) fn in_book(source: &Source, book: Arc<OsStr>, name: &OsStr) -> Result
             book,
             name: name.into(),
         },
-        Lookup::NotFound => return Err(libc::ENOENT),
+        Lookup::NotFound => return Err(Error::NotFound),
     })
 }

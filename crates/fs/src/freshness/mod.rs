@@ -8,13 +8,15 @@
 //!
 //! What the daemon itself keeps of an unwatched directory (a book's chapter
 //! index, whether the kernel may keep a listing) is trusted under the
-//! directory's stamp by the library's rule (`racy::Rule`): where times move,
-//! once the stamp is settled; where they stay still, for one TTL.
+//! directory's stamp by the library's filesystem (`SourceFs`, worked out
+//! once): where times move, once the stamp is settled (`racy`); where they
+//! stay still, for one TTL.
 
 pub(crate) mod held;
 pub(crate) mod negatives;
 pub(crate) mod plan;
 pub(crate) mod racy;
+pub(crate) mod source_fs;
 pub(crate) mod watch;
 
 use std::ffi::OsStr;
@@ -24,6 +26,7 @@ use std::time::{Duration, SystemTime};
 pub(crate) use negatives::Negatives;
 pub use plan::Invalidation;
 pub(crate) use plan::plan;
+pub(crate) use source_fs::SourceFs;
 pub use watch::Change;
 pub(crate) use watch::Watch;
 
@@ -42,7 +45,8 @@ pub(crate) struct Freshness {
     unwatched: Option<String>,
     /// Of the source's times (see `racy`).
     granularity: Duration,
-    /// Whether the source's times move (see `racy::Rule`).
+    /// Whether the source is a network filesystem, or its times stay still
+    /// (see `SourceFs`).
     network: bool,
     /// Why the directories' times are taken to stay still (set at the
     /// mount, or once a directory is seen to change under a settled
@@ -58,34 +62,49 @@ pub(crate) struct Freshness {
 }
 
 impl Freshness {
-    /// Watches `novels_dir` when `watch` is asked for and the TTL is not 0;
-    /// `fs_type` is the type of the mount it lies on, when known.
+    /// For tests: the freshness of `novels_dir` on a mount of type
+    /// `fs_type`, its `SourceFs` worked out here.
+    #[cfg(test)]
     pub(crate) fn new(
         novels_dir: &Path,
         ttl: Duration,
         watch: bool,
         fs_type: Option<&str>,
     ) -> Freshness {
+        Freshness::of(&SourceFs::of(novels_dir, fs_type), novels_dir, ttl, watch)
+    }
+
+    /// Watches `novels_dir`, on the filesystem `source`, when `watch` is
+    /// asked for and the TTL is not 0.
+    pub(crate) fn of(
+        source: &SourceFs,
+        novels_dir: &Path,
+        ttl: Duration,
+        watch: bool,
+    ) -> Freshness {
         let watched = if !watch {
             Err("--no-watch".to_string())
         } else if ttl.is_zero() {
             Err("--ttl 0 asks on every lookup".to_string())
         } else {
-            Watch::new(novels_dir)
+            Watch::new(novels_dir, source)
         };
         let (watch, unwatched) = match watched {
             Ok(w) => (Some(w), None),
             Err(why) => (None, Some(why)),
         };
-        let (granularity, network, still) = match racy::rule_of(novels_dir, fs_type) {
-            racy::Rule::TimesMove {
-                granularity,
-                network,
-            } => (granularity, network, std::sync::OnceLock::new()),
-            racy::Rule::TimesStill(why) => (
+        // Where times stay still, no stamp proves anything before a
+        // network filesystem's caches have passed.
+        let (granularity, network, still) = match &source.times_still {
+            None => (
+                source.granularity,
+                source.remote,
+                std::sync::OnceLock::new(),
+            ),
+            Some(why) => (
                 racy::COARSE_GRANULARITY + racy::NETWORK_CACHES,
                 true,
-                std::sync::OnceLock::from(why),
+                std::sync::OnceLock::from(why.clone()),
             ),
         };
         Freshness {

@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use novelfs_library::scan::is_chapter_file_name;
 
+use super::source_fs::{self, SourceFs};
+
 /// A change on disk, as far as the mount's names and bytes are concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Change {
@@ -83,33 +85,11 @@ pub struct Watch {
     watched: Mutex<Watched>,
 }
 
-/// Filesystems whose changes may come from elsewhere than this kernel.
-pub(crate) fn remote_filesystem(dir: &Path) -> bool {
-    const REMOTE: [i64; 12] = [
-        0x6969,     // NFS
-        0x517b,     // SMB
-        0xff534d42, // CIFS
-        0xfe534d42, // SMB2
-        0x65735546, // FUSE
-        0x01021997, // 9P
-        0x00c36400, // Ceph
-        0x5346414f, // AFS
-        0x73757245, // Coda
-        0x01161970, // GFS2
-        0x7461636f, // OCFS2
-        0x0bd00bd0, // Lustre
-    ];
-    match nix::sys::statfs::statfs(dir) {
-        Ok(st) => REMOTE.contains(&st.filesystem_type().0),
-        Err(_) => true,
-    }
-}
-
 impl Watch {
-    /// Watches `novels_dir`; why not when it cannot be watched (then the
-    /// mount relies on its TTL alone).
-    pub fn new(novels_dir: &Path) -> Result<Watch, String> {
-        if remote_filesystem(novels_dir) {
+    /// Watches `novels_dir`, on the filesystem `source`; why not when it
+    /// cannot be watched (then the mount relies on its TTL alone).
+    pub(crate) fn new(novels_dir: &Path, source: &SourceFs) -> Result<Watch, String> {
+        if !source.watchable() {
             return Err(format!(
                 "{} is on a network filesystem, where inotify does not see other hosts' changes",
                 novels_dir.display()
@@ -187,7 +167,7 @@ impl Watch {
         }
         w.attempts += 1;
         let dir = self.novels_dir.join(book);
-        let remote = remote_filesystem(&dir);
+        let remote = source_fs::remote(&dir);
         if remote {
             log::info!(
                 "{} is on a network filesystem: not watched, its changes show within the TTL",
@@ -378,7 +358,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let novels = dir.path().join("novels");
         std::fs::create_dir_all(&novels).unwrap();
-        let w = Watch::new(&novels).unwrap();
+        let w = Watch::new(&novels, &SourceFs::of(&novels, None)).unwrap();
         // A file is no directory: inotify_add_watch with IN_ONLYDIR refuses it.
         std::fs::write(novels.join("书"), "").unwrap();
         settle(&w);
@@ -401,7 +381,8 @@ mod tests {
         let novels = dir.path().join("novels");
         std::fs::create_dir_all(novels.join("书")).unwrap();
         std::fs::write(novels.join("书/第1章.md"), "a").unwrap();
-        let w = Watch::new(&novels).expect("a local directory can be watched");
+        let w = Watch::new(&novels, &SourceFs::of(&novels, None))
+            .expect("a local directory can be watched");
         assert!(w.covers_root());
         assert!(!w.covers(Some(OsStr::new("书"))));
         assert!(w.watch_book(OsStr::new("书")));

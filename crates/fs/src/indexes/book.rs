@@ -12,8 +12,8 @@ use super::rendered::Rendered;
 use super::version::{error_version, off_version};
 use super::walk::{WALK_ATTEMPTS, Walk, WalkedBook, walk_book};
 use super::{IndexFiles, Key};
+use crate::error::Result;
 use crate::lock;
-use crate::node::Result;
 use crate::outline::Outlines;
 use crate::source::{Source, dir_mtime};
 
@@ -45,12 +45,12 @@ impl IndexFiles {
             Ok(look) => look,
             // A book (or library) that cannot be listed: its index holds
             // the error its `ERROR` file holds, never nothing.
-            Err(errno) => {
+            Err(failed) => {
                 let library = source.library();
                 let error = library
                     .unreadable_dir(None)
                     .or_else(|| library.unreadable_dir(Some(book)))
-                    .ok_or(errno)?;
+                    .ok_or(failed)?;
                 let mtime = dir_mtime(library, Some(book));
                 let rendered = Rendered::failed(error_version(&error), &error, mtime);
                 self.keep(Key::Book(book.clone()), &rendered);

@@ -13,8 +13,8 @@ use super::rendered::Rendered;
 use super::version::{error_version, off_version};
 use super::walk::Walk;
 use super::{IndexFiles, Key};
+use crate::error::Result;
 use crate::lock;
-use crate::node::Result;
 use crate::outline::Outlines;
 use crate::pool::map_spread;
 use crate::source::{Source, dir_mtime, stamp_of};
@@ -52,7 +52,8 @@ impl IndexFiles {
         if names.is_empty()
             && let Some(error) = library.unreadable_dir(None)
         {
-            let rendered = Rendered::failed(error_version(&error), &error, dir_mtime(library, None));
+            let rendered =
+                Rendered::failed(error_version(&error), &error, dir_mtime(library, None));
             self.keep(Key::Library, &rendered);
             return Ok(rendered);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::version::chapters_version;
-use crate::node::Result;
+use crate::error::Result;
 use crate::source::{BookVersion, Source, mtime_of};
 
 /// A book as looked at now: its chapter index and each chapter file's

@@ -10,6 +10,7 @@ use novelfs_library::{BookIndex, NovelError};
 
 use super::look::BookLook;
 use super::version::chapters_version;
+use crate::error::Error;
 use crate::node::chapter_ref;
 use crate::outline::{ChapterCount, Outlines};
 use crate::pool::map_spread;
@@ -64,8 +65,8 @@ pub(super) fn walk_book(
     let index = &look.book.index;
     let count_of = |position: &usize| {
         let c = &index.chapters[*position];
-        let meta = look.metas[*position].clone().ok_or(libc::ENOENT)?;
-        let version = look.versions[*position].ok_or(libc::ENOENT)?;
+        let meta = look.metas[*position].clone().ok_or(Error::NotFound)?;
+        let version = look.versions[*position].ok_or(Error::NotFound)?;
         let now = ChapterFile::looked(index.clone(), *position, meta, version);
         let chapter = chapter_ref(book, &c.os_name);
         match walk {

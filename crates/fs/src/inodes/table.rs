@@ -14,8 +14,9 @@ use super::index::Index;
 use super::numbering::{page_ino, page_of_slot, page_slot, split_page_ino};
 use super::slab::Slab;
 use crate::cache::Charge;
+use crate::error::{Error, Result};
 use crate::lock;
-use crate::node::{Attr, Node, ROOT_INO, Result};
+use crate::node::{Attr, Node, ROOT_INO};
 
 pub(crate) struct InodeTable {
     table: Mutex<Table>,
@@ -88,13 +89,13 @@ impl InodeTable {
     pub(crate) fn node(&self, ino: u64) -> Result<Node> {
         let table = lock(&self.table);
         if split_page_ino(ino).is_some() {
-            return table.page_node(ino).ok_or(libc::ENOENT);
+            return table.page_node(ino).ok_or(Error::NotFound);
         }
         table
             .entries
             .get(ino)
             .map(|e| e.node.clone())
-            .ok_or(libc::ENOENT)
+            .ok_or(Error::NotFound)
     }
 
     /// The path of `ino` for log lines (never fails).
@@ -156,7 +157,7 @@ impl InodeTable {
     pub(crate) fn last_attr(&self, ino: u64) -> Result<LastAttr> {
         let table = lock(&self.table);
         if let Some((block, slot)) = split_page_ino(ino) {
-            let b = table.blocks.get(u64::from(block)).ok_or(libc::ENOENT)?;
+            let b = table.blocks.get(u64::from(block)).ok_or(Error::NotFound)?;
             return b
                 .pages()
                 .find(|(s, size)| *s == slot && *size != UNKNOWN_SIZE)
@@ -164,9 +165,9 @@ impl InodeTable {
                     size: u64::from(size),
                     mtime: b.mtime(),
                 })
-                .ok_or(libc::ENOENT);
+                .ok_or(Error::NotFound);
         }
-        table.last_attrs.get(&ino).copied().ok_or(libc::ENOENT)
+        table.last_attrs.get(&ino).copied().ok_or(Error::NotFound)
     }
 
     /// Every node the kernel was given, by inode, as the table is now: a

@@ -12,9 +12,10 @@ use novelfs_library::{ChapterText, NovelError};
 use super::cache::Lru;
 use super::cache::Stamp;
 use super::chapter_shape::{Outline, page_len};
+use super::error::{Error, Result};
 use super::lock;
 use super::names::PageName;
-use super::node::{ChapterId, ChapterRef, Result};
+use super::node::{ChapterId, ChapterRef};
 use super::persist::MountIndex;
 use super::source::{ChapterFile, KeepText, LoadedChapter, Source, VersionKey, version_of};
 
@@ -292,7 +293,7 @@ impl Outlines {
         let cached = lock(&self.cache).get(&(c.clone(), version));
         let cached = cached.or_else(|| self.stored_outline(c, &now).map(Ok));
         match &cached {
-            Some(Err(_)) => return Err(libc::EIO),
+            Some(Err(e)) => return Err(e.clone().into()),
             Some(Ok(o)) => {
                 if let Some(size) = o.size(page) {
                     return Ok(PageSize {
@@ -309,11 +310,11 @@ impl Outlines {
             Some(outline) if loaded.version == version => outline,
             _ => self.outline_of(source, c, &loaded),
         };
-        let text = loaded.loaded.map_err(|_| libc::EIO)?;
+        let text = loaded.loaded?;
         let size = match outline.ok().and_then(|o| o.size(page)) {
             Some(size) => size,
             None if text.offset_in_range(page.offset) => size_of_page(source, c, page, &text),
-            None => return Err(libc::ENOENT),
+            None => return Err(Error::NotFound),
         };
         Ok(PageSize {
             size,

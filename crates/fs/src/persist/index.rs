@@ -35,7 +35,7 @@ pub(crate) struct PersistentIndex {
 impl PersistentIndex {
     /// Opens the index of `library` in `dir` (see `store::open`), with a
     /// page cache of `cache_bytes`; entries are trusted at `granularity`
-    /// (`racy::granularity_of` the library).
+    /// (`SourceFs::granularity` of the library's filesystem).
     pub(crate) fn open(
         dir: &Path,
         library: &Library,

@@ -14,7 +14,7 @@ use super::index::PersistentIndex;
 use super::rows::{BookRows, Record, chapter_key};
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
-use crate::freshness::racy;
+use crate::freshness::SourceFs;
 use crate::lock;
 use novelfs_library::Library;
 use novelfs_library::index::ChapterStats;
@@ -56,11 +56,16 @@ impl MountIndex {
         }
     }
 
-    /// The index of `library` in `dir` with a page cache of `cache_bytes`;
-    /// `None` (said in the log) when it cannot be used.
-    pub(crate) fn open(dir: &Path, library: &Library, cache_bytes: usize) -> Option<MountIndex> {
-        let granularity = racy::granularity_of(&library.novels_dir());
-        match PersistentIndex::open(dir, library, cache_bytes, granularity) {
+    /// The index of `library` (on the filesystem `source`) in `dir` with a
+    /// page cache of `cache_bytes`; `None` (said in the log) when it cannot
+    /// be used.
+    pub(crate) fn open(
+        dir: &Path,
+        library: &Library,
+        cache_bytes: usize,
+        source: &SourceFs,
+    ) -> Option<MountIndex> {
+        match PersistentIndex::open(dir, library, cache_bytes, source.granularity) {
             Ok(index) => {
                 let recorder = index.recorder(RECORD_QUEUE);
                 log::info!(

@@ -14,7 +14,7 @@ use super::index::PersistentIndex;
 use super::rows::{BookRows, Record, chapter_key, split_key, write_batch};
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
-use crate::freshness::racy;
+use crate::freshness::SourceFs;
 use crate::lock;
 use crate::pool::map_spread;
 use novelfs_library::Chapter;
@@ -62,7 +62,9 @@ pub fn refresh(
     progress: &mut dyn FnMut(Step),
 ) -> Result<RefreshSummary, String> {
     let started = Instant::now();
-    let granularity = racy::granularity_of(&library.novels_dir());
+    // No mount: the type of the mount `novels/` lies on is not asked, and
+    // the granularity of its times does not depend on it.
+    let granularity = SourceFs::of(&library.novels_dir(), None).granularity;
     let index =
         PersistentIndex::open(dir, library, 8 << 20, granularity).map_err(|e| e.to_string())?;
     if !index.writable() {

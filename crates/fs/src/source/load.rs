@@ -11,8 +11,9 @@ use novelfs_library::{BookIndex, Library};
 use super::stamps::{mtime_of, version_of};
 use super::{BIG_CHAPTER_BYTES, ChapterFile, KeepText, Loaded, LoadedChapter, Source};
 use crate::cache::{MIN_TEXTS_BUDGET, Stamp, allocated};
+use crate::error::{Error, Result};
 use crate::lock;
-use crate::node::{ChapterRef, Node, Result};
+use crate::node::{ChapterRef, Node};
 
 /// A chapter just read from disk, as `Source` tells its observer: where it
 /// lies in its book, and whether its bytes were in the page cache before.
@@ -88,7 +89,7 @@ impl Source {
         let g = self.freshness.granularity();
         let (version, mtime, loaded): (u64, SystemTime, Loaded) =
             match self.library.open_chapter_file(&c.book, &c.file) {
-                Ok(None) => return Err(libc::ENOENT),
+                Ok(None) => return Err(Error::NotFound),
                 Ok(Some(f)) => {
                     let meta = f.meta().clone();
                     self.decodes

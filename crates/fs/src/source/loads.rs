@@ -6,8 +6,8 @@ use std::collections::hash_map::Entry;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::{LoadedChapter, VersionKey};
+use crate::error::{Error, Result};
 use crate::lock;
-use crate::node::Result;
 
 /// A load in progress: requests for the same version wait for its result.
 #[derive(Default)]
@@ -67,7 +67,7 @@ impl Drop for Leader<'_> {
         lock(self.loads).remove(&self.key);
         let mut result = lock(&self.flight.result);
         if result.is_none() {
-            *result = Some(Err(libc::EIO));
+            *result = Some(Err(Error::LoadAbandoned));
         }
         self.flight.done.notify_all();
     }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use super::stamps::version_of;
 use super::{ChapterFile, LOOKED_BYTES, Source};
 use crate::cache::Stamp;
+use crate::error::{Error, Result};
 use crate::freshness::racy::Known;
 use crate::lock;
-use crate::node::{ChapterRef, Result, chapter_ref};
+use crate::node::{ChapterRef, chapter_ref};
 
 impl Source {
     /// The source file of a chapter, without reading it: a listing of
@@ -32,7 +33,7 @@ impl Source {
             Some(found) => found,
             None => {
                 let index = self.book_index(&c.book)?;
-                let position = index.exact(c.file.as_bytes()).ok_or(libc::ENOENT)?;
+                let position = index.exact(c.file.as_bytes()).ok_or(Error::NotFound)?;
                 (index, position)
             }
         };
@@ -54,7 +55,7 @@ impl Source {
         let meta = self
             .library
             .chapter_metadata(&c.book, &c.file)
-            .ok_or(libc::ENOENT)?;
+            .ok_or(Error::NotFound)?;
         let stamp = Stamp::of(&meta);
         let (meta, version) = match self.versions.known(c, &stamp, self.freshness.granularity()) {
             Known::Version(v) => (meta, v),
@@ -104,7 +105,7 @@ impl Source {
         let Ok(opened) = self.library.open_chapter_file(&c.book, &c.file) else {
             return Ok((meta, last));
         };
-        let f = opened.ok_or(libc::ENOENT)?;
+        let f = opened.ok_or(Error::NotFound)?;
         let meta = f.meta().clone();
         let Ok(digest) = novelfs_library::backing::digest(&*f) else {
             return Ok((meta, last));

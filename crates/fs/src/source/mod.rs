@@ -25,21 +25,22 @@ use loads::{Flights, LoadBudget};
 use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 
 use super::cache::{Charge, Lru, Stamp};
+use super::error::{Error, Result};
 use super::freshness::Freshness;
 use super::freshness::held::Held;
 use super::freshness::racy::Settling;
 use super::freshness::watch::Change;
 use super::lock;
-use super::node::{ChapterRef, Node, Result, chapter_ref};
+use super::node::{ChapterRef, Node, chapter_ref};
 
 pub(crate) use load::{ChapterLoad, LoadObserver};
 #[cfg(test)]
 #[cfg(test)]
 pub(crate) use seams::Seams;
 use stamps::index_version;
-pub(crate) use stamps::{dir_mtime, mtime_of, stamp_of, version_of};
 #[cfg(test)]
 pub(crate) use stamps::stamp_of_path;
+pub(crate) use stamps::{dir_mtime, mtime_of, stamp_of, version_of};
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
@@ -263,7 +264,7 @@ impl Source {
     pub(crate) fn book(&self, book: &OsStr) -> Result<BookVersion> {
         // Watched before it is read: a change after the scan is reported.
         self.freshness.watch_book(book);
-        let meta = self.library.book_metadata(book).ok_or(libc::ENOENT)?;
+        let meta = self.library.book_metadata(book).ok_or(Error::NotFound)?;
         let stamp = Stamp::of(&meta);
         let cached = lock(&self.books).get(book).filter(|c| c.stamp == stamp);
         if let Some(cached) = &cached
@@ -276,7 +277,7 @@ impl Source {
             });
         }
         let checked = self.freshness.now();
-        let scanned = self.library.index_book(book).map_err(|_| libc::ENOENT)?;
+        let scanned = self.library.index_book(book).map_err(|_| Error::NotFound)?;
         // The same names: the index (and the version) already given out.
         let index = match cached {
             Some(c) if names_equal(&c.index, &scanned) => c.index,
@@ -385,7 +386,7 @@ impl Source {
                     "{}: the version read changed on disk and left the cache",
                     Node::Chapter { chapter: c.clone() }.path()
                 );
-                Err(libc::EIO)
+                Err(Error::Stale)
             }
         }
     }

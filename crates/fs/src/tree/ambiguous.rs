@@ -4,9 +4,10 @@
 use std::ffi::OsStr;
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use crate::listing::Listed;
 use crate::names::ERROR_FILE;
-use crate::node::{Node, Result};
+use crate::node::Node;
 use crate::resolve;
 use crate::source::dir_mtime;
 
@@ -40,7 +41,7 @@ pub(super) fn error_content(
 ) -> Result<Arc<Vec<u8>>> {
     match resolve::ambiguity(&fs.source, book, name)? {
         a if a.version == version => Ok(error_bytes(&a.error)),
-        _ => Err(libc::EIO),
+        _ => Err(Error::Stale),
     }
 }
 
@@ -54,7 +55,7 @@ pub(super) fn lookup(
     if name == ERROR_FILE {
         error(fs, book, alias)
     } else {
-        Err(libc::ENOENT)
+        Err(Error::NotFound)
     }
 }
 

@@ -8,9 +8,10 @@ use std::time::SystemTime;
 use novelfs_library::NovelError;
 
 use super::NovelFs;
+use crate::error::Result;
 use crate::listing::Listed;
 use crate::names::ERROR_FILE;
-use crate::node::{Attr, Kind, Node, Result};
+use crate::node::{Attr, Kind, Node};
 
 /// A name resolved with its attributes, both of the same look at its source.
 pub(super) struct Found {

@@ -5,10 +5,11 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use crate::cache::Stamp;
+use crate::error::{Error, Result};
 use crate::indexes::BookLook;
 use crate::listing::Listed;
 use crate::names::ERROR_FILE;
-use crate::node::{Attr, Kind, Node, Result, chapter_ref};
+use crate::node::{Attr, Kind, Node, chapter_ref};
 use crate::resolve;
 use crate::source::{dir_mtime, mtime_of, stamp_of};
 use novelfs_library::index::is_chapters_file;
@@ -18,14 +19,14 @@ use super::{Found, NovelFs, Stat, digest, error_bytes, index_files, listed};
 pub(super) fn stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     let library = fs.library();
     if !library.is_book(book) {
-        return Err(libc::ENOENT);
+        return Err(Error::NotFound);
     }
     Ok(Stat::dir(dir_mtime(library, Some(book))))
 }
 
 pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     let library = fs.library();
-    let e = library.unreadable_dir(Some(book)).ok_or(libc::ENOENT)?;
+    let e = library.unreadable_dir(Some(book)).ok_or(Error::NotFound)?;
     Ok(Stat::file(
         e.error_line().len() as u64,
         dir_mtime(library, Some(book)),
@@ -35,7 +36,7 @@ pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
 pub(super) fn error_content(fs: &NovelFs, book: &OsStr) -> Result<Arc<Vec<u8>>> {
     match fs.library().unreadable_dir(Some(book)) {
         Some(e) => Ok(error_bytes(&e)),
-        None => Err(libc::ENOENT),
+        None => Err(Error::NotFound),
     }
 }
 
@@ -43,7 +44,7 @@ pub(super) fn error_content(fs: &NovelFs, book: &OsStr) -> Result<Arc<Vec<u8>>> 
 pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &OsStr) -> Result<Stat> {
     let library = fs.library();
     if *resolve::book_alias_target(library, name)? != *target {
-        return Err(libc::ENOENT);
+        return Err(Error::NotFound);
     }
     Ok(Stat::link(target, dir_mtime(library, Some(target))))
 }
@@ -72,9 +73,9 @@ pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
         }
         // A book that cannot be read holds an ERROR saying why
         // (not nothing, which would look like an empty book).
-        Err(errno) => {
+        Err(failed) => {
             let Some(e) = fs.library().unreadable_dir(Some(&book)) else {
-                return Err(errno);
+                return Err(failed);
             };
             fs.log_gave_up(&e);
             let mtime = dir_mtime(fs.library(), Some(&book));
@@ -127,9 +128,9 @@ mod tests {
 
     use super::super::fixture::*;
     use super::*;
-    use crate::source::stamp_of_path;
     use crate::freshness::{self, WATCHED_TTL};
     use crate::node::ChapterRef;
+    use crate::source::stamp_of_path;
 
     #[test]
     fn listing_a_book_outlines_its_first_chapters_ahead() {

@@ -12,7 +12,7 @@ use novelfs_library::Library;
 use super::NovelFs;
 use crate::ahead::Ahead;
 use crate::cache::{Budget, HeapTrim};
-use crate::freshness::{Freshness, Negatives, Watch};
+use crate::freshness::{Freshness, Negatives, SourceFs, Watch};
 use crate::gave_up::GaveUp;
 use crate::indexes::IndexFiles;
 use crate::inodes::InodeTable;
@@ -40,7 +40,7 @@ pub struct FsConfig {
     pub watch: bool,
     /// The type of the mount `novels/` lies on (`fuse.s3fs`, …, from
     /// mountinfo): object storage there has directory times that never
-    /// move (see `freshness::racy::Rule`).
+    /// move (see `freshness::SourceFs`).
     pub source_fs_type: Option<String>,
     /// Where the persistent index of chapter outlines lives; `None`: none.
     pub index_dir: Option<PathBuf>,
@@ -67,21 +67,24 @@ impl NovelFs {
             .name("novelfs-prepare".into())
             .spawn(novelfs_library::prepare_patterns)
             .ok();
-        let freshness = Arc::new(match library.local_root() {
-            Some(_) => Freshness::new(
-                &library.novels_dir(),
-                config.ttl,
-                config.watch,
-                config.source_fs_type.as_deref(),
-            ),
-            None => Freshness::in_bucket(config.ttl),
-        });
+        // The library's filesystem, worked out once for all that depends
+        // on it.
+        let novels_dir = library.novels_dir();
+        let (source_fs, freshness) = match library.local_root() {
+            Some(_) => {
+                let source_fs = SourceFs::of(&novels_dir, config.source_fs_type.as_deref());
+                let freshness = Freshness::of(&source_fs, &novels_dir, config.ttl, config.watch);
+                (source_fs, freshness)
+            }
+            None => (SourceFs::in_bucket(), Freshness::in_bucket(config.ttl)),
+        };
+        let freshness = Arc::new(freshness);
         // SQLite's page cache is a quarter of the outlines' share.
         let stored_cache = budget.outlines / 4;
         let stored = config
             .index_dir
             .as_deref()
-            .and_then(|dir| MountIndex::open(dir, &library, stored_cache));
+            .and_then(|dir| MountIndex::open(dir, &library, stored_cache, &source_fs));
         let outlines_budget = budget.outlines - stored.as_ref().map_or(0, |_| stored_cache);
         let inodes = InodeTable::default();
         let source = Arc::new(Source::new(

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cache::Stamp;
+use crate::error::{Error, Result};
 use crate::listing::Listed;
 use crate::names::{ERROR_FILE, PageName};
-use crate::node::{ChapterRef, Node, Result};
+use crate::node::{ChapterRef, Node};
 use crate::resolve;
 use novelfs_library::NovelError;
 
@@ -23,7 +24,7 @@ pub(super) fn stat(fs: &NovelFs, chapter: &ChapterRef) -> Result<Stat> {
 /// An alias in a book exists while it still names `target`.
 pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Result<Stat> {
     if *resolve::alias_target(&fs.source, &target.book, name)? != *target.file {
-        return Err(libc::ENOENT);
+        return Err(Error::NotFound);
     }
     let mtime = fs
         .library()
@@ -67,7 +68,7 @@ pub(super) fn error_content(
 ) -> Result<Arc<Vec<u8>>> {
     match fs.source.chapter_version(chapter, version)? {
         Err(e) => Ok(error_bytes(&e)),
-        Ok(_) => Err(libc::EIO),
+        Ok(_) => Err(Error::Stale),
     }
 }
 
@@ -80,7 +81,7 @@ pub(super) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<
     if name == ERROR_FILE {
         let now = fs.source.chapter(&chapter)?;
         let Err(e) = now.loaded else {
-            return Err(libc::ENOENT);
+            return Err(Error::NotFound);
         };
         return Ok(error(fs, chapter, now.version, &e, now.mtime));
     }
@@ -381,7 +382,8 @@ mod tests {
                 .collect();
         assert_eq!(names, ["ERROR"]);
         assert_eq!(
-            f.fs.lookup(dir.ino, OsStr::new("offset-1.txt")),
+            f.fs.lookup(dir.ino, OsStr::new("offset-1.txt"))
+                .map_err(|e| e.errno()),
             Err(libc::EIO)
         );
         let error = f.fs.lookup(dir.ino, OsStr::new("ERROR")).unwrap();

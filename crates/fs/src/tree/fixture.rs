@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::node::{Attr, ChapterRef, Kind, ROOT_INO, Result, chapter_ref};
+use crate::error::Result;
+use crate::node::{Attr, ChapterRef, Kind, ROOT_INO, chapter_ref};
 use crate::source::Seams;
 use novelfs_library::Library;
 

@@ -6,9 +6,10 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::indexes::{BookLook, Rendered};
 use crate::listing::Listed;
-use crate::node::{Attr, Kind, Node, Result, UNLOOKED, books_file, chapters_file, index_format};
+use crate::node::{Attr, Kind, Node, UNLOOKED, books_file, chapters_file, index_format};
 use crate::switch::Tool;
 use novelfs_library::PageFormat;
 
@@ -165,7 +166,7 @@ pub(super) fn books_content(
         None => books_index(fs)?,
     };
     if r.version != version {
-        return Err(libc::EIO);
+        return Err(Error::Stale);
     }
     Ok(r.bytes(format))
 }
@@ -182,7 +183,7 @@ pub(super) fn chapters_content(
         None => chapters_index(fs, book)?,
     };
     if r.version != version {
-        return Err(libc::EIO);
+        return Err(Error::Stale);
     }
     Ok(r.bytes(format))
 }

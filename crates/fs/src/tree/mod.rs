@@ -44,13 +44,14 @@ use novelfs_library::NovelError;
 
 use super::ahead::Ahead;
 use super::cache::HeapTrim;
+use super::error::{Error, Result};
 use super::freshness::{Freshness, Negatives, WATCHED_TTL};
 use super::gave_up::GaveUp;
 use super::indexes::IndexFiles;
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
 use super::names::ERROR_FILE;
-use super::node::{Attr, Kind, Node, Result};
+use super::node::{Attr, Kind, Node};
 use super::outline::Outlines;
 use super::pages::Pages;
 use super::source::Source;
@@ -179,18 +180,18 @@ impl NovelFs {
         if matches!(node, Node::Root | Node::RootError) || self.switched_on() {
             Ok(())
         } else {
-            Err(libc::EACCES)
+            Err(Error::SwitchedOff)
         }
     }
 
-    /// `errno` as the kernel gets it: a name not found while `novels/`
+    /// `e` as the kernel gets it: a name not found while `novels/`
     /// itself cannot be listed (a network filesystem gone, a server that
     /// died) is EIO, never ENOENT: the library is not known to lack it.
-    fn unless_source_dead(&self, errno: libc::c_int) -> libc::c_int {
-        if errno == libc::ENOENT && self.library().unreadable_dir(None).is_some() {
-            libc::EIO
+    fn unless_source_dead(&self, e: Error) -> Error {
+        if e == Error::NotFound && self.library().unreadable_dir(None).is_some() {
+            Error::SourceDown
         } else {
-            errno
+            e
         }
     }
 
@@ -213,7 +214,7 @@ impl NovelFs {
         let directory = self.node(parent)?;
         let since = self.negatives.epoch();
         match self.lookup_in(directory.clone(), name) {
-            Err(libc::ENOENT) => {
+            Err(Error::NotFound) => {
                 let ttl = if !chapter::can_ever_hold(&directory, name) {
                     // Nothing to invalidate later: no change on disk makes
                     // such a name resolve (ripgrep's `.gitignore` probe in
@@ -236,7 +237,7 @@ impl NovelFs {
         if !self.switched_on() {
             return match parent {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
-                _ => Err(libc::EACCES),
+                _ => Err(Error::SwitchedOff),
             };
         }
         let found = match parent {
@@ -252,7 +253,7 @@ impl NovelFs {
             | Node::BookAlias { .. }
             | Node::ChapterAlias { .. }
             | Node::BooksIndex { .. }
-            | Node::ChaptersIndex { .. } => return Err(libc::ENOTDIR),
+            | Node::ChaptersIndex { .. } => return Err(Error::NotADirectory),
         };
         let found = found.map_err(|e| self.unless_source_dead(e))?;
         Ok(self.intern(found))
@@ -300,7 +301,7 @@ impl NovelFs {
             Node::Book { book } => book::list(self, book),
             Node::Chapter { chapter } => chapter::list(self, chapter, ttl),
             Node::Ambiguous { book, name } => ambiguous::list(self, book, name),
-            _ => Err(libc::ENOTDIR),
+            _ => Err(Error::NotADirectory),
         }
     }
 }

@@ -6,7 +6,8 @@ use std::time::SystemTime;
 
 use super::{NovelFs, book, chapter, root};
 use crate::cache::Stamp;
-use crate::node::{Kind, Node, Result};
+use crate::error::{Error, Result};
+use crate::node::{Kind, Node};
 
 /// What the kernel may do with its cache of a directory's listing, at
 /// OPENDIR (see `NovelFs::opendir`).
@@ -46,7 +47,7 @@ impl NovelFs {
     /// check of the directory's mtime does not catch it either.
     pub fn opendir(&self, ino: u64) -> Result<DirCache> {
         if self.getattr(ino)?.kind != Kind::Directory {
-            return Err(libc::ENOTDIR);
+            return Err(Error::NotADirectory);
         }
         if self.freshness.ttl().is_zero() {
             return Ok(DirCache::Uncached);

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::chapter_shape::Outline;
+use crate::error::{Error, Result};
 use crate::listing::Listed;
 use crate::names::PageName;
-use crate::node::{Attr, ChapterRef, Kind, Node, Result};
+use crate::node::{Attr, ChapterRef, Kind, Node};
 use novelfs_library::PageFormat;
 
 use super::{Found, NovelFs, Stat};
@@ -32,7 +33,7 @@ pub(super) fn stat(
 /// attributes of the same look at the source.
 pub(super) fn found(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
     use std::os::unix::ffi::OsStrExt;
-    let page = PageName::parse(name.as_bytes()).ok_or(libc::ENOENT)?;
+    let page = PageName::parse(name.as_bytes()).ok_or(Error::NotFound)?;
     let now = fs.outlines.page_size(&fs.source, &chapter, page)?;
     let node = Node::Page {
         chapter,
@@ -175,7 +176,10 @@ mod tests {
         f.fs.source
             .drop_text(&(old_chapter(&f.fs, old.ino), version(&f.fs, old.ino)));
         std::fs::write(f.book_dir.join("第1章 起.md"), "改过了").unwrap();
-        assert_eq!(f.fs.read(old.ino, 0, u32::MAX), Err(libc::EIO));
+        assert_eq!(
+            f.fs.read(old.ino, 0, u32::MAX).map_err(|e| e.errno()),
+            Err(libc::EIO)
+        );
         let new = walk(&f.fs, "书/1/offset-1.txt").unwrap();
         assert!(
             String::from_utf8(read_all(&f.fs, new.ino))

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use novelfs_library::NovelError;
 
 use super::{NovelFs, ambiguous, book, chapter, index_files, page, root};
-use crate::node::{Node, Result};
+use crate::error::{Error, Result};
+use crate::node::Node;
 
 /// The bytes of an `ERROR` file: its reader's error line.
 pub(super) fn error_bytes(e: &NovelError) -> Arc<Vec<u8>> {
@@ -27,7 +28,7 @@ impl NovelFs {
                 self.attr_of(ino, &node)?;
                 Ok(target.file.to_os_string())
             }
-            _ => Err(libc::EINVAL),
+            _ => Err(Error::NotALink),
         }
     }
 
@@ -58,7 +59,7 @@ impl NovelFs {
                 format,
                 version,
             } => index_files::chapters_content(self, book, *format, *version),
-            _ => Err(libc::EISDIR),
+            _ => Err(Error::IsADirectory),
         }
     }
 

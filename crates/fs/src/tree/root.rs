@@ -6,9 +6,10 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use crate::cache::Stamp;
+use crate::error::{Error, Result};
 use crate::listing::Listed;
 use crate::names::ERROR_FILE;
-use crate::node::{Kind, Node, Result};
+use crate::node::{Kind, Node};
 use crate::resolve;
 use crate::source::{dir_mtime, stamp_of};
 use novelfs_library::NovelError;
@@ -35,7 +36,7 @@ fn error_text(fs: &NovelFs) -> Result<String> {
     }
     match fs.library().unreadable_dir(None) {
         Some(e) => Ok(e.error_line()),
-        None => Err(libc::ENOENT),
+        None => Err(Error::NotFound),
     }
 }
 
@@ -69,12 +70,16 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
             fs.gave_up.back(&library.display_dir(None));
             names
         }
-        Err(_) => match library.unreadable_dir(None) {
+        Err(failed) => match library.unreadable_dir(None) {
             Some(e) => {
                 fs.log_gave_up(&e);
                 return Ok(error());
             }
-            None => return Err(libc::EIO),
+            None => {
+                return Err(Error::SourceFailed {
+                    reason: failed.to_string(),
+                });
+            }
         },
     };
     Ok(names

@@ -182,7 +182,10 @@ impl BucketBacking {
         let mut b = lock(bodies);
         while b.fetching.contains(path) {
             let left = deadline.checked_duration_since(Instant::now())?;
-            b = done.wait_timeout(b, left).unwrap_or_else(|e| e.into_inner()).0;
+            b = done
+                .wait_timeout(b, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         let (held, _) = b.held.get(path)?;
         if held != version {
@@ -231,7 +234,9 @@ fn fetch(
         if let Ok(object) = result {
             let len = object.bytes.len() as u64;
             while b.bytes + len > limit {
-                let Some(old) = b.order.pop_front() else { break };
+                let Some(old) = b.order.pop_front() else {
+                    break;
+                };
                 if let Some((_, body)) = b.held.remove(&old) {
                     b.bytes -= body.len() as u64;
                 }
@@ -239,7 +244,8 @@ fn fetch(
             if b.bytes + len <= limit {
                 b.bytes += len;
                 b.order.push_back(path.clone());
-                b.held.insert(path.clone(), (object.version, Arc::new(object.bytes)));
+                b.held
+                    .insert(path.clone(), (object.version, Arc::new(object.bytes)));
             }
         }
     }
@@ -284,7 +290,12 @@ impl Backing for BucketBacking {
             Err(e) if e.kind() == io::ErrorKind::NotFound && !is_root => return Ok(None),
             Err(e) => return Err(e),
         };
-        let digest = hash64(&entries.iter().map(|e| (&e.name, &e.version)).collect::<Vec<_>>());
+        let digest = hash64(
+            &entries
+                .iter()
+                .map(|e| (&e.name, &e.version))
+                .collect::<Vec<_>>(),
+        );
         let newest = entries
             .iter()
             .map(|e| e.modified)

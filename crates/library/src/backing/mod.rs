@@ -83,7 +83,8 @@ impl Meta {
         if secs >= 0 {
             UNIX_EPOCH + Duration::new(secs as u64, nanos)
         } else {
-            UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos as u64)
+            UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+                + Duration::from_nanos(nanos as u64)
         }
     }
 }

@@ -1,7 +1,6 @@
 //! `updated` of a chapter: its mtime as JavaScript's `toISOString()`
 //! writes it.
 
-
 /// `Date.prototype.toISOString()` of a file's mtime as Node's `stat` gives
 /// it: milliseconds, truncated toward zero, UTC.
 pub fn iso_millis(secs: i64, nanos: i64) -> String {

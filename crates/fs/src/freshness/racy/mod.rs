@@ -12,9 +12,11 @@
 //! `at` then moves a time past it. Until then the names or bytes are looked
 //! at again and compared, not the stamp.
 //!
-//! `filesystems` says how a library's filesystem is trusted (`Rule`, its
-//! granularity), `settling` what was read under stamps that prove nothing
-//! yet; the rule itself, when a stamp is settled, is here.
+//! `filesystems` says how a library's filesystem is trusted (the
+//! granularities its times may have, times that are none; which one a
+//! library gets is `SourceFs`'s), `settling` what was read under stamps
+//! that prove nothing yet; the rule itself, when a stamp is settled, is
+//! here.
 
 mod filesystems;
 mod settling;
@@ -25,9 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cache::Stamp;
 
-pub(crate) use filesystems::{
-    COARSE_GRANULARITY, NETWORK_CACHES, Rule, granularity_of, rule_of, times_still,
-};
+pub(crate) use filesystems::{COARSE_GRANULARITY, FINE_GRANULARITY, NETWORK_CACHES, times_still};
 pub(crate) use settling::{Known, Settling};
 
 fn time_of((secs, nanos): (i64, i64)) -> SystemTime {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::cache::Stamp;
+use crate::freshness::source_fs::SourceFs;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn stamp(secs: i64, size: u64) -> Stamp {
@@ -107,13 +108,13 @@ fn times_at_or_before_the_epoch_stay_still() {
     assert!(times_still(&stamp(0, 0)));
     assert!(!times_still(&stamp(100, 0)));
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
+    assert!(SourceFs::of(dir.path(), None).times_still.is_none());
     let epoch = std::fs::File::open(dir.path()).unwrap();
     epoch
         .set_modified(UNIX_EPOCH)
         .expect("a directory's mtime can be set");
     // Its ctime moved with the mtime: only both at 0 stay still.
-    assert!(matches!(rule_of(dir.path(), None), Rule::TimesMove { .. }));
+    assert!(SourceFs::of(dir.path(), None).times_still.is_none());
 }
 
 #[test]
@@ -122,7 +123,10 @@ fn a_file_digest_covers_every_byte_and_the_length() {
     let p = dir.path().join("f");
     let digest = |bytes: &[u8]| {
         std::fs::write(&p, bytes).unwrap();
-        novelfs_library::backing::digest(&*novelfs_library::backing::opened_file(std::fs::File::open(&p).unwrap()).unwrap()).unwrap()
+        novelfs_library::backing::digest(
+            &*novelfs_library::backing::opened_file(std::fs::File::open(&p).unwrap()).unwrap(),
+        )
+        .unwrap()
     };
     let big = vec![7u8; 200_000];
     let mut other = big.clone();

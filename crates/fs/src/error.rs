@@ -1,0 +1,124 @@
+//! What a request can fail with. Each variant names what went wrong where
+//! it is understood, and carries the errno the kernel is answered with
+//! (`errno`); the binary's adapter turns it into that number at the one
+//! place it replies.
+
+use std::fmt;
+
+use novelfs_library::NovelError;
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// No such name, inode, page or `ERROR` file in the source as it is
+    /// now (a lookup that misses is an answer the kernel may keep).
+    NotFound,
+    /// A name looked up in, or a listing asked of, a node that is not a
+    /// directory.
+    NotADirectory,
+    /// Bytes asked of a node that holds none.
+    IsADirectory,
+    /// A link's target asked of a node that is not a link.
+    NotALink,
+    /// `novel_read` is switched off: only the root and its `ERROR` remain.
+    SwitchedOff,
+    /// The version an inode stands for is gone from the source and the
+    /// caches: its bytes cannot be made up from a newer version.
+    Stale,
+    /// A name not found while `novels/` itself cannot be listed: the
+    /// library is not known to lack it.
+    SourceDown,
+    /// The source was read and failed (or holds a text that cannot be
+    /// served as asked); `reason` says why.
+    SourceFailed { reason: String },
+    /// The load a request waited on ended without a result: the request
+    /// that led it panicked.
+    LoadAbandoned,
+    /// A request waited on the library's filesystem past its deadline, or
+    /// would wait on it while another still does.
+    SourceStuck,
+    /// The handler serving the request panicked.
+    Panicked,
+    /// A request that would change the tree: the mount is a view of the
+    /// library, which is the source of truth.
+    ReadOnly,
+    /// The mode bits do not let the caller do what it asks.
+    Denied,
+    /// An OPEN (and, in a watched mount, an OPENDIR): files and listings
+    /// are read by inode, without handles; this answer makes the kernel
+    /// stop asking.
+    NoHandles,
+    /// An ioctl: no file of the tree is a terminal.
+    NotATerminal,
+}
+
+impl Error {
+    /// The errno the kernel is answered with.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::NotFound => libc::ENOENT,
+            Error::NotADirectory => libc::ENOTDIR,
+            Error::IsADirectory => libc::EISDIR,
+            Error::NotALink => libc::EINVAL,
+            Error::SwitchedOff | Error::Denied => libc::EACCES,
+            Error::Stale
+            | Error::SourceDown
+            | Error::SourceFailed { .. }
+            | Error::LoadAbandoned
+            | Error::SourceStuck
+            | Error::Panicked => libc::EIO,
+            Error::ReadOnly => libc::EROFS,
+            Error::NoHandles => libc::ENOSYS,
+            Error::NotATerminal => libc::ENOTTY,
+        }
+    }
+}
+
+/// A chapter that cannot be read or decoded, met where its text is needed.
+impl From<NovelError> for Error {
+    fn from(e: NovelError) -> Error {
+        Error::SourceFailed {
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self {
+            Error::NotFound => "not found",
+            Error::NotADirectory => "not a directory",
+            Error::IsADirectory => "not a file",
+            Error::NotALink => "not a link",
+            Error::SwitchedOff => "switched off",
+            Error::Stale => "the version read is gone",
+            Error::SourceDown => "the library cannot be listed",
+            Error::SourceFailed { reason } => return write!(f, "the source failed: {reason}"),
+            Error::LoadAbandoned => "the load waited on was abandoned",
+            Error::SourceStuck => "the library's filesystem does not answer",
+            Error::Panicked => "the handler panicked",
+            Error::ReadOnly => "read-only",
+            Error::Denied => "permission denied",
+            Error::NoHandles => "no handles",
+            Error::NotATerminal => "not a terminal",
+        };
+        f.write_str(what)
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_answers_its_errno() {
+        assert_eq!(Error::NotFound.errno(), libc::ENOENT);
+        assert_eq!(Error::SourceDown.errno(), libc::EIO);
+        assert_eq!(Error::SwitchedOff.errno(), libc::EACCES);
+        let failed = Error::from(NovelError::SwitchedOff);
+        assert_eq!(failed.errno(), libc::EIO);
+    }
+}
