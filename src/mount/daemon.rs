@@ -19,7 +19,12 @@ use novelfs_library::Library;
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
     super::transport::preflight(config.io_uring)?;
-    LibraryAt::parse(&config.root)?.check(&config.bucket, config.source_timeout)?;
+    // A bucket is checked by the daemon (`open_library`), after the fork:
+    // its client's threads would not survive one.
+    match LibraryAt::parse(&config.root)? {
+        at @ LibraryAt::Dir(_) => at.check(&config.bucket, config.source_timeout)?,
+        LibraryAt::Bucket(_) => {}
+    }
     match mountpoint_state(&config.mountpoint) {
         MountpointState::Ready => {}
         MountpointState::Missing => {
@@ -65,13 +70,6 @@ pub(crate) fn run(config: MountConfig) -> i32 {
         eprintln!("novelfs: {msg}");
         return 1;
     }
-    let library = match open_library(&config) {
-        Ok(l) => l,
-        Err(msg) => {
-            eprintln!("novelfs: {msg}");
-            return 1;
-        }
-    };
     // The kernel compares resolved paths (mountinfo, fusermount3); the
     // preflight has just stat'ed this one, so resolving it cannot hang.
     let mountpoint = std::fs::canonicalize(&config.mountpoint).unwrap_or(config.mountpoint.clone());
@@ -119,6 +117,15 @@ pub(crate) fn run(config: MountConfig) -> i32 {
             }
         }
     }
+    // Opened here, past every fork and the allocator's settings: a
+    // bucket's client starts threads.
+    let library = match open_library(&config) {
+        Ok(l) => l,
+        Err(msg) => {
+            report_failure(ready_pipe, &msg);
+            return 1;
+        }
+    };
     serve(
         library,
         &config,
@@ -142,7 +149,11 @@ fn open_library(config: &MountConfig) -> Result<Library, String> {
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
     };
-    let mut library = LibraryAt::parse(&config.root)?.open(&config.bucket, reading)?;
+    let at = LibraryAt::parse(&config.root)?;
+    if at.is_bucket() {
+        at.check(&config.bucket, config.source_timeout)?;
+    }
+    let mut library = at.open(&config.bucket, reading)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     match &config.path_root {
         Some(root) => library.with_path_root(root),

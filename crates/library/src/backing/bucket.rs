@@ -5,7 +5,7 @@
 //! chapters ahead of a reader are fetched many at a time into a bounded
 //! store of bodies, so latency is paid once per batch.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -35,17 +35,62 @@ struct Listed {
     entries: Arc<Vec<Entry>>,
 }
 
-/// Bodies fetched ahead of a reader, by path and version, bounded in
-/// bytes; each is handed out once (the reader's decoded text then holds
-/// it, in the budget's texts share).
+/// Chapters' bodies as GETs returned them, by path and version, the least
+/// recently used given up first past a bound in bytes: what the kernel's
+/// page cache is to a local library. A walk that reads a chapter twice
+/// (its figures for an index file, then its pages) pays one GET.
 #[derive(Default)]
 struct Bodies {
-    held: HashMap<PathBuf, (Version, Arc<Vec<u8>>)>,
-    order: VecDeque<PathBuf>,
+    held: HashMap<PathBuf, (Version, Arc<Vec<u8>>, u64)>,
+    /// The paths held, by when they were last used.
+    order: BTreeMap<u64, PathBuf>,
+    tick: u64,
     bytes: u64,
     /// Paths whose GET is under way: an open of one waits for it rather
     /// than asking for the same object again.
     fetching: HashSet<PathBuf>,
+}
+
+impl Bodies {
+    /// The body of `path` in `version`, marked as just used.
+    fn get(&mut self, path: &Path, version: &Version) -> Option<Arc<Vec<u8>>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let (held, body, used) = self.held.get_mut(path)?;
+        if held != version {
+            return None;
+        }
+        self.order.remove(used);
+        *used = tick;
+        self.order.insert(tick, path.to_path_buf());
+        Some(body.clone())
+    }
+
+    /// Keeps `body` unless it alone is over `limit`, giving up the least
+    /// recently used bodies to make room.
+    fn put(&mut self, path: &Path, version: Version, body: Arc<Vec<u8>>, limit: u64) {
+        let len = body.len() as u64;
+        if len > limit {
+            return;
+        }
+        if let Some((_, old, used)) = self.held.remove(path) {
+            self.order.remove(&used);
+            self.bytes -= old.len() as u64;
+        }
+        while self.bytes + len > limit {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((_, old, _)) = self.held.remove(&oldest) {
+                self.bytes -= old.len() as u64;
+            }
+        }
+        self.tick += 1;
+        self.bytes += len;
+        self.order.insert(self.tick, path.to_path_buf());
+        self.held
+            .insert(path.to_path_buf(), (version, body, self.tick));
+    }
 }
 
 /// A library under `s3://BUCKET/PREFIX`.
@@ -174,9 +219,9 @@ impl BucketBacking {
         })
     }
 
-    /// A body fetched ahead of `path` in `version`, waiting for its GET if
-    /// one is under way.
-    fn take_fetched(&self, path: &Path, version: &Version) -> Option<Arc<Vec<u8>>> {
+    /// The body of `path` in `version` when it is held, waiting for its
+    /// GET if one is under way.
+    fn held(&self, path: &Path, version: &Version) -> Option<Arc<Vec<u8>>> {
         let (bodies, done) = &*self.bodies;
         let deadline = Instant::now() + self.wait;
         let mut b = lock(bodies);
@@ -187,14 +232,7 @@ impl BucketBacking {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        let (held, _) = b.held.get(path)?;
-        if held != version {
-            return None;
-        }
-        let (_, body) = b.held.remove(path)?;
-        b.order.retain(|p| p != path);
-        b.bytes -= body.len() as u64;
-        Some(body)
+        b.get(path, version)
     }
 }
 
@@ -232,21 +270,7 @@ fn fetch(
     let mut b = lock(lock_);
     for ((path, _), result) in wanted.iter().zip(results) {
         if let Ok(object) = result {
-            let len = object.bytes.len() as u64;
-            while b.bytes + len > limit {
-                let Some(old) = b.order.pop_front() else {
-                    break;
-                };
-                if let Some((_, body)) = b.held.remove(&old) {
-                    b.bytes -= body.len() as u64;
-                }
-            }
-            if b.bytes + len <= limit {
-                b.bytes += len;
-                b.order.push_back(path.clone());
-                b.held
-                    .insert(path.clone(), (object.version, Arc::new(object.bytes)));
-            }
+            b.put(path, object.version, Arc::new(object.bytes), limit);
         }
     }
     for (path, _) in &wanted {
@@ -318,7 +342,7 @@ impl Backing for BucketBacking {
         if listed.kind != Kind::File {
             return Ok(None);
         }
-        if let Some(bytes) = self.take_fetched(path, &listed.version) {
+        if let Some(bytes) = self.held(path, &listed.version) {
             let meta = file_meta(&listed.version, bytes.len() as u64, listed.modified);
             return Ok(Some(Box::new(Fetched {
                 bytes,
@@ -339,8 +363,10 @@ impl Backing for BucketBacking {
             SystemTime::now()
         };
         let meta = file_meta(&object.version, object.bytes.len() as u64, modified);
+        let bytes = Arc::new(object.bytes);
+        lock(&self.bodies.0).put(path, object.version, bytes.clone(), self.ahead_bytes);
         Ok(Some(Box::new(Fetched {
-            bytes: Arc::new(object.bytes),
+            bytes,
             meta,
             at_hand: false,
         })))
