@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod bucket;
 pub mod daemon_log;
 pub mod golden;
 pub mod readers;
 pub mod s3;
+#[path = "../../s3/harness.rs"]
+pub mod s3_server;
 pub mod sshfs;
 pub mod uring;
 

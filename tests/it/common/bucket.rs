@@ -1,0 +1,98 @@
+//! A library in a bucket for the mount tests: the test-owned S3 server
+//! (`s3_server`: moto behind the counting, fault-injecting proxy), a
+//! directory uploaded to it key by key, and the arguments and environment
+//! a `novelfs mount s3://…` of it takes.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::Mount;
+use super::s3_server::S3Server;
+
+/// Keys of the bucket are under this prefix, so that the mount's prefix
+/// handling is exercised.
+pub const PREFIX: &str = "shelf/lib";
+
+pub struct Bucket {
+    pub server: S3Server,
+    pub name: String,
+}
+
+/// The credentials the daemon finds in its environment: moto takes any.
+pub fn credentials() -> Vec<(&'static str, OsString)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", "novelfs-test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "novelfs-test-secret".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ]
+}
+
+/// Every regular file under `root` as (key under `PREFIX`, bytes); a
+/// symlink is no object (it is no chapter on disk either), and a
+/// directory holds nothing of its own.
+pub fn objects_of(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let t = entry.file_type().unwrap();
+            if t.is_dir() {
+                dirs.push(entry.path());
+            } else if t.is_file() {
+                let rel = entry.path().strip_prefix(root).unwrap().to_owned();
+                let key = format!("{PREFIX}/{}", rel.to_str().unwrap());
+                out.push((key, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+impl Bucket {
+    /// A bucket holding the files under `root`; `None` when moto cannot be
+    /// had outside CI (the harness says so).
+    pub fn with(root: &Path) -> Option<Bucket> {
+        let server = S3Server::start()?;
+        let name = "novelfs-test".to_string();
+        server.create_bucket(&name);
+        server.put_many(&name, &objects_of(root));
+        server.reset_counts();
+        Some(Bucket { server, name })
+    }
+
+    /// `s3://BUCKET/PREFIX`.
+    pub fn url(&self) -> String {
+        format!("s3://{}/{PREFIX}", self.name)
+    }
+
+    /// Writes `body` at `path` (relative to the library root).
+    pub fn put(&self, path: &str, body: &[u8]) {
+        self.server.put(&self.name, &format!("{PREFIX}/{path}"), body);
+    }
+
+    pub fn delete(&self, path: &str) {
+        self.server.delete(&self.name, &format!("{PREFIX}/{path}"));
+    }
+
+    /// The mount arguments that reach this bucket, then `extra`.
+    pub fn args<'a>(&'a self, endpoint: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["--endpoint-url", endpoint];
+        args.extend_from_slice(extra);
+        args
+    }
+
+    /// Mounts the bucket with `extra` arguments.
+    pub fn mount(&self, extra: &[&str]) -> Mount {
+        let endpoint = self.server.endpoint();
+        let env = credentials();
+        let env: Vec<(&str, &std::ffi::OsStr)> =
+            env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        Mount::with_env(
+            Path::new(&self.url()),
+            &self.args(&endpoint, extra),
+            "warn",
+            &env,
+        )
+    }
+}
