@@ -6,6 +6,7 @@ mod common;
 mod access;
 mod agents;
 mod big_chapters;
+mod bucket;
 mod cli_errors;
 mod cli_usage;
 mod faults;

@@ -1,0 +1,214 @@
+//! A library in a bucket, mounted natively (`novelfs mount s3://…`): what
+//! a user pays in requests (counted by kind at the test's proxy in front of
+//! moto), latency hidden by GETs in flight, changes in the bucket showing
+//! within the TTL, and a bucket that is missing, unreachable or stalls
+//! giving a clear error, never a hang or an empty library.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::bucket::{Bucket, credentials};
+use crate::common::errno;
+
+/// A library of `books` books of `chapters` chapters each, every chapter a
+/// few hundred bytes with a word `grep` finds once per chapter.
+fn library(books: usize, chapters: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("lib");
+    for b in 0..books {
+        let book = root.join(format!("novels/书{b:02}"));
+        std::fs::create_dir_all(&book).unwrap();
+        for c in 1..=chapters {
+            let text = format!("第{c}章\n{}\n寻找之词\n", "天地玄黄，宇宙洪荒。".repeat(20));
+            std::fs::write(book.join(format!("第{c:04}章.md")), text).unwrap();
+        }
+    }
+    (dir, root)
+}
+
+/// Reads every file under `dir` as `grep -r` does; the number of files.
+fn read_all(dir: &Path) -> usize {
+    let mut files = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                dirs.push(e.path());
+            } else if t.is_file() {
+                std::fs::read(e.path()).unwrap();
+                files += 1;
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn a_walk_costs_a_list_per_directory_and_a_get_per_chapter_and_nothing_again() {
+    require_fuse!();
+    let (books, chapters) = (3, 400);
+    let (_dir, root) = library(books, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let m = bucket.mount(&["--ttl", "60"]);
+    let files = read_all(m.path());
+    assert!(files > books * chapters * 2, "every page read: {files}");
+    let cold = bucket.server.counts();
+    eprintln!("cold walk of {} chapters: {cold:?}", books * chapters);
+    assert_eq!(cold.head, 0, "no HEAD per chapter");
+    // novels/ and each book, 1,000 keys a LIST page; the root once more
+    // for the mount's check.
+    assert!(cold.list <= 2 + books as u64 + 1, "{cold:?}");
+    let gets = (books * chapters) as f64;
+    assert!(cold.get as f64 <= 1.05 * gets, "{cold:?}");
+    bucket.server.reset_counts();
+    read_all(m.path());
+    let warm = bucket.server.counts();
+    assert_eq!(
+        (warm.get, warm.head),
+        (0, 0),
+        "the same walk again within the TTL: {warm:?}"
+    );
+}
+
+#[test]
+fn reading_a_book_in_order_pays_the_latency_once_per_batch() {
+    require_fuse!();
+    let chapters = 120;
+    let (_dir, root) = library(1, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let m = bucket.mount(&["--ttl", "60"]);
+    let book = m.path().join("书00");
+    let mut names: Vec<String> = std::fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), chapters);
+    let latency = Duration::from_millis(20);
+    bucket.server.set("latency_ms=20");
+    bucket.server.reset_counts();
+    let start = Instant::now();
+    for name in &names {
+        std::fs::read(book.join(name).join("offset-1.txt")).unwrap();
+    }
+    let took = start.elapsed();
+    let counts = bucket.server.counts();
+    eprintln!("{chapters} chapters in order at 20 ms a request: {took:?}, {counts:?}");
+    assert!(counts.max_in_flight > 1, "GETs went out together: {counts:?}");
+    assert!(
+        took < latency * chapters as u32 / 3,
+        "{took:?}: one request after another would take {:?}",
+        latency * chapters as u32
+    );
+}
+
+#[test]
+fn a_replaced_added_or_deleted_chapter_shows_within_the_ttl() {
+    require_fuse!();
+    let (_dir, root) = library(1, 3);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let m = bucket.mount(&["--ttl", "1"]);
+    let book = m.path().join("书00");
+    let page = |name: &str| std::fs::read_to_string(book.join(name).join("offset-1.txt"));
+    assert!(page("第0001章.md").unwrap().contains("天地玄黄"));
+    bucket.put("novels/书00/第0001章.md", "新的第一章\n".as_bytes());
+    bucket.put("novels/书00/第0009章.md", "加上的一章\n".as_bytes());
+    bucket.delete("novels/书00/第0002章.md");
+    let changed = Instant::now();
+    let within = Duration::from_secs(1) + Duration::from_secs(1);
+    loop {
+        let replaced = page("第0001章.md").is_ok_and(|p| p.contains("新的第一章"));
+        let added = page("第0009章.md").is_ok_and(|p| p.contains("加上的一章"));
+        let deleted = page("第0002章.md").is_err_and(|e| errno(&e) == libc::ENOENT);
+        let listed = std::fs::read_to_string(book.join("novel_chapters.txt")).unwrap();
+        let index = listed.contains("第0009章") && !listed.contains("第0002章");
+        if replaced && added && deleted && index {
+            break;
+        }
+        assert!(
+            changed.elapsed() < within + Duration::from_secs(2),
+            "after {:?}: replaced {replaced}, added {added}, deleted {deleted}, index {index}",
+            changed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("changes shown after {:?}", changed.elapsed());
+}
+
+/// `novelfs mount` of a bucket that cannot be read: exit 1 with one line
+/// saying why, and nothing mounted.
+fn mount_fails(url: &str, endpoint: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args(["mount", url])
+        .arg(dir.path())
+        .args(["--endpoint-url", endpoint, "--no-index", "--source-timeout", "3"])
+        .envs(credentials())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!crate::common::is_mounted(dir.path()));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("novelfs-test-secret"), "no secret: {err}");
+    err
+}
+
+#[test]
+fn a_missing_bucket_an_unreachable_endpoint_or_no_library_is_one_clear_line() {
+    require_fuse!();
+    let (_dir, root) = library(1, 1);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let endpoint = bucket.server.endpoint();
+    let err = mount_fails("s3://no-such-bucket", &endpoint);
+    assert!(err.contains("no-such-bucket"), "{err}");
+    let closed = format!("http://127.0.0.1:{}", crate::common::free_port());
+    let err = mount_fails(&bucket.url(), &closed);
+    assert!(err.contains("unreachable"), "{err}");
+    let err = mount_fails(&format!("{}/elsewhere", bucket.url()), &endpoint);
+    assert!(err.contains("novels/"), "{err}");
+}
+
+#[test]
+fn a_stalled_server_fails_reads_in_time_and_they_recover() {
+    require_fuse!();
+    let (_dir, root) = library(1, 40);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let m = bucket.mount(&["--ttl", "60", "--source-timeout", "2"]);
+    let book = m.path().join("书00");
+    let first = book.join("第0001章.md/offset-1.txt");
+    std::fs::read(&first).unwrap();
+    bucket.server.set("stall=-1");
+    // A chapter not read yet, far from the first (not fetched ahead).
+    let last = book.join("第0040章.md/offset-1.txt");
+    let start = Instant::now();
+    let err = std::fs::read(&last).expect_err("the server answers nothing");
+    let took = start.elapsed();
+    assert_eq!(errno(&err), libc::EIO, "{err}");
+    assert!(took < Duration::from_secs(8), "failed in {took:?}, not hung");
+    // What was read before is still served.
+    std::fs::read(&first).unwrap();
+    bucket.server.set("stall=0");
+    let recovered = Instant::now();
+    while std::fs::read(&last).is_err() {
+        assert!(
+            recovered.elapsed() < Duration::from_secs(10),
+            "reads recover once the server answers"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
