@@ -35,8 +35,11 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     };
     let root = absolute(&args.root);
     let access = Access::from_options(options.allow_other, options.allow_root);
+    let path_root = args.path_root.clone().or(options.path_root.clone());
     let kernel = KernelMount {
-        fsname: options.fsname.clone(),
+        // The source column says what the pages say: a sandbox that sees
+        // the library at the path root sees no host path in mountinfo.
+        fsname: options.fsname.clone().or_else(|| path_root.clone()),
         subtype: options.subtype.clone().unwrap_or_else(|| "novelfs".into()),
         allow_other: access.kernel_allow_other(),
         default_permissions: options.default_permissions || access.needs_default_permissions(),
@@ -48,7 +51,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         force: args.force,
         threads: args.threads.max(1),
         max_chapter_bytes: parse_size(&args.max_chapter_bytes)?,
-        path_root: args.path_root.clone().or(options.path_root),
+        path_root,
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
             state_file: args.state_file.as_deref().map(absolute),
@@ -136,6 +139,7 @@ mod tests {
         let c = mount_config(&args("ttl=5,path_root=/library")).unwrap();
         assert_eq!(c.tree.ttl, Duration::from_secs(5));
         assert_eq!(c.path_root.as_deref(), Some("/library"));
+        assert_eq!(c.kernel.fsname.as_deref(), Some("/library"));
         assert!(c.tree.watch);
         assert_eq!(c.mountpoint, PathBuf::from("/mnt"));
         let mut a = args("ttl=5,nowatch");

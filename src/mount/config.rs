@@ -14,7 +14,8 @@ use crate::fs::FsConfig;
 /// kernel-side access checks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct KernelMount {
-    /// The source column when not the library root (`fsname=`).
+    /// The source column when not the library root: `fsname=`, else the
+    /// path root.
     pub(crate) fsname: Option<String>,
     /// Shown as the type `fuse.{subtype}`.
     pub(crate) subtype: String,

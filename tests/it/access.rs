@@ -567,6 +567,26 @@ fn root_mounts_name_their_type_and_library() {
         (fstype.as_str(), source.as_str()),
         ("fuse.novels2", "books")
     );
+    // With a path root the source is that root, as the pages write it
+    // (a sandbox given only the mount sees no host path); fsname= wins.
+    for (args, want) in [
+        (&["--path-root", "/library"][..], "/library"),
+        (&["-o", "path_root=/library/"], "/library"),
+        (&["--path-root", "/library", "-o", "fsname=books"], "books"),
+    ] {
+        let rooted = ws.mountpoint("rooted", ROOT);
+        let m = ws.mount(ROOT, &rooted, args);
+        let (fstype, source, _) = mountinfo(&rooted);
+        assert_eq!(
+            (fstype.as_str(), source.as_str()),
+            ("fuse.novelfs", want),
+            "{args:?}"
+        );
+        let page = std::fs::read_to_string(page_in(&rooted)).unwrap();
+        assert!(page.starts_with("<path>/library/"), "{args:?}: {page}");
+        drop(m);
+        std::fs::remove_dir(&rooted).unwrap();
+    }
     let listed = Command::new("findmnt")
         .args(["-n", "-o", "TARGET", "-t", "fuse.novelfs"])
         .output();
