@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::library;
-
 const LONG_ABOUT: &str = "\
 novelfs serves a library of Chinese novel chapters as a read-only FUSE \
 filesystem. ROOT holds novels/; each directory in novels/ is a book and each \
@@ -173,7 +171,7 @@ pub struct LibraryArgs {
     pub root: PathBuf,
     /// The root to write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library, where a sandbox sees the library).
-    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
 }
 
@@ -198,7 +196,7 @@ pub struct ReadCmd {
     pub json: bool,
     /// Chapters larger than this are an error instead of being read (as
     /// the mount's flag; at most 2GiB).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
 }
 
@@ -215,40 +213,59 @@ pub struct MountCmd {
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
-    /// io_uring=auto|on|off.
+    /// io_uring=auto|on|off, index_dir=DIR, noindex. A flag wins over the
+    /// same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
     /// Seconds the kernel may cache names and attributes that are not
-    /// watched (0 = always ask, and watch nothing). Watched ones are
-    /// cached until a change is pushed to the kernel.
-    #[arg(long, value_name = "SECONDS")]
+    /// watched (0 = always ask, and watch nothing; at most 86400). Watched
+    /// ones are cached until a change is pushed to the kernel. Same as
+    /// -o ttl=SECONDS.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub ttl: Option<String>,
     /// Seconds a request may wait for the library's filesystem (a hung
     /// network server) before it gets EIO; default 5. Same as
     /// -o source_timeout=SECONDS.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub source_timeout: Option<String>,
     #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library where a sandbox binds the mount);
     /// sizes follow. Same as -o path_root=DIR.
-    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
     /// Memory for what the daemon keeps: decoded chapters, rendered pages,
     /// listings, book indexes and the inode table (e.g. 16M, 256MiB).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        default_value = "256MiB",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
     pub cache_size: String,
-    /// Chapters larger than this are shown as an ERROR instead of being read.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    /// Chapters larger than this are shown as an ERROR instead of being
+    /// read (at most 2GiB).
+    #[arg(
+        long,
+        default_value = "256MiB",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
     pub max_chapter_bytes: String,
     /// Worker threads reading requests (more mostly add context switches on
     /// a small machine). One always stays free: requests that would wait
     /// behind slow ones (a big chapter loading) go to spare threads.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub threads: usize,
+    /// 1 to 256.
+    #[arg(
+        long,
+        default_value = "2",
+        value_name = "N",
+        allow_hyphen_values = true
+    )]
+    pub threads: String,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
     pub force: bool,
@@ -263,18 +280,18 @@ pub struct MountCmd {
     /// syslog, to $XDG_STATE_HOME/novelfs/novelfs.log (else
     /// ~/.local/state/novelfs/novelfs.log). The mounted line in the log
     /// ends with where it goes (log: …). Same as -o log_file=FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file)]
     pub log_file: Option<PathBuf>,
     /// How the kernel's requests reach the daemon: auto (FUSE over io_uring
     /// when the kernel offers it, the /dev/fuse loop otherwise), on (io_uring
     /// or no mount), off (the /dev/fuse loop). Same as -o io_uring=MODE.
     #[arg(long, value_name = "auto|on|off")]
     pub io_uring: Option<String>,
-    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// Use no persistent index: every chapter is read the first time it is
     /// listed or sized (-o noindex is the same).
-    #[arg(long, conflicts_with = "index_dir")]
+    #[arg(long)]
     pub no_index: bool,
 }
 
@@ -282,13 +299,13 @@ pub struct MountCmd {
 pub struct IndexCmd {
     /// The library root (the directory holding novels/).
     pub root: PathBuf,
-    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// The root the mount writes in pages (its --path-root).
-    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
     /// The mount's --max-chapter-bytes.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
 }
 

@@ -101,9 +101,10 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
     let config = match mount_config(&cmd) {
         Ok(config) => config,
+        // A malformed, out-of-range or conflicting option: a usage error.
         Err(msg) => {
             eprintln!("novelfs: {msg}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
     match logging::sink_for(config.log_file.as_deref(), config.foreground) {

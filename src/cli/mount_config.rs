@@ -9,10 +9,7 @@ use crate::fs::FsConfig;
 use crate::mount::access::Access;
 use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
 use crate::mount::mountpoint::absolute;
-use crate::mount::options::{
-    MountOptions, parse_options, parse_size, parse_source_timeout, parse_ttl,
-};
-use crate::mount::transport::IoUring;
+use crate::mount::options::{MountOptions, bad_value, conflict, parse_options, value};
 
 /// The type of the mount the library's `novels/` lies on (`None` when it
 /// cannot be told).
@@ -21,18 +18,45 @@ fn source_fs_type(root: &std::path::Path) -> Option<String> {
     crate::mount::mountinfo::fs_type_containing(&novels)
 }
 
-/// The mount's configuration from `novelfs mount`'s arguments: a flag wins
-/// over the same setting in `-o`, defaults fill the rest.
+/// A flag's value by its rule, or the one line naming the flag.
+fn flag<T>(
+    name: &str,
+    given: Option<&str>,
+    rule: impl Fn(&str) -> Result<T, &'static str>,
+) -> Result<Option<T>, String> {
+    given
+        .map(|v| rule(v).map_err(|takes| bad_value(name, takes, v)))
+        .transpose()
+}
+
+/// The mount's configuration from `novelfs mount`'s arguments: every
+/// value checked by its one rule (`options::value`), whichever form it
+/// came in; a flag wins over the same setting in `-o`, defaults fill the
+/// rest. Any error is a usage error (exit 2), one line naming the option.
 pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     let options = parse_options(&args.options)?;
-    let ttl = match &args.ttl {
-        Some(t) => parse_ttl(t)?,
-        None => options.ttl.unwrap_or(DEFAULT_TTL),
-    };
-    let source_timeout = match &args.source_timeout {
-        Some(t) => parse_source_timeout(t)?,
-        None => options.source_timeout.unwrap_or(DEFAULT_SOURCE_TIMEOUT),
-    };
+    let ttl = flag("--ttl", args.ttl.as_deref(), value::ttl)?
+        .or(options.ttl)
+        .unwrap_or(DEFAULT_TTL);
+    let source_timeout = flag(
+        "--source-timeout",
+        args.source_timeout.as_deref(),
+        value::source_timeout,
+    )?
+    .or(options.source_timeout)
+    .unwrap_or(DEFAULT_SOURCE_TIMEOUT);
+    let cache_bytes =
+        flag("--cache-size", Some(&args.cache_size), value::cache_size)?.expect("a default");
+    let max_chapter_bytes = flag(
+        "--max-chapter-bytes",
+        Some(&args.max_chapter_bytes),
+        value::max_chapter_bytes,
+    )?
+    .expect("a default");
+    let threads = flag("--threads", Some(&args.threads), value::threads)?.expect("a default");
+    let io_uring = flag("--io-uring", args.io_uring.as_deref(), value::io_uring)?
+        .or(options.io_uring)
+        .unwrap_or_default();
     let root = absolute(&args.root);
     let access = Access::from_options(options.allow_other, options.allow_root);
     let path_root = args.path_root.clone().or(options.path_root.clone());
@@ -44,19 +68,18 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         allow_other: access.kernel_allow_other(),
         default_permissions: options.default_permissions || access.needs_default_permissions(),
     };
-    let index_dir = index_dir(args, &options);
+    let index_dir = index_dir(args, &options)?;
     Ok(MountConfig {
         mountpoint: absolute(&args.mountpoint),
         foreground: args.foreground,
         force: args.force,
-        threads: args.threads.max(1),
-        max_chapter_bytes: parse_size(&args.max_chapter_bytes)?,
+        threads,
+        max_chapter_bytes,
         path_root,
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
             state_file: args.state_file.as_deref().map(absolute),
-            cache_bytes: usize::try_from(parse_size(&args.cache_size)?)
-                .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
+            cache_bytes,
             watch: !(args.no_watch || options.no_watch),
             source_fs_type: source_fs_type(&root),
             index_dir,
@@ -69,28 +92,32 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             .clone()
             .or(options.log_file.map(PathBuf::from))
             .map(|p| absolute(&p)),
-        io_uring: match &args.io_uring {
-            Some(v) => IoUring::parse(v)?,
-            None => options.io_uring.unwrap_or_default(),
-        },
+        io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
         root,
     })
 }
 
 /// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
-/// else the default folder; none with `--no-index` or `-o noindex`.
-fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
-    if args.no_index || options.no_index {
-        return None;
+/// else the default folder; none with `--no-index` or `-o noindex`, which
+/// no index folder may come with, in either form.
+fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Option<PathBuf>, String> {
+    let off = match (args.no_index, options.no_index) {
+        (true, _) => Some("--no-index"),
+        (false, true) => Some("-o noindex"),
+        _ => None,
+    };
+    let given = match (&args.index_dir, &options.index_dir) {
+        (Some(dir), _) => Some(("--index-dir", dir.clone())),
+        (None, Some(dir)) => Some(("-o index_dir=", PathBuf::from(dir))),
+        _ => None,
+    };
+    match (off, given) {
+        (Some(off), Some((dir, _))) => Err(conflict(off, dir)),
+        (Some(_), None) => Ok(None),
+        (None, Some((_, dir))) => Ok(Some(absolute(&dir))),
+        (None, None) => Ok(crate::fs::persist::default_dir()),
     }
-    let given = args
-        .index_dir
-        .clone()
-        .or(options.index_dir.as_ref().map(PathBuf::from));
-    given
-        .map(|dir| absolute(&dir))
-        .or_else(crate::fs::persist::default_dir)
 }
 
 #[cfg(test)]
@@ -109,7 +136,7 @@ mod tests {
             path_root: None,
             cache_size: "256MiB".into(),
             max_chapter_bytes: "256MiB".into(),
-            threads: 2,
+            threads: "2".into(),
             force: false,
             no_watch: false,
             log_file: None,

@@ -21,5 +21,3 @@ mod pusher;
 mod session;
 pub(crate) mod transport;
 mod watchdog;
-
-pub(crate) use options::parse_size;
