@@ -129,7 +129,10 @@ put 644 "$prefix/share/man/man1/novelfs.1" "$bin" man
 put 644 "$prefix/share/bash-completion/completions/novelfs" "$bin" completions bash
 put 644 "$prefix/share/zsh/site-functions/_novelfs" "$bin" completions zsh
 put 644 "$prefix/share/fish/vendor_completions.d/novelfs.fish" "$bin" completions fish
-put 644 "$docdir/contract.md" cat "$here/docs/contract.md"
+# The documents --help and the man page name under SEE ALSO.
+for doc in contract mounting agents; do
+  put 644 "$docdir/$doc.md" cat "$here/docs/$doc.md"
+done
 for unit in "$here"/examples/systemd/*; do
   put 644 "$docdir/examples/$(basename "$unit")" sed "s|/usr/local/bin/novelfs|$bin|g" "$unit"
 done

@@ -88,7 +88,7 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "/etc/fstab",
-                "/srv/library  /mnt/novels  fuse.novelfs  ro,allow_other,ttl=1  0  0 \
+                "/srv/library /mnt/novels fuse.novelfs ro,allow_other,ttl=1,log_file=/var/log/novelfs.log 0 0 \
                  (needs the mount.fuse.novelfs helper that scripts/install.sh puts in /sbin, or mount.fuse3 from fuse3 with novelfs on PATH).",
             ),
             (
@@ -106,10 +106,25 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "SEE ALSO",
-        &[(
-            "docs/contract.md",
-            "Every rule in one place (in the source, and in PREFIX/share/doc/novelfs/ when installed):              which files are chapters, lookup, decoding, pages and their text, the index files,              the tree, attributes, freshness, the access options, errors and exit status.",
-        )],
+        &[
+            (
+                "docs/contract.md",
+                "Every rule in one place: which files are chapters, lookup, decoding, pages and their text, \
+                 the index files, the tree, attributes, freshness, the access options, errors and exit status.",
+            ),
+            (
+                "docs/mounting.md",
+                "Mounting for other users, fstab and systemd, stale mounts, a library on a network filesystem or in a bucket.",
+            ),
+            (
+                "docs/agents.md",
+                "Giving the library to an agent: bubblewrap, Docker, an MCP server.",
+            ),
+            (
+                "PREFIX/share/doc/novelfs/",
+                "Where scripts/install.sh (and the Debian package, /usr/share/doc/novelfs/) puts these documents.",
+            ),
+        ],
     ),
 ];
 
@@ -137,7 +152,8 @@ pub enum Command {
     Unmount(UnmountCmd),
     /// Print one page exactly as the filesystem's offset-N file holds it.
     Read(ReadCmd),
-    /// List a book's chapters with numbers, titles, sizes and shared numbers.
+    /// List a book's chapters: numbers, titles, characters and lines (--json
+    /// adds bytes), then the files that share a number.
     Chapters(ChaptersCmd),
     /// Print the library's books as novel_books returns them (the mount's
     /// novel_books.txt, or novel_books.json with --json).

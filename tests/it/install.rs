@@ -79,10 +79,12 @@ fn install_into_a_prefix_then_uninstall() {
         "sbin/mount.fuse.novelfs",
         "sbin/mount.novelfs",
         "share/bash-completion/completions/novelfs",
+        "share/doc/novelfs/agents.md",
         "share/doc/novelfs/contract.md",
         "share/doc/novelfs/examples/mnt-novels.mount",
         "share/doc/novelfs/examples/novelfs.service",
         "share/doc/novelfs/installed-files",
+        "share/doc/novelfs/mounting.md",
         "share/fish/vendor_completions.d/novelfs.fish",
         "share/man/man1/novelfs.1",
         "share/zsh/site-functions/_novelfs",
@@ -91,6 +93,21 @@ fn install_into_a_prefix_then_uninstall() {
         files_under(&prefix),
         want.iter().map(PathBuf::from).collect::<Vec<_>>()
     );
+    // Every document --help names is installed.
+    let help = run(Command::new(BIN).arg("--help"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    let named: Vec<&str> = help
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("docs/"))
+        .filter(|w| w.ends_with(".md"))
+        .collect();
+    assert!(named.contains(&"contract.md"), "{help}");
+    for doc in named {
+        assert!(
+            prefix.join("share/doc/novelfs").join(doc).is_file(),
+            "--help names docs/{doc}, which is not installed"
+        );
+    }
     // The installed binary is the one built, and runs.
     assert_eq!(
         std::fs::read(prefix.join("bin/novelfs")).unwrap(),
