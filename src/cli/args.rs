@@ -30,7 +30,7 @@ whenever it changes, so switching the tool off or on needs no remount.";
 
 const INDEX_DIR_HELP: &str = "\
 Where the persistent index of chapters lives [default: $XDG_CACHE_HOME/novelfs, \
-else ~/.cache/novelfs]
+else ~/.cache/novelfs, else for root /var/cache/novelfs]
 
 One file per library (named by a hash of its canonical path), made by \
 `novelfs index` or by a mount as it reads chapters. It holds what each \
@@ -61,7 +61,8 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             (
                 "XDG_STATE_HOME",
                 "A daemonized mount without --log-file and without syslog (/dev/log) logs to $XDG_STATE_HOME/novelfs/novelfs.log, \
-                 else to $HOME/.local/state/novelfs/novelfs.log; the mounted line in the log names the file.",
+                 else to $HOME/.local/state/novelfs/novelfs.log, else (root without either, as under mount(8) or systemd) \
+                 to /var/log/novelfs/novelfs.log; the mounted line in the log names the file.",
             ),
             (
                 "RUST_LOG",
@@ -93,7 +94,9 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "mount.novelfs, mount.fuse.novelfs",
-                "Links to novelfs; mount(8) runs them as `mount.fuse.novelfs ROOT MOUNTPOINT -o OPTIONS`. \
+                "Links to novelfs; mount(8) runs them as `mount.fuse.novelfs ROOT MOUNTPOINT -o OPTIONS`, for the type \
+                 fuse.novelfs (mount -t fuse.novelfs, or fstab) and novelfs (fstab only: mount(8) reads -t novelfs as \
+                 \"not velfs\"). \
                  They ignore the rw that mount(8) adds when no ro is given (the mount is read-only in any case), \
                  and mount nothing for mount -f (fake).",
             ),
@@ -294,7 +297,8 @@ pub struct MountCmd {
     /// cannot serve, its unmount. Without it, -f logs to stderr and a
     /// daemonized mount to syslog (journalctl -t novelfs), or, without
     /// syslog, to $XDG_STATE_HOME/novelfs/novelfs.log (else
-    /// ~/.local/state/novelfs/novelfs.log). The mounted line in the log
+    /// ~/.local/state/novelfs/novelfs.log, else for root
+    /// /var/log/novelfs/novelfs.log). The mounted line in the log
     /// ends with where it goes (log: …). Same as -o log_file=FILE.
     #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file)]
     pub log_file: Option<PathBuf>,

@@ -68,7 +68,11 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         allow_other: access.kernel_allow_other(),
         default_permissions: options.default_permissions || access.needs_default_permissions(),
     };
-    let index_dir = index_dir(args, &options)?;
+    let (index_dir, no_index_because) = match index_dir(args, &options)? {
+        Index::In(dir) => (Some(dir), None),
+        Index::Off => (None, None),
+        Index::Nowhere(why) => (None, Some(why)),
+    };
     Ok(MountConfig {
         mountpoint: absolute(&args.mountpoint),
         foreground: args.foreground,
@@ -94,14 +98,45 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             .map(|p| absolute(&p)),
         io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
+        no_index_because,
         root,
     })
 }
 
+/// The persistent index of a mount.
+enum Index {
+    In(PathBuf),
+    /// `--no-index` or `-o noindex`.
+    Off,
+    /// No folder given and none to default to: why.
+    Nowhere(String),
+}
+
+/// Where the persistent index lives without `--index-dir`:
+/// `$XDG_CACHE_HOME/novelfs`, else `~/.cache/novelfs`; for root without
+/// either (a mount made by mount(8), fstab or systemd), the system's cache
+/// folder for daemons, `/var/cache/novelfs`.
+pub(crate) fn default_index_dir() -> Result<PathBuf, String> {
+    crate::fs::persist::default_dir()
+        .or_else(|| {
+            // SAFETY: geteuid has no preconditions.
+            (unsafe { libc::geteuid() } == 0).then(|| PathBuf::from(SYSTEM_INDEX_DIR))
+        })
+        .ok_or_else(|| {
+            "no persistent index: no $XDG_CACHE_HOME or $HOME to keep it in (--index-dir DIR \
+             or -o index_dir=DIR keeps one); every chapter is read the first time it is listed \
+             or sized"
+                .to_string()
+        })
+}
+
+/// Root's index folder when it has no home.
+pub(crate) const SYSTEM_INDEX_DIR: &str = "/var/cache/novelfs";
+
 /// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
 /// else the default folder; none with `--no-index` or `-o noindex`, which
 /// no index folder may come with, in either form.
-fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Option<PathBuf>, String> {
+fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Index, String> {
     let off = match (args.no_index, options.no_index) {
         (true, _) => Some("--no-index"),
         (false, true) => Some("-o noindex"),
@@ -114,9 +149,9 @@ fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Option<PathBuf>,
     };
     match (off, given) {
         (Some(off), Some((dir, _))) => Err(conflict(off, dir)),
-        (Some(_), None) => Ok(None),
-        (None, Some((_, dir))) => Ok(Some(absolute(&dir))),
-        (None, None) => Ok(crate::fs::persist::default_dir()),
+        (Some(_), None) => Ok(Index::Off),
+        (None, Some((_, dir))) => Ok(Index::In(absolute(&dir))),
+        (None, None) => Ok(default_index_dir().map_or_else(Index::Nowhere, Index::In)),
     }
 }
 

@@ -47,6 +47,9 @@ pub(crate) struct MountConfig {
     pub(crate) io_uring: IoUring,
     /// How long a request may wait for the library's filesystem.
     pub(crate) source_timeout: Duration,
+    /// Why there is no persistent index though none was refused (no
+    /// folder to keep it in), said once the mount is made.
+    pub(crate) no_index_because: Option<String>,
 }
 
 /// The default TTL of what is not watched, in seconds.

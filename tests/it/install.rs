@@ -451,7 +451,7 @@ umount "$t/mnt"
 # The README's fstab line, and the type novelfs (`mount -t novelfs` cannot
 # work: mount(8) reads -t noX as "not X"; an fstab line can).
 printf '%s
-' "$lib $t/mnt2 fuse.novelfs ro,allow_other,ttl=1 0 0" \
+' "$lib $t/mnt2 fuse.novelfs ro,allow_other,ttl=1,log_file=$t/fstab.log 0 0" \
   "$lib $t/mnt3 novelfs defaults,fsname=novels 0 0" > "$t/fstab"
 mount -T "$t/fstab" "$t/mnt2"
 mount -T "$t/fstab" "$t/mnt3"
@@ -520,6 +520,11 @@ if mount -t fuse.novelfs -o bogus "$lib" "$t/mnt3" 2> "$t/refused"; then exit 1;
     assert_eq!(source_of("mountinfo"), library_root.to_str().unwrap());
     assert_eq!(source_of("mountinfo2"), library_root.to_str().unwrap());
     assert_eq!(source_of("mountinfo3"), "novels");
+    let fstab_log = std::fs::read_to_string(t.join("fstab.log")).unwrap_or_default();
+    assert!(
+        fstab_log.contains(&format!("; log: {})", t.join("fstab.log").display())),
+        "the fstab line's log_file=: {fstab_log}"
+    );
     let refused = std::fs::read_to_string(t.join("refused")).unwrap();
     assert!(refused.contains("unknown mount option: bogus"), "{refused}");
     // Nothing of it is left in the real /sbin or mounted out here.
