@@ -653,6 +653,39 @@ fn fstab_invocation_form_daemonizes_and_unmounts() {
     assert!(!is_mounted(mnt.path()));
 }
 
+/// A mountpoint another filesystem is mounted on: the refusal names that
+/// filesystem and the command that unmounts it, which `novelfs unmount`
+/// (novelfs mounts only) is not; --force does not clear it.
+#[test]
+fn a_mountpoint_holding_another_filesystem_is_refused_naming_it() {
+    require_fuse!();
+    let (g, root) = small_library(&[("第1章 起.md", "a")]);
+    let mnt = g.path().join("tmpfs");
+    std::fs::create_dir(&mnt).unwrap();
+    let made = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mount -t tmpfs");
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args(["mount", "--force"])
+        .arg(&root)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    let c = std::ffi::CString::new(mnt.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a path this test mounted.
+    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("(tmpfs, not novelfs") && err.contains(&format!("`umount {}`", mnt.display())),
+        "{err}"
+    );
+    assert!(!err.contains("novelfs unmount"), "{err}");
+}
+
 #[test]
 fn mount_refuses_with_a_reason() {
     require_fuse!();
