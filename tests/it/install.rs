@@ -39,11 +39,15 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// Installs into `prefix`, the helpers in PREFIX/sbin (as root the
+/// default is the machine's /sbin).
 fn install(prefix: &Path) -> Output {
     run(Command::new("bash")
         .arg(repo().join("scripts/install.sh"))
         .arg("--prefix")
         .arg(prefix)
+        .arg("--helper-dir")
+        .arg(prefix.join("sbin"))
         .arg("--binary")
         .arg(BIN))
 }
@@ -442,7 +446,9 @@ fn mount_t_fuse_novelfs_uses_the_installed_helper() {
 t=$1 sbin=$2 lib=$3 bin=$4 repo=$5
 mount -t overlay overlay -o "lowerdir=$sbin,upperdir=$t/upper,workdir=$t/work" "$sbin" || exit 77
 trap 'umount -l "$t/mnt" "$t/mnt2" "$t/mnt3" 2>/dev/null || true' EXIT
-bash "$repo/scripts/install.sh" --prefix "$t/prefix" --helper-dir /sbin --binary "$bin" > "$t/install.log"
+# Root's helpers go to /sbin (here the overlay) whatever the prefix.
+bash "$repo/scripts/install.sh" --prefix "$t/prefix" --binary "$bin" > "$t/install.log"
+[ "$(readlink /sbin/mount.fuse.novelfs)" = "$t/prefix/bin/novelfs" ]
 # No -o: mount(8) passes -o rw, which the helper must not refuse.
 mount -t fuse.novelfs "$lib" "$t/mnt"
 grep -F " $t/mnt " /proc/self/mountinfo > "$t/mountinfo"
