@@ -227,7 +227,8 @@ fn on_is_refused_with_how_to_enable_it_when_the_kernel_switch_is_off() {
     let out = mount_command(&root, dir.path(), &["--io-uring", "fast"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A malformed value is a usage error (contract §3.8).
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("auto, on or off"));
 }
 

@@ -938,6 +938,12 @@ fn unmount_refuses_what_novelfs_did_not_mount() {
         .rfind(|l| l.split(' ').nth(4) == bind.to_str())
         .and_then(|l| l.split(" - ").nth(1)?.split(' ').next().map(String::from))
         .unwrap();
+    // "an ext4", "an xfs", "a btrfs", "a tmpfs": by the name's sound.
+    let article = if bind_type.starts_with(['a', 'e', 'i', 'o', 'u', 'x']) {
+        "an"
+    } else {
+        "a"
+    };
 
     for (path, said) in [
         (
@@ -950,7 +956,7 @@ fn unmount_refuses_what_novelfs_did_not_mount() {
         (
             &bind,
             format!(
-                "novelfs: {} is a {bind_type} mount, not novelfs; nothing was unmounted\n",
+                "novelfs: {} is {article} {bind_type} mount, not novelfs; nothing was unmounted\n",
                 bind.display()
             ),
         ),
