@@ -198,7 +198,7 @@ pub struct LibraryArgs {
 pub struct ReadCmd {
     #[command(flatten)]
     pub library: LibraryArgs,
-    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// Book name (a directory under novels/).
     pub book: String,
@@ -232,8 +232,9 @@ pub struct MountCmd {
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
-    /// io_uring=auto|on|off, index_dir=DIR, noindex. A flag wins over the
-    /// same setting here.
+    /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
+    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE. A flag wins over
+    /// the same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -249,7 +250,7 @@ pub struct MountCmd {
     /// -o source_timeout=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub source_timeout: Option<String>,
-    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library where a sandbox binds the mount);
@@ -257,34 +258,21 @@ pub struct MountCmd {
     #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
     /// Memory for what the daemon keeps: decoded chapters, rendered pages,
-    /// listings, book indexes and the inode table (e.g. 16M, 256MiB).
-    #[arg(
-        long,
-        default_value = "256MiB",
-        value_name = "SIZE",
-        allow_hyphen_values = true
-    )]
-    pub cache_size: String,
+    /// listings, book indexes and the inode table (e.g. 16M, 256MiB)
+    /// [default: 256MiB]. Same as -o cache_size=SIZE.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub cache_size: Option<String>,
     /// Chapters larger than this are shown as an ERROR instead of being
-    /// read (at most 2GiB).
-    #[arg(
-        long,
-        default_value = "256MiB",
-        value_name = "SIZE",
-        allow_hyphen_values = true
-    )]
-    pub max_chapter_bytes: String,
+    /// read (at most 2GiB) [default: 256MiB]. Same as
+    /// -o max_chapter_bytes=SIZE.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub max_chapter_bytes: Option<String>,
     /// Worker threads reading requests (more mostly add context switches on
     /// a small machine). One always stays free: requests that would wait
     /// behind slow ones (a big chapter loading) go to spare threads.
-    /// 1 to 256.
-    #[arg(
-        long,
-        default_value = "2",
-        value_name = "N",
-        allow_hyphen_values = true
-    )]
-    pub threads: String,
+    /// 1 to 256 [default: 2]. Same as -o threads=N.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub threads: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
     pub force: bool,

@@ -7,7 +7,10 @@ use std::time::Duration;
 use super::args::MountCmd;
 use crate::fs::FsConfig;
 use crate::mount::access::Access;
-use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
+use crate::mount::config::{
+    DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_THREADS, DEFAULT_TTL, KernelMount,
+    MountConfig,
+};
 use crate::mount::mountpoint::absolute;
 use crate::mount::options::{MountOptions, bad_value, conflict, parse_options, value};
 
@@ -45,15 +48,27 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     )?
     .or(options.source_timeout)
     .unwrap_or(DEFAULT_SOURCE_TIMEOUT);
-    let cache_bytes =
-        flag("--cache-size", Some(&args.cache_size), value::cache_size)?.expect("a default");
+    let cache_bytes = flag(
+        "--cache-size",
+        args.cache_size.as_deref(),
+        value::cache_size,
+    )?
+    .or(options.cache_size)
+    .unwrap_or(DEFAULT_CACHE_BYTES);
     let max_chapter_bytes = flag(
         "--max-chapter-bytes",
-        Some(&args.max_chapter_bytes),
+        args.max_chapter_bytes.as_deref(),
         value::max_chapter_bytes,
     )?
-    .expect("a default");
-    let threads = flag("--threads", Some(&args.threads), value::threads)?.expect("a default");
+    .or(options.max_chapter_bytes)
+    .unwrap_or(crate::library::DEFAULT_MAX_CHAPTER_BYTES);
+    let threads = flag("--threads", args.threads.as_deref(), value::threads)?
+        .or(options.threads)
+        .unwrap_or(DEFAULT_THREADS);
+    let state_file = args
+        .state_file
+        .clone()
+        .or(options.state_file.clone().map(PathBuf::from));
     let io_uring = flag("--io-uring", args.io_uring.as_deref(), value::io_uring)?
         .or(options.io_uring)
         .unwrap_or_default();
@@ -82,7 +97,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         path_root,
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
-            state_file: args.state_file.as_deref().map(absolute),
+            state_file: state_file.as_deref().map(absolute),
             cache_bytes,
             watch: !(args.no_watch || options.no_watch),
             source_fs_type: source_fs_type(&root),
@@ -169,9 +184,9 @@ mod tests {
             source_timeout: None,
             state_file: None,
             path_root: None,
-            cache_size: "256MiB".into(),
-            max_chapter_bytes: "256MiB".into(),
-            threads: "2".into(),
+            cache_size: None,
+            max_chapter_bytes: None,
+            threads: None,
             force: false,
             no_watch: false,
             log_file: None,
@@ -215,6 +230,37 @@ mod tests {
         assert_eq!(c.tree.ttl, Duration::from_secs(1));
         assert_eq!(c.tree.cache_bytes, 256 << 20);
         assert!(mount_config(&args("rw")).is_err());
+    }
+
+    #[test]
+    fn sizes_threads_and_the_state_file_come_from_the_flag_the_option_or_the_default() {
+        let c = mount_config(&args(
+            "cache_size=16M,max_chapter_bytes=1G,threads=4,state_file=/etc/novelfs/state.json",
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.max_chapter_bytes, c.threads),
+            (16 << 20, 1 << 30, 4)
+        );
+        assert_eq!(
+            c.tree.state_file.as_deref(),
+            Some(std::path::Path::new("/etc/novelfs/state.json"))
+        );
+        let mut a = args("cache_size=16M,threads=4");
+        a.cache_size = Some("32M".into());
+        a.threads = Some("3".into());
+        let c = mount_config(&a).unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.threads),
+            (32 << 20, 3),
+            "the flags win"
+        );
+        let c = mount_config(&args("")).unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.max_chapter_bytes, c.threads),
+            (256 << 20, 256 << 20, 2)
+        );
+        assert!(c.tree.state_file.is_none());
     }
 
     #[test]

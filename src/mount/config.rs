@@ -52,6 +52,12 @@ pub(crate) struct MountConfig {
     pub(crate) no_index_because: Option<String>,
 }
 
+/// The memory for what the daemon keeps, by default.
+pub(crate) const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+
+/// Worker threads by default: one reads requests, one stays free.
+pub(crate) const DEFAULT_THREADS: usize = 2;
+
 /// The default TTL of what is not watched, in seconds.
 pub(crate) const DEFAULT_TTL: f64 = 1.0;
 

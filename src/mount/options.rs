@@ -21,6 +21,10 @@ pub(crate) struct MountOptions {
     pub index_dir: Option<String>,
     /// `noindex`: no persistent index.
     pub no_index: bool,
+    pub cache_size: Option<usize>,
+    pub max_chapter_bytes: Option<u64>,
+    pub threads: Option<usize>,
+    pub state_file: Option<String>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -224,6 +228,12 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "index_dir" => o.index_dir = Some(value::non_empty(v, value::DIR).map_err(bad)?),
             "log_file" => o.log_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
             "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
+            "cache_size" => o.cache_size = Some(value::cache_size(v).map_err(bad)?),
+            "max_chapter_bytes" => {
+                o.max_chapter_bytes = Some(value::max_chapter_bytes(v).map_err(bad)?)
+            }
+            "threads" => o.threads = Some(value::threads(v).map_err(bad)?),
+            "state_file" => o.state_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
             k if word(&mut MountOptions::default(), k).is_some() => {
                 return Err(format!("-o {k} takes no value, not {v:?}"));
             }
@@ -247,6 +257,10 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "index_dir" => value::DIR,
         "log_file" => value::FILE,
         "io_uring" => value::IO_URING,
+        "cache_size" => value::SIZE,
+        "max_chapter_bytes" => value::CHAPTER_SIZE,
+        "threads" => value::THREADS,
+        "state_file" => value::FILE,
         _ => return None,
     })
 }

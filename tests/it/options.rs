@@ -40,19 +40,19 @@ const TABLE: &[Row] = &[
     },
     Row {
         flag: Some("--cache-size"),
-        key: None,
+        key: Some("cache_size"),
         good: &["4M", "256MiB", "1G", "4096"],
         bad: &["lots", "-1", "12Q", "99999999999G"],
     },
     Row {
         flag: Some("--max-chapter-bytes"),
-        key: None,
+        key: Some("max_chapter_bytes"),
         good: &["1K", "2GiB"],
         bad: &["lots", "-1", "3GiB", "2049M"],
     },
     Row {
         flag: Some("--threads"),
-        key: None,
+        key: Some("threads"),
         good: &["1", "256"],
         bad: &["0", "-1", "257", "two"],
     },
@@ -77,6 +77,12 @@ const TABLE: &[Row] = &[
         bad: &[""],
     },
     Row {
+        flag: Some("--state-file"),
+        key: Some("state_file"),
+        good: &["/nonexistent/state.json"],
+        bad: &[""],
+    },
+    Row {
         flag: None,
         key: Some("fsname"),
         good: &["books"],
@@ -90,8 +96,8 @@ const TABLE: &[Row] = &[
     },
 ];
 
-/// Flags whose value has no rule to break (any path names a state file).
-const FREE_FLAGS: &[&str] = &["--state-file"];
+/// Flags whose value has no rule to break.
+const FREE_FLAGS: &[&str] = &[];
 
 fn mount(args: &[&str]) -> Output {
     let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/library");
