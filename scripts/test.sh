@@ -2,7 +2,24 @@
 # Runs every test: unit tests, the reference cases through the CLI and through
 # a real FUSE mount, property tests, and the vendored fuser's own unit tests
 # (with its io_uring transport). Needs /dev/fuse and root for the mount tests.
-set -euo pipefail
+# Every part runs even when one before it fails; the failures are listed at
+# the end and the exit status is 1 if any part failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-cargo test --all-targets -- --nocapture 2>&1
-cargo test -p fuser --all-targets --features io-uring 2>&1
+failed=()
+part() {
+    local name=$1
+    shift
+    echo "=== $name: $*"
+    if ! "$@" 2>&1; then
+        failed+=("$name")
+    fi
+}
+# --no-fail-fast: a failing test binary does not keep the others from running.
+part novelfs cargo test --all-targets --no-fail-fast -- --nocapture
+part fuser cargo test -p fuser --all-targets --no-fail-fast --features io-uring
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "scripts/test.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "scripts/test.sh: every part passed"

@@ -25,5 +25,3 @@ mod runner;
 mod session;
 pub(crate) mod transport;
 mod watchdog;
-
-pub(crate) use options::parse_size;
