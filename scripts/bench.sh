@@ -221,7 +221,8 @@ RES=$WORK/results.tsv
 : > "$RES"
 MOUNTED=()   # mountpoints currently mounted by this script
 URING_SWITCH=/sys/module/fuse/parameters/enable_uring
-URING_LOCK=/tmp/novelfs-enable-uring.lock
+# The lock the tests take for machine-wide changes (tests/it/common/machine.rs).
+URING_LOCK=/run/lock/novelfs-tests.lock; [ -d /run/lock ] || URING_LOCK=/tmp/novelfs-tests.lock
 URING_PREV=""   # the switch's value while this script holds it on
 TRANSPORT=classic   # how mount_lib's mounts are served
 case "${TRANSPORTS:-both}" in

@@ -12,8 +12,8 @@ usage: scripts/install.sh [--prefix DIR] [--helper-dir DIR] [--no-helpers] [--bi
 
   --prefix DIR      where bin/, share/man, share/bash-completion ... go (default /usr/local)
   --helper-dir DIR  where the links mount.novelfs and mount.fuse.novelfs go. mount(8) looks
-                    for helpers only in /sbin, so that is the default for the prefixes /usr
-                    and /usr/local; for any other prefix it is PREFIX/sbin.
+                    for helpers only in /sbin, so that is the default when it can be written
+                    (root), whatever the prefix; otherwise it is PREFIX/sbin.
   --no-helpers      do not install the mount(8) helpers
   --binary FILE     install this binary instead of building one (cargo build --release --locked)
   --uninstall       remove what an earlier install into PREFIX wrote
@@ -38,11 +38,11 @@ while [ $# -gt 0 ]; do
 done
 case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
 prefix=${prefix%/}
+# The helpers go where mount(8) looks for them, /sbin, whenever this can
+# write there, whatever the prefix: they link to this install's binary, so
+# an fstab line of type fuse.novelfs runs it wherever it lives.
 if [ -z "$helper_dir" ]; then
-  case "$prefix" in
-    /usr|/usr/local) helper_dir=/sbin ;;
-    *) helper_dir="$prefix/sbin" ;;
-  esac
+  if [ -w /sbin/ ]; then helper_dir=/sbin; else helper_dir="$prefix/sbin"; fi
 fi
 
 docdir="$prefix/share/doc/novelfs"
@@ -129,7 +129,10 @@ put 644 "$prefix/share/man/man1/novelfs.1" "$bin" man
 put 644 "$prefix/share/bash-completion/completions/novelfs" "$bin" completions bash
 put 644 "$prefix/share/zsh/site-functions/_novelfs" "$bin" completions zsh
 put 644 "$prefix/share/fish/vendor_completions.d/novelfs.fish" "$bin" completions fish
-put 644 "$docdir/contract.md" cat "$here/docs/contract.md"
+# The documents --help and the man page name under SEE ALSO.
+for doc in contract mounting agents; do
+  put 644 "$docdir/$doc.md" cat "$here/docs/$doc.md"
+done
 for unit in "$here"/examples/systemd/*; do
   put 644 "$docdir/examples/$(basename "$unit")" sed "s|/usr/local/bin/novelfs|$bin|g" "$unit"
 done

@@ -4,8 +4,25 @@
 # (with its io_uring transport), and the storage crate's tests (S3 ones
 # against moto_server through tests/s3/proxy.py). Needs /dev/fuse and root
 # for the mount tests.
-set -euo pipefail
+# Every part runs even when one before it fails; the failures are listed at
+# the end and the exit status is 1 if any part failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-cargo test --all-targets -- --nocapture 2>&1
-cargo test -p fuser --all-targets --features io-uring 2>&1
-cargo test -p novelfs-storage --all-targets -- --nocapture 2>&1
+failed=()
+part() {
+    local name=$1
+    shift
+    echo "=== $name: $*"
+    if ! "$@" 2>&1; then
+        failed+=("$name")
+    fi
+}
+# --no-fail-fast: a failing test binary does not keep the others from running.
+part novelfs cargo test --all-targets --no-fail-fast -- --nocapture
+part fuser cargo test -p fuser --all-targets --no-fail-fast --features io-uring
+part storage cargo test -p novelfs-storage --all-targets --no-fail-fast -- --nocapture
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "scripts/test.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "scripts/test.sh: every part passed"

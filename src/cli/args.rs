@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use novelfs_library as library;
-
 const LONG_ABOUT: &str = "\
 novelfs serves a library of Chinese novel chapters as a read-only FUSE \
 filesystem. ROOT holds novels/; each directory in novels/ is a book and each \
@@ -32,7 +30,7 @@ whenever it changes, so switching the tool off or on needs no remount.";
 
 const INDEX_DIR_HELP: &str = "\
 Where the persistent index of chapters lives [default: $XDG_CACHE_HOME/novelfs, \
-else ~/.cache/novelfs]
+else ~/.cache/novelfs, else for root /var/cache/novelfs]
 
 One file per library (named by a hash of its canonical path), made by \
 `novelfs index` or by a mount as it reads chapters. It holds what each \
@@ -63,7 +61,8 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             (
                 "XDG_STATE_HOME",
                 "A daemonized mount without --log-file and without syslog (/dev/log) logs to $XDG_STATE_HOME/novelfs/novelfs.log, \
-                 else to $HOME/.local/state/novelfs/novelfs.log; the mounted line in the log names the file.",
+                 else to $HOME/.local/state/novelfs/novelfs.log, else (root without either, as under mount(8) or systemd) \
+                 to /var/log/novelfs/novelfs.log; the mounted line in the log names the file.",
             ),
             (
                 "RUST_LOG",
@@ -90,12 +89,14 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "/etc/fstab",
-                "/srv/library  /mnt/novels  fuse.novelfs  ro,allow_other,ttl=1  0  0 \
+                "/srv/library /mnt/novels fuse.novelfs ro,allow_other,ttl=1,log_file=/var/log/novelfs.log 0 0 \
                  (needs the mount.fuse.novelfs helper that scripts/install.sh puts in /sbin, or mount.fuse3 from fuse3 with novelfs on PATH).",
             ),
             (
                 "mount.novelfs, mount.fuse.novelfs",
-                "Links to novelfs; mount(8) runs them as `mount.fuse.novelfs ROOT MOUNTPOINT -o OPTIONS`. \
+                "Links to novelfs; mount(8) runs them as `mount.fuse.novelfs ROOT MOUNTPOINT -o OPTIONS`, for the type \
+                 fuse.novelfs (mount -t fuse.novelfs, or fstab) and novelfs (fstab only: mount(8) reads -t novelfs as \
+                 \"not velfs\"). \
                  They ignore the rw that mount(8) adds when no ro is given (the mount is read-only in any case), \
                  and mount nothing for mount -f (fake).",
             ),
@@ -108,10 +109,25 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "SEE ALSO",
-        &[(
-            "docs/contract.md",
-            "Every rule in one place (in the source, and in PREFIX/share/doc/novelfs/ when installed):              which files are chapters, lookup, decoding, pages and their text, the index files,              the tree, attributes, freshness, the access options, errors and exit status.",
-        )],
+        &[
+            (
+                "docs/contract.md",
+                "Every rule in one place: which files are chapters, lookup, decoding, pages and their text, \
+                 the index files, the tree, attributes, freshness, the access options, errors and exit status.",
+            ),
+            (
+                "docs/mounting.md",
+                "Mounting for other users, fstab and systemd, stale mounts, a library on a network filesystem or in a bucket.",
+            ),
+            (
+                "docs/agents.md",
+                "Giving the library to an agent: bubblewrap, Docker, an MCP server.",
+            ),
+            (
+                "PREFIX/share/doc/novelfs/",
+                "Where scripts/install.sh (and the Debian package, /usr/share/doc/novelfs/) puts these documents.",
+            ),
+        ],
     ),
 ];
 
@@ -139,7 +155,8 @@ pub enum Command {
     Unmount(UnmountCmd),
     /// Print one page exactly as the filesystem's offset-N file holds it.
     Read(ReadCmd),
-    /// List a book's chapters with numbers, titles, sizes and shared numbers.
+    /// List a book's chapters: numbers, titles, characters and lines (--json
+    /// adds bytes), then the files that share a number.
     Chapters(ChaptersCmd),
     /// Print the library's books as novel_books returns them (the mount's
     /// novel_books.txt, or novel_books.json with --json).
@@ -174,13 +191,13 @@ pub enum Command {
 pub struct BucketArgs {
     /// The S3 endpoint (http(s)://HOST[:PORT]), for MinIO, Ceph, R2 and
     /// other servers speaking S3; AWS's own for the region by default.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = crate::mount::options::value::endpoint)]
     pub endpoint_url: Option<String>,
     /// The bucket's region (else the profile's, AWS_REGION, or us-east-1).
-    #[arg(long, value_name = "REGION")]
+    #[arg(long, value_name = "REGION", value_parser = crate::mount::options::value::region)]
     pub region: Option<String>,
     /// A named profile of the shared AWS credentials and config files.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = |v: &str| crate::mount::options::value::non_empty(v, crate::mount::options::value::NAME))]
     pub profile: Option<String>,
     /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
     #[arg(long)]
@@ -197,7 +214,7 @@ pub struct LibraryArgs {
     pub bucket: BucketArgs,
     /// The root to write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library, where a sandbox sees the library).
-    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
 }
 
@@ -205,7 +222,7 @@ pub struct LibraryArgs {
 pub struct ReadCmd {
     #[command(flatten)]
     pub library: LibraryArgs,
-    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// Book name (a directory under novels/).
     pub book: String,
@@ -222,7 +239,7 @@ pub struct ReadCmd {
     pub json: bool,
     /// Chapters larger than this are an error instead of being read (as
     /// the mount's flag; at most 2GiB).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
 }
 
@@ -242,41 +259,48 @@ pub struct MountCmd {
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
-    /// io_uring=auto|on|off, index_dir=DIR, noindex; for a bucket
-    /// endpoint_url=URL, region=REGION, profile=NAME, force_path_style.
+    /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
+    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE; for a library
+    /// in a bucket endpoint_url=URL, region=REGION, profile=NAME,
+    /// force_path_style. A flag wins over the same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
     /// Seconds the kernel may cache names and attributes that are not
-    /// watched (0 = always ask, and watch nothing). Watched ones are
-    /// cached until a change is pushed to the kernel.
-    #[arg(long, value_name = "SECONDS")]
+    /// watched (0 = always ask, and watch nothing; at most 86400). Watched
+    /// ones are cached until a change is pushed to the kernel. Same as
+    /// -o ttl=SECONDS.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub ttl: Option<String>,
     /// Seconds a request may wait for the library's filesystem (a hung
     /// network server) before it gets EIO; default 5. Same as
     /// -o source_timeout=SECONDS.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub source_timeout: Option<String>,
-    #[arg(long, value_name = "FILE", help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library where a sandbox binds the mount);
     /// sizes follow. Same as -o path_root=DIR.
-    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
     /// Memory for what the daemon keeps: decoded chapters, rendered pages,
-    /// listings, book indexes and the inode table (e.g. 16M, 256MiB).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub cache_size: String,
-    /// Chapters larger than this are shown as an ERROR instead of being read.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub max_chapter_bytes: String,
+    /// listings, book indexes and the inode table (e.g. 16M, 256MiB)
+    /// [default: 256MiB]. Same as -o cache_size=SIZE.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub cache_size: Option<String>,
+    /// Chapters larger than this are shown as an ERROR instead of being
+    /// read (at most 2GiB) [default: 256MiB]. Same as
+    /// -o max_chapter_bytes=SIZE.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub max_chapter_bytes: Option<String>,
     /// Worker threads reading requests (more mostly add context switches on
     /// a small machine). One always stays free: requests that would wait
     /// behind slow ones (a big chapter loading) go to spare threads.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub threads: usize,
+    /// 1 to 256 [default: 2]. Same as -o threads=N.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub threads: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
     pub force: bool,
@@ -289,20 +313,21 @@ pub struct MountCmd {
     /// cannot serve, its unmount. Without it, -f logs to stderr and a
     /// daemonized mount to syslog (journalctl -t novelfs), or, without
     /// syslog, to $XDG_STATE_HOME/novelfs/novelfs.log (else
-    /// ~/.local/state/novelfs/novelfs.log). The mounted line in the log
+    /// ~/.local/state/novelfs/novelfs.log, else for root
+    /// /var/log/novelfs/novelfs.log). The mounted line in the log
     /// ends with where it goes (log: …). Same as -o log_file=FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file)]
     pub log_file: Option<PathBuf>,
     /// How the kernel's requests reach the daemon: auto (FUSE over io_uring
     /// when the kernel offers it, the /dev/fuse loop otherwise), on (io_uring
     /// or no mount), off (the /dev/fuse loop). Same as -o io_uring=MODE.
     #[arg(long, value_name = "auto|on|off")]
     pub io_uring: Option<String>,
-    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// Use no persistent index: every chapter is read the first time it is
     /// listed or sized (-o noindex is the same).
-    #[arg(long, conflicts_with = "index_dir")]
+    #[arg(long)]
     pub no_index: bool,
 }
 
@@ -313,13 +338,13 @@ pub struct IndexCmd {
     pub root: PathBuf,
     #[command(flatten)]
     pub bucket: BucketArgs,
-    #[arg(long, value_name = "DIR", help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// The root the mount writes in pages (its --path-root).
-    #[arg(long, value_name = "DIR", value_parser = library::normalize_path_root)]
+    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
     pub path_root: Option<String>,
     /// The mount's --max-chapter-bytes.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::parse_size)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
 }
 

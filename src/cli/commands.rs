@@ -125,9 +125,10 @@ pub(crate) fn chapters(cmd: ChaptersCmd) -> Result<String, NovelError> {
 pub(crate) fn mount(cmd: MountCmd) -> ExitCode {
     let config = match mount_config(&cmd) {
         Ok(config) => config,
+        // A malformed, out-of-range or conflicting option: a usage error.
         Err(msg) => {
             eprintln!("novelfs: {msg}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
     match logging::sink_for(config.log_file.as_deref(), config.foreground) {
@@ -168,9 +169,16 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
         }
     };
     library.max_chapter_bytes = cmd.max_chapter_bytes;
-    let Some(dir) = cmd.index_dir.clone().or_else(persist::default_dir) else {
-        eprintln!("novelfs: no index folder: set XDG_CACHE_HOME or HOME, or give --index-dir");
-        return ExitCode::FAILURE;
+    let dir = match cmd
+        .index_dir
+        .clone()
+        .map_or_else(super::mount_config::default_index_dir, Ok)
+    {
+        Ok(dir) => dir,
+        Err(_) => {
+            eprintln!("novelfs: no index folder: set XDG_CACHE_HOME or HOME, or give --index-dir");
+            return ExitCode::FAILURE;
+        }
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);

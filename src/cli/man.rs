@@ -116,11 +116,14 @@ pub(crate) fn man_page() -> String {
 
     for (heading, items) in NOTES {
         page += &format!(".SH \"{heading}\"\n");
+        // One SEE ALSO: the pages of other tools, then the documents.
+        if *heading == "SEE ALSO" {
+            page += "\\fBmount\\fR(8), \\fBfstab\\fR(5), \\fBmount.fuse3\\fR(8), \\fBfusermount3\\fR(1), \\fBsystemd.mount\\fR(5)\n";
+        }
         for (term, text) in *items {
             page += &format!(".TP\n\\fB{}\\fR\n{}\n", roff_text(term), roff_text(text));
         }
     }
-    page += ".SH \"SEE ALSO\"\n\\fBmount\\fR(8), \\fBfstab\\fR(5), \\fBmount.fuse3\\fR(8), \\fBfusermount3\\fR(1), \\fBsystemd.mount\\fR(5)\n";
     let mut version = Vec::new();
     man.render_version_section(&mut version).expect("in memory");
     page += &String::from_utf8_lossy(&version);
@@ -147,5 +150,76 @@ mod tests {
             assert!(page.contains(needle), "{needle} missing");
         }
         assert_eq!(page.matches(".TH ").count(), 1);
+        assert_eq!(page.matches(".SH \"SEE ALSO\"").count(), 1, "one SEE ALSO");
+        // Text lines: a request's (`.TH`) empty fields are not shown.
+        for line in page.lines().filter(|l| !l.starts_with('.')) {
+            assert!(
+                !line.contains("  "),
+                "a run of spaces in the man page: {line:?}"
+            );
+        }
+    }
+
+    /// The README's synopsis: the block under "## The commands".
+    fn readme_synopsis() -> String {
+        let readme = include_str!("../../README.md");
+        let after = readme
+            .split("## The commands")
+            .nth(1)
+            .expect("README has ## The commands");
+        after
+            .split("```")
+            .nth(1)
+            .expect("a synopsis block")
+            .to_string()
+    }
+
+    /// Every option the parser knows, of every subcommand, is in its
+    /// `--help`, in the man page and in the README's synopsis.
+    #[test]
+    fn every_option_is_in_help_the_man_page_and_the_readme() {
+        let page = man_page();
+        let synopsis = readme_synopsis();
+        let mut top = command();
+        top.build();
+        let mut seen = 0;
+        for sub in top.get_subcommands_mut() {
+            let name = sub.get_name().to_string();
+            if name == "help" || sub.is_hide_set() {
+                continue;
+            }
+            let help = sub.render_long_help().to_string();
+            let longs: Vec<(String, Option<char>)> = sub
+                .get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .filter_map(|a| a.get_long().map(|l| (l.to_string(), a.get_short())))
+                .filter(|(l, _)| l != "help" && l != "version")
+                .collect();
+            let line = synopsis
+                .split("\nnovelfs ")
+                .map(|l| format!("novelfs {}", l.trim_start_matches("novelfs ")))
+                .find(|l| {
+                    l.starts_with(&format!("novelfs {name} "))
+                        || l.trim() == format!("novelfs {name}")
+                })
+                .unwrap_or_else(|| panic!("no novelfs {name} in the README synopsis"));
+            for (long, short) in longs {
+                seen += 1;
+                let short = short.map(|c| format!("[-{c}"));
+                let flag = format!("--{long}");
+                assert!(help.contains(&flag), "novelfs {name} --help lacks {flag}");
+                assert!(
+                    page.contains(&flag.replace('-', "\\-")),
+                    "the man page lacks {flag}"
+                );
+                assert!(
+                    line.contains(&format!("[{flag}"))
+                        || line.contains(&format!("| {flag}"))
+                        || short.as_ref().is_some_and(|s| line.contains(s)),
+                    "the README synopsis of novelfs {name} lacks {flag}"
+                );
+            }
+        }
+        assert!(seen > 20, "only {seen} options seen");
     }
 }

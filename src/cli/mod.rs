@@ -31,7 +31,52 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
     let parsed = command()
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m));
-    parsed.map_err(|err| explain(err, &args, fstab_root.as_deref()).exit())
+    parsed.map_err(|err| {
+        if let Some(line) = bad_value_line(&err, &args) {
+            eprintln!("novelfs: {line}");
+            return ExitCode::from(2);
+        }
+        explain(err, &args, fstab_root.as_deref()).exit()
+    })
+}
+
+/// A value a flag's rule refused (`mount::options::value`), as the one
+/// line every malformed value gets: the flag, or the environment variable
+/// the value came from, and what it takes.
+fn bad_value_line(err: &clap::Error, args: &[OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let ContextValue::String(arg) = err.get(ContextKind::InvalidArg)? else {
+        return None;
+    };
+    let ContextValue::String(value) = err.get(ContextKind::InvalidValue)? else {
+        return None;
+    };
+    let takes = std::error::Error::source(err)?.to_string();
+    let flag = arg.split(' ').next().unwrap_or(arg);
+    let on_command_line = args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == flag || a.starts_with(&format!("{flag}="))
+    });
+    let name = if on_command_line {
+        flag.to_string()
+    } else {
+        env_of(flag).unwrap_or_else(|| flag.to_string())
+    };
+    Some(crate::mount::options::bad_value(&name, &takes, value))
+}
+
+/// The environment variable a flag reads when it is not given.
+fn env_of(flag: &str) -> Option<String> {
+    let long = flag.strip_prefix("--")?;
+    let cmd = command();
+    cmd.get_subcommands()
+        .flat_map(|s| s.get_arguments())
+        .find(|a| a.get_long() == Some(long) && a.get_env().is_some())
+        .and_then(|a| a.get_env())
+        .map(|e| e.to_string_lossy().into_owned())
 }
 
 pub fn main() -> ExitCode {

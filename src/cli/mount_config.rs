@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use super::args::{BucketArgs, MountCmd};
 use crate::mount::access::Access;
-use crate::mount::config::{DEFAULT_SOURCE_TIMEOUT, DEFAULT_TTL, KernelMount, MountConfig};
+use crate::mount::config::{
+    DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_THREADS, DEFAULT_TTL, KernelMount,
+    MountConfig,
+};
 use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::mountpoint::absolute;
-use crate::mount::options::{
-    MountOptions, parse_options, parse_size, parse_source_timeout, parse_ttl,
-};
-use crate::mount::transport::IoUring;
+use crate::mount::options::{MountOptions, bad_value, conflict, parse_options, value};
 use novelfs_fs::FsConfig;
 
 /// The type of the mount the library's `novels/` lies on (`None` when it
@@ -22,48 +22,96 @@ fn source_fs_type(root: &std::path::Path) -> Option<String> {
     crate::mount::mountinfo::fs_type_containing(&novels)
 }
 
-/// The mount's configuration from `novelfs mount`'s arguments: a flag wins
-/// over the same setting in `-o`, defaults fill the rest.
+/// A flag's value by its rule, or the one line naming the flag.
+fn flag<T>(
+    name: &str,
+    given: Option<&str>,
+    rule: impl Fn(&str) -> Result<T, &'static str>,
+) -> Result<Option<T>, String> {
+    given
+        .map(|v| rule(v).map_err(|takes| bad_value(name, takes, v)))
+        .transpose()
+}
+
+/// The mount's configuration from `novelfs mount`'s arguments: every
+/// value checked by its one rule (`options::value`), whichever form it
+/// came in; a flag wins over the same setting in `-o`, defaults fill the
+/// rest. Any error is a usage error (exit 2), one line naming the option.
 pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     let options = parse_options(&args.options)?;
-    let ttl = match &args.ttl {
-        Some(t) => parse_ttl(t)?,
-        None => options.ttl.unwrap_or(DEFAULT_TTL),
-    };
-    let source_timeout = match &args.source_timeout {
-        Some(t) => parse_source_timeout(t)?,
-        None => options.source_timeout.unwrap_or(DEFAULT_SOURCE_TIMEOUT),
-    };
+    let ttl = flag("--ttl", args.ttl.as_deref(), value::ttl)?
+        .or(options.ttl)
+        .unwrap_or(DEFAULT_TTL);
+    let source_timeout = flag(
+        "--source-timeout",
+        args.source_timeout.as_deref(),
+        value::source_timeout,
+    )?
+    .or(options.source_timeout)
+    .unwrap_or(DEFAULT_SOURCE_TIMEOUT);
+    let cache_bytes = flag(
+        "--cache-size",
+        args.cache_size.as_deref(),
+        value::cache_size,
+    )?
+    .or(options.cache_size)
+    .unwrap_or(DEFAULT_CACHE_BYTES);
+    let max_chapter_bytes = flag(
+        "--max-chapter-bytes",
+        args.max_chapter_bytes.as_deref(),
+        value::max_chapter_bytes,
+    )?
+    .or(options.max_chapter_bytes)
+    .unwrap_or(novelfs_library::DEFAULT_MAX_CHAPTER_BYTES);
+    let threads = flag("--threads", args.threads.as_deref(), value::threads)?
+        .or(options.threads)
+        .unwrap_or(DEFAULT_THREADS);
+    let state_file = args
+        .state_file
+        .clone()
+        .or(options.state_file.clone().map(PathBuf::from));
+    let io_uring = flag("--io-uring", args.io_uring.as_deref(), value::io_uring)?
+        .or(options.io_uring)
+        .unwrap_or_default();
     let at = LibraryAt::parse(&args.root)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),
         LibraryAt::Bucket(_) => args.root.clone(),
     };
     let bucket = bucket_options(&args.bucket, &options.bucket);
-    let cache_bytes = parse_size(&args.cache_size)?;
     // A bucket's bodies fetched ahead count in the one budget: an eighth
     // of it, and the tree's caches the rest.
-    let ahead_bytes = if at.is_bucket() { cache_bytes / 8 } else { 0 };
+    let ahead_bytes = if at.is_bucket() {
+        cache_bytes as u64 / 8
+    } else {
+        0
+    };
     let access = Access::from_options(options.allow_other, options.allow_root);
+    let path_root = args.path_root.clone().or(options.path_root.clone());
     let kernel = KernelMount {
-        fsname: options.fsname.clone(),
+        // The source column says what the pages say: a sandbox that sees
+        // the library at the path root sees no host path in mountinfo.
+        fsname: options.fsname.clone().or_else(|| path_root.clone()),
         subtype: options.subtype.clone().unwrap_or_else(|| "novelfs".into()),
         allow_other: access.kernel_allow_other(),
         default_permissions: options.default_permissions || access.needs_default_permissions(),
     };
-    let index_dir = index_dir(args, &options);
+    let (index_dir, no_index_because) = match index_dir(args, &options)? {
+        Index::In(dir) => (Some(dir), None),
+        Index::Off => (None, None),
+        Index::Nowhere(why) => (None, Some(why)),
+    };
     Ok(MountConfig {
         mountpoint: absolute(&args.mountpoint),
         foreground: args.foreground,
         force: args.force,
-        threads: args.threads.max(1),
-        max_chapter_bytes: parse_size(&args.max_chapter_bytes)?,
-        path_root: args.path_root.clone().or(options.path_root),
+        threads,
+        max_chapter_bytes,
+        path_root,
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
-            state_file: args.state_file.as_deref().map(absolute),
-            cache_bytes: usize::try_from(cache_bytes - ahead_bytes)
-                .map_err(|_| format!("cache size too large: {}", args.cache_size))?,
+            state_file: state_file.as_deref().map(absolute),
+            cache_bytes: cache_bytes - ahead_bytes as usize,
             watch: !(args.no_watch || options.no_watch),
             source_fs_type: match at {
                 LibraryAt::Dir(_) => source_fs_type(&root),
@@ -79,11 +127,9 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             .clone()
             .or(options.log_file.map(PathBuf::from))
             .map(|p| absolute(&p)),
-        io_uring: match &args.io_uring {
-            Some(v) => IoUring::parse(v)?,
-            None => options.io_uring.unwrap_or_default(),
-        },
+        io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
+        no_index_because,
         root,
         bucket,
         ahead_bytes,
@@ -100,19 +146,56 @@ pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> Buc
     }
 }
 
+/// The persistent index of a mount.
+enum Index {
+    In(PathBuf),
+    /// `--no-index` or `-o noindex`.
+    Off,
+    /// No folder given and none to default to: why.
+    Nowhere(String),
+}
+
+/// Where the persistent index lives without `--index-dir`:
+/// `$XDG_CACHE_HOME/novelfs`, else `~/.cache/novelfs`; for root without
+/// either (a mount made by mount(8), fstab or systemd), the system's cache
+/// folder for daemons, `/var/cache/novelfs`.
+pub(crate) fn default_index_dir() -> Result<PathBuf, String> {
+    novelfs_fs::persist::default_dir()
+        .or_else(|| {
+            // SAFETY: geteuid has no preconditions.
+            (unsafe { libc::geteuid() } == 0).then(|| PathBuf::from(SYSTEM_INDEX_DIR))
+        })
+        .ok_or_else(|| {
+            "no persistent index: no $XDG_CACHE_HOME or $HOME to keep it in (--index-dir DIR \
+             or -o index_dir=DIR keeps one); every chapter is read the first time it is listed \
+             or sized"
+                .to_string()
+        })
+}
+
+/// Root's index folder when it has no home.
+pub(crate) const SYSTEM_INDEX_DIR: &str = "/var/cache/novelfs";
+
 /// Where the persistent index lives: `--index-dir`, else `-o index_dir`,
-/// else the default folder; none with `--no-index` or `-o noindex`.
-fn index_dir(args: &MountCmd, options: &MountOptions) -> Option<PathBuf> {
-    if args.no_index || options.no_index {
-        return None;
+/// else the default folder; none with `--no-index` or `-o noindex`, which
+/// no index folder may come with, in either form.
+fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Index, String> {
+    let off = match (args.no_index, options.no_index) {
+        (true, _) => Some("--no-index"),
+        (false, true) => Some("-o noindex"),
+        _ => None,
+    };
+    let given = match (&args.index_dir, &options.index_dir) {
+        (Some(dir), _) => Some(("--index-dir", dir.clone())),
+        (None, Some(dir)) => Some(("-o index_dir=", PathBuf::from(dir))),
+        _ => None,
+    };
+    match (off, given) {
+        (Some(off), Some((dir, _))) => Err(conflict(off, dir)),
+        (Some(_), None) => Ok(Index::Off),
+        (None, Some((_, dir))) => Ok(Index::In(absolute(&dir))),
+        (None, None) => Ok(default_index_dir().map_or_else(Index::Nowhere, Index::In)),
     }
-    let given = args
-        .index_dir
-        .clone()
-        .or(options.index_dir.as_ref().map(PathBuf::from));
-    given
-        .map(|dir| absolute(&dir))
-        .or_else(novelfs_fs::persist::default_dir)
 }
 
 #[cfg(test)]
@@ -130,9 +213,9 @@ mod tests {
             source_timeout: None,
             state_file: None,
             path_root: None,
-            cache_size: "256MiB".into(),
-            max_chapter_bytes: "256MiB".into(),
-            threads: 2,
+            cache_size: None,
+            max_chapter_bytes: None,
+            threads: None,
             force: false,
             no_watch: false,
             log_file: None,
@@ -162,6 +245,7 @@ mod tests {
         let c = mount_config(&args("ttl=5,path_root=/library")).unwrap();
         assert_eq!(c.tree.ttl, Duration::from_secs(5));
         assert_eq!(c.path_root.as_deref(), Some("/library"));
+        assert_eq!(c.kernel.fsname.as_deref(), Some("/library"));
         assert!(c.tree.watch);
         assert_eq!(c.mountpoint, PathBuf::from("/mnt"));
         let mut a = args("ttl=5,nowatch");
@@ -175,6 +259,37 @@ mod tests {
         assert_eq!(c.tree.ttl, Duration::from_secs(1));
         assert_eq!(c.tree.cache_bytes, 256 << 20);
         assert!(mount_config(&args("rw")).is_err());
+    }
+
+    #[test]
+    fn sizes_threads_and_the_state_file_come_from_the_flag_the_option_or_the_default() {
+        let c = mount_config(&args(
+            "cache_size=16M,max_chapter_bytes=1G,threads=4,state_file=/etc/novelfs/state.json",
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.max_chapter_bytes, c.threads),
+            (16 << 20, 1 << 30, 4)
+        );
+        assert_eq!(
+            c.tree.state_file.as_deref(),
+            Some(std::path::Path::new("/etc/novelfs/state.json"))
+        );
+        let mut a = args("cache_size=16M,threads=4");
+        a.cache_size = Some("32M".into());
+        a.threads = Some("3".into());
+        let c = mount_config(&a).unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.threads),
+            (32 << 20, 3),
+            "the flags win"
+        );
+        let c = mount_config(&args("")).unwrap();
+        assert_eq!(
+            (c.tree.cache_bytes, c.max_chapter_bytes, c.threads),
+            (256 << 20, 256 << 20, 2)
+        );
+        assert!(c.tree.state_file.is_none());
     }
 
     #[test]

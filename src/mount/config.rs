@@ -14,7 +14,8 @@ use novelfs_fs::FsConfig;
 /// kernel-side access checks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct KernelMount {
-    /// The source column when not the library root (`fsname=`).
+    /// The source column when not the library root: `fsname=`, else the
+    /// path root.
     pub(crate) fsname: Option<String>,
     /// Shown as the type `fuse.{subtype}`.
     pub(crate) subtype: String,
@@ -51,7 +52,16 @@ pub(crate) struct MountConfig {
     /// Bytes of chapters a bucket's backing may hold fetched ahead of
     /// readers: taken from `--cache-size`, the tree gets the rest.
     pub(crate) ahead_bytes: u64,
+    /// Why there is no persistent index though none was refused (no
+    /// folder to keep it in), said once the mount is made.
+    pub(crate) no_index_because: Option<String>,
 }
+
+/// The memory for what the daemon keeps, by default.
+pub(crate) const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+
+/// Worker threads by default: one reads requests, one stays free.
+pub(crate) const DEFAULT_THREADS: usize = 2;
 
 /// The default TTL of what is not watched, in seconds.
 pub(crate) const DEFAULT_TTL: f64 = 1.0;

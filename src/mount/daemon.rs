@@ -40,11 +40,19 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
             ));
         }
         MountpointState::AlreadyMounted => {
-            return Err(format!(
-                "{} is already a mount point; unmount it first (`novelfs unmount {}`)",
-                config.mountpoint.display(),
-                config.mountpoint.display()
-            ));
+            let at = config.mountpoint.display();
+            // `novelfs unmount` unmounts novelfs mounts only: anything else
+            // mounted there is named, with the tool that unmounts it.
+            return Err(match super::mountinfo::mount_type(&config.mountpoint) {
+                Some(t) if t == "fuse.novelfs" => format!(
+                    "{at} is already a mount point (a novelfs mount); unmount it first (`novelfs unmount {at}`)"
+                ),
+                Some(t) => format!(
+                    "{at} is already a mount point ({t}, not novelfs; --force clears only a stale novelfs mount); \
+                     choose another mountpoint, or unmount it first (`umount {at}`)"
+                ),
+                None => format!("{at} is already a mount point; unmount it first"),
+            });
         }
         MountpointState::Stale if config.force => {
             unmount(&config.mountpoint, true)?;

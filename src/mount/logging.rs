@@ -122,9 +122,11 @@ pub(crate) fn sink_for(log_file: Option<&Path>, foreground: bool) -> Result<Sink
     let default = default_log_file(
         std::env::var_os("XDG_STATE_HOME").as_deref(),
         std::env::var_os("HOME").as_deref(),
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() } == 0,
     );
     let file_error = match &default {
-        None => "no $XDG_STATE_HOME or $HOME for a default log file".to_string(),
+        None => "no $XDG_STATE_HOME or $HOME for a default log file, and not root".to_string(),
         Some(path) => {
             let made = path.parent().map_or(Ok(()), |dir| {
                 std::fs::DirBuilder::new()
@@ -159,19 +161,29 @@ fn open_log_file(path: &Path) -> Result<std::fs::File, String> {
 /// The log file of a daemonized mount without syslog, where the XDG base
 /// directories keep a program's state: `$XDG_STATE_HOME/novelfs/novelfs.log`,
 /// else `$HOME/.local/state/novelfs/novelfs.log` (a relative or empty
-/// variable counts as unset, as the specification says).
+/// variable counts as unset, as the specification says); for root with
+/// neither (a mount made by mount(8), fstab or systemd), where daemons
+/// log, `/var/log/novelfs/novelfs.log`.
 fn default_log_file(
     xdg_state_home: Option<&std::ffi::OsStr>,
     home: Option<&std::ffi::OsStr>,
+    root: bool,
 ) -> Option<PathBuf> {
     fn usable(v: Option<&std::ffi::OsStr>) -> Option<&Path> {
         v.map(Path::new).filter(|p| p.is_absolute())
     }
     let state = usable(xdg_state_home)
         .map(Path::to_path_buf)
-        .or_else(|| usable(home).map(|h| h.join(".local/state")))?;
-    Some(state.join("novelfs").join("novelfs.log"))
+        .or_else(|| usable(home).map(|h| h.join(".local/state")));
+    match state {
+        Some(state) => Some(state.join("novelfs").join("novelfs.log")),
+        None if root => Some(PathBuf::from(SYSTEM_LOG_FILE)),
+        None => None,
+    }
 }
+
+/// Root's log file when it has no home and no syslog.
+pub(crate) const SYSTEM_LOG_FILE: &str = "/var/log/novelfs/novelfs.log";
 
 /// Where the installed logger writes, as the mounted line names it.
 static DESTINATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -278,18 +290,24 @@ mod tests {
     #[test]
     fn the_default_log_file_is_in_the_xdg_state_directory() {
         let os = |s: &'static str| Some(std::ffi::OsStr::new(s));
-        assert_eq!(
-            default_log_file(os("/state"), os("/home/u")),
-            Some(PathBuf::from("/state/novelfs/novelfs.log"))
-        );
-        for unusable in [None, os(""), os("relative")] {
+        for root in [false, true] {
             assert_eq!(
-                default_log_file(unusable, os("/home/u")),
-                Some(PathBuf::from("/home/u/.local/state/novelfs/novelfs.log"))
+                default_log_file(os("/state"), os("/home/u"), root),
+                Some(PathBuf::from("/state/novelfs/novelfs.log"))
             );
+            for unusable in [None, os(""), os("relative")] {
+                assert_eq!(
+                    default_log_file(unusable, os("/home/u"), root),
+                    Some(PathBuf::from("/home/u/.local/state/novelfs/novelfs.log"))
+                );
+            }
         }
-        assert_eq!(default_log_file(None, os("")), None);
-        assert_eq!(default_log_file(None, None), None);
+        assert_eq!(default_log_file(None, os(""), false), None);
+        assert_eq!(default_log_file(None, None, false), None);
+        assert_eq!(
+            default_log_file(None, None, true),
+            Some(PathBuf::from("/var/log/novelfs/novelfs.log"))
+        );
     }
 
     #[test]

@@ -26,5 +26,3 @@ mod runner;
 mod session;
 pub(crate) mod transport;
 mod watchdog;
-
-pub(crate) use options::parse_size;

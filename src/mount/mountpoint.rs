@@ -139,9 +139,23 @@ fn novelfs_mount_at(path: &Path) -> Result<PathBuf, String> {
         ""
     };
     Err(format!(
-        "{} is a {fstype} mount, not novelfs; nothing was unmounted{subtype_hint}",
-        at.display()
+        "{} is {} {fstype} mount, not novelfs; nothing was unmounted{subtype_hint}",
+        at.display(),
+        article(&fstype)
     ))
+}
+
+/// "an ext4 mount", "a tmpfs mount": by the sound of the type's name, which
+/// is a word or read letter by letter (nfs, xfs, sshfs).
+fn article(fstype: &str) -> &'static str {
+    let spelled = ["nfs", "xfs", "sshfs", "smb", "f2fs", "lxcfs", "rbd", "hfs"];
+    if fstype.starts_with(['a', 'e', 'i', 'o', 'u'])
+        || spelled.iter().any(|s| fstype.starts_with(s))
+    {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 /// A user who is not root unmounts through fusermount3, which checks that
@@ -185,6 +199,20 @@ pub(crate) fn stale_message(mnt: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_article_follows_the_sound_of_the_type() {
+        for (fstype, want) in [
+            ("ext4", "an"),
+            ("tmpfs", "a"),
+            ("nfs4", "an"),
+            ("overlay", "an"),
+            ("fuse.sshfs", "a"),
+            ("xfs", "an"),
+        ] {
+            assert_eq!(article(fstype), want, "{fstype}");
+        }
+    }
 
     #[test]
     fn mount_points_are_written_as_mountinfo_writes_them() {

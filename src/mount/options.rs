@@ -24,6 +24,10 @@ pub(crate) struct MountOptions {
     /// `endpoint_url=`, `region=`, `profile=`, `force_path_style`: how to
     /// reach a library in a bucket.
     pub bucket: super::library_at::BucketOptions,
+    pub cache_size: Option<usize>,
+    pub max_chapter_bytes: Option<u64>,
+    pub threads: Option<usize>,
+    pub state_file: Option<String>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -61,6 +65,156 @@ const GENERIC_OPTIONS: &[&str] = &[
     "loud",
 ];
 
+/// The one line every malformed or out-of-range value gets (contract
+/// §3.8): the option as it was given (`--ttl`, `-o ttl=`, an environment
+/// variable) and what it takes.
+pub(crate) fn bad_value(option: &str, takes: &str, value: &str) -> String {
+    format!("{option} takes {takes}, not {value:?}")
+}
+
+/// The one line two options that cannot go together get, each named as
+/// it was given.
+pub(crate) fn conflict(a: &str, b: &str) -> String {
+    format!("{a} and {b} cannot be used together")
+}
+
+/// Each value's rule: the value, or what the option takes. The flags, the
+/// `-o` options and the environment use these and nothing else.
+pub(crate) mod value {
+    use super::super::transport::IoUring;
+
+    pub(crate) const TTL: &str = "a number of seconds from 0 to 86400";
+    pub(crate) const SOURCE_TIMEOUT: &str = "a number of seconds above 0 and at most 3600";
+    pub(crate) const SIZE: &str = "a size such as 16M, 256MiB or 1G";
+    pub(crate) const CHAPTER_SIZE: &str = "a size such as 16M, 256MiB or 1G, at most 2GiB";
+    pub(crate) const THREADS: &str = "a whole number from 1 to 256";
+    pub(crate) const IO_URING: &str = "auto, on or off";
+    pub(crate) const PATH_ROOT: &str = "an absolute path such as /library";
+    pub(crate) const SUBTYPE: &str = "a plain word (letters, digits, _ - . +)";
+    pub(crate) const NAME: &str = "a name";
+    pub(crate) const FILE: &str = "a file name";
+    pub(crate) const DIR: &str = "a directory";
+    pub(crate) const ENDPOINT: &str = "an http:// or https:// URL of an S3 server";
+    pub(crate) const REGION: &str = "a region name such as us-east-1";
+
+    /// More workers only add context switches (`--threads` in `--help`);
+    /// the bound catches a slip such as `--threads 20000`.
+    pub(crate) const MAX_THREADS: usize = 256;
+
+    pub(crate) fn ttl(v: &str) -> Result<f64, &'static str> {
+        match v.trim().parse::<f64>() {
+            Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
+            _ => Err(TTL),
+        }
+    }
+
+    pub(crate) fn source_timeout(v: &str) -> Result<f64, &'static str> {
+        match v.trim().parse::<f64>() {
+            Ok(t) if t.is_finite() && t > 0.0 && t <= 3600.0 => Ok(t),
+            _ => Err(SOURCE_TIMEOUT),
+        }
+    }
+
+    pub(crate) fn cache_size(v: &str) -> Result<usize, &'static str> {
+        super::parse_size(v)
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(SIZE)
+    }
+
+    /// A chapter file is never read past 2 GiB: a larger limit is refused,
+    /// not lowered.
+    pub(crate) fn max_chapter_bytes(v: &str) -> Result<u64, &'static str> {
+        super::parse_size(v)
+            .ok()
+            .filter(|n| *n <= novelfs_library::MAX_CHAPTER_BYTES_CAP)
+            .ok_or(CHAPTER_SIZE)
+    }
+
+    pub(crate) fn threads(v: &str) -> Result<usize, &'static str> {
+        v.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_THREADS).contains(n))
+            .ok_or(THREADS)
+    }
+
+    pub(crate) fn io_uring(v: &str) -> Result<IoUring, &'static str> {
+        IoUring::parse(v).map_err(|_| IO_URING)
+    }
+
+    pub(crate) fn path_root(v: &str) -> Result<String, &'static str> {
+        novelfs_library::normalize_path_root(v).map_err(|_| PATH_ROOT)
+    }
+
+    /// The part after `fuse.` in the mount's type: a plain word.
+    pub(crate) fn subtype(v: &str) -> Result<String, &'static str> {
+        let plain = !v.is_empty()
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'));
+        if plain {
+            Ok(v.to_string())
+        } else {
+            Err(SUBTYPE)
+        }
+    }
+
+    /// `--log-file`'s value.
+    pub(crate) fn file(v: &str) -> Result<std::path::PathBuf, &'static str> {
+        non_empty(v, FILE).map(Into::into)
+    }
+
+    /// `--endpoint-url`'s value: where an S3 server answers.
+    pub(crate) fn endpoint(v: &str) -> Result<String, &'static str> {
+        let rest = v
+            .strip_prefix("http://")
+            .or_else(|| v.strip_prefix("https://"))
+            .ok_or(ENDPOINT)?;
+        non_empty(rest.trim_end_matches('/'), ENDPOINT).map(|_| v.to_string())
+    }
+
+    /// `--region`'s value.
+    pub(crate) fn region(v: &str) -> Result<String, &'static str> {
+        let plain = v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if plain {
+            non_empty(v, REGION)
+        } else {
+            Err(REGION)
+        }
+    }
+
+    /// `--index-dir`'s value.
+    pub(crate) fn dir(v: &str) -> Result<std::path::PathBuf, &'static str> {
+        non_empty(v, DIR).map(Into::into)
+    }
+
+    /// A name, file or directory: anything but nothing.
+    pub(crate) fn non_empty(v: &str, takes: &'static str) -> Result<String, &'static str> {
+        if v.is_empty() {
+            Err(takes)
+        } else {
+            Ok(v.to_string())
+        }
+    }
+}
+
+/// The `-o` options that are words, and the field each sets.
+fn word(o: &mut MountOptions, key: &str) -> Option<()> {
+    match key {
+        "ro" => {}
+        "allow_other" => o.allow_other = true,
+        "allow_root" => o.allow_root = true,
+        "auto_unmount" => o.auto_unmount = true,
+        "default_permissions" => o.default_permissions = true,
+        "noindex" => o.no_index = true,
+        "nowatch" => o.no_watch = true,
+        "force_path_style" => o.bucket.force_path_style = true,
+        k if GENERIC_OPTIONS.contains(&k) => {}
+        _ => return None,
+    }
+    Some(())
+}
+
 pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
     let mut o = MountOptions::default();
     for opt in list
@@ -73,69 +227,73 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             Some((k, v)) => (k, Some(v)),
             None => (opt, None),
         };
-        match (key, value) {
-            ("ro", None) => {}
-            ("rw", None) => {
-                return Err("option rw: novelfs is read-only (use ro or nothing)".into());
+        if key == "rw" {
+            return Err("-o rw: novelfs is read-only (use ro or nothing)".into());
+        }
+        if key.starts_with("x-") || key == "comment" {
+            continue;
+        }
+        let Some(v) = value else {
+            if word(&mut o, key).is_some() {
+                continue;
             }
-            ("allow_other", None) => o.allow_other = true,
-            ("allow_root", None) => o.allow_root = true,
-            ("auto_unmount", None) => o.auto_unmount = true,
-            ("default_permissions", None) => o.default_permissions = true,
-            ("fsname", Some(v)) => o.fsname = Some(v.to_string()),
-            ("subtype", Some(v)) => o.subtype = Some(parse_subtype(v)?),
-            ("path_root", Some(v)) => o.path_root = Some(novelfs_library::normalize_path_root(v)?),
-            ("ttl", Some(v)) => o.ttl = Some(parse_ttl(v)?),
-            ("source_timeout", Some(v)) => o.source_timeout = Some(parse_source_timeout(v)?),
-            ("index_dir", Some(v)) => o.index_dir = Some(v.to_string()),
-            ("noindex", None) => o.no_index = true,
-            ("endpoint_url", Some(v)) => o.bucket.endpoint_url = Some(v.to_string()),
-            ("region", Some(v)) => o.bucket.region = Some(v.to_string()),
-            ("profile", Some(v)) => o.bucket.profile = Some(v.to_string()),
-            ("force_path_style", None) => o.bucket.force_path_style = true,
-            ("nowatch", None) => o.no_watch = true,
-            ("log_file", Some(v)) if !v.is_empty() => o.log_file = Some(v.to_string()),
-            ("io_uring", Some(v)) => o.io_uring = Some(super::transport::IoUring::parse(v)?),
-            (k, _) if k.starts_with("x-") || k == "comment" || GENERIC_OPTIONS.contains(&k) => {}
+            if let Some(takes) = takes_of(key) {
+                return Err(bad_value(&format!("-o {key}="), takes, ""));
+            }
+            return Err(format!("unknown mount option: {opt}"));
+        };
+        let name = format!("-o {key}=");
+        let bad = |takes: &str| bad_value(&name, takes, v);
+        match key {
+            "fsname" => o.fsname = Some(value::non_empty(v, value::NAME).map_err(bad)?),
+            "subtype" => o.subtype = Some(value::subtype(v).map_err(bad)?),
+            "path_root" => o.path_root = Some(value::path_root(v).map_err(bad)?),
+            "ttl" => o.ttl = Some(value::ttl(v).map_err(bad)?),
+            "source_timeout" => o.source_timeout = Some(value::source_timeout(v).map_err(bad)?),
+            "index_dir" => o.index_dir = Some(value::non_empty(v, value::DIR).map_err(bad)?),
+            "log_file" => o.log_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
+            "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
+            "cache_size" => o.cache_size = Some(value::cache_size(v).map_err(bad)?),
+            "max_chapter_bytes" => {
+                o.max_chapter_bytes = Some(value::max_chapter_bytes(v).map_err(bad)?)
+            }
+            "threads" => o.threads = Some(value::threads(v).map_err(bad)?),
+            "state_file" => o.state_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
+            "endpoint_url" => o.bucket.endpoint_url = Some(value::endpoint(v).map_err(bad)?),
+            "region" => o.bucket.region = Some(value::region(v).map_err(bad)?),
+            "profile" => o.bucket.profile = Some(value::non_empty(v, value::NAME).map_err(bad)?),
+            k if word(&mut MountOptions::default(), k).is_some() => {
+                return Err(format!("-o {k} takes no value, not {v:?}"));
+            }
             _ => return Err(format!("unknown mount option: {opt}")),
         }
     }
     if o.allow_other && o.allow_root {
-        return Err("allow_other and allow_root are mutually exclusive".into());
+        return Err(conflict("-o allow_other", "-o allow_root"));
     }
     Ok(o)
 }
 
-/// The part after `fuse.` in the mount's type: a plain word.
-fn parse_subtype(v: &str) -> Result<String, String> {
-    let plain = !v.is_empty()
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'));
-    if plain {
-        Ok(v.to_string())
-    } else {
-        Err(format!(
-            "subtype must be a plain word (letters, digits, _ - . +), not {v:?}"
-        ))
-    }
-}
-
-pub(crate) fn parse_ttl(v: &str) -> Result<f64, String> {
-    match v.trim().parse::<f64>() {
-        Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
-        _ => Err(format!(
-            "ttl must be a number of seconds between 0 and 86400, not {v:?}"
-        )),
-    }
-}
-
-pub(crate) fn parse_source_timeout(v: &str) -> Result<f64, String> {
-    match v.trim().parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 0.0 && t <= 3600.0 => Ok(t),
-        _ => Err(format!(
-            "source_timeout must be a number of seconds above 0 and at most 3600, not {v:?}"
-        )),
-    }
+/// What a `-o` option with a value takes (`None` for the rest).
+fn takes_of(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "fsname" => value::NAME,
+        "subtype" => value::SUBTYPE,
+        "path_root" => value::PATH_ROOT,
+        "ttl" => value::TTL,
+        "source_timeout" => value::SOURCE_TIMEOUT,
+        "index_dir" => value::DIR,
+        "log_file" => value::FILE,
+        "io_uring" => value::IO_URING,
+        "cache_size" => value::SIZE,
+        "max_chapter_bytes" => value::CHAPTER_SIZE,
+        "threads" => value::THREADS,
+        "state_file" => value::FILE,
+        "endpoint_url" => value::ENDPOINT,
+        "region" => value::REGION,
+        "profile" => value::NAME,
+        _ => return None,
+    })
 }
 
 /// `16M`, `256MiB`, `1G`, `4096`.

@@ -78,6 +78,9 @@ pub(crate) fn serve(
         freshness_of(&fs),
         logging::destination()
     );
+    if let Some(why) = &config.no_index_because {
+        log::warn!("{why}");
+    }
     if let Some(why) = logging::lost() {
         // Said once the mount is made, so that it never precedes a refusal.
         log::warn!("{why}");

@@ -5,27 +5,20 @@
 //!
 //! Needs root (to create the users `novelfs-test` and `novelfs-other` and
 //! to switch to them) and fusermount3 (package fuse3); skips with a message
-//! otherwise. /dev/fuse's mode and /etc/fuse.conf are changed for a test
-//! and restored after it, under one lock.
+//! otherwise. Each test holds the machine lock (`common::machine`) from
+//! start to end: it makes the users it lacks and removes them at its end,
+//! and changes /dev/fuse's mode and /etc/fuse.conf, set back on drop.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Serialises the tests that change /dev/fuse and /etc/fuse.conf.
-static SYSTEM: Mutex<()> = Mutex::new(());
+use crate::common::machine::{MachineLock, TestUsers, User};
 
 const OWNER: &str = "novelfs-test";
 const THIRD: &str = "novelfs-other";
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct User {
-    uid: u32,
-    gid: u32,
-}
 
 const ROOT: User = User { uid: 0, gid: 0 };
 
@@ -42,35 +35,32 @@ fn prerequisites() -> bool {
     true
 }
 
-/// Creates the user once (useradd is asked only when it is missing).
-fn user(name: &str) -> User {
-    let id = |flag: &str| {
-        Command::new("id")
-            .arg(flag)
-            .arg(name)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
-    };
-    if id("-u").is_none() {
-        let status = Command::new("useradd")
-            .args(["--system", "--user-group", "--no-create-home"])
-            .args(["--shell", "/usr/sbin/nologin", name])
-            .status()
-            .expect("useradd runs");
-        // A parallel test may have created it in between.
-        assert!(status.success() || id("-u").is_some(), "useradd {name}");
-    }
-    User {
-        uid: id("-u").unwrap(),
-        gid: id("-g").unwrap(),
+/// What a test of this file holds from start to end: the machine lock
+/// (these tests change /dev/fuse and /etc/fuse.conf, and need the test
+/// users as they are), and the test users, removed when it ends if it
+/// made them. Fields drop in order: the users go before the lock.
+struct Machine {
+    owner: User,
+    third: User,
+    _users: TestUsers,
+    lock: MachineLock,
+}
+
+impl Machine {
+    fn take() -> Machine {
+        let lock = MachineLock::take();
+        let (users, ids) = TestUsers::ensure(&lock, &[OWNER, THIRD]);
+        Machine {
+            owner: ids[0],
+            third: ids[1],
+            _users: users,
+            lock,
+        }
     }
 }
 
 /// /dev/fuse and /etc/fuse.conf as a test needs them; restored on drop.
 struct SystemSetting {
-    _lock: std::sync::MutexGuard<'static, ()>,
     dev_fuse_mode: u32,
     fuse_conf: Option<Vec<u8>>,
 }
@@ -80,13 +70,13 @@ const FUSE_CONF: &str = "/etc/fuse.conf";
 impl SystemSetting {
     /// `dev_fuse_mode` 0o666 is what distributions ship (fusermount3 opens
     /// the device as the calling user); `user_allow_other` decides whether
-    /// a user may mount with allow_other/allow_root.
-    fn new(dev_fuse_mode: u32, user_allow_other: bool) -> SystemSetting {
-        let lock = SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+    /// a user may mount with allow_other/allow_root. `machine` shows the
+    /// caller holds the machine lock.
+    fn new(machine: &Machine, dev_fuse_mode: u32, user_allow_other: bool) -> SystemSetting {
+        let _held = &machine.lock;
         let old_mode = std::fs::metadata("/dev/fuse").unwrap().mode() & 0o7777;
         let old_conf = std::fs::read(FUSE_CONF).ok();
         let setting = SystemSetting {
-            _lock: lock,
             dev_fuse_mode: old_mode,
             fuse_conf: old_conf.clone(),
         };
@@ -365,8 +355,9 @@ fn a_user_who_is_not_root_mounts_reads_and_unmounts() {
     if !prerequisites() {
         return;
     }
-    let (owner, third) = (user(OWNER), user(THIRD));
-    let _system = SystemSetting::new(0o666, false);
+    let machine = Machine::take();
+    let (owner, third) = (machine.owner, machine.third);
+    let _system = SystemSetting::new(&machine, 0o666, false);
     let ws = workspace();
     let mnt = ws.mountpoint("mnt", owner);
     let m = ws.mount(owner, &mnt, &[]);
@@ -407,7 +398,8 @@ fn errors_for_a_user_who_is_not_root_say_what_is_missing() {
     if !prerequisites() {
         return;
     }
-    let owner = user(OWNER);
+    let machine = Machine::take();
+    let owner = machine.owner;
     let ws = workspace();
     let mnt = ws.mountpoint("mnt", owner);
     let mount = |args: &[&str]| {
@@ -424,7 +416,7 @@ fn errors_for_a_user_who_is_not_root_say_what_is_missing() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     {
-        let _system = SystemSetting::new(0o600, false);
+        let _system = SystemSetting::new(&machine, 0o600, false);
         let said = mount(&[]);
         assert!(
             said.contains("no read/write access to /dev/fuse")
@@ -434,7 +426,7 @@ fn errors_for_a_user_who_is_not_root_say_what_is_missing() {
         );
     }
     {
-        let _system = SystemSetting::new(0o666, false);
+        let _system = SystemSetting::new(&machine, 0o666, false);
         for opt in ["allow_other", "allow_root"] {
             let said = mount(&["-o", opt]);
             assert!(said.contains("user_allow_other"), "{opt}: {said}");
@@ -458,8 +450,9 @@ fn allow_root_lets_in_exactly_the_owner_and_root() {
     if !prerequisites() {
         return;
     }
-    let (test_user, third) = (user(OWNER), user(THIRD));
-    let _system = SystemSetting::new(0o666, true);
+    let machine = Machine::take();
+    let (test_user, third) = (machine.owner, machine.third);
+    let _system = SystemSetting::new(&machine, 0o666, true);
     let ws = workspace();
     let want = expected_page(&ws);
     for (name, owner) in [("by-root", ROOT), ("by-user", test_user)] {
@@ -499,8 +492,9 @@ fn auto_unmount_alone_keeps_the_mount_private_and_cleans_up_after_a_kill() {
     if !prerequisites() {
         return;
     }
-    let (test_user, third) = (user(OWNER), user(THIRD));
-    let _system = SystemSetting::new(0o666, false);
+    let machine = Machine::take();
+    let (test_user, third) = (machine.owner, machine.third);
+    let _system = SystemSetting::new(&machine, 0o666, false);
     let ws = workspace();
     let want = expected_page(&ws);
     for (name, owner) in [("by-root", ROOT), ("by-user", test_user)] {
@@ -530,8 +524,9 @@ fn allow_other_lets_every_user_read() {
     if !prerequisites() {
         return;
     }
-    let (test_user, third) = (user(OWNER), user(THIRD));
-    let _system = SystemSetting::new(0o666, true);
+    let machine = Machine::take();
+    let (test_user, third) = (machine.owner, machine.third);
+    let _system = SystemSetting::new(&machine, 0o666, true);
     let ws = workspace();
     let want = expected_page(&ws);
     for (name, owner) in [("by-root", ROOT), ("by-user", test_user)] {
@@ -572,6 +567,26 @@ fn root_mounts_name_their_type_and_library() {
         (fstype.as_str(), source.as_str()),
         ("fuse.novels2", "books")
     );
+    // With a path root the source is that root, as the pages write it
+    // (a sandbox given only the mount sees no host path); fsname= wins.
+    for (args, want) in [
+        (&["--path-root", "/library"][..], "/library"),
+        (&["-o", "path_root=/library/"], "/library"),
+        (&["--path-root", "/library", "-o", "fsname=books"], "books"),
+    ] {
+        let rooted = ws.mountpoint("rooted", ROOT);
+        let m = ws.mount(ROOT, &rooted, args);
+        let (fstype, source, _) = mountinfo(&rooted);
+        assert_eq!(
+            (fstype.as_str(), source.as_str()),
+            ("fuse.novelfs", want),
+            "{args:?}"
+        );
+        let page = std::fs::read_to_string(page_in(&rooted)).unwrap();
+        assert!(page.starts_with("<path>/library/"), "{args:?}: {page}");
+        drop(m);
+        std::fs::remove_dir(&rooted).unwrap();
+    }
     let listed = Command::new("findmnt")
         .args(["-n", "-o", "TARGET", "-t", "fuse.novelfs"])
         .output();

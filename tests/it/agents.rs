@@ -84,7 +84,8 @@ fn bubblewrap_reads_the_mount_read_only_at_library() {
             "cat '/library/唐诗选/静夜思/offset-1.json' && ",
             "ls /library && ",
             "if (echo x > '/library/唐诗选/new') 2>&1; then echo WROTE; fi; ",
-            "test -e \"$1\" && echo HOST-PATH-VISIBLE; true"
+            "test -e \"$1\" && echo HOST-PATH-VISIBLE; ",
+            "grep -F ' /library ' /proc/self/mountinfo; true"
         ))
         .arg("sh")
         .arg(&root);
@@ -106,7 +107,12 @@ fn bubblewrap_reads_the_mount_read_only_at_library() {
     let rest = &stdout[want.len()..];
     assert!(rest.contains("Read-only file system"), "write: {rest}");
     assert!(!rest.contains("WROTE") && !rest.contains("HOST-PATH-VISIBLE"));
-    assert!(!stdout.contains(root.to_str().unwrap()));
+    // The mount's source in the sandbox's mountinfo is the path root too.
+    assert!(
+        rest.contains(" - fuse.novelfs /library "),
+        "mountinfo: {rest}"
+    );
+    assert!(!stdout.contains(root.to_str().unwrap()), "{stdout}");
 }
 
 /// Where .ci/run installs the MCP server, unless NOVELFS_MCP_SERVER names

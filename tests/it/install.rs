@@ -39,11 +39,15 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// Installs into `prefix`, the helpers in PREFIX/sbin (as root the
+/// default is the machine's /sbin).
 fn install(prefix: &Path) -> Output {
     run(Command::new("bash")
         .arg(repo().join("scripts/install.sh"))
         .arg("--prefix")
         .arg(prefix)
+        .arg("--helper-dir")
+        .arg(prefix.join("sbin"))
         .arg("--binary")
         .arg(BIN))
 }
@@ -79,10 +83,12 @@ fn install_into_a_prefix_then_uninstall() {
         "sbin/mount.fuse.novelfs",
         "sbin/mount.novelfs",
         "share/bash-completion/completions/novelfs",
+        "share/doc/novelfs/agents.md",
         "share/doc/novelfs/contract.md",
         "share/doc/novelfs/examples/mnt-novels.mount",
         "share/doc/novelfs/examples/novelfs.service",
         "share/doc/novelfs/installed-files",
+        "share/doc/novelfs/mounting.md",
         "share/fish/vendor_completions.d/novelfs.fish",
         "share/man/man1/novelfs.1",
         "share/zsh/site-functions/_novelfs",
@@ -91,6 +97,21 @@ fn install_into_a_prefix_then_uninstall() {
         files_under(&prefix),
         want.iter().map(PathBuf::from).collect::<Vec<_>>()
     );
+    // Every document --help names is installed.
+    let help = run(Command::new(BIN).arg("--help"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    let named: Vec<&str> = help
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("docs/"))
+        .filter(|w| w.ends_with(".md"))
+        .collect();
+    assert!(named.contains(&"contract.md"), "{help}");
+    for doc in named {
+        assert!(
+            prefix.join("share/doc/novelfs").join(doc).is_file(),
+            "--help names docs/{doc}, which is not installed"
+        );
+    }
     // The installed binary is the one built, and runs.
     assert_eq!(
         std::fs::read(prefix.join("bin/novelfs")).unwrap(),
@@ -425,7 +446,9 @@ fn mount_t_fuse_novelfs_uses_the_installed_helper() {
 t=$1 sbin=$2 lib=$3 bin=$4 repo=$5
 mount -t overlay overlay -o "lowerdir=$sbin,upperdir=$t/upper,workdir=$t/work" "$sbin" || exit 77
 trap 'umount -l "$t/mnt" "$t/mnt2" "$t/mnt3" 2>/dev/null || true' EXIT
-bash "$repo/scripts/install.sh" --prefix "$t/prefix" --helper-dir /sbin --binary "$bin" > "$t/install.log"
+# Root's helpers go to /sbin (here the overlay) whatever the prefix.
+bash "$repo/scripts/install.sh" --prefix "$t/prefix" --binary "$bin" > "$t/install.log"
+[ "$(readlink /sbin/mount.fuse.novelfs)" = "$t/prefix/bin/novelfs" ]
 # No -o: mount(8) passes -o rw, which the helper must not refuse.
 mount -t fuse.novelfs "$lib" "$t/mnt"
 grep -F " $t/mnt " /proc/self/mountinfo > "$t/mountinfo"
@@ -434,7 +457,7 @@ umount "$t/mnt"
 # The README's fstab line, and the type novelfs (`mount -t novelfs` cannot
 # work: mount(8) reads -t noX as "not X"; an fstab line can).
 printf '%s
-' "$lib $t/mnt2 fuse.novelfs ro,allow_other,ttl=1 0 0" \
+' "$lib $t/mnt2 fuse.novelfs ro,allow_other,ttl=1,log_file=$t/fstab.log 0 0" \
   "$lib $t/mnt3 novelfs defaults,fsname=novels 0 0" > "$t/fstab"
 mount -T "$t/fstab" "$t/mnt2"
 mount -T "$t/fstab" "$t/mnt3"
@@ -503,6 +526,11 @@ if mount -t fuse.novelfs -o bogus "$lib" "$t/mnt3" 2> "$t/refused"; then exit 1;
     assert_eq!(source_of("mountinfo"), library_root.to_str().unwrap());
     assert_eq!(source_of("mountinfo2"), library_root.to_str().unwrap());
     assert_eq!(source_of("mountinfo3"), "novels");
+    let fstab_log = std::fs::read_to_string(t.join("fstab.log")).unwrap_or_default();
+    assert!(
+        fstab_log.contains(&format!("; log: {})", t.join("fstab.log").display())),
+        "the fstab line's log_file=: {fstab_log}"
+    );
     let refused = std::fs::read_to_string(t.join("refused")).unwrap();
     assert!(refused.contains("unknown mount option: bogus"), "{refused}");
     // Nothing of it is left in the real /sbin or mounted out here.

@@ -35,6 +35,14 @@ impl Background {
             .arg(mnt.path())
             .args(["--state-file", "/nonexistent/state.json"])
             .args(args)
+            // The mounted line names the transport: the /dev/fuse loop is
+            // asked for, since `auto` follows the kernel's switch, which
+            // another process may turn on meanwhile.
+            .args(if args.iter().any(|a| a.contains("io_uring")) {
+                &[][..]
+            } else {
+                &["--io-uring", "off"][..]
+            })
             .env_remove("RUST_LOG")
             .envs(env.iter().copied())
             .output()
@@ -181,7 +189,7 @@ fn a_log_file_given_as_a_mount_option_says_why_nothing_is_watched() {
     require_fuse!();
     let (lib, root) = library();
     let log = lib.path().join("from-option.log");
-    let option = format!("log_file={},nowatch", log.display());
+    let option = format!("log_file={},nowatch,io_uring=off", log.display());
     let m = Background::mount(&root, &["-o", &option]);
     log_with(
         &log,
@@ -213,4 +221,66 @@ fn a_log_file_that_cannot_be_opened_fails_the_mount_with_the_reason() {
         "{stderr}"
     );
     assert!(!is_mounted(mnt.path()));
+}
+
+/// A mount as mount(8), fstab or systemd make it: root, no HOME, no
+/// XDG_* and no syslog. It logs to /var/log/novelfs/novelfs.log and keeps
+/// its persistent index in /var/cache/novelfs. Run in a mount namespace of
+/// its own with tmpfs over /var/log and /var/cache (and /dev/log hidden),
+/// so that nothing of the machine's is read or changed.
+#[test]
+fn a_system_mount_without_home_logs_to_var_log_and_indexes_in_var_cache() {
+    require_fuse!();
+    if Command::new("unshare").arg("--version").output().is_err() {
+        crate::common::skip("unshare is not installed (package util-linux)");
+        return;
+    }
+    let (lib, root) = library();
+    let t = lib.path();
+    std::fs::create_dir(t.join("mnt")).unwrap();
+    let script = r#"set -eu
+t=$1 root=$2 bin=$3
+mount -t tmpfs tmpfs /var/log
+mount -t tmpfs tmpfs /var/cache
+if [ -e /dev/log ]; then mount --bind /dev/null /dev/log; fi
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$bin" mount "$root" "$t/mnt" --io-uring off \
+  --state-file /nonexistent/state.json 2> "$t/stderr"
+cat "$t/mnt/书/1/offset-1.txt" > "$t/page"
+ls "$t/mnt/书" > /dev/null
+"$bin" unmount "$t/mnt"
+for i in $(seq 100); do grep -q unmounted /var/log/novelfs/novelfs.log 2>/dev/null && break; sleep 0.1; done
+cp /var/log/novelfs/novelfs.log "$t/log"
+ls /var/cache/novelfs > "$t/cache"
+"#;
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(t)
+        .arg(&root)
+        .arg(BIN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(t.join(name)).unwrap_or_default();
+    assert_eq!(read("stderr"), "", "a mount that works prints nothing");
+    assert!(read("page").contains("1: 一"), "{}", read("page"));
+    let log = read("log");
+    assert!(log.contains("log: /var/log/novelfs/novelfs.log)"), "{log}");
+    assert!(log.contains("unmounted"), "{log}");
+    assert!(
+        !read("cache").trim().is_empty(),
+        "no index in /var/cache/novelfs"
+    );
 }

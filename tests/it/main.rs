@@ -26,6 +26,7 @@ mod missing_names;
 mod mount_fs;
 mod network_fs;
 mod object_storage;
+mod options;
 mod persist;
 mod properties;
 mod python_reader;

@@ -653,6 +653,39 @@ fn fstab_invocation_form_daemonizes_and_unmounts() {
     assert!(!is_mounted(mnt.path()));
 }
 
+/// A mountpoint another filesystem is mounted on: the refusal names that
+/// filesystem and the command that unmounts it, which `novelfs unmount`
+/// (novelfs mounts only) is not; --force does not clear it.
+#[test]
+fn a_mountpoint_holding_another_filesystem_is_refused_naming_it() {
+    require_fuse!();
+    let (g, root) = small_library(&[("第1章 起.md", "a")]);
+    let mnt = g.path().join("tmpfs");
+    std::fs::create_dir(&mnt).unwrap();
+    let made = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mount -t tmpfs");
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args(["mount", "--force"])
+        .arg(&root)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    let c = std::ffi::CString::new(mnt.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a path this test mounted.
+    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("(tmpfs, not novelfs") && err.contains(&format!("`umount {}`", mnt.display())),
+        "{err}"
+    );
+    assert!(!err.contains("novelfs unmount"), "{err}");
+}
+
 #[test]
 fn mount_refuses_with_a_reason() {
     require_fuse!();
@@ -905,6 +938,12 @@ fn unmount_refuses_what_novelfs_did_not_mount() {
         .rfind(|l| l.split(' ').nth(4) == bind.to_str())
         .and_then(|l| l.split(" - ").nth(1)?.split(' ').next().map(String::from))
         .unwrap();
+    // "an ext4", "an xfs", "a btrfs", "a tmpfs": by the name's sound.
+    let article = if bind_type.starts_with(['a', 'e', 'i', 'o', 'u', 'x']) {
+        "an"
+    } else {
+        "a"
+    };
 
     for (path, said) in [
         (
@@ -917,7 +956,7 @@ fn unmount_refuses_what_novelfs_did_not_mount() {
         (
             &bind,
             format!(
-                "novelfs: {} is a {bind_type} mount, not novelfs; nothing was unmounted\n",
+                "novelfs: {} is {article} {bind_type} mount, not novelfs; nothing was unmounted\n",
                 bind.display()
             ),
         ),

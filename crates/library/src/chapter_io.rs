@@ -74,9 +74,12 @@ impl Library {
     }
 
     pub(super) fn io_error(&self, book: &OsStr, file: &OsStr, e: std::io::Error) -> NovelError {
-        NovelError::Io {
-            path: self.display_path(&book.to_string_lossy(), &file.to_string_lossy()),
-            reason: e.to_string(),
+        let path = self.display_path(&book.to_string_lossy(), &file.to_string_lossy());
+        let reason = e.to_string();
+        if passing(&e) {
+            NovelError::Unavailable { path, reason }
+        } else {
+            NovelError::Io { path, reason }
         }
     }
 
@@ -131,4 +134,19 @@ impl Library {
         }
         Ok(max)
     }
+}
+
+/// Whether an error says the storage could not answer now, rather than
+/// what the file is: a timeout or a connection refused, cut or reset.
+fn passing(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        TimedOut
+            | ConnectionRefused
+            | ConnectionReset
+            | ConnectionAborted
+            | NotConnected
+            | BrokenPipe
+    )
 }

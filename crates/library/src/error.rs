@@ -44,6 +44,14 @@ pub enum NovelError {
     NotALibrary {
         root: String,
     },
+    /// The storage did not answer in time or could not be reached (a
+    /// bucket's server stalling, a dropped connection): the same words as
+    /// `Io`, but what failed now may be read at the next try, so it is
+    /// never kept as what the file holds.
+    Unavailable {
+        path: String,
+        reason: String,
+    },
     /// Reading the source failed (permissions, vanished file, too large…).
     Io {
         path: String,
@@ -95,7 +103,9 @@ impl fmt::Display for NovelError {
                 f,
                 "{root} is not a novelfs library: it has no novels/ directory (expected {root}/novels/<book>/<chapter>.md)"
             ),
-            NovelError::Io { path, reason } => write!(f, "无法读取 \"{path}\"：{reason}"),
+            NovelError::Io { path, reason } | NovelError::Unavailable { path, reason } => {
+                write!(f, "无法读取 \"{path}\"：{reason}")
+            }
         }
     }
 }

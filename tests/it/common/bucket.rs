@@ -68,7 +68,8 @@ impl Bucket {
 
     /// Writes `body` at `path` (relative to the library root).
     pub fn put(&self, path: &str, body: &[u8]) {
-        self.server.put(&self.name, &format!("{PREFIX}/{path}"), body);
+        self.server
+            .put(&self.name, &format!("{PREFIX}/{path}"), body);
     }
 
     pub fn delete(&self, path: &str) {

@@ -8,6 +8,7 @@ use serde_json::Value;
 pub mod bucket;
 pub mod daemon_log;
 pub mod golden;
+pub mod machine;
 pub mod readers;
 pub mod s3;
 #[path = "../../s3/harness.rs"]
@@ -588,6 +589,7 @@ pub fn errno_name(code: i32) -> String {
         libc::ELOOP => "ELOOP".into(),
         libc::EINVAL => "EINVAL".into(),
         libc::ECONNABORTED => "ECONNABORTED".into(),
+        libc::ECANCELED => "ECANCELED".into(),
         n => format!("errno{n}"),
     }
 }

@@ -2,18 +2,15 @@
 //! (`/sys/module/fuse/parameters/enable_uring`) is global: it is held on
 //! only while a mount is being made (the kernel decides a connection's
 //! transport at INIT; a connection keeps it after the switch goes back),
-//! by one holder at a time, and set back on drop, also when a test fails.
+//! under the machine lock (`machine`), and set back on drop, also when a
+//! test fails.
 
-use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 
 use super::Mount;
+use super::machine::MachineLock;
 
 pub const SWITCH: &str = "/sys/module/fuse/parameters/enable_uring";
-/// Serializes holders across processes (test binaries, scripts/bench.sh).
-const LOCK_FILE: &str = "/tmp/novelfs-enable-uring.lock";
-static HELD: Mutex<()> = Mutex::new(());
 
 /// Whether this kernel has FUSE over io_uring; says the test skips when not.
 pub fn available() -> bool {
@@ -29,21 +26,17 @@ pub fn available() -> bool {
 /// The kernel switch set to a value; dropping it sets back the value it had.
 pub struct Switch {
     previous: String,
-    _flock: std::fs::File,
-    _lock: MutexGuard<'static, ()>,
+    // Dropped after `drop` has set the switch back.
+    _lock: MachineLock,
 }
 
 impl Switch {
     pub fn set(on: bool) -> Switch {
-        let lock = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        let flock = std::fs::File::create(LOCK_FILE).expect("lock file");
-        // SAFETY: flock on an open file; released when the file closes.
-        unsafe { libc::flock(flock.as_raw_fd(), libc::LOCK_EX) };
+        let lock = MachineLock::take();
         let previous = std::fs::read_to_string(SWITCH).expect("read enable_uring");
         std::fs::write(SWITCH, if on { "Y" } else { "N" }).expect("write enable_uring (root)");
         Switch {
             previous: previous.trim().to_string(),
-            _flock: flock,
             _lock: lock,
         }
     }

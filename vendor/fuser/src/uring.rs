@@ -94,12 +94,13 @@ const DEPTH: usize = 1;
 
 /// Logs why `IoUringMode::Auto` serves through `/dev/fuse`: offered but
 /// not to be had is worth a warning; not offered (the kernel switch off)
-/// is the usual case.
+/// is the usual case, told at debug level only (the mounted line names
+/// the transport).
 pub(crate) fn not_used(e: &io::Error, offered: bool) {
     if offered {
         warn!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
     } else {
-        info!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
+        debug!("FUSE over io_uring not used ({e}): serving through /dev/fuse");
     }
 }
 

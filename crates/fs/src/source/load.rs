@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
-use novelfs_library::{BookIndex, Library};
+use novelfs_library::{BookIndex, Library, NovelError};
 
 use super::stamps::{mtime_of, version_of};
 use super::{BIG_CHAPTER_BYTES, ChapterFile, KeepText, Loaded, LoadedChapter, Source};
@@ -121,6 +121,7 @@ impl Source {
                 }
                 // Opening failed for another reason: an error to show, under
                 // the version of the name.
+                Err(e @ NovelError::Unavailable { .. }) => return Err(e.into()),
                 Err(e) => (source.version(), source.mtime(), Err(e)),
             };
         if let Err(e) = &loaded {

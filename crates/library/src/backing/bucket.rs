@@ -122,10 +122,14 @@ fn rel(path: &Path) -> io::Result<RelPath> {
 /// The error a reader of the library gets for `e`: its errno, and its
 /// words (which never hold a secret).
 pub(crate) fn to_io(e: StorageError) -> io::Error {
-    if e.is_not_found() {
-        return io::Error::new(io::ErrorKind::NotFound, e.to_string());
-    }
-    io::Error::other(e.to_string())
+    let kind = match &e {
+        _ if e.is_not_found() => io::ErrorKind::NotFound,
+        StorageError::Timeout { .. } => io::ErrorKind::TimedOut,
+        StorageError::Unreachable { .. } => io::ErrorKind::ConnectionRefused,
+        StorageError::AccessDenied { .. } => io::ErrorKind::PermissionDenied,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e.to_string())
 }
 
 fn stamp_of_time(t: SystemTime) -> (i64, i64) {
@@ -150,6 +154,31 @@ fn file_meta(version: &Version, size: u64, modified: SystemTime) -> Meta {
         ino: hash64(version),
         mtime: stamp_of_time(modified),
         ctime: (0, 0),
+    }
+}
+
+/// A directory's metadata from its listing: its stamp is a digest of the
+/// names and versions listed, so a chapter added, removed or replaced
+/// changes it.
+fn dir_meta(path: &Path, entries: &[Entry]) -> Meta {
+    let digest = hash64(
+        &entries
+            .iter()
+            .map(|e| (&e.name, &e.version))
+            .collect::<Vec<_>>(),
+    );
+    let newest = entries
+        .iter()
+        .map(|e| e.modified)
+        .max()
+        .unwrap_or(UNIX_EPOCH);
+    Meta {
+        kind: EntryKind::Dir,
+        len: 0,
+        dev: 0,
+        ino: hash64(&path),
+        mtime: stamp_of_time(newest),
+        ctime: (digest as i64, 0),
     }
 }
 
@@ -300,6 +329,21 @@ impl Backing for BucketBacking {
     /// file's is its listed version.
     fn stat(&self, path: &Path) -> io::Result<Option<Meta>> {
         let is_root = path.as_os_str().is_empty();
+        // A bucket has no empty directories: a listing that holds entries
+        // says `path` is one, without a listing of its parent (the root's
+        // would cost a LIST that nothing else needs).
+        let parent_listed = path.parent().is_some_and(|p| {
+            lock(&self.listings)
+                .get(p)
+                .is_some_and(|l| l.at.elapsed() < self.ttl)
+        });
+        if !is_root && !parent_listed {
+            match self.listing(path) {
+                Ok(entries) => return Ok(Some(dir_meta(path, &entries))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
         if !is_root {
             match self.listed(path)? {
                 None => return Ok(None),
@@ -314,25 +358,7 @@ impl Backing for BucketBacking {
             Err(e) if e.kind() == io::ErrorKind::NotFound && !is_root => return Ok(None),
             Err(e) => return Err(e),
         };
-        let digest = hash64(
-            &entries
-                .iter()
-                .map(|e| (&e.name, &e.version))
-                .collect::<Vec<_>>(),
-        );
-        let newest = entries
-            .iter()
-            .map(|e| e.modified)
-            .max()
-            .unwrap_or(UNIX_EPOCH);
-        Ok(Some(Meta {
-            kind: EntryKind::Dir,
-            len: 0,
-            dev: 0,
-            ino: hash64(&path),
-            mtime: stamp_of_time(newest),
-            ctime: (digest as i64, 0),
-        }))
+        Ok(Some(dir_meta(path, &entries)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Option<Box<dyn Opened>>> {
