@@ -21,6 +21,24 @@ struct Row {
 
 const TABLE: &[Row] = &[
     Row {
+        flag: Some("--endpoint-url"),
+        key: Some("endpoint_url"),
+        good: &["http://127.0.0.1:9000", "https://s3.example"],
+        bad: &["127.0.0.1:9000", "ftp://x", "http://", ""],
+    },
+    Row {
+        flag: Some("--region"),
+        key: Some("region"),
+        good: &["us-east-1", "eu-west-3"],
+        bad: &["us east", "", "eu/west"],
+    },
+    Row {
+        flag: Some("--profile"),
+        key: Some("profile"),
+        good: &["default", "library-reader"],
+        bad: &[""],
+    },
+    Row {
         flag: Some("--ttl"),
         key: Some("ttl"),
         good: &["0", "0.5", "86400"],

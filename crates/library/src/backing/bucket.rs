@@ -93,6 +93,9 @@ impl Bodies {
     }
 }
 
+/// Chapters to fetch ahead, each with the version its listing gave.
+type Batch = Vec<(PathBuf, Version)>;
+
 /// A library under `s3://BUCKET/PREFIX`.
 pub struct BucketBacking {
     storage: Arc<dyn Storage>,
@@ -101,7 +104,7 @@ pub struct BucketBacking {
     ahead_bytes: u64,
     listings: Mutex<HashMap<PathBuf, Listed>>,
     bodies: Arc<(Mutex<Bodies>, Condvar)>,
-    queue: OnceLock<Mutex<Sender<Vec<(PathBuf, Version)>>>>,
+    queue: OnceLock<Mutex<Sender<Batch>>>,
     /// How long an open waits for a GET already under way.
     wait: Duration,
 }
@@ -228,9 +231,9 @@ impl BucketBacking {
         }
     }
 
-    fn sender(&self) -> &Mutex<Sender<Vec<(PathBuf, Version)>>> {
+    fn sender(&self) -> &Mutex<Sender<Batch>> {
         self.queue.get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<Vec<(PathBuf, Version)>>();
+            let (tx, rx) = std::sync::mpsc::channel::<Batch>();
             let storage = self.storage.clone();
             let bodies = self.bodies.clone();
             let limit = self.ahead_bytes;
