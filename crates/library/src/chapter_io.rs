@@ -138,7 +138,7 @@ impl Library {
 
 /// Whether an error says the storage could not answer now, rather than
 /// what the file is: a timeout or a connection refused, cut or reset.
-fn passing(e: &std::io::Error) -> bool {
+pub(crate) fn passing(e: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
     matches!(
         e.kind(),

@@ -138,9 +138,11 @@ impl Library {
     /// `None` when it can.
     pub fn unreadable_dir(&self, book: Option<&OsStr>) -> Option<NovelError> {
         let e = self.backing.list(&Self::rel_dir(book)).err()?;
-        Some(NovelError::Io {
-            path: self.display_dir(book),
-            reason: e.to_string(),
+        let (path, reason) = (self.display_dir(book), e.to_string());
+        Some(if super::chapter_io::passing(&e) {
+            NovelError::Unavailable { path, reason }
+        } else {
+            NovelError::Io { path, reason }
         })
     }
 

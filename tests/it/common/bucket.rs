@@ -85,8 +85,14 @@ impl Bucket {
 
     /// Mounts the bucket with `extra` arguments.
     pub fn mount(&self, extra: &[&str]) -> Mount {
+        self.mount_with_env(extra, &[])
+    }
+
+    /// Mounts the bucket with `extra` arguments and more environment.
+    pub fn mount_with_env(&self, extra: &[&str], more: &[(&'static str, OsString)]) -> Mount {
         let endpoint = self.server.endpoint();
-        let env = credentials();
+        let mut env = credentials();
+        env.extend(more.iter().cloned());
         let env: Vec<(&str, &std::ffi::OsStr)> =
             env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
         Mount::with_env(

@@ -264,7 +264,17 @@ impl Source {
     pub(crate) fn book(&self, book: &OsStr) -> Result<BookVersion> {
         // Watched before it is read: a change after the scan is reported.
         self.freshness.watch_book(book);
-        let meta = self.library.book_metadata(book).ok_or(Error::NotFound)?;
+        let meta = match self.library.book_metadata(book) {
+            Some(meta) => meta,
+            // Not there, or its storage did not answer: a book is never
+            // shown missing for the second (its LIST failing in a bucket).
+            None => {
+                return Err(match self.library.unreadable_dir(Some(book)) {
+                    Some(e @ NovelError::Unavailable { .. }) => e.into(),
+                    _ => Error::NotFound,
+                });
+            }
+        };
         let stamp = Stamp::of(&meta);
         let cached = lock(&self.books).get(book).filter(|c| c.stamp == stamp);
         if let Some(cached) = &cached
@@ -277,7 +287,15 @@ impl Source {
             });
         }
         let checked = self.freshness.now();
-        let scanned = self.library.index_book(book).map_err(|_| Error::NotFound)?;
+        let scanned = self.library.index_book(book).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::NotFound
+            } else {
+                Error::SourceFailed {
+                    reason: e.to_string(),
+                }
+            }
+        })?;
         // The same names: the index (and the version) already given out.
         let index = match cached {
             Some(c) if names_equal(&c.index, &scanned) => c.index,

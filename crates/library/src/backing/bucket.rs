@@ -129,8 +129,9 @@ pub(crate) fn to_io(e: StorageError) -> io::Error {
         _ if e.is_not_found() => io::ErrorKind::NotFound,
         StorageError::Timeout { .. } => io::ErrorKind::TimedOut,
         StorageError::Unreachable { .. } => io::ErrorKind::ConnectionRefused,
-        StorageError::AccessDenied { .. } => io::ErrorKind::PermissionDenied,
-        _ => io::ErrorKind::Other,
+        // The storage failing now (refused credentials may be renewed, a
+        // 5xx may pass): never what a file is.
+        _ => io::ErrorKind::NotConnected,
     };
     io::Error::new(kind, e.to_string())
 }
