@@ -1,0 +1,353 @@
+//! The storage operations on a bucket: listings page by page, GETs with
+//! `If-Match` and ranges, each access bounded by the store's timeout, and
+//! batches read with many GETs in flight within a count and a byte bound.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3;
+use object_store::path::Path as KeyPath;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::{
+    Entry, InFlight, Kind, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError, Version,
+};
+
+use super::{S3Storage, S3Url, classify};
+
+/// The If-Match value for reading `version`; `Err(())` for a version no
+/// object of a bucket can have.
+fn if_match(version: Option<&Version>) -> Result<Option<String>, ()> {
+    match version {
+        None => Ok(None),
+        Some(Version::ETag { etag, .. }) => Ok(Some(etag.clone())),
+        Some(_) => Err(()),
+    }
+}
+
+/// One GET of `key` (a range of it, with `range`), body and all.
+async fn get(
+    store: &AmazonS3,
+    key: &KeyPath,
+    if_match: Option<String>,
+    range: Option<Range<u64>>,
+) -> object_store::Result<Object> {
+    let opts = GetOptions {
+        if_match,
+        range: range.map(GetRange::Bounded),
+        ..Default::default()
+    };
+    let result = store.get_opts(key, opts).await?;
+    let meta = result.meta.clone();
+    let len = result.range.end - result.range.start;
+    let mut bytes = Vec::with_capacity(len as usize);
+    let mut stream = result.into_stream();
+    while let Some(chunk) = stream.next().await {
+        bytes.extend_from_slice(&chunk?);
+    }
+    Ok(Object {
+        bytes,
+        version: Version::ETag {
+            etag: meta.e_tag.unwrap_or_default(),
+            size: meta.size,
+        },
+    })
+}
+
+impl Storage for S3Storage {
+    fn describe(&self) -> String {
+        self.url.to_string()
+    }
+
+    /// One LIST of at most one key, not retried: tells a missing bucket,
+    /// refused credentials and an unreachable endpoint apart.
+    fn check(&self) -> Result<(), StorageError> {
+        let prefix = self.url.dir_prefix(&RelPath::root()).unwrap_or_default();
+        let what = format!("LIST {}", self.url);
+        let probe = self.probe.clone();
+        self.bounded(&what, &RelPath::root(), async move {
+            Self::list_page(&probe, &prefix, None, Some(1)).await
+        })
+        .map(drop)
+    }
+
+    /// ListObjectsV2 with delimiter `/`, every page, each page one access.
+    /// Common prefixes are directories; objects give size, ETag and time.
+    /// A directory marker (a key ending in `/`) is not an entry. An empty
+    /// listing is `NotFound`, but for the root: a bucket has no empty
+    /// directories.
+    fn list(&self, dir: &RelPath) -> Result<Vec<Entry>, StorageError> {
+        let prefix = self
+            .url
+            .dir_prefix(dir)
+            .ok_or_else(|| StorageError::not_found(dir.to_string()))?;
+        let what = format!("LIST {}", self.url.display_key(&prefix));
+        let mut entries = Vec::new();
+        let mut token = None;
+        let mut any = false;
+        loop {
+            let store = self.store.clone();
+            let p = prefix.clone();
+            let page = self.bounded(&what, dir, async move {
+                Self::list_page(&store, &p, token, None).await
+            })?;
+            for cp in page.result.common_prefixes {
+                any = true;
+                if let Some(name) = cp.as_ref().strip_prefix(prefix.as_str()) {
+                    let name = name.trim_end_matches('/');
+                    if crate::is_plain_name(name.as_bytes()) {
+                        entries.push(Entry {
+                            name: name.into(),
+                            kind: Kind::Dir,
+                            size: 0,
+                            version: Version::Prefix,
+                            modified: SystemTime::UNIX_EPOCH,
+                        });
+                    }
+                }
+            }
+            for o in page.result.objects {
+                any = true;
+                let Some(name) = o.location.as_ref().strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                if crate::is_plain_name(name.as_bytes()) {
+                    entries.push(Entry {
+                        name: name.into(),
+                        kind: Kind::File,
+                        size: o.size,
+                        version: Version::ETag {
+                            etag: o.e_tag.unwrap_or_default(),
+                            size: o.size,
+                        },
+                        modified: o.last_modified.into(),
+                    });
+                }
+            }
+            token = page.page_token;
+            if token.is_none() {
+                break;
+            }
+        }
+        if !any && !dir.is_root() {
+            return Err(StorageError::not_found(dir.to_string()));
+        }
+        entries.sort_by(|a, b| {
+            use std::os::unix::ffi::OsStrExt;
+            a.name.as_bytes().cmp(b.name.as_bytes())
+        });
+        Ok(entries)
+    }
+
+    /// One HEAD, and for a name that is no object one LIST of at most one
+    /// key under it (a directory). The library layer takes sizes and
+    /// versions from `list`; this serves single lookups.
+    fn stat(&self, path: &RelPath) -> Result<Entry, StorageError> {
+        let (key, kp) = self.key_path(path)?;
+        let name = path.file_name().unwrap_or_default().to_owned();
+        let store = self.store.clone();
+        let head = self.bounded(
+            &format!("HEAD {}", self.url.display_key(&key)),
+            path,
+            async move { store.head(&kp).await },
+        );
+        match head {
+            Ok(meta) => Ok(Entry {
+                name,
+                kind: Kind::File,
+                size: meta.size,
+                version: Version::ETag {
+                    etag: meta.e_tag.unwrap_or_default(),
+                    size: meta.size,
+                },
+                modified: meta.last_modified.into(),
+            }),
+            Err(e) if e.is_not_found() => {
+                let prefix = format!("{key}/");
+                let what = format!("LIST {}", self.url.display_key(&prefix));
+                let store = self.store.clone();
+                let page = self.bounded(&what, path, async move {
+                    Self::list_page(&store, &prefix, None, Some(1)).await
+                })?;
+                if page.result.objects.is_empty() && page.result.common_prefixes.is_empty() {
+                    return Err(e);
+                }
+                Ok(Entry {
+                    name,
+                    kind: Kind::Dir,
+                    size: 0,
+                    version: Version::Prefix,
+                    modified: SystemTime::UNIX_EPOCH,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One GET (`If-Match` with `version`).
+    fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
+        self.rt
+            .block_on(self.access().read(path, version.cloned(), None))
+    }
+
+    /// One ranged GET (`If-Match` with `version`). A range that is empty,
+    /// or starts at or past the end of an object of known size, is empty
+    /// without a request.
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        version: Option<&Version>,
+    ) -> Result<Object, StorageError> {
+        self.rt
+            .block_on(self.access().read(path, version.cloned(), Some(range)))
+    }
+
+    /// Keeps up to `limits.requests` GETs under way, and up to
+    /// `limits.bytes` of bodies fetched and not yet handed over; reads
+    /// start in the order asked, so the next result to hand over always
+    /// has its share of the budget.
+    fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
+        Box::new(ReadManyIter::start(self, requests, limits))
+    }
+}
+
+/// Bytes are counted against the budget in KiB, so that a budget of many
+/// GiB fits a semaphore's `u32` acquisitions.
+const UNIT: u64 = 1024;
+
+type Done = (
+    Result<Object, StorageError>,
+    OwnedSemaphorePermit,
+    OwnedSemaphorePermit,
+);
+
+struct ReadManyIter<'a> {
+    storage: &'a S3Storage,
+    results: std::sync::mpsc::Receiver<tokio::task::JoinHandle<Done>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl<'a> ReadManyIter<'a> {
+    fn start(storage: &'a S3Storage, requests: Vec<ReadRequest>, limits: InFlight) -> Self {
+        let count = Arc::new(Semaphore::new(limits.requests.max(1)));
+        let budget_units = limits.bytes.div_ceil(UNIT).clamp(1, u32::MAX as u64);
+        let bytes = Arc::new(Semaphore::new(budget_units as usize));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let access = storage.access();
+        let driver = storage.rt.spawn(async move {
+            for r in requests {
+                let size = r.size().unwrap_or(InFlight::UNKNOWN_SIZE);
+                let units = size.div_ceil(UNIT).clamp(1, budget_units) as u32;
+                let Ok(c) = count.clone().acquire_owned().await else {
+                    return;
+                };
+                let Ok(b) = bytes.clone().acquire_many_owned(units).await else {
+                    return;
+                };
+                let access = access.clone();
+                let task = tokio::spawn(async move {
+                    let result = access.read(&r.path, r.version, r.range).await;
+                    (result, c, b)
+                });
+                if tx.send(task).is_err() {
+                    return;
+                }
+            }
+        });
+        ReadManyIter {
+            storage,
+            results: rx,
+            driver,
+        }
+    }
+}
+
+/// What one GET needs, apart from the store's runtime, so that the
+/// reads of a batch run as tasks of their own.
+#[derive(Clone)]
+pub(super) struct Access {
+    pub(super) store: Arc<AmazonS3>,
+    pub(super) url: S3Url,
+    pub(super) endpoint: String,
+    pub(super) timeout: Duration,
+}
+
+impl Access {
+    /// One GET of the object at `path` (of `range` of it), bounded by the
+    /// access timeout, with `If-Match` for `version`.
+    async fn read(
+        &self,
+        path: &RelPath,
+        version: Option<Version>,
+        range: Option<Range<u64>>,
+    ) -> Result<Object, StorageError> {
+        let shown = path.to_string();
+        let key = self
+            .url
+            .key(path)
+            .ok_or_else(|| StorageError::not_found(&shown))?;
+        let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
+        let m = if_match(version.as_ref()).map_err(|_| StorageError::Changed {
+            path: shown.clone(),
+        })?;
+        if let (Some(r), Some(v)) = (&range, &version)
+            && (r.is_empty() || v.size().is_some_and(|s| r.start >= s))
+        {
+            return Ok(Object {
+                bytes: Vec::new(),
+                version: v.clone(),
+            });
+        }
+        let what = match &range {
+            Some(r) => format!(
+                "GET {} bytes {}-{}",
+                self.url.display_key(&key),
+                r.start,
+                r.end
+            ),
+            None => format!("GET {}", self.url.display_key(&key)),
+        };
+        match tokio::time::timeout(self.timeout, get(&self.store, &kp, m, range)).await {
+            Ok(r) => r.map_err(|e| {
+                let cx = classify::Context {
+                    bucket: self.url.bucket(),
+                    endpoint: &self.endpoint,
+                    timeout: self.timeout,
+                };
+                classify::classify(&e, &what, &shown, &cx)
+            }),
+            Err(_) => Err(StorageError::Timeout {
+                what,
+                after: self.timeout,
+            }),
+        }
+    }
+}
+
+impl Iterator for ReadManyIter<'_> {
+    type Item = Result<Object, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let task = self.results.recv().ok()?;
+        match self.storage.rt.block_on(task) {
+            // The permits go back as the result is handed over.
+            Ok((result, _count, _bytes)) => Some(result),
+            Err(e) => Some(Err(StorageError::Other(format!(
+                "a read of the batch failed: {e}"
+            )))),
+        }
+    }
+}
+
+impl Drop for ReadManyIter<'_> {
+    fn drop(&mut self) {
+        self.driver.abort();
+        while let Ok(task) = self.results.try_recv() {
+            task.abort();
+        }
+    }
+}
