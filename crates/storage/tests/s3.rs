@@ -166,15 +166,19 @@ fn a_batch_of_reads_pays_the_latency_once_and_one_get_each() {
         s3.read(&r.path, r.version.as_ref()).unwrap();
     }
     let one_by_one = t.elapsed() * 4;
-    let bound = Duration::from_millis(N as u64 * LATENCY_MS / 3);
     println!(
-        "{N} reads at {LATENCY_MS} ms a request: batch {batch:?} (bound {bound:?}), one by one about {one_by_one:?}; {counts:?}"
+        "{N} reads at {LATENCY_MS} ms a request: batch {batch:?}, one by one about {one_by_one:?}; {counts:?}"
     );
     assert!(
         one_by_one >= Duration::from_millis(N as u64 * LATENCY_MS),
         "the proxy's latency is not applied: {one_by_one:?}"
     );
-    assert!(batch < bound, "batch of {N} took {batch:?}");
+    // Against the same reads one by one in the same run, so that a busy
+    // machine slows both (a fixed bound failed under a load of 16).
+    assert!(
+        batch * 3 < one_by_one,
+        "batch of {N} took {batch:?}, one by one {one_by_one:?}"
+    );
     assert!(
         counts.max_in_flight > 4 && counts.max_in_flight <= 16,
         "{counts:?}"
@@ -327,7 +331,7 @@ fn a_missing_bucket_refused_credentials_and_a_closed_port_are_told_apart_fast() 
     let e = s3.read(&path("novels/书/第1章.md"), None).unwrap_err();
     println!("closed port, retried: {e} in {:?}", t.elapsed());
     assert!(matches!(e, StorageError::Unreachable { .. }), "{e}");
-    assert!(t.elapsed() < timeout + Duration::from_millis(500));
+    assert!(t.elapsed() < timeout + Duration::from_millis(1500));
 
     // moto checking credentials knows no keys at all.
     let Some(strict) = S3Server::start_with_env(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]) else {
@@ -354,7 +358,9 @@ fn a_stalled_server_fails_one_access_within_its_bound_and_recovery_needs_nothing
     server.create_bucket(BUCKET);
     server.put(BUCKET, "novels/书/第1章.md", b"text");
     let timeout = Duration::from_secs(1);
-    let slack = Duration::from_millis(500);
+    // The bound is what is checked; the slack is what a busy machine adds
+    // on top before the failure is seen.
+    let slack = Duration::from_millis(1500);
     let s3 = store(&server, "s3://library", timeout);
     let p = path("novels/书/第1章.md");
     s3.read(&p, None).unwrap();
@@ -514,7 +520,8 @@ fn reads_from_many_threads_go_out_together_and_a_batch_can_be_left_early() {
     let counts = server.counts();
     println!("8 threads, one GET each at 100 ms: {took:?}, {counts:?}");
     assert!(counts.max_in_flight >= 4, "{counts:?}");
-    assert!(took < Duration::from_millis(800), "{took:?}");
+    // One after another they take 800 ms.
+    assert!(took < Duration::from_millis(700), "{took:?}");
 
     // Two results taken of sixteen, then the batch dropped: nothing hangs
     // and the store goes on serving.
