@@ -103,7 +103,9 @@ fn die_with_parent(cmd: &mut Command) -> &mut Command {
 /// One HTTP/1.1 request to 127.0.0.1:`port`: the status code and body.
 pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    // Generous: a busy machine can keep the proxy (Python) from accepting
+    // for a while, which is not what any test measures.
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     // moto checks no signature but refuses anonymous requests: any
     // credential in the header will do.

@@ -46,6 +46,10 @@ struct Bodies {
     order: BTreeMap<u64, PathBuf>,
     tick: u64,
     bytes: u64,
+    /// Paths queued for the fetch thread and not yet asked for: an open of
+    /// one takes it off the queue and asks itself, and the fetch thread
+    /// skips it, so no object is asked for twice.
+    queued: HashSet<PathBuf>,
     /// Paths whose GET is under way: an open of one waits for it rather
     /// than asking for the same object again.
     fetching: HashSet<PathBuf>,
@@ -258,6 +262,7 @@ impl BucketBacking {
         let (bodies, done) = &*self.bodies;
         let deadline = Instant::now() + self.wait;
         let mut b = lock(bodies);
+        b.queued.remove(path);
         while b.fetching.contains(path) {
             let left = deadline.checked_duration_since(Instant::now())?;
             b = done
@@ -281,7 +286,7 @@ fn fetch(
         let mut b = lock(lock_);
         let mut wanted = Vec::new();
         for (p, v) in batch {
-            if !b.held.contains_key(&p) && b.fetching.insert(p.clone()) {
+            if b.queued.remove(&p) && !b.held.contains_key(&p) && b.fetching.insert(p.clone()) {
                 wanted.push((p, v));
             }
         }
@@ -410,6 +415,16 @@ impl Backing for BucketBacking {
                 (e.kind == Kind::File).then_some((p, e.version))
             })
             .collect();
+        let batch: Batch = {
+            let mut b = lock(&self.bodies.0);
+            batch
+                .into_iter()
+                .filter(|(p, v)| {
+                    let held = b.held.get(p).is_some_and(|(held, _, _)| held == v);
+                    !held && !b.fetching.contains(p) && b.queued.insert(p.clone())
+                })
+                .collect()
+        };
         if !batch.is_empty() {
             let _ = lock(self.sender()).send(batch);
         }
