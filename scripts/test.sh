@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the reference cases through the CLI and through
 # a real FUSE mount, property tests, and the vendored fuser's own unit tests
-# (with its io_uring transport), and the storage crate's tests (S3 ones
-# against moto_server through tests/s3/proxy.py). Needs /dev/fuse and root
-# for the mount tests.
+# (with its io_uring transport). The workspace's default members include
+# the storage crate, whose S3 tests run against moto_server through
+# tests/s3/proxy.py. Needs /dev/fuse and root for the mount tests.
 # Every part runs even when one before it fails; the failures are listed at
 # the end and the exit status is 1 if any part failed.
 set -uo pipefail
@@ -20,7 +20,6 @@ part() {
 # --no-fail-fast: a failing test binary does not keep the others from running.
 part novelfs cargo test --all-targets --no-fail-fast -- --nocapture
 part fuser cargo test -p fuser --all-targets --no-fail-fast --features io-uring
-part storage cargo test -p novelfs-storage --all-targets --no-fail-fast -- --nocapture
 if [ ${#failed[@]} -gt 0 ]; then
     echo "scripts/test.sh: FAILED: ${failed[*]}" >&2
     exit 1
