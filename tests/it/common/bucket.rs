@@ -27,10 +27,10 @@ pub fn credentials() -> Vec<(&'static str, OsString)> {
     ]
 }
 
-/// Every regular file under `root` as (key under `PREFIX`, bytes); a
+/// Every regular file under `root` as (key under `prefix`, bytes); a
 /// symlink is no object (it is no chapter on disk either), and a
 /// directory holds nothing of its own.
-pub fn objects_of(root: &Path) -> Vec<(String, Vec<u8>)> {
+pub fn objects_of(root: &Path, prefix: &str) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -41,7 +41,12 @@ pub fn objects_of(root: &Path) -> Vec<(String, Vec<u8>)> {
                 dirs.push(entry.path());
             } else if t.is_file() {
                 let rel = entry.path().strip_prefix(root).unwrap().to_owned();
-                let key = format!("{PREFIX}/{}", rel.to_str().unwrap());
+                let rel = rel.to_str().unwrap();
+                let key = if prefix.is_empty() {
+                    rel.to_string()
+                } else {
+                    format!("{prefix}/{rel}")
+                };
                 out.push((key, std::fs::read(entry.path()).unwrap()));
             }
         }
@@ -56,7 +61,7 @@ impl Bucket {
         let server = S3Server::start()?;
         let name = "novelfs-test".to_string();
         server.create_bucket(&name);
-        server.put_many(&name, &objects_of(root));
+        server.put_many(&name, &objects_of(root, PREFIX));
         server.reset_counts();
         Some(Bucket { server, name })
     }
