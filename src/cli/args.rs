@@ -346,6 +346,12 @@ pub struct IndexCmd {
     /// The mount's --max-chapter-bytes.
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
+    /// Also write the index into the bucket (ROOT s3://…, at
+    /// .novelfs/index.sqlite under its prefix): a fresh machine's mount
+    /// starts from it, and lists and sizes without reading a chapter
+    /// (mounts with the same --path-root and --max-chapter-bytes).
+    #[arg(long)]
+    pub publish: bool,
 }
 
 #[derive(Args, Debug)]

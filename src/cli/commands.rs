@@ -201,6 +201,15 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    let result = result.and_then(|summary| {
+        if cmd.publish {
+            let at = LibraryAt::parse(&cmd.root)?;
+            let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
+            at.publish(&bucket, ONE_SHOT_TIMEOUT, persist::export(&dir, &library)?)?;
+            eprintln!("published at {}/{}", cmd.root.display(), persist::PUBLISHED);
+        }
+        Ok(summary)
+    });
     match result {
         Ok(s) => {
             let mut line = format!(

@@ -163,10 +163,21 @@ fn open_library(config: &MountConfig) -> Result<Library, String> {
     }
     let mut library = at.open(&config.bucket, reading)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
-    match &config.path_root {
-        Some(root) => library.with_path_root(root),
-        None => Ok(library),
+    let library = match &config.path_root {
+        Some(root) => library.with_path_root(root)?,
+        None => library,
+    };
+    // A fresh machine starts from the index published beside a bucket's
+    // library; a mount without one, or that cannot fetch it, reads
+    // chapters as they are asked for.
+    if let Some(dir) = &config.tree.index_dir {
+        match at.fetch_published(&config.bucket, config.source_timeout, dir, &library) {
+            Ok(true) => log::info!("index published in {} taken", config.root.display()),
+            Ok(false) => {}
+            Err(e) => log::warn!("no published index: {e}"),
+        }
     }
+    Ok(library)
 }
 
 /// The CLI's side of the fork: waits for the daemon's word on the mount.

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use novelfs_fs::persist;
 use novelfs_library::backing::BucketBacking;
 use novelfs_library::{Library, NovelError};
-use novelfs_storage::{S3Options, S3Storage, S3Url, Storage};
+use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage};
 
 /// How to reach a bucket, named as mountpoint-s3 names its options; the
 /// credentials come from the AWS chain (environment, shared files with
@@ -92,6 +93,63 @@ impl LibraryAt {
                 }
             }
         }
+    }
+
+    /// Writes `index` (an exported persistent index) beside the library in
+    /// its bucket, for fresh machines to start from.
+    pub(crate) fn publish(
+        &self,
+        options: &BucketOptions,
+        timeout: Duration,
+        index: Vec<u8>,
+    ) -> Result<(), String> {
+        let LibraryAt::Bucket(url) = self else {
+            return Err("--publish: ROOT must be an s3:// bucket".into());
+        };
+        let storage = Self::storage(url, options, timeout)?;
+        let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
+        storage.put(&key, index).map_err(|e| format!("{url}: {e}"))
+    }
+
+    /// The index published beside a bucket's library, put in place of the
+    /// mount's own in `dir` unless that is already the version published
+    /// (its ETag is kept beside it): one LIST, and one GET when it changed.
+    /// `Ok(false)` when none is published.
+    pub(crate) fn fetch_published(
+        &self,
+        options: &BucketOptions,
+        timeout: Duration,
+        dir: &Path,
+        library: &Library,
+    ) -> Result<bool, String> {
+        let LibraryAt::Bucket(url) = self else {
+            return Ok(false);
+        };
+        let storage = Self::storage(url, options, timeout)?;
+        let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
+        let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
+        let listed = match storage.list(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) => return Err(format!("{url}: {e}")),
+        };
+        let Some(entry) = listed.iter().find(|e| e.name == "index.sqlite") else {
+            return Ok(false);
+        };
+        let seen = format!("{:?}", entry.version);
+        let file = persist::index_file(dir, library);
+        let mut mark = file.clone().into_os_string();
+        mark.push(".published");
+        let mark = PathBuf::from(mark);
+        if file.exists() && std::fs::read_to_string(&mark).is_ok_and(|m| m == seen) {
+            return Ok(true);
+        }
+        let object = storage
+            .read(&key, Some(&entry.version))
+            .map_err(|e| format!("{url}: {e}"))?;
+        persist::import(dir, library, &object.bytes)?;
+        std::fs::write(&mark, &seen).map_err(|e| format!("{}: {e}", mark.display()))?;
+        Ok(true)
     }
 
     /// The library, read through its backing.

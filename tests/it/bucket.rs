@@ -250,3 +250,49 @@ fn a_stalled_server_fails_reads_in_time_and_they_recover() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `novelfs index s3://… --publish` leaves the index beside the library;
+/// a fresh machine's mount (an empty index folder) takes it with one GET
+/// and writes `novel_books.txt` from listings alone, the same bytes as a
+/// mount that reads every chapter.
+#[test]
+fn a_published_index_lets_a_fresh_mount_count_the_library_without_a_get() {
+    require_fuse!();
+    let (books, chapters) = (3, 30);
+    let (dir, root) = library(books, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let endpoint = bucket.server.endpoint();
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args([
+            "index",
+            &bucket.url(),
+            "--endpoint-url",
+            &endpoint,
+            "--publish",
+        ])
+        .arg("--index-dir")
+        .arg(dir.path().join("built-here"))
+        .envs(credentials())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let read_all_of =
+        |m: &crate::common::Mount| std::fs::read(m.path().join("novel_books.txt")).unwrap();
+    let expected = {
+        let m = bucket.mount(&["--no-index"]);
+        read_all_of(&m)
+    };
+    let fresh = dir.path().join("fresh-machine");
+    bucket.server.reset_counts();
+    let m = bucket.mount(&["--index-dir", fresh.to_str().unwrap()]);
+    let at_mount = bucket.server.counts();
+    bucket.server.reset_counts();
+    assert_eq!(read_all_of(&m), expected);
+    let counted = bucket.server.counts();
+    eprintln!("fresh mount: {at_mount:?}; novel_books.txt: {counted:?}");
+    assert_eq!(at_mount.get, 1, "the index, once: {at_mount:?}");
+    assert_eq!((counted.get, counted.head), (0, 0), "{counted:?}");
+    assert!(counted.list <= books as u64 + 1, "{counted:?}");
+}

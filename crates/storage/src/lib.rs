@@ -176,6 +176,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The entry at `path`.
     fn stat(&self, path: &RelPath) -> Result<Entry, StorageError>;
 
+    /// Writes `bytes` as the object at `path` (one PUT; a local file is
+    /// written aside and renamed over): what `novelfs index --publish`
+    /// leaves beside a library. Every other call only reads.
+    fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError>;
+
     /// The object at `path`, whole. With `version`, fails with `Changed`
     /// unless the bytes are of that version.
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError>;

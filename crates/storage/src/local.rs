@@ -193,6 +193,16 @@ impl Storage for LocalStorage {
         entry(name, &meta).ok_or_else(|| StorageError::not_found(path.to_string()))
     }
 
+    fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let full = self.full_path(path);
+        let aside = full.with_extension("novelfs-part");
+        if let Some(dir) = full.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| self.io_error(path, e))?;
+        }
+        std::fs::write(&aside, bytes).map_err(|e| self.io_error(path, e))?;
+        std::fs::rename(&aside, &full).map_err(|e| self.io_error(path, e))
+    }
+
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
         self.read_checked(path, version, |f, meta| {
             let mut bytes = Vec::with_capacity(meta.len() as usize);

@@ -24,6 +24,7 @@ mod profile;
 mod recorder;
 mod refresh;
 mod rows;
+mod shared;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -31,5 +32,6 @@ mod tests;
 pub(crate) use mount::MountIndex;
 pub(crate) use recorder::Recorder;
 pub use refresh::{RefreshSummary, Step, refresh};
+pub use shared::{PUBLISHED, export, import, index_file};
 pub(crate) use store::Refused;
 pub use store::default_dir;

@@ -64,7 +64,10 @@ pub fn refresh(
     let started = Instant::now();
     // No mount: the type of the mount `novels/` lies on is not asked, and
     // the granularity of its times does not depend on it.
-    let granularity = SourceFs::of(&library.novels_dir(), None).granularity;
+    let granularity = match library.local_root() {
+        Some(_) => SourceFs::of(&library.novels_dir(), None).granularity,
+        None => SourceFs::in_bucket().granularity,
+    };
     let index =
         PersistentIndex::open(dir, library, 8 << 20, granularity).map_err(|e| e.to_string())?;
     if !index.writable() {

@@ -187,6 +187,35 @@ impl Storage for S3Storage {
         }
     }
 
+    /// One PUT, bounded by the access timeout.
+    fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let access = self.access();
+        self.rt.block_on(async move {
+            let shown = path.to_string();
+            let key = access
+                .url
+                .key(path)
+                .ok_or_else(|| StorageError::not_found(&shown))?;
+            let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
+            let what = format!("PUT {}", access.url.display_key(&key));
+            let put = access.store.put(&kp, bytes.into());
+            match tokio::time::timeout(access.timeout, put).await {
+                Ok(r) => r.map(drop).map_err(|e| {
+                    let cx = classify::Context {
+                        bucket: access.url.bucket(),
+                        endpoint: &access.endpoint,
+                        timeout: access.timeout,
+                    };
+                    classify::classify(&e, &what, &shown, &cx)
+                }),
+                Err(_) => Err(StorageError::Timeout {
+                    what,
+                    after: access.timeout,
+                }),
+            }
+        })
+    }
+
     /// One GET (`If-Match` with `version`).
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
         self.rt
