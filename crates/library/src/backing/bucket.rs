@@ -25,6 +25,9 @@ use super::{Backing, EntryKind, Meta, Opened};
 /// the server.
 pub(crate) const GETS_IN_FLIGHT: usize = 16;
 
+/// Listings kept before those past their TTL are dropped.
+const PRUNE_LISTINGS_AT: usize = 1024;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -214,7 +217,13 @@ impl BucketBacking {
             return Ok(l.entries.clone());
         }
         let entries = Arc::new(self.storage.list(&rel(dir)?).map_err(to_io)?);
-        lock(&self.listings).insert(
+        let mut listings = lock(&self.listings);
+        // Listings past their TTL serve nothing: they go when there are
+        // many, so what is kept is what a TTL's reading listed.
+        if listings.len() >= PRUNE_LISTINGS_AT {
+            listings.retain(|_, l| l.at.elapsed() < self.ttl);
+        }
+        listings.insert(
             dir.to_path_buf(),
             Listed {
                 at: Instant::now(),
