@@ -10,12 +10,13 @@ use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use novelfs_storage::{
-    Entry, InFlight, Kind, Object, ReadRequest, RelPath, Storage, StorageError, Version,
+    Entry, InFlight, Kind, ReadRequest, RelPath, Storage, StorageError, Version,
 };
 
 use super::{Backing, EntryKind, Meta, Opened};
@@ -24,6 +25,9 @@ use super::{Backing, EntryKind, Meta, Opened};
 /// paid once per this many chapters; more than a few dozen only queue at
 /// the server.
 pub(crate) const GETS_IN_FLIGHT: usize = 16;
+
+/// Batches fetched at once (each with up to `GETS_IN_FLIGHT` GETs).
+const BATCHES_AT_ONCE: usize = 3;
 
 /// Listings kept before those past their TTL are dropped.
 const PRUNE_LISTINGS_AT: usize = 1024;
@@ -254,8 +258,28 @@ impl BucketBacking {
             let spawned = std::thread::Builder::new()
                 .name("novelfs-fetch".into())
                 .spawn(move || {
+                    // A batch queued while others are under way starts at
+                    // once (up to `BATCHES_AT_ONCE`): a reader's next batch
+                    // goes out before the tail of the one it is reading
+                    // has come, so GETs stay in flight.
+                    let running = Arc::new(AtomicUsize::new(0));
                     for batch in rx {
-                        fetch(&*storage, &bodies, limit, batch);
+                        if running.load(Ordering::Acquire) >= BATCHES_AT_ONCE {
+                            fetch(&*storage, &bodies, limit, batch);
+                            continue;
+                        }
+                        running.fetch_add(1, Ordering::AcqRel);
+                        let (storage, bodies, done) =
+                            (storage.clone(), bodies.clone(), running.clone());
+                        let spawned = std::thread::Builder::new()
+                            .name("novelfs-fetch".into())
+                            .spawn(move || {
+                                fetch(&*storage, &bodies, limit, batch);
+                                done.fetch_sub(1, Ordering::AcqRel);
+                            });
+                        if spawned.is_err() {
+                            running.fetch_sub(1, Ordering::AcqRel);
+                        }
                     }
                 });
             if let Err(e) = spawned {
@@ -309,17 +333,22 @@ fn fetch(
         requests: GETS_IN_FLIGHT,
         bytes: limit.max(1),
     };
-    let results: Vec<Result<Object, StorageError>> = if requests.len() == wanted.len() {
-        storage.read_many(requests, limits).collect()
-    } else {
-        Vec::new()
-    };
-    let mut b = lock(lock_);
-    for ((path, _), result) in wanted.iter().zip(results) {
-        if let Ok(object) = result {
-            b.put(path, object.version, Arc::new(object.bytes), limit);
+    if requests.len() == wanted.len() {
+        // Each body is kept, and its waiting reader woken, as it arrives:
+        // a reader of the first chapters of a batch does not wait for the
+        // last.
+        let results = storage.read_many(requests, limits);
+        for ((path, _), result) in wanted.iter().zip(results) {
+            let mut b = lock(lock_);
+            if let Ok(object) = result {
+                b.put(path, object.version, Arc::new(object.bytes), limit);
+            }
+            b.fetching.remove(path);
+            drop(b);
+            done.notify_all();
         }
     }
+    let mut b = lock(lock_);
     for (path, _) in &wanted {
         b.fetching.remove(path);
     }
