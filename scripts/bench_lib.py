@@ -13,6 +13,9 @@ Subcommands
   statloop MISSING EXISTING COUNT                 COUNT x os.stat of a missing and of an existing path
   rss PID                                         VmHWM and VmRSS of PID in KiB
   ops LOG                                         count FUSE requests in a fuser debug log
+  s3-put ROOT PORT BUCKET [--jobs N]              create BUCKET and PUT every file under ROOT (key = path under ROOT)
+  s3-rate PORT BUCKET ROOT COUNT [--jobs N]       GETs per second of COUNT objects (keys from ROOT's files)
+  s3-counts PORT                                  the proxy's counts: LIST GET RANGED_GET HEAD max_in_flight
   table RESULTS                                   the final table
 """
 
@@ -370,6 +373,114 @@ def cmd_ops(a):
     print(", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "(none)")
 
 
+
+# ---------------------------------------------------------------------------
+# The bucket (--bucket): moto behind tests/s3/proxy.py
+# ---------------------------------------------------------------------------
+
+# moto checks no signature but refuses anonymous requests: any credential
+# in the header will do (as tests/s3/harness.rs sends).
+S3_AUTH = ("AWS4-HMAC-SHA256 Credential=novelfs-bench/20240101/us-east-1/s3/aws4_request, "
+           "SignedHeaders=host, Signature=0")
+
+
+def s3_keys(root):
+    out = []
+    for path in all_files(os.path.join(root, "novels")):
+        out.append(os.path.relpath(path, root))
+    out.sort()
+    return out
+
+
+def s3_parallel(port, jobs, items, one):
+    """Runs one(conn, item) for every item on `jobs` threads, each with a
+    connection of its own to 127.0.0.1:port (opened again when the server
+    closes it). Returns the seconds taken."""
+    import http.client
+    import threading
+    lock = threading.Lock()
+    it = iter(items)
+    errors = []
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while True:
+            with lock:
+                item = next(it, None)
+            if item is None or errors:
+                break
+            for attempt in range(3):
+                try:
+                    one(conn, item)
+                    break
+                except (OSError, http.client.HTTPException) as e:
+                    conn.close()
+                    if attempt == 2:
+                        errors.append(f"{item}: {e}")
+        conn.close()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        sys.exit(f"bench_lib: {len(errors)} requests failed, first: {errors[0]}")
+    return time.perf_counter() - t0
+
+
+def s3_request(conn, method, path, body=b""):
+    conn.request(method, path, body=body, headers={
+        "Authorization": S3_AUTH, "Content-Type": "application/octet-stream",
+        "Content-Length": str(len(body))})
+    resp = conn.getresponse()
+    data = resp.read()
+    if not 200 <= resp.status < 300:
+        raise OSError(f"{method} {path}: {resp.status} {data[:200]!r}")
+    return data
+
+
+def cmd_s3_put(a):
+    """Creates the bucket and PUTs every file under ROOT/novels, straight
+    to moto, --jobs at once. Prints objects, bytes, seconds, PUTs/s."""
+    import http.client
+    from urllib.parse import quote
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=60)
+    s3_request(conn, "PUT", f"/{a.bucket}")
+    conn.close()
+    keys = s3_keys(a.root)
+    total = [0]
+
+    def put(conn, key):
+        with open(os.path.join(a.root, key), "rb") as f:
+            body = f.read()
+        s3_request(conn, "PUT", f"/{a.bucket}/{quote(key)}", body)
+        total[0] += len(body)
+
+    secs = s3_parallel(a.port, a.jobs, keys, put)
+    print(f"{len(keys)} {total[0]} {secs:.3f} {len(keys) / secs:.0f}")
+
+
+def cmd_s3_rate(a):
+    """GETs COUNT objects (the first keys under ROOT, again from the start
+    when there are fewer), --jobs at once; prints the GETs per second."""
+    from urllib.parse import quote
+    keys = s3_keys(a.root)
+    items = [keys[i % len(keys)] for i in range(a.count)]
+    secs = s3_parallel(a.port, a.jobs, items,
+                       lambda conn, key: s3_request(conn, "GET", f"/{a.bucket}/{quote(key)}"))
+    print(f"{a.count / secs:.0f}")
+
+
+def cmd_s3_counts(a):
+    import http.client
+    import json
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=30)
+    conn.request("GET", "/__proxy/counts")
+    c = json.loads(conn.getresponse().read())
+    print(c["LIST"], c["GET"], c["RANGED_GET"], c["HEAD"], c["max_in_flight"])
+
 # ---------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------
@@ -432,6 +543,7 @@ def cmd_table(a):
     rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; size TEXT BYTES LIMIT: a
     file's size against its limit; note TEXT: printed below."""
     runs, labels, order, rss, notes, limits, loads, sizes = {}, {}, [], [], [], [], {}, []
+    bucket = []
     for line in open(a.results):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "label":
@@ -452,8 +564,10 @@ def cmd_table(a):
             sizes.append((parts[1], int(parts[2]), int(parts[3])))
         elif parts[0] == "note":
             notes.append(parts[1])
+        elif parts[0] in ("bkt", "bktinfo", "bktrss"):
+            bucket.append(parts)
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
-    fails = 0
+    fails = bucket_table(bucket) if bucket else 0
     for fig in order:
         n, b = runs[fig]["nfs"], runs[fig]["base"]
         if not n or not b:
@@ -481,13 +595,11 @@ def cmd_table(a):
         fails += res == "FAIL"
         rows.append((label, f"{size / 2**20:.1f} MiB", "", f"{size / limit:.2f}× limit" if limit else "",
                      f"≤ {limit / 2**20:.1f} MiB", res))
-    widths = [max(disp_len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for i, r in enumerate(rows):
-        print("| " + " | ".join(pad(c, w) for c, w in zip(r, widths)) + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    print()
-    print("Medians of the runs below (novelfs runs | baseline runs, in run order):")
+    if len(rows) > 1:
+        print_rows(rows)
+        print()
+    if order:
+        print("Medians of the runs below (novelfs runs | baseline runs, in run order):")
     for fig in order:
         n, b = runs[fig]["nfs"], runs[fig]["base"]
         load = loads.get(fig)
@@ -497,6 +609,169 @@ def cmd_table(a):
     for note in notes:
         print(f"  {note}")
     print(f"\n{fails} FAIL")
+
+
+def print_rows(rows):
+    widths = [max(disp_len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for i, r in enumerate(rows):
+        print("| " + " | ".join(pad(c, w) for c, w in zip(r, widths)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+
+BUCKET_WORKLOADS = (
+    ("first", "fresh mount to first page (mount + cat of one page)"),
+    ("books", "first cat novel_books.txt (--no-index)"),
+    ("grep", "cold grep -r of the mount"),
+    ("grepwarm", "the same grep -r again (warm)"),
+)
+
+
+def bucket_table(lines):
+    """The --bucket figures. Lines (tab-separated):
+    bktinfo BOOKS CHAPTERS KEYS RUNS S3FS_CAP (seconds, or auto);
+    bkt SIDE LATENCY_MS WORKLOAD SECONDS LIST GET RANGED_GET HEAD LOAD FLAG:
+    one run (SIDE s3 = novelfs s3://, s3fs = novelfs over s3fs; FLAG cut =
+    stopped at the cap, err = the workload failed; requests: first's with
+    its mount, the others' from their mount's end);
+    bktrss LABEL KIB CACHE_BYTES: a daemon's VmHWM.
+    Prints the workloads and the targets; returns the FAIL count."""
+    info = None
+    runs = {}
+    rss = []
+    for p in lines:
+        if p[0] == "bktinfo":
+            info = dict(books=int(p[1]), chapters=int(p[2]), keys=int(p[3]), runs=int(p[4]), cap=p[5])
+        elif p[0] == "bkt":
+            key = (p[1], int(p[2]), p[3])
+            runs.setdefault(key, []).append(
+                (float(p[4]), tuple(int(x) for x in p[5:9]), float(p[9]), p[10] if len(p) > 10 else ""))
+        elif p[0] == "bktrss":
+            rss.append((p[1], int(p[2]), int(p[3])))
+    lats = sorted({k[1] for k in runs})
+
+    def fig(side, lat, wl):
+        """median seconds, max count of each kind, flag, loads; None if not run."""
+        r = runs.get((side, lat, wl))
+        if not r:
+            return None
+        secs = statistics.median(x[0] for x in r)
+        counts = tuple(max(x[1][i] for x in r) for i in range(4))
+        flags = {x[3] for x in r} - {""}
+        return secs, counts, ",".join(sorted(flags)), [x[2] for x in r], [x[0] for x in r]
+
+    def reqs(c):
+        return f"{c[0]:,} / {c[1]:,} / {c[2]:,} / {c[3]:,}"
+
+    def shown(f):
+        if f is None:
+            return "not measured"
+        t = fmt_time(f[0])
+        if "cut" in f[2]:
+            return f"> {t} (cut)"
+        if "err" in f[2]:
+            return f"{t} (FAILED)"
+        return t
+
+    print(f"A library in a bucket: {info['books']} books x {info['chapters'] // max(info['books'], 1)} chapters "
+          f"= {info['chapters']:,} chapters ({info['keys']:,} keys), moto behind tests/s3/proxy.py; "
+          f"novelfs s3:// median of {info['runs']} runs, novelfs over s3fs 1 run "
+          f"; requests counted by the proxy, the first page's with its mount, the others' from their mount's end "
+          + ("(each workload cut at 21× the s3:// median, at least 30 s)" if info["cap"] == "auto"
+             else f"(each workload cut at {info['cap']} s)"))
+    print()
+    rows = [("workload", "latency", "novelfs s3://", "requests LIST / GET / RANGED / HEAD",
+             "novelfs over s3fs", "requests LIST / GET / RANGED / HEAD", "s3fs ÷ s3://")]
+    for lat in lats:
+        for wl, text in BUCKET_WORKLOADS:
+            a, b = fig("s3", lat, wl), fig("s3fs", lat, wl)
+            ratio = ""
+            if a and b and a[0] > 0:
+                ratio = ("≥ " if "cut" in b[2] else "") + f"{b[0] / a[0]:.1f}×"
+            rows.append((text, f"{lat} ms", shown(a), reqs(a[1]) if a else "",
+                         shown(b), reqs(b[1]) if b else "", ratio))
+    print_rows(rows)
+    print()
+
+    fails = 0
+    trows = [("target", "measured", "limit", "result")]
+
+    def target(text, measured, limit, ok):
+        nonlocal fails
+        res = ok if isinstance(ok, str) else ("PASS" if ok else "FAIL")
+        fails += res == "FAIL"
+        trows.append((text, measured, limit, res))
+
+    books, chapters, keys = info["books"], info["chapters"], info["keys"]
+    list_limit = books + -(-keys // 1000)
+    get_limit = 1.05 * chapters
+    for lat in lats:
+        f = fig("s3", lat, "books")
+        if f:
+            c = f[1]
+            target(f"{lat} ms: requests of the first novel_books.txt, no index",
+                   f"LIST {c[0]:,}, GET {c[1] + c[2]:,}",
+                   f"LIST ≤ {list_limit:,} (1 per book + 1 per 1,000 keys), GET ≤ {get_limit:,.0f} (1.05 per chapter)",
+                   c[0] <= list_limit and c[1] + c[2] <= get_limit and "err" not in f[2])
+        f = fig("s3", lat, "grep")
+        if f:
+            c = f[1]
+            target(f"{lat} ms: GETs of the cold grep -r", f"{c[1] + c[2]:,}",
+                   f"≤ {get_limit:,.0f} (1.05 per chapter)", c[1] + c[2] <= get_limit and "err" not in f[2])
+        f = fig("s3", lat, "grepwarm")
+        if f:
+            c = f[1]
+            target(f"{lat} ms: GETs of the warm grep -r", f"{c[1] + c[2]:,} (LIST {c[0]:,})", "0",
+                   c[1] + c[2] == 0 and "err" not in f[2])
+    heads = sum(x[1][3] for k, r in runs.items() if k[0] == "s3" for x in r)
+    target("HEAD requests, every novelfs s3:// workload and run", f"{heads:,}", "0", heads == 0)
+    if 0 in lats and 20 in lats:
+        for wl in ("grep", "books"):
+            a, b = fig("s3", 0, wl), fig("s3", 20, wl)
+            if a and b:
+                target(f"20 ms ÷ 0 ms: {dict(BUCKET_WORKLOADS)[wl]}",
+                       f"{fmt_time(b[0])} ÷ {fmt_time(a[0])} = {b[0] / a[0]:.2f}×", "≤ 1.5×",
+                       b[0] <= 1.5 * a[0])
+    for lat in lats:
+        f = fig("s3", lat, "first")
+        if f:
+            target(f"{lat} ms: fresh mount to first page", fmt_time(f[0]), "≤ 500.0 ms",
+                   f[0] <= 0.5 and "err" not in f[2])
+    target("with a published index: first novel_books.txt requests and time", "not measured",
+           "≤ LISTs + 2 GETs, ≤ 2 s", "n/a (novelfs index --publish is not built yet)")
+    for lat in lats:
+        for wl, text in BUCKET_WORKLOADS:
+            a, b = fig("s3", lat, wl), fig("s3fs", lat, wl)
+            if not a or not b:
+                continue
+            r = b[0] / a[0] if a[0] > 0 else float("inf")
+            if "err" in b[2] or "err" in a[2]:
+                ok = "FAIL" if "err" in a[2] else "n/a (s3fs side failed)"
+            elif "cut" in b[2]:
+                ok = "PASS" if r >= 20 else "undecided (s3fs cut)"
+            else:
+                ok = r >= 20
+            target(f"{lat} ms: {text}, novelfs over s3fs ÷ s3://",
+                   ("≥ " if "cut" in b[2] else "") + f"{r:.1f}×", "≥ 20×", ok)
+    for label, hwm_kib, cache in rss:
+        limit = cache + (64 << 20)
+        target(f"VmHWM, {label}", f"{hwm_kib / 1024:.1f} MiB", f"≤ {limit / 2**20:.0f} MiB (cache {cache / 2**20:.0f} MiB + 64)",
+               hwm_kib * 1024 <= limit)
+    print_rows(trows)
+    print()
+    print("Runs (novelfs s3:// | over s3fs, in run order, with the 1-minute load):")
+    for lat in lats:
+        for wl, text in BUCKET_WORKLOADS:
+            parts = []
+            for side in ("s3", "s3fs"):
+                f = fig(side, lat, wl)
+                if f:
+                    parts.append(", ".join(fmt_time(x) for x in f[4]) + f" (load {min(f[3]):.2f}–{max(f[3]):.2f})")
+                else:
+                    parts.append("—")
+            print(f"  {lat} ms, {text}: " + " | ".join(parts))
+    print()
+    return fails
 
 
 def disp_len(s):
@@ -560,6 +835,19 @@ def main():
     rt = sub.add_parser("rtt")
     rt.add_argument("path")
     rt.add_argument("calls", type=int)
+    sp = sub.add_parser("s3-put")
+    sp.add_argument("root")
+    sp.add_argument("port", type=int)
+    sp.add_argument("bucket")
+    sp.add_argument("--jobs", type=int, default=8)
+    sr = sub.add_parser("s3-rate")
+    sr.add_argument("port", type=int)
+    sr.add_argument("bucket")
+    sr.add_argument("root")
+    sr.add_argument("count", type=int)
+    sr.add_argument("--jobs", type=int, default=16)
+    sc = sub.add_parser("s3-counts")
+    sc.add_argument("port", type=int)
     t = sub.add_parser("table")
     t.add_argument("results")
     a = p.parse_args()
@@ -574,7 +862,8 @@ def main():
         a.huge_lines = 100_000 if a.huge_lines is None else a.huge_lines
         a.huge = min(a.huge, a.books)
     {"gen": cmd_gen, "gen-scale": cmd_gen_scale, "gen-big": cmd_gen_big, "pyread": cmd_pyread, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm, "statloop": cmd_statloop,
-     "rss": cmd_rss, "ops": cmd_ops, "rtt": cmd_rtt, "table": cmd_table}[a.cmd](a)
+     "rss": cmd_rss, "ops": cmd_ops, "rtt": cmd_rtt, "table": cmd_table,
+     "s3-put": cmd_s3_put, "s3-rate": cmd_s3_rate, "s3-counts": cmd_s3_counts}[a.cmd](a)
 
 
 if __name__ == "__main__":
