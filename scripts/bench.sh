@@ -1282,6 +1282,23 @@ bucket_figures() {
             alive "$bmnt"
             unmount_fs "$bmnt"
 
+            # A fresh machine's mount of a bucket with a published index:
+            # an empty index folder, the index taken at mount.
+            if [ "$r" = 1 ] && [ "$lat" = 0 ]; then
+                "$BIN" index "$url" --endpoint-url "$EP" --index-dir "$WORK/idx-built" --publish \
+                    > /dev/null 2> "$WORK/bk.err" ||
+                    echo "note	bucket: novelfs index --publish failed: $(head -c 300 "$WORK/bk.err" | tr '\n\t' '  ')" >> "$RES"
+            fi
+            rm -rf "$WORK/idx-fresh"
+            proxy_ctl reset
+            mount_lib "$url" "$bmnt" "${S3OPTS[@]}" --index-dir "$WORK/idx-fresh"
+            BK_BASE=$(proxy_counts)
+            [ "$r" != 1 ] || echo "note	bucket, $lat ms: the mount taking the published index: LIST $(cut -d' ' -f1 <<< "$BK_BASE"), GET $(cut -d' ' -f2 <<< "$BK_BASE")" >> "$RES"
+            bk_timed 0 0 cat "$bmnt/novel_books.txt"
+            bk_record s3 "$lat" published
+            alive "$bmnt"
+            unmount_fs "$bmnt"
+
             proxy_ctl reset
             mount_lib "$url" "$bmnt" "${S3OPTS[@]}"
             BK_BASE=$(proxy_counts)
