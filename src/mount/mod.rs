@@ -12,6 +12,8 @@ mod deadline;
 #[macro_use]
 mod read_only;
 mod fuse;
+mod handoff;
+mod holder;
 pub mod fusermount;
 pub(crate) mod library_at;
 pub(crate) mod logging;

@@ -1,0 +1,518 @@
+//! The holder (`-o failover`): the process `novelfs mount` leaves, which
+//! owns the mount's `/dev/fuse` descriptor and runs the server as its
+//! child, this binary run again with the same arguments (`handoff`). When
+//! the server dies the connection stays, since the holder keeps the
+//! descriptor open, and the holder starts another server on it: the new
+//! one skips INIT (the first server kept what it settled in a file the
+//! holder owns), replays the inode journal (`novelfs_fs::JournalSink`, a
+//! second file the holder owns) and asks the kernel to resend what the dead
+//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause.
+//!
+//! The holder does nothing else: it never opens the library, never reads a
+//! request while a server runs, and allocates nothing in its loop. Servers
+//! that keep dying (three in a row before serving, or more than
+//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers every
+//! request EIO itself until the mount goes, the reason in the log.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use super::attach::attach;
+use super::config::MountConfig;
+use super::handoff::{self, Fds};
+use super::mountinfo::mount_id;
+use super::mountpoint::unmount;
+use super::watchdog::Watchdog;
+
+/// Servers in a row that may die before serving.
+const MAX_FAILED_STARTS: u32 = 3;
+/// Deaths of servers within `DEATHS_WINDOW` past which the holder gives up.
+const MAX_DEATHS: usize = 30;
+const DEATHS_WINDOW: Duration = Duration::from_secs(60);
+
+/// How the holder ended its wait for a server.
+enum Outcome {
+    /// The server says it serves.
+    Serving,
+    /// It died first.
+    Died(ExitStatus),
+}
+
+/// What woke the holder while a server serves.
+enum Event {
+    Died(ExitStatus),
+    Signal(u32),
+}
+
+struct Holder<'a> {
+    fuse: OwnedFd,
+    journal: OwnedFd,
+    state: OwnedFd,
+    signals: OwnedFd,
+    mountpoint: &'a Path,
+    mount_id: Option<u64>,
+    generation: u64,
+    server: Option<Child>,
+    status: Option<std::fs::File>,
+}
+
+/// Mounts, starts the first server, and keeps the mount served until it
+/// goes; returns the exit code. `ready_pipe` (the waiting CLI) goes to the
+/// first server, which reports on it.
+pub(crate) fn hold(
+    config: &MountConfig,
+    mountpoint: &Path,
+    mut watchdog: Option<Watchdog>,
+    ready_pipe: Option<OwnedFd>,
+) -> i32 {
+    let signals = match block_signals() {
+        Ok(fd) => fd,
+        Err(e) => {
+            report(ready_pipe, &format!("the holder cannot take signals: {e}"));
+            return 1;
+        }
+    };
+    let library_root = std::fs::canonicalize(&config.root)
+        .unwrap_or_else(|_| config.root.clone())
+        .to_string_lossy()
+        .into_owned();
+    let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
+    let attached = match attach(&config.kernel, source, mountpoint) {
+        Ok(a) => a,
+        Err(msg) => {
+            report(ready_pipe, &msg);
+            return 1;
+        }
+    };
+    let mount_id = mount_id(mountpoint);
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+        w.arm(id);
+    }
+    let (journal, state) = match (memfd(c"novelfs-inodes"), memfd(c"novelfs-init")) {
+        (Ok(j), Ok(s)) => (j, s),
+        (Err(e), _) | (_, Err(e)) => {
+            detach_if_ours(mountpoint, mount_id);
+            report(ready_pipe, &format!("the holder cannot keep its state: {e}"));
+            return 1;
+        }
+    };
+    let mut h = Holder {
+        fuse: attached.fd,
+        journal,
+        state,
+        signals,
+        mountpoint,
+        mount_id,
+        generation: 0,
+        server: None,
+        status: None,
+    };
+    let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
+    if let Err(e) = h.start(cli) {
+        detach_if_ours(mountpoint, mount_id);
+        report(ready_pipe, &format!("cannot start the server: {e}"));
+        return 1;
+    }
+    match h.wait_serving() {
+        Outcome::Serving => {
+            // The server told the CLI; the holder keeps nothing of it.
+            if ready_pipe.is_some() {
+                drop(ready_pipe);
+                detach_stdio();
+            }
+        }
+        Outcome::Died(status) => {
+            // The server said why on the pipe when it could; a signal
+            // could not.
+            if status.signal().is_some() {
+                report(ready_pipe, &format!("the server died at start ({status})"));
+            }
+            detach_if_ours(mountpoint, mount_id);
+            return 1;
+        }
+    }
+    log::info!(
+        "holder (pid {}) keeps the connection of {}; its server is pid {}",
+        std::process::id(),
+        mountpoint.display(),
+        h.server_pid()
+    );
+    h.keep()
+}
+
+impl Holder<'_> {
+    fn server_pid(&self) -> u32 {
+        self.server.as_ref().map_or(0, Child::id)
+    }
+
+    /// Serves the mount through servers until it goes; the exit code.
+    fn keep(&mut self) -> i32 {
+        let mut deaths: VecDeque<Instant> = VecDeque::with_capacity(MAX_DEATHS + 1);
+        loop {
+            let status = match self.wait_event() {
+                Event::Signal(sig) => {
+                    log::info!("holder: signal {sig}: unmounting {}", self.mountpoint.display());
+                    self.unmount();
+                    continue;
+                }
+                Event::Died(status) => status,
+            };
+            if !self.connected() {
+                log::info!(
+                    "holder: the connection of {} is gone; its server ended ({status})",
+                    self.mountpoint.display()
+                );
+                return status.code().unwrap_or(1);
+            }
+            let now = Instant::now();
+            deaths.push_back(now);
+            while deaths
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > DEATHS_WINDOW)
+            {
+                deaths.pop_front();
+            }
+            log::warn!(
+                "holder: the server (pid {}) died ({status}) with {} still mounted",
+                self.server_pid(),
+                self.mountpoint.display()
+            );
+            if handoff::switched_off("restart") {
+                return self.give_up("restarting servers is switched off (test)");
+            }
+            if deaths.len() > MAX_DEATHS {
+                return self.give_up(&format!(
+                    "{} servers died within {} s",
+                    deaths.len(),
+                    DEATHS_WINDOW.as_secs()
+                ));
+            }
+            let mut failed_starts = 0;
+            loop {
+                if let Err(e) = self.start(None) {
+                    return self.give_up(&format!("cannot start a server: {e}"));
+                }
+                match self.wait_serving() {
+                    Outcome::Serving => break,
+                    Outcome::Died(status) => {
+                        failed_starts += 1;
+                        log::warn!(
+                            "holder: server {} died before serving ({status})",
+                            self.generation
+                        );
+                        if failed_starts >= MAX_FAILED_STARTS {
+                            return self.give_up(&format!(
+                                "{failed_starts} servers in a row died before serving, the last with {status}"
+                            ));
+                        }
+                    }
+                }
+            }
+            log::info!(
+                "holder: server {} (pid {}) took over {}",
+                self.generation,
+                self.server_pid(),
+                self.mountpoint.display()
+            );
+        }
+    }
+
+    /// Starts a server on the connection; `cli` for the first.
+    fn start(&mut self, cli: Option<RawFd>) -> std::io::Result<()> {
+        self.generation += 1;
+        let (status_read, status_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let fds = Fds {
+            fuse: self.fuse.as_raw_fd(),
+            journal: self.journal.as_raw_fd(),
+            state: self.state.as_raw_fd(),
+            status: status_write.as_raw_fd(),
+            cli: cli.unwrap_or(-1),
+            generation: self.generation,
+            holder: std::process::id(),
+        };
+        let pass: Vec<RawFd> = [fds.fuse, fds.journal, fds.state, fds.status, fds.cli]
+            .into_iter()
+            .filter(|&fd| fd >= 0)
+            .collect();
+        let mut args = std::env::args_os();
+        let arg0 = args.next().unwrap_or_else(|| "novelfs".into());
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0(arg0).args(args).env(handoff::VAR, fds.to_var());
+        // SAFETY: only fcntl (async-signal-safe) runs between fork and
+        // exec: it lets the server inherit the descriptors it is named.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &pass {
+                    let flags = libc::fcntl(fd, libc::F_GETFD);
+                    if flags < 0
+                        || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        drop(status_write);
+        self.server = Some(child);
+        self.status = Some(std::fs::File::from(status_read));
+        Ok(())
+    }
+
+    /// Waits until the server says it serves, or dies.
+    fn wait_serving(&mut self) -> Outcome {
+        let mut said = [0u8; 16];
+        let read = self
+            .status
+            .as_mut()
+            .map_or(0, |s| s.read(&mut said).unwrap_or(0));
+        self.status = None;
+        if read > 0 {
+            return Outcome::Serving;
+        }
+        // The pipe closed: the server is gone (or going).
+        Outcome::Died(self.reap())
+    }
+
+    fn reap(&mut self) -> ExitStatus {
+        match self.server.as_mut().map(Child::wait) {
+            Some(Ok(s)) => s,
+            _ => ExitStatus::from_raw(1 << 8),
+        }
+    }
+
+    /// Waits for the server's death or a signal to the holder.
+    fn wait_event(&mut self) -> Event {
+        loop {
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            // SAFETY: reading one siginfo into a buffer of its size.
+            let n = unsafe {
+                libc::read(
+                    self.signals.as_raw_fd(),
+                    (&mut info as *mut libc::signalfd_siginfo).cast(),
+                    size,
+                )
+            };
+            if n as usize != size {
+                continue;
+            }
+            if info.ssi_signo == libc::SIGCHLD as u32 {
+                if let Some(Ok(Some(status))) = self.server.as_mut().map(Child::try_wait) {
+                    return Event::Died(status);
+                }
+                continue;
+            }
+            return Event::Signal(info.ssi_signo);
+        }
+    }
+
+    /// Whether the kernel still has the connection (not unmounted, not
+    /// aborted): `/dev/fuse` polls with POLLERR once it is gone.
+    fn connected(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fuse.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        !(n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+    }
+
+    fn unmount(&self) {
+        if unmount(self.mountpoint, false).is_err() {
+            // Busy: detach now; the kernel finishes once open files close.
+            let _ = unmount(self.mountpoint, true);
+        }
+    }
+
+    /// No more servers: every request is answered EIO until the mount
+    /// goes. Returns the exit code.
+    fn give_up(&mut self, why: &str) -> i32 {
+        log::error!(
+            "holder: giving up on {}: {why}; every request is answered EIO until it is unmounted",
+            self.mountpoint.display()
+        );
+        self.server = None;
+        let _ = self.mount_id;
+        let Some(buf) = Buffer::new(BUFFER_BYTES) else {
+            log::error!("holder: no buffer to answer requests with; unmounting");
+            self.unmount();
+            return 1;
+        };
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.fuse.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.signals.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfds.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                continue;
+            }
+            if fds[1].revents != 0 {
+                let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+                // SAFETY: reading one siginfo into a buffer of its size.
+                unsafe {
+                    libc::read(
+                        self.signals.as_raw_fd(),
+                        (&mut info as *mut libc::signalfd_siginfo).cast(),
+                        std::mem::size_of::<libc::signalfd_siginfo>(),
+                    )
+                };
+                if info.ssi_signo != libc::SIGCHLD as u32 {
+                    log::info!(
+                        "holder: signal {}: unmounting {}",
+                        info.ssi_signo,
+                        self.mountpoint.display()
+                    );
+                    self.unmount();
+                }
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            // SAFETY: reading into the buffer's mapping, of its size.
+            let n = unsafe { libc::read(self.fuse.as_raw_fd(), buf.ptr.cast(), buf.len) };
+            if n < 0 {
+                match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::ENODEV) => return 1,
+                    Some(libc::EINTR | libc::EAGAIN | libc::ENOENT) => continue,
+                    _ => {
+                        if !self.connected() {
+                            return 1;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if (n as usize) < 40 {
+                continue;
+            }
+            // SAFETY: the kernel wrote at least a fuse_in_header (40 bytes).
+            let head = unsafe { std::slice::from_raw_parts(buf.ptr, 40) };
+            let opcode = u32::from_le_bytes(head[4..8].try_into().expect("4"));
+            let unique = u64::from_le_bytes(head[8..16].try_into().expect("8"));
+            // FORGET, INTERRUPT and BATCH_FORGET take no answer.
+            if matches!(opcode, 2 | 36 | 42) {
+                continue;
+            }
+            let mut out = [0u8; 16];
+            out[0..4].copy_from_slice(&16u32.to_le_bytes());
+            out[4..8].copy_from_slice(&(-libc::EIO).to_le_bytes());
+            out[8..16].copy_from_slice(&unique.to_le_bytes());
+            // SAFETY: writing a 16-byte fuse_out_header.
+            unsafe { libc::write(self.fuse.as_raw_fd(), out.as_ptr().cast(), 16) };
+        }
+    }
+}
+
+/// Enough for any request the kernel may send (it refuses to read into
+/// less than `max_write` and a header; fuser asks for 16 MiB writes). An
+/// anonymous mapping: only the pages a request touches cost memory.
+const BUFFER_BYTES: usize = (16 << 20) + (64 << 10);
+
+struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(len: usize) -> Option<Buffer> {
+        // SAFETY: a private anonymous mapping, unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(Buffer {
+            ptr: p.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Blocks the signals the holder answers and returns a signalfd for them:
+/// SIGTERM, SIGINT, SIGHUP (unmount) and SIGCHLD (the server died).
+fn block_signals() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain libc signal-set manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
+    // SAFETY: a valid NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just made, owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
+    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
+        let _ = unmount(mountpoint, true);
+    }
+}
+
+fn report(ready_pipe: Option<OwnedFd>, msg: &str) {
+    use std::io::Write;
+    match ready_pipe {
+        Some(fd) => {
+            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
+        }
+        None => eprintln!("novelfs: {msg}"),
+    }
+}
+
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..=2 {
+            // SAFETY: duplicating a valid fd onto the standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
