@@ -86,6 +86,9 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     // preflight has just stat'ed this one, so resolving it cannot hang.
     let mountpoint = std::fs::canonicalize(&config.mountpoint).unwrap_or(config.mountpoint.clone());
 
+    // Where relative arguments were given from: a holder's servers parse
+    // the same arguments again, there.
+    let given_in = std::env::current_dir().ok();
     let mut ready_pipe: Option<OwnedFd> = None;
     if !config.foreground {
         match fork_with_pipe(Writer::Child) {
@@ -131,7 +134,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     if config.failover {
         // This process stays as the holder; a child serves.
-        return super::holder::hold(&config, &mountpoint, watchdog, ready_pipe);
+        return super::holder::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
     }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.
@@ -174,6 +177,8 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
         libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
     }
+    // The arguments are parsed; nothing is kept busy.
+    let _ = std::env::set_current_dir("/");
     let cli = h.cli.take();
     // Never stat'ed: while no server runs, that would wait on this one.
     let mountpoint = config.mountpoint.clone();

@@ -29,6 +29,9 @@ use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
 use super::watchdog::Watchdog;
 
+/// The notification code of `FUSE_NOTIFY_RESEND` (Linux 6.9+).
+const FUSE_NOTIFY_RESEND: i32 = 7;
+
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
 /// Deaths of servers within `DEATHS_WINDOW` past which the holder gives up.
@@ -55,7 +58,8 @@ struct Holder<'a> {
     state: OwnedFd,
     signals: OwnedFd,
     mountpoint: &'a Path,
-    mount_id: Option<u64>,
+    /// Where the arguments were given from (servers parse them again).
+    given_in: Option<std::path::PathBuf>,
     generation: u64,
     server: Option<Child>,
     status: Option<std::fs::File>,
@@ -67,6 +71,7 @@ struct Holder<'a> {
 pub(crate) fn hold(
     config: &MountConfig,
     mountpoint: &Path,
+    given_in: Option<std::path::PathBuf>,
     mut watchdog: Option<Watchdog>,
     ready_pipe: Option<OwnedFd>,
 ) -> i32 {
@@ -107,7 +112,7 @@ pub(crate) fn hold(
         state,
         signals,
         mountpoint,
-        mount_id,
+        given_in,
         generation: 0,
         server: None,
         status: None,
@@ -205,6 +210,11 @@ impl Holder<'_> {
                             "holder: server {} died before serving ({status})",
                             self.generation
                         );
+                        if handoff::switched_off("give_up") {
+                            // The test switch: start servers for ever.
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        }
                         if failed_starts >= MAX_FAILED_STARTS {
                             return self.give_up(&format!(
                                 "{failed_starts} servers in a row died before serving, the last with {status}"
@@ -244,6 +254,9 @@ impl Holder<'_> {
         let arg0 = args.next().unwrap_or_else(|| "novelfs".into());
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0(arg0).args(args).env(handoff::VAR, fds.to_var());
+        if let Some(dir) = &self.given_in {
+            cmd.current_dir(dir);
+        }
         // SAFETY: only fcntl (async-signal-safe) runs between fork and
         // exec: it lets the server inherit the descriptors it is named.
         unsafe {
@@ -342,7 +355,13 @@ impl Holder<'_> {
             self.mountpoint.display()
         );
         self.server = None;
-        let _ = self.mount_id;
+        // What the last server read and never answered is queued again,
+        // to be answered EIO below rather than left waiting for ever.
+        let mut resend = [0u8; 16];
+        resend[0..4].copy_from_slice(&16u32.to_le_bytes());
+        resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
+        // SAFETY: writing a 16-byte fuse_out_header.
+        unsafe { libc::write(self.fuse.as_raw_fd(), resend.as_ptr().cast(), 16) };
         let Some(buf) = Buffer::new(BUFFER_BYTES) else {
             log::error!("holder: no buffer to answer requests with; unmounting");
             self.unmount();
