@@ -75,7 +75,10 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         .unwrap_or_default();
     if options.failover && io_uring == crate::mount::transport::IoUring::On {
         // The holder takes over the /dev/fuse transport only.
-        return Err(crate::mount::options::conflict("-o failover", "io_uring=on"));
+        return Err(crate::mount::options::conflict(
+            "-o failover",
+            "io_uring=on",
+        ));
     }
     let at = LibraryAt::parse(&args.root)?;
     let root = match &at {

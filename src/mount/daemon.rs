@@ -8,10 +8,10 @@ use std::path::Path;
 
 use super::attach::missing_dev_fuse;
 use super::config::MountConfig;
+use super::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
 use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
 use super::process::{Forked, Writer, fork_with_pipe};
-use super::handoff::{self, Handoff};
 use super::session::{Start, serve};
 use super::watchdog::Watchdog;
 use novelfs_fs::MMAP_THRESHOLD;

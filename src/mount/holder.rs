@@ -42,14 +42,66 @@ const DEATHS_WINDOW: Duration = Duration::from_secs(60);
 enum Outcome {
     /// The server says it serves.
     Serving,
-    /// It died first.
-    Died(ExitStatus),
+    /// It died first (its status when its last thread ended too).
+    Died(Option<ExitStatus>),
 }
 
 /// What woke the holder while a server serves.
 enum Event {
-    Died(ExitStatus),
+    Died(Option<ExitStatus>),
     Signal(u32),
+}
+
+/// How a server ended, for the log.
+fn ended(status: Option<ExitStatus>) -> String {
+    match status {
+        Some(s) => s.to_string(),
+        None => "its main thread ended; its last threads are still ending".into(),
+    }
+}
+
+fn pollin(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// The next signal of the holder's signalfd (0 if none could be read).
+fn read_signal(signals: &OwnedFd) -> u32 {
+    // SAFETY: an all-zero siginfo is a valid buffer.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reading one siginfo into a buffer of its size.
+    let n = unsafe {
+        libc::read(
+            signals.as_raw_fd(),
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            size,
+        )
+    };
+    if n as usize == size {
+        info.ssi_signo
+    } else {
+        0
+    }
+}
+
+/// A pidfd of the thread `pid` (the server's main thread): readable once
+/// that thread ends, whatever its other threads do (`PIDFD_THREAD`, Linux
+/// 6.9+; before that, once the whole process ended).
+fn thread_pidfd(pid: u32) -> Option<OwnedFd> {
+    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+    for flags in [PIDFD_THREAD, 0] {
+        // SAFETY: pidfd_open takes a pid and flags.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
+        if fd >= 0 {
+            // SAFETY: a descriptor just made, owned here.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+    }
+    None
 }
 
 struct Holder<'a> {
@@ -62,6 +114,12 @@ struct Holder<'a> {
     given_in: Option<std::path::PathBuf>,
     generation: u64,
     server: Option<Child>,
+    /// The pid of the last server started.
+    pid: u32,
+    /// A pidfd of the server's main thread.
+    pidfd: Option<OwnedFd>,
+    /// Servers whose main thread ended and whose last threads have not.
+    dying: Vec<Child>,
     status: Option<std::fs::File>,
 }
 
@@ -102,7 +160,10 @@ pub(crate) fn hold(
         (Ok(j), Ok(s)) => (j, s),
         (Err(e), _) | (_, Err(e)) => {
             detach_if_ours(mountpoint, mount_id);
-            report(ready_pipe, &format!("the holder cannot keep its state: {e}"));
+            report(
+                ready_pipe,
+                &format!("the holder cannot keep its state: {e}"),
+            );
             return 1;
         }
     };
@@ -115,6 +176,9 @@ pub(crate) fn hold(
         given_in,
         generation: 0,
         server: None,
+        pid: 0,
+        pidfd: None,
+        dying: Vec::new(),
         status: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
@@ -132,9 +196,10 @@ pub(crate) fn hold(
             }
         }
         Outcome::Died(status) => {
+            let status = status.or_else(|| h.dying.pop().and_then(|mut c| c.wait().ok()));
             // The server said why on the pipe when it could; a signal
             // could not.
-            if status.signal().is_some() {
+            if let Some(status) = status.filter(|s| s.signal().is_some()) {
                 report(ready_pipe, &format!("the server died at start ({status})"));
             }
             detach_if_ours(mountpoint, mount_id);
@@ -145,34 +210,39 @@ pub(crate) fn hold(
         "holder (pid {}) keeps the connection of {}; its server is pid {}",
         std::process::id(),
         mountpoint.display(),
-        h.server_pid()
+        h.pid
     );
     h.keep()
 }
 
 impl Holder<'_> {
-    fn server_pid(&self) -> u32 {
-        self.server.as_ref().map_or(0, Child::id)
-    }
-
     /// Serves the mount through servers until it goes; the exit code.
     fn keep(&mut self) -> i32 {
         let mut deaths: VecDeque<Instant> = VecDeque::with_capacity(MAX_DEATHS + 1);
         loop {
             let status = match self.wait_event() {
                 Event::Signal(sig) => {
-                    log::info!("holder: signal {sig}: unmounting {}", self.mountpoint.display());
+                    log::info!(
+                        "holder: signal {sig}: unmounting {}",
+                        self.mountpoint.display()
+                    );
                     self.unmount();
                     continue;
                 }
                 Event::Died(status) => status,
             };
             if !self.connected() {
+                // Its last threads end now that the connection is gone.
+                let status = status.or_else(|| self.dying.pop().and_then(|mut c| c.wait().ok()));
+                for mut c in self.dying.drain(..) {
+                    let _ = c.wait();
+                }
                 log::info!(
-                    "holder: the connection of {} is gone; its server ended ({status})",
-                    self.mountpoint.display()
+                    "holder: the connection of {} is gone; its server ended ({})",
+                    self.mountpoint.display(),
+                    ended(status)
                 );
-                return status.code().unwrap_or(1);
+                return status.and_then(|s| s.code()).unwrap_or(1);
             }
             let now = Instant::now();
             deaths.push_back(now);
@@ -183,8 +253,9 @@ impl Holder<'_> {
                 deaths.pop_front();
             }
             log::warn!(
-                "holder: the server (pid {}) died ({status}) with {} still mounted",
-                self.server_pid(),
+                "holder: the server (pid {}) died ({}) with {} still mounted",
+                self.pid,
+                ended(status),
                 self.mountpoint.display()
             );
             if handoff::switched_off("restart") {
@@ -207,8 +278,9 @@ impl Holder<'_> {
                     Outcome::Died(status) => {
                         failed_starts += 1;
                         log::warn!(
-                            "holder: server {} died before serving ({status})",
-                            self.generation
+                            "holder: server {} died before serving ({})",
+                            self.generation,
+                            ended(status)
                         );
                         if handoff::switched_off("give_up") {
                             // The test switch: start servers for ever.
@@ -217,7 +289,8 @@ impl Holder<'_> {
                         }
                         if failed_starts >= MAX_FAILED_STARTS {
                             return self.give_up(&format!(
-                                "{failed_starts} servers in a row died before serving, the last with {status}"
+                                "{failed_starts} servers in a row died before serving, the last: {}",
+                                ended(status)
                             ));
                         }
                     }
@@ -226,7 +299,7 @@ impl Holder<'_> {
             log::info!(
                 "holder: server {} (pid {}) took over {}",
                 self.generation,
-                self.server_pid(),
+                self.pid,
                 self.mountpoint.display()
             );
         }
@@ -263,9 +336,7 @@ impl Holder<'_> {
             cmd.pre_exec(move || {
                 for &fd in &pass {
                     let flags = libc::fcntl(fd, libc::F_GETFD);
-                    if flags < 0
-                        || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0
-                    {
+                    if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
@@ -274,6 +345,8 @@ impl Holder<'_> {
         }
         let child = cmd.spawn()?;
         drop(status_write);
+        self.pid = child.id();
+        self.pidfd = thread_pidfd(child.id());
         self.server = Some(child);
         self.status = Some(std::fs::File::from(status_read));
         Ok(())
@@ -281,50 +354,105 @@ impl Holder<'_> {
 
     /// Waits until the server says it serves, or dies.
     fn wait_serving(&mut self) -> Outcome {
-        let mut said = [0u8; 16];
-        let read = self
-            .status
-            .as_mut()
-            .map_or(0, |s| s.read(&mut said).unwrap_or(0));
-        self.status = None;
-        if read > 0 {
-            return Outcome::Serving;
-        }
-        // The pipe closed: the server is gone (or going).
-        Outcome::Died(self.reap())
-    }
-
-    fn reap(&mut self) -> ExitStatus {
-        match self.server.as_mut().map(Child::wait) {
-            Some(Ok(s)) => s,
-            _ => ExitStatus::from_raw(1 << 8),
-        }
-    }
-
-    /// Waits for the server's death or a signal to the holder.
-    fn wait_event(&mut self) -> Event {
+        let status = self.status.take();
         loop {
-            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-            let size = std::mem::size_of::<libc::signalfd_siginfo>();
-            // SAFETY: reading one siginfo into a buffer of its size.
-            let n = unsafe {
-                libc::read(
-                    self.signals.as_raw_fd(),
-                    (&mut info as *mut libc::signalfd_siginfo).cast(),
-                    size,
-                )
-            };
-            if n as usize != size {
+            let mut fds = [
+                pollin(status.as_ref().map_or(-1, |s| s.as_raw_fd())),
+                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+            ];
+            // SAFETY: two pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
                 continue;
             }
-            if info.ssi_signo == libc::SIGCHLD as u32 {
-                if let Some(Ok(Some(status))) = self.server.as_mut().map(Child::try_wait) {
-                    return Event::Died(status);
+            if fds[0].revents != 0 {
+                let mut said = [0u8; 16];
+                let read = status
+                    .as_ref()
+                    .map_or(0, |mut s| s.read(&mut said).unwrap_or(0));
+                if read > 0 {
+                    return Outcome::Serving;
+                }
+            }
+            if fds[0].revents != 0 || fds[1].revents != 0 {
+                // The pipe closed or the main thread ended: it is gone
+                // (or going).
+                return Outcome::Died(self.buried());
+            }
+        }
+    }
+
+    /// The exit status of the server whose main thread ended, if its last
+    /// threads ended too; else it is reaped later (`dying`).
+    fn buried(&mut self) -> Option<ExitStatus> {
+        self.pidfd = None;
+        let mut child = self.server.take()?;
+        match child.try_wait() {
+            Ok(Some(s)) => Some(s),
+            _ => {
+                self.dying.push(child);
+                None
+            }
+        }
+    }
+
+    /// Waits for the server's death or a signal to the holder. The death
+    /// is its main thread's end (a pidfd of that thread): a thread of a
+    /// killed server can stay blocked in the kernel until the next server
+    /// answers what it waits on (a NOTIFY_STORE waits for a page a read
+    /// holds locked while its request is unanswered), so waiting for the
+    /// whole process would wait for ever.
+    fn wait_event(&mut self) -> Event {
+        loop {
+            let mut fds = [
+                pollin(self.signals.as_raw_fd()),
+                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+            ];
+            // SAFETY: two pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                continue;
+            }
+            if fds[1].revents != 0 {
+                return Event::Died(self.buried());
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            let sig = read_signal(&self.signals);
+            if sig == libc::SIGCHLD as u32 {
+                let before = self.dying.len();
+                self.dying
+                    .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+                if self.dying.len() < before {
+                    // A thread of a killed server may have read a request
+                    // after the next server asked for a resend (it ends
+                    // once it runs, which on a busy machine can be late):
+                    // now that none is left, ask again. A request the
+                    // server is serving comes again too; its first answer
+                    // is refused, the second taken.
+                    self.resend();
+                }
+                if let Some(Ok(Some(_))) = self.server.as_mut().map(Child::try_wait) {
+                    return Event::Died(self.buried());
                 }
                 continue;
             }
-            return Event::Signal(info.ssi_signo);
+            if sig != 0 {
+                return Event::Signal(sig);
+            }
         }
+    }
+
+    /// Asks the kernel to queue again what was read and not answered
+    /// (`FUSE_NOTIFY_RESEND`, written as a notification's bare header).
+    fn resend(&self) {
+        if handoff::switched_off("resend") {
+            return;
+        }
+        let mut resend = [0u8; 16];
+        resend[0..4].copy_from_slice(&16u32.to_le_bytes());
+        resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
+        // SAFETY: writing a 16-byte fuse_out_header.
+        unsafe { libc::write(self.fuse.as_raw_fd(), resend.as_ptr().cast(), 16) };
     }
 
     /// Whether the kernel still has the connection (not unmounted, not
@@ -357,11 +485,7 @@ impl Holder<'_> {
         self.server = None;
         // What the last server read and never answered is queued again,
         // to be answered EIO below rather than left waiting for ever.
-        let mut resend = [0u8; 16];
-        resend[0..4].copy_from_slice(&16u32.to_le_bytes());
-        resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
-        // SAFETY: writing a 16-byte fuse_out_header.
-        unsafe { libc::write(self.fuse.as_raw_fd(), resend.as_ptr().cast(), 16) };
+        self.resend();
         let Some(buf) = Buffer::new(BUFFER_BYTES) else {
             log::error!("holder: no buffer to answer requests with; unmounting");
             self.unmount();
@@ -464,10 +588,7 @@ impl Buffer {
                 0,
             )
         };
-        (p != libc::MAP_FAILED).then_some(Buffer {
-            ptr: p.cast(),
-            len,
-        })
+        (p != libc::MAP_FAILED).then_some(Buffer { ptr: p.cast(), len })
     }
 }
 

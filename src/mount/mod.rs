@@ -12,9 +12,9 @@ mod deadline;
 #[macro_use]
 mod read_only;
 mod fuse;
+pub mod fusermount;
 mod handoff;
 mod holder;
-pub mod fusermount;
 pub(crate) mod library_at;
 pub(crate) mod logging;
 pub(crate) mod mountinfo;

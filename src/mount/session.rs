@@ -130,9 +130,9 @@ pub(crate) fn serve(
             } else {
                 match session.notifier().resend() {
                     Ok(()) => "asked".to_string(),
-                    Err(e) => format!(
-                        "refused ({e}): requests the dead server had read stay unanswered"
-                    ),
+                    Err(e) => {
+                        format!("refused ({e}): requests the dead server had read stay unanswered")
+                    }
                 }
             };
             log::info!(
@@ -276,7 +276,9 @@ fn keep_inodes(fs: &NovelFs, h: &mut Handoff) -> Result<String, String> {
         if let Err(e) = (&file).write_all(record)
             && !failed.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            log::error!("cannot write the inode journal ({e}): a next server would not know every inode");
+            log::error!(
+                "cannot write the inode journal ({e}): a next server would not know every inode"
+            );
         }
     }));
     Ok(said)

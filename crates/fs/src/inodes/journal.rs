@@ -105,9 +105,8 @@ pub(crate) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
         if sum != checksum(body) {
             break;
         }
-        let record = decode_record(body).ok_or_else(|| {
-            format!("the inode journal has a record it cannot read at byte {at}")
-        })?;
+        let record = decode_record(body)
+            .ok_or_else(|| format!("the inode journal has a record it cannot read at byte {at}"))?;
         out.push(record);
         at = end;
     }

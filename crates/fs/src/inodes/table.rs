@@ -4,8 +4,8 @@
 //! `entries`).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
 
 use super::blocks::UNKNOWN_SIZE;
 use super::entries::{LastAttr, Table};
