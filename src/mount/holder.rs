@@ -493,35 +493,18 @@ impl Holder<'_> {
         };
         loop {
             let mut fds = [
-                libc::pollfd {
-                    fd: self.fuse.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.signals.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
+                pollin(self.fuse.as_raw_fd()),
+                pollin(self.signals.as_raw_fd()),
             ];
             // SAFETY: two valid pollfds.
             if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
                 continue;
             }
             if fds[1].revents != 0 {
-                let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-                // SAFETY: reading one siginfo into a buffer of its size.
-                unsafe {
-                    libc::read(
-                        self.signals.as_raw_fd(),
-                        (&mut info as *mut libc::signalfd_siginfo).cast(),
-                        std::mem::size_of::<libc::signalfd_siginfo>(),
-                    )
-                };
-                if info.ssi_signo != libc::SIGCHLD as u32 {
+                let sig = read_signal(&self.signals);
+                if sig != 0 && sig != libc::SIGCHLD as u32 {
                     log::info!(
-                        "holder: signal {}: unmounting {}",
-                        info.ssi_signo,
+                        "holder: signal {sig}: unmounting {}",
                         self.mountpoint.display()
                     );
                     self.unmount();
