@@ -77,6 +77,33 @@ fn abort_connection(mnt: &Path) {
     }
 }
 
+/// The kernel stacks of this test's threads and of the holder's children,
+/// to see where a hang is.
+fn stacks(holder: u32) -> String {
+    let mut out = String::new();
+    let mut pids = vec![std::process::id()];
+    if let Ok(c) = std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")) {
+        pids.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let stack = std::fs::read_to_string(t.path().join("stack")).unwrap_or_default();
+            let top: Vec<&str> = stack.lines().take(4).collect();
+            out += &format!(
+                "{pid}/{:?} {}: {}\n",
+                t.file_name(),
+                comm.trim(),
+                top.join(" | ")
+            );
+        }
+    }
+    out
+}
+
 /// Every page of every chapter, with its bytes as the mount first served
 /// them (before any kill).
 fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -118,7 +145,12 @@ struct Outcome {
 /// `readers` threads reading random pages (and now and then listing a
 /// chapter) and checking every byte, while `kills` SIGKILLs hit the server
 /// at random moments; each kill waits for the next server first.
-fn readers_under_kills(mount: &mut Mount, readers: usize, kills: usize) -> (Outcome, usize) {
+fn readers_under_kills(
+    mount: &mut Mount,
+    log: &Arc<Mutex<Vec<String>>>,
+    readers: usize,
+    kills: usize,
+) -> (Outcome, usize) {
     let mnt = mount.path().to_path_buf();
     let expected = Arc::new(pages(&mnt));
     assert!(expected.len() > 40, "{} pages", expected.len());
@@ -204,8 +236,12 @@ fn readers_under_kills(mount: &mut Mount, readers: usize, kills: usize) -> (Outc
     for t in threads {
         while !t.is_finished() {
             if Instant::now() > deadline {
+                let lines = log.lock().unwrap().join("\n");
+                println!("{}", stacks(holder));
                 abort_connection(&mnt);
-                panic!("a reader hung after {killed} kills (a request never answered)");
+                panic!(
+                    "a reader hung after {killed} kills (a request never answered); the log:\n{lines}"
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -226,9 +262,9 @@ fn readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed() {
         return;
     }
     let (_tmp, root) = library(6);
-    let mut mount = Mount::new(&root, &["-o", "failover"]);
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
     let log = follow_log(&mut mount);
-    let (o, killed) = readers_under_kills(&mut mount, 16, 20);
+    let (o, killed) = readers_under_kills(&mut mount, &log, 16, 20);
     println!(
         "failover: {killed} SIGKILLs, {} reads, failed {:?}, wrong {}, longest pause {:?}",
         o.reads, o.failed, o.wrong, o.longest
