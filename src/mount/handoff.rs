@@ -134,9 +134,23 @@ impl Handoff {
         self.state.write_all(format_negotiated(n).as_bytes())
     }
 
-    /// Tells the holder this server serves.
+    /// Tells the holder this server serves, and which thread to watch:
+    /// one that only waits, so that it ends as soon as the server is
+    /// killed (the main thread's end is not told until every thread has
+    /// ended, and one may wait in the kernel for the next server).
     pub(crate) fn serving(&mut self) {
-        let _ = self.status.write_all(b"serving\n");
+        let (tell, told) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-sentinel".into())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = tell.send(unsafe { libc::gettid() });
+                loop {
+                    std::thread::park();
+                }
+            });
+        let tid = spawned.ok().and_then(|_| told.recv().ok()).unwrap_or(0);
+        let _ = writeln!(self.status, "serving {tid}");
     }
 }
 

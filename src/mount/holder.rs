@@ -56,7 +56,7 @@ enum Event {
 fn ended(status: Option<ExitStatus>) -> String {
     match status {
         Some(s) => s.to_string(),
-        None => "its main thread ended; its last threads are still ending".into(),
+        None => "killed; its last threads are still ending".into(),
     }
 }
 
@@ -88,20 +88,25 @@ fn read_signal(signals: &OwnedFd) -> u32 {
     }
 }
 
-/// A pidfd of the thread `pid` (the server's main thread): readable once
-/// that thread ends, whatever its other threads do (`PIDFD_THREAD`, Linux
-/// 6.9+; before that, once the whole process ended).
-fn thread_pidfd(pid: u32) -> Option<OwnedFd> {
+/// A pidfd of the thread `tid` (the server's sentinel thread), readable
+/// once that thread ends, whatever the server's other threads do
+/// (`PIDFD_THREAD`, Linux 6.9+). Not of the main thread: the kernel tells
+/// a main thread's end only once every thread of the process has ended.
+fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
     const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
-    for flags in [PIDFD_THREAD, 0] {
-        // SAFETY: pidfd_open takes a pid and flags.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
-        if fd >= 0 {
-            // SAFETY: a descriptor just made, owned here.
-            return Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
-        }
-    }
-    None
+    pidfd(tid, PIDFD_THREAD)
+}
+
+/// A pidfd of the process `pid`: readable once all of it has ended.
+fn process_pidfd(pid: u32) -> Option<OwnedFd> {
+    pidfd(pid, 0)
+}
+
+fn pidfd(pid: u32, flags: libc::c_long) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
+    // SAFETY: a descriptor just made, owned here.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 struct Holder<'a> {
@@ -116,9 +121,9 @@ struct Holder<'a> {
     server: Option<Child>,
     /// The pid of the last server started.
     pid: u32,
-    /// A pidfd of the server's main thread.
+    /// A pidfd of the server: of its sentinel thread once it serves.
     pidfd: Option<OwnedFd>,
-    /// Servers whose main thread ended and whose last threads have not.
+    /// Servers whose sentinel thread ended and whose last threads have not.
     dying: Vec<Child>,
     status: Option<std::fs::File>,
 }
@@ -346,7 +351,7 @@ impl Holder<'_> {
         let child = cmd.spawn()?;
         drop(status_write);
         self.pid = child.id();
-        self.pidfd = thread_pidfd(child.id());
+        self.pidfd = process_pidfd(child.id());
         self.server = Some(child);
         self.status = Some(std::fs::File::from(status_read));
         Ok(())
@@ -365,23 +370,31 @@ impl Holder<'_> {
                 continue;
             }
             if fds[0].revents != 0 {
-                let mut said = [0u8; 16];
+                let mut said = [0u8; 32];
                 let read = status
                     .as_ref()
                     .map_or(0, |mut s| s.read(&mut said).unwrap_or(0));
                 if read > 0 {
+                    // From now on its death is its sentinel thread's end.
+                    let tid = std::str::from_utf8(&said[..read])
+                        .ok()
+                        .and_then(|s| s.trim().strip_prefix("serving "))
+                        .and_then(|t| t.parse::<u32>().ok())
+                        .filter(|&t| t > 0);
+                    if let Some(fd) = tid.and_then(thread_pidfd) {
+                        self.pidfd = Some(fd);
+                    }
                     return Outcome::Serving;
                 }
             }
             if fds[0].revents != 0 || fds[1].revents != 0 {
-                // The pipe closed or the main thread ended: it is gone
-                // (or going).
+                // The pipe closed or the process ended: it is gone.
                 return Outcome::Died(self.buried());
             }
         }
     }
 
-    /// The exit status of the server whose main thread ended, if its last
+    /// The exit status of the server whose sentinel thread ended, if its last
     /// threads ended too; else it is reaped later (`dying`).
     fn buried(&mut self) -> Option<ExitStatus> {
         self.pidfd = None;
@@ -396,7 +409,7 @@ impl Holder<'_> {
     }
 
     /// Waits for the server's death or a signal to the holder. The death
-    /// is its main thread's end (a pidfd of that thread): a thread of a
+    /// is its sentinel thread's end (see `Handoff::serving`): a thread of a
     /// killed server can stay blocked in the kernel until the next server
     /// answers what it waits on (a NOTIFY_STORE waits for a page a read
     /// holds locked while its request is unanswered), so waiting for the
