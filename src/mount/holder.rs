@@ -381,8 +381,14 @@ impl Holder<'_> {
                         .and_then(|s| s.trim().strip_prefix("serving "))
                         .and_then(|t| t.parse::<u32>().ok())
                         .filter(|&t| t > 0);
-                    if let Some(fd) = tid.and_then(thread_pidfd) {
-                        self.pidfd = Some(fd);
+                    match tid.map(thread_pidfd) {
+                        Some(Some(fd)) => self.pidfd = Some(fd),
+                        // The sentinel is gone already: killed as it
+                        // started (waiting for the whole process could
+                        // wait for ever, see `wait_event`).
+                        Some(None) => return Outcome::Died(self.buried()),
+                        // No sentinel: the whole process is watched.
+                        None => {}
                     }
                     return Outcome::Serving;
                 }
