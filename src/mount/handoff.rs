@@ -150,7 +150,9 @@ impl Handoff {
                 }
             });
         let tid = spawned.ok().and_then(|_| told.recv().ok()).unwrap_or(0);
-        let _ = writeln!(self.status, "serving {tid}");
+        // One write (a pipe keeps a write this small whole): the holder
+        // reads the line at once.
+        let _ = self.status.write_all(format!("serving {tid}\n").as_bytes());
     }
 }
 
