@@ -501,7 +501,9 @@ impl Holder<'_> {
             "holder: giving up on {}: {why}; every request is answered EIO until it is unmounted",
             self.mountpoint.display()
         );
-        self.server = None;
+        if let Some(c) = self.server.take() {
+            self.dying.push(c);
+        }
         // What the last server read and never answered is queued again,
         // to be answered EIO below rather than left waiting for ever.
         self.resend();
@@ -521,6 +523,10 @@ impl Holder<'_> {
             }
             if fds[1].revents != 0 {
                 let sig = read_signal(&self.signals);
+                if sig == libc::SIGCHLD as u32 {
+                    self.dying
+                        .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+                }
                 if sig != 0 && sig != libc::SIGCHLD as u32 {
                     log::info!(
                         "holder: signal {sig}: unmounting {}",

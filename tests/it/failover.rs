@@ -57,8 +57,11 @@ fn server_of(holder: u32) -> Option<u32> {
         .split_whitespace()
         .filter_map(|p| p.parse::<u32>().ok())
         .find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm"))
-                .is_ok_and(|c| c.trim() == "novelfs-server")
+            let alive = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')));
+            alive
+                && std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "novelfs-server")
         })
 }
 
