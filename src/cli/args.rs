@@ -260,7 +260,9 @@ pub struct MountCmd {
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
     /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
-    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE; for a library
+    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE, failover (a
+    /// holder keeps the connection and restarts a server that dies; the
+    /// /dev/fuse transport only); for a library
     /// in a bucket endpoint_url=URL, region=REGION, profile=NAME,
     /// force_path_style. A flag wins over the same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are

@@ -73,6 +73,13 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     let io_uring = flag("--io-uring", args.io_uring.as_deref(), value::io_uring)?
         .or(options.io_uring)
         .unwrap_or_default();
+    if options.failover && io_uring == crate::mount::transport::IoUring::On {
+        // The holder takes over the /dev/fuse transport only.
+        return Err(crate::mount::options::conflict(
+            "-o failover",
+            "io_uring=on",
+        ));
+    }
     let at = LibraryAt::parse(&args.root)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),
@@ -130,6 +137,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
         no_index_because,
+        failover: options.failover,
         root,
         bucket,
         ahead_bytes,

@@ -55,6 +55,9 @@ pub(crate) struct MountConfig {
     /// Why there is no persistent index though none was refused (no
     /// folder to keep it in), said once the mount is made.
     pub(crate) no_index_because: Option<String>,
+    /// `-o failover`: a holder keeps the connection and restarts a server
+    /// that dies (see `holder`).
+    pub(crate) failover: bool,
 }
 
 /// The memory for what the daemon keeps, by default.

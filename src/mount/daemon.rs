@@ -8,10 +8,11 @@ use std::path::Path;
 
 use super::attach::missing_dev_fuse;
 use super::config::MountConfig;
+use super::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
 use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
 use super::process::{Forked, Writer, fork_with_pipe};
-use super::session::serve;
+use super::session::{Start, serve};
 use super::watchdog::Watchdog;
 use novelfs_fs::MMAP_THRESHOLD;
 use novelfs_library::Library;
@@ -74,6 +75,9 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
 /// auto_unmount's watchdog fork: they fail unless the process has a single
 /// thread (see `fork_with_pipe`).
 pub(crate) fn run(config: MountConfig) -> i32 {
+    if let Some(h) = Handoff::from_env() {
+        return serve_for_holder(config, h);
+    }
     if let Err(msg) = preflight(&config) {
         eprintln!("novelfs: {msg}");
         return 1;
@@ -82,6 +86,9 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     // preflight has just stat'ed this one, so resolving it cannot hang.
     let mountpoint = std::fs::canonicalize(&config.mountpoint).unwrap_or(config.mountpoint.clone());
 
+    // Where relative arguments were given from: a holder's servers parse
+    // the same arguments again, there.
+    let given_in = std::env::current_dir().ok();
     let mut ready_pipe: Option<OwnedFd> = None;
     if !config.foreground {
         match fork_with_pipe(Writer::Child) {
@@ -125,6 +132,10 @@ pub(crate) fn run(config: MountConfig) -> i32 {
             }
         }
     }
+    if config.failover {
+        // This process stays as the holder; a child serves.
+        return super::holder::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
+    }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.
     let library = match open_library(&config) {
@@ -138,7 +149,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
         library,
         &config,
         &mountpoint,
-        watchdog,
+        Start::Attach(watchdog),
         |outcome| match outcome {
             Ok(()) => {
                 if let Some(fd) = ready_pipe {
@@ -147,6 +158,50 @@ pub(crate) fn run(config: MountConfig) -> i32 {
                 }
             }
             Err(msg) => report_failure(ready_pipe, &msg),
+        },
+    )
+}
+
+/// A server a holder started (`-o failover`): serves the connection it
+/// was handed, reporting to the waiting CLI when it is the first.
+fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
+    if h.generation > 1 && std::env::var(handoff::CRASH_VAR).is_ok_and(|v| v == "restart") {
+        // The test fault: a server that cannot start.
+        std::process::abort();
+    }
+    // SAFETY: naming this thread (the process's comm), which the tests and
+    // ps show; a valid NUL-terminated name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"novelfs-server".as_ptr()) };
+    // SAFETY: as in `run`, before any thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
+    }
+    // The arguments are parsed; nothing is kept busy.
+    let _ = std::env::set_current_dir("/");
+    let cli = h.cli.take();
+    // Never stat'ed: while no server runs, that would wait on this one.
+    let mountpoint = config.mountpoint.clone();
+    let library = match open_library(&config) {
+        Ok(l) => l,
+        Err(msg) => {
+            report_failure(cli, &msg);
+            return 1;
+        }
+    };
+    serve(
+        library,
+        &config,
+        &mountpoint,
+        Start::Handed(h),
+        |outcome| match outcome {
+            Ok(()) => {
+                if let Some(fd) = cli {
+                    let _ = std::fs::File::from(fd).write_all(b"ok");
+                    detach_stdio();
+                }
+            }
+            Err(msg) => report_failure(cli, &msg),
         },
     )
 }

@@ -13,6 +13,8 @@ mod deadline;
 mod read_only;
 mod fuse;
 pub mod fusermount;
+mod handoff;
+mod holder;
 pub(crate) mod library_at;
 pub(crate) mod logging;
 pub(crate) mod mountinfo;

@@ -28,6 +28,8 @@ pub(crate) struct MountOptions {
     pub max_chapter_bytes: Option<u64>,
     pub threads: Option<usize>,
     pub state_file: Option<String>,
+    /// `failover`: a holder keeps the connection (see `holder`).
+    pub failover: bool,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -208,6 +210,7 @@ fn word(o: &mut MountOptions, key: &str) -> Option<()> {
         "default_permissions" => o.default_permissions = true,
         "noindex" => o.no_index = true,
         "nowatch" => o.no_watch = true,
+        "failover" => o.failover = true,
         "force_path_style" => o.bucket.force_path_style = true,
         k if GENERIC_OPTIONS.contains(&k) => {}
         _ => return None,

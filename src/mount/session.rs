@@ -11,6 +11,7 @@ use super::access::Access;
 use super::attach::attach;
 use super::config::MountConfig;
 use super::fuse::FuseAdapter;
+use super::handoff::{self, Handoff};
 use super::logging;
 use super::mountinfo::mount_id;
 use super::mountpoint::unmount;
@@ -19,14 +20,24 @@ use super::watchdog::Watchdog;
 use novelfs_fs::NovelFs;
 use novelfs_library::Library;
 
+/// Where a server's connection comes from.
+pub(crate) enum Start {
+    /// Mounted here, by this process (the daemon without a holder), with
+    /// auto_unmount's watchdog if any.
+    Attach(Option<Watchdog>),
+    /// Handed over by a holder (`-o failover`, see `holder`).
+    Handed(Handoff),
+}
+
 /// Mounts `library` at `mountpoint` (resolved, as the kernel writes it in
-/// mountinfo) and serves until unmounted; returns the exit code. `ready`
-/// is told once, with `Ok` when the mount answers or with why it failed.
+/// mountinfo), or takes the connection a holder hands over, and serves
+/// until unmounted; returns the exit code. `ready` is told once, with `Ok`
+/// when the mount answers or with why it failed.
 pub(crate) fn serve(
     library: Library,
     config: &MountConfig,
     mountpoint: &Path,
-    mut watchdog: Option<Watchdog>,
+    start: Start,
     ready: impl FnOnce(Result<(), String>),
 ) -> i32 {
     let signals = block_termination_signals();
@@ -34,33 +45,73 @@ pub(crate) fn serve(
     let fs = Arc::new(NovelFs::new(library, config.tree.clone()));
     let access = config.access;
     let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
-    let attached = match attach(&config.kernel, source, mountpoint) {
-        Ok(a) => a,
-        Err(msg) => {
-            ready(Err(msg));
-            return 1;
-        }
+    let (fd, can_clone, mut handoff, watchdog) = match start {
+        Start::Attach(watchdog) => match attach(&config.kernel, source, mountpoint) {
+            Ok(a) => (a.fd, a.can_clone, None, watchdog),
+            Err(msg) => {
+                ready(Err(msg));
+                return 1;
+            }
+        },
+        Start::Handed(mut h) => match h.fuse.take() {
+            // Every worker reads the holder's descriptor, never a clone:
+            // the kernel fails what a closed clone had read, while what
+            // was read through the holder's stays for NOTIFY_RESEND.
+            Some(fd) => (fd, false, Some(h), None),
+            None => {
+                ready(Err("the holder handed no connection".into()));
+                return 1;
+            }
+        },
     };
     let mount_id = mount_id(mountpoint);
-    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+    if let (Some(mut w), Some(id)) = (watchdog, mount_id) {
         w.arm(id);
     }
+    let resumed = handoff.as_ref().is_some_and(|h| h.generation > 1);
     #[cfg_attr(not(feature = "io-uring"), allow(unused_mut))]
-    let mut cfg = fuser_config(access, config.threads, attached.can_clone);
+    let mut cfg = fuser_config(access, config.threads, can_clone);
     #[cfg(feature = "io-uring")]
     {
-        cfg.io_uring = config.io_uring.to_fuser();
+        cfg.io_uring = if handoff.is_some() {
+            // Failover takes over the /dev/fuse transport only.
+            fuser::IoUringMode::Off
+        } else {
+            config.io_uring.to_fuser()
+        };
         // Each CPU's queue gets `threads` threads, so that one slow chapter
         // does not hold up the other requests made on that CPU.
         cfg.io_uring_threads_per_queue = config.threads;
     }
+    let mut replayed = String::new();
+    if let Some(h) = handoff.as_mut() {
+        match keep_inodes(&fs, h) {
+            Ok(said) => replayed = said,
+            Err(msg) => {
+                ready(Err(msg));
+                return 1;
+            }
+        }
+    }
     let adapter = FuseAdapter::new(fs.clone(), config.threads.max(1), config.source_timeout)
         .with_mode_mask(access.mode_mask());
     let listing_notifier = adapter.notifier_slot();
-    let session = match fuser::Session::from_fd(adapter, attached.fd, access.session_acl(), cfg) {
+    let acl = access.session_acl();
+    let session = match handoff.as_mut().filter(|_| resumed) {
+        Some(h) => match h.negotiated() {
+            Some(n) => fuser::Session::from_fd_initialized(adapter, fd, acl, cfg, n),
+            None => Err(std::io::Error::other(
+                "the holder kept no INIT parameters of the connection",
+            )),
+        },
+        None => fuser::Session::from_fd(adapter, fd, acl, cfg),
+    };
+    let session = match session {
         Ok(s) => s,
         Err(e) => {
-            detach_if_ours(mountpoint, mount_id);
+            if handoff.is_none() {
+                detach_if_ours(mountpoint, mount_id);
+            }
             ready(Err(format!(
                 "cannot mount {}: FUSE handshake failed: {e}",
                 mountpoint.display()
@@ -72,12 +123,48 @@ pub(crate) fn serve(
         Some(n) => format!("FUSE over io_uring, {n} queues"),
         None => "classic /dev/fuse".to_string(),
     };
-    log::info!(
-        "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
-        mountpoint.display(),
-        freshness_of(&fs),
-        logging::destination()
-    );
+    match handoff.as_mut() {
+        Some(h) if resumed => {
+            let resend = if handoff::switched_off("resend") {
+                "not asked (switched off)".to_string()
+            } else {
+                match session.notifier().resend() {
+                    Ok(()) => "asked".to_string(),
+                    Err(e) => {
+                        format!("refused ({e}): requests the dead server had read stay unanswered")
+                    }
+                }
+            };
+            log::info!(
+                "server {} (pid {}) took over {} from the holder (pid {}): no INIT, {replayed}, resend of unanswered requests {resend}",
+                h.generation,
+                std::process::id(),
+                mountpoint.display(),
+                h.holder
+            );
+        }
+        Some(h) => {
+            if let Some(n) = session.negotiated()
+                && let Err(e) = h.keep_negotiated(&n)
+            {
+                log::warn!("cannot keep the INIT parameters for a next server: {e}");
+            }
+            log::info!(
+                "mounted {library_root} at {} (transport: {transport}; failover: the holder, pid {}, keeps the connection, this server is pid {}; {}; log: {})",
+                mountpoint.display(),
+                h.holder,
+                std::process::id(),
+                freshness_of(&fs),
+                logging::destination()
+            );
+        }
+        None => log::info!(
+            "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
+            mountpoint.display(),
+            freshness_of(&fs),
+            logging::destination()
+        ),
+    }
     if let Some(why) = &config.no_index_because {
         log::warn!("{why}");
     }
@@ -95,6 +182,9 @@ pub(crate) fn serve(
     }
     fs.prepared();
     ready(Ok(()));
+    if let Some(h) = handoff.as_mut() {
+        h.serving();
+    }
 
     let _ = listing_notifier.set(session.notifier());
     let notifier = session.notifier();
@@ -140,11 +230,58 @@ pub(crate) fn serve(
             1
         }
     };
-    // The loop also ends when serving fails, with the mount still there.
-    detach_if_ours(mountpoint, mount_id);
+    // The loop also ends when serving fails, with the mount still there
+    // (a holder's connection is the holder's to end or hand on).
+    if handoff.is_none() {
+        detach_if_ours(mountpoint, mount_id);
+    }
     ending.finish();
     log::info!("unmounted {}", mountpoint.display());
     code
+}
+
+/// A holder's server: replays the inode journal the servers before it
+/// left (none for the first), then records into it. Says what it replayed.
+fn keep_inodes(fs: &NovelFs, h: &mut Handoff) -> Result<String, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut said = "no inode journal replayed (first server)".to_string();
+    if h.generation > 1 {
+        let mut bytes = Vec::new();
+        h.journal
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| h.journal.read_to_end(&mut bytes))
+            .map_err(|e| format!("cannot read the inode journal: {e}"))?;
+        let keep = if handoff::switched_off("journal") {
+            said = "inode journal not replayed (switched off)".into();
+            0
+        } else {
+            let (records, len) = fs.resume_inodes(&bytes)?;
+            said = format!("{records} inode journal records replayed");
+            len
+        };
+        // A record cut short by the death is dropped, and appending
+        // starts after the last whole one.
+        h.journal
+            .set_len(keep as u64)
+            .and_then(|_| h.journal.seek(SeekFrom::Start(keep as u64)))
+            .map_err(|e| format!("cannot trim the inode journal: {e}"))?;
+    }
+    let file = h
+        .journal
+        .try_clone()
+        .map_err(|e| format!("cannot write the inode journal: {e}"))?;
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    fs.journal_inodes(Box::new(move |record| {
+        use std::io::Write;
+        if let Err(e) = (&file).write_all(record)
+            && !failed.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            log::error!(
+                "cannot write the inode journal ({e}): a next server would not know every inode"
+            );
+        }
+    }));
+    Ok(said)
 }
 
 /// Whether changes are pushed to the kernel, or why not.

@@ -9,6 +9,7 @@ mod big_chapters;
 mod bucket;
 mod cli_errors;
 mod cli_usage;
+mod failover;
 mod faults;
 mod fuzz_regressions;
 mod golden;

@@ -35,6 +35,7 @@ mod tree;
 
 pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};
+pub use inodes::journal::JournalSink;
 pub use names::PageName;
 pub use node::{Attr, Kind, ROOT_INO};
 pub use tree::{Detail, DirCache, DirReply, Entry, FsConfig, NovelFs};

@@ -106,6 +106,17 @@ impl Notifier {
         self.send_inval(notify_code::FUSE_NOTIFY_DELETE, &notif)
     }
 
+    /// Asks the kernel to queue again every request read from this
+    /// connection and not answered (`FUSE_NOTIFY_RESEND`, Linux 6.9+):
+    /// what a server that died had read is served by the next one. The
+    /// resent requests carry bit 63 in their `unique`, which their replies
+    /// echo. A kernel without it answers `EINVAL`.
+    /// # Errors
+    /// Returns an error if the kernel rejects the notification.
+    pub fn resend(&self) -> io::Result<()> {
+        self.send(notify_code::FUSE_NOTIFY_RESEND, &Notification::new_empty())
+    }
+
     #[allow(unused)]
     fn send_inval(&self, code: notify_code, notification: &Notification<'_>) -> io::Result<()> {
         match self.send(code, notification) {

@@ -121,6 +121,24 @@ impl Drop for UmountOnDrop {
     }
 }
 
+/// What INIT settled between the kernel and the server that answered it
+/// (patch: crash failover). A server that takes over a connection whose
+/// INIT was answered by another (`Session::from_fd_initialized`) gets it
+/// from whoever kept it: the kernel sends INIT once per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiated {
+    /// The kernel's protocol version.
+    pub version: Version,
+    /// The flags the kernel offered.
+    pub offered: u64,
+    /// The flags the reply asked for (and the kernel offered).
+    pub accepted: u64,
+    /// The largest WRITE the kernel may send.
+    pub max_write: u32,
+    /// The read-ahead the reply asked for.
+    pub max_readahead: u32,
+}
+
 /// The session data structure
 #[derive(Debug)]
 pub struct Session<FS: Filesystem> {
@@ -138,6 +156,8 @@ pub struct Session<FS: Filesystem> {
     /// FUSE protocol version, as reported by the kernel.
     /// The field is set to `Some` when the init message is received.
     pub(crate) proto_version: Option<Version>,
+    /// What INIT settled (`None` until the handshake answered it).
+    negotiated: Option<Negotiated>,
     pub(crate) config: Config,
     /// The io_uring queues, when INIT accepted FUSE over io_uring.
     #[cfg(all(target_os = "linux", feature = "io-uring"))]
@@ -188,6 +208,7 @@ impl<FS: Filesystem> Session<FS> {
             allowed: options.acl,
             session_owner: geteuid(),
             proto_version: None,
+            negotiated: None,
             config: options.clone(),
             #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring: None,
@@ -218,6 +239,7 @@ impl<FS: Filesystem> Session<FS> {
             allowed: acl,
             session_owner: geteuid(),
             proto_version: None,
+            negotiated: None,
             config,
             #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring: None,
@@ -226,6 +248,50 @@ impl<FS: Filesystem> Session<FS> {
         session.handshake()?;
 
         Ok(session)
+    }
+
+    /// Wrap a /dev/fuse descriptor whose INIT another server already
+    /// answered (patch: crash failover): no handshake, `Filesystem::init`
+    /// is not called, and requests are served at once with what INIT
+    /// settled then (`negotiated`). Only the `/dev/fuse` transport: rings
+    /// would have to be registered again, which this does not do.
+    pub fn from_fd_initialized(
+        filesystem: FS,
+        fd: OwnedFd,
+        acl: SessionACL,
+        config: Config,
+        negotiated: Negotiated,
+    ) -> io::Result<Self> {
+        #[cfg(all(target_os = "linux", feature = "io-uring"))]
+        if negotiated.accepted & InitFlags::FUSE_OVER_IO_URING.bits() != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the connection was set up for FUSE over io_uring; taking it over is not supported",
+            ));
+        }
+        let ch = Channel::new(Arc::new(DevFuse(File::from(fd))));
+        Ok(Session {
+            filesystem: FilesystemHolder {
+                fs: Some(filesystem),
+            },
+            ch,
+            mount: UmountOnDrop {
+                mount: Arc::new(Mutex::new(None)),
+            },
+            allowed: acl,
+            session_owner: geteuid(),
+            proto_version: Some(negotiated.version),
+            negotiated: Some(negotiated),
+            config,
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
+            uring: None,
+        })
+    }
+
+    /// What INIT settled on this connection (patch: crash failover), to be
+    /// kept for a server that takes it over.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
     }
 
     /// Run the session loop in a background thread. If the returned handle is dropped,
@@ -258,6 +324,7 @@ impl<FS: Filesystem> Session<FS> {
             allowed,
             session_owner,
             proto_version: _,
+            negotiated: _,
             config,
             #[cfg(all(target_os = "linux", feature = "io-uring"))]
             uring,
@@ -508,6 +575,13 @@ impl<FS: Filesystem> Session<FS> {
                 config.max_write
             );
 
+            self.negotiated = Some(Negotiated {
+                version: v,
+                offered: init.capabilities().bits(),
+                accepted: (init.capabilities() & config.requested).bits(),
+                max_write: config.max_write,
+                max_readahead: config.max_readahead,
+            });
             let response = init.reply(&config);
             <ReplyRaw as Reply>::new(request.unique(), ReplySender::Channel(self.ch.sender()))
                 .send_ll(&response);

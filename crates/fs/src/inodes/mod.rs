@@ -18,6 +18,7 @@ mod blocks;
 mod entries;
 mod hash;
 mod index;
+pub(crate) mod journal;
 mod numbering;
 mod slab;
 mod table;

@@ -4,13 +4,14 @@
 //! `entries`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
 
 use super::blocks::UNKNOWN_SIZE;
 use super::entries::{LastAttr, Table};
 use super::hash::FxMap;
 use super::index::Index;
+use super::journal::{self, JournalSink, Record};
 use super::numbering::{page_ino, page_of_slot, page_slot, split_page_ino};
 use super::slab::Slab;
 use crate::cache::Charge;
@@ -23,6 +24,9 @@ pub(crate) struct InodeTable {
     /// What the table takes, as of its last change (counted in the cache
     /// budget, see `cache::Charge`).
     bytes: Charge,
+    /// Where each change is recorded, for a server taking over the
+    /// connection (see `journal`); unset unless the mount asks.
+    journal: OnceLock<JournalSink>,
 }
 
 impl Default for InodeTable {
@@ -41,6 +45,7 @@ impl Default for InodeTable {
         InodeTable {
             table: Mutex::new(table),
             bytes,
+            journal: OnceLock::new(),
         }
     }
 }
@@ -50,6 +55,23 @@ impl InodeTable {
     /// will hold a lookup reference for it (lookup, readdirplus).
     pub(crate) fn intern(&self, node: Node, counted: bool, attr: Option<&Attr>) -> u64 {
         let mut table = lock(&self.table);
+        let Some(sink) = self.journal.get() else {
+            return self.intern_locked(&mut table, node, counted, attr);
+        };
+        // Recorded under the lock, so that the records are in the order
+        // the numbers were given.
+        let ino = self.intern_locked(&mut table, node.clone(), counted, attr);
+        sink(&journal::intern_record(ino, &node, counted, attr));
+        ino
+    }
+
+    fn intern_locked(
+        &self,
+        table: &mut Table,
+        node: Node,
+        counted: bool,
+        attr: Option<&Attr>,
+    ) -> u64 {
         if let Node::Page {
             chapter,
             page,
@@ -111,6 +133,9 @@ impl InodeTable {
             return false;
         }
         let mut table = lock(&self.table);
+        if let Some(sink) = self.journal.get() {
+            sink(&journal::forget_record(ino, n));
+        }
         let freed = match split_page_ino(ino) {
             Some((block, _)) => table.forget_page(u64::from(block), n),
             None => table.forget_own(ino, n),
@@ -194,6 +219,42 @@ impl InodeTable {
             }
         }
         known
+    }
+
+    /// Replays a journal (see `journal`) into this table, which must be
+    /// fresh: returns the records replayed and the bytes they take (a
+    /// record cut short at the end is left out). Fails if a number comes
+    /// out other than the one recorded.
+    pub(crate) fn replay(&self, bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
+        let (records, len) = journal::records(bytes)?;
+        for (i, r) in records.iter().enumerate() {
+            match r {
+                Record::Intern {
+                    ino,
+                    node,
+                    counted,
+                    attr,
+                } => {
+                    let attr = journal::attr_of(*ino, *attr);
+                    let got = self.intern(node.clone(), *counted, attr.as_ref());
+                    if got != *ino {
+                        return Err(format!(
+                            "the inode journal's record {i} gave {} inode {got}, not {ino}",
+                            node.path()
+                        ));
+                    }
+                }
+                Record::Forget { ino, n } => {
+                    self.forget(*ino, *n);
+                }
+            }
+        }
+        Ok((records.len(), len))
+    }
+
+    /// Records every change from now on with `sink`.
+    pub(crate) fn journal_to(&self, sink: JournalSink) {
+        let _ = self.journal.set(sink);
     }
 
     /// Whether no one holds the table's lock (for tests of what runs

@@ -114,6 +114,19 @@ impl NovelFs {
     }
 
     /// The kernel dropped `n` lookups of `ino`.
+    /// Replays the inode journal a server that served this connection
+    /// before left (crash failover): the kernel's numbers mean the same
+    /// nodes here. Returns the records replayed and the bytes they take.
+    pub fn resume_inodes(&self, journal: &[u8]) -> std::result::Result<(usize, usize), String> {
+        self.inodes.replay(journal)
+    }
+
+    /// Records every change of the inode table with `sink` from now on,
+    /// for a server that may take over (see `resume_inodes`).
+    pub fn journal_inodes(&self, sink: crate::JournalSink) {
+        self.inodes.journal_to(sink);
+    }
+
     pub fn forget(&self, ino: u64, n: u64) {
         self.ahead.forgotten(ino);
         if self.inodes.forget(ino, n) {

@@ -182,6 +182,9 @@ pub(crate) enum fuse_notify_code {
     FUSE_NOTIFY_STORE = 4,
     FUSE_NOTIFY_RETRIEVE = 5,
     FUSE_NOTIFY_DELETE = 6,
+    /// Linux 6.9+: requeue every request read from the connection and not
+    /// yet answered, for whoever reads it next (patch: crash failover).
+    FUSE_NOTIFY_RESEND = 7,
 }
 
 #[repr(C)]

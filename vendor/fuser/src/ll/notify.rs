@@ -77,6 +77,11 @@ impl<'a> Notification<'a> {
         Ok(Self::from_struct_with_name(&r, name.as_bytes()))
     }
 
+    /// A notification with no body (`FUSE_NOTIFY_RESEND`).
+    pub(crate) fn new_empty() -> Self {
+        Notification::Bare(NotificationBuf::new())
+    }
+
     pub(crate) fn new_inval_inode(ino: INodeNo, offset: i64, len: i64) -> Self {
         let r = abi::fuse_notify_inval_inode_out {
             ino: ino.0,

@@ -1,0 +1,219 @@
+//! What the holder (see `holder`) hands a server it starts, and how the
+//! server reads it: the descriptors it inherits (the mount's `/dev/fuse`,
+//! the inode journal, the INIT parameters, the pipe telling the holder it
+//! serves, and for the first server the pipe to the waiting CLI), named in
+//! one environment variable. The server is this binary again, run with
+//! the same arguments: only that variable tells it it serves for a holder.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use fuser::{Negotiated, Version};
+
+/// The variable the holder sets for its server.
+pub(crate) const VAR: &str = "NOVELFS_HOLDER";
+
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up`):
+/// each turns one mechanism of failover off, so that a test can be seen
+/// failing without it.
+pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
+
+/// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server
+/// after the first aborts as it starts.
+pub(crate) const CRASH_VAR: &str = "NOVELFS_TEST_SERVER_CRASH";
+
+pub(crate) fn switched_off(mechanism: &str) -> bool {
+    std::env::var(OFF_VAR).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
+}
+
+/// The descriptors a server inherits from the holder, by number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fds {
+    pub fuse: RawFd,
+    pub journal: RawFd,
+    pub state: RawFd,
+    pub status: RawFd,
+    /// The first server's end of the pipe to the CLI waiting for the mount
+    /// (`-1` when there is none: the foreground, or a later server).
+    pub cli: RawFd,
+    /// 1 for the server that answered INIT, then 2, 3 …
+    pub generation: u64,
+    /// The holder's pid, for the log.
+    pub holder: u32,
+}
+
+impl Fds {
+    pub(crate) fn to_var(self) -> String {
+        format!(
+            "fuse={},journal={},state={},status={},cli={},generation={},holder={}",
+            self.fuse,
+            self.journal,
+            self.state,
+            self.status,
+            self.cli,
+            self.generation,
+            self.holder
+        )
+    }
+
+    pub(crate) fn parse(v: &str) -> Option<Fds> {
+        let mut f = Fds {
+            fuse: -1,
+            journal: -1,
+            state: -1,
+            status: -1,
+            cli: -1,
+            generation: 0,
+            holder: 0,
+        };
+        for part in v.split(',') {
+            let (k, v) = part.split_once('=')?;
+            match k {
+                "fuse" => f.fuse = v.parse().ok()?,
+                "journal" => f.journal = v.parse().ok()?,
+                "state" => f.state = v.parse().ok()?,
+                "status" => f.status = v.parse().ok()?,
+                "cli" => f.cli = v.parse().ok()?,
+                "generation" => f.generation = v.parse().ok()?,
+                "holder" => f.holder = v.parse().ok()?,
+                _ => return None,
+            }
+        }
+        (f.fuse >= 0 && f.journal >= 0 && f.state >= 0 && f.status >= 0 && f.generation > 0)
+            .then_some(f)
+    }
+}
+
+/// What a server got from its holder, the descriptors owned.
+pub(crate) struct Handoff {
+    /// Taken by the session.
+    pub fuse: Option<OwnedFd>,
+    pub journal: std::fs::File,
+    pub state: std::fs::File,
+    pub status: std::fs::File,
+    pub cli: Option<OwnedFd>,
+    pub generation: u64,
+    pub holder: u32,
+}
+
+impl Handoff {
+    /// The handoff of a server the holder started, if this is one; the
+    /// variable is removed so that nothing this process starts sees it.
+    pub(crate) fn from_env() -> Option<Handoff> {
+        let v = std::env::var(VAR).ok()?;
+        // SAFETY: the server is single-threaded here (nothing started yet).
+        unsafe { std::env::remove_var(VAR) };
+        let f = Fds::parse(&v)?;
+        // SAFETY: the holder passed these descriptors open, for this
+        // process to own; each number is taken once.
+        unsafe {
+            Some(Handoff {
+                fuse: Some(OwnedFd::from_raw_fd(f.fuse)),
+                journal: std::fs::File::from_raw_fd(f.journal),
+                state: std::fs::File::from_raw_fd(f.state),
+                status: std::fs::File::from_raw_fd(f.status),
+                cli: (f.cli >= 0).then(|| OwnedFd::from_raw_fd(f.cli)),
+                generation: f.generation,
+                holder: f.holder,
+            })
+        }
+    }
+
+    /// The INIT parameters the first server kept, if it got that far.
+    pub(crate) fn negotiated(&mut self) -> Option<Negotiated> {
+        let mut text = String::new();
+        self.state.seek(SeekFrom::Start(0)).ok()?;
+        self.state.read_to_string(&mut text).ok()?;
+        parse_negotiated(&text)
+    }
+
+    /// Keeps what INIT settled for the servers after this one.
+    pub(crate) fn keep_negotiated(&mut self, n: &Negotiated) -> std::io::Result<()> {
+        self.state.set_len(0)?;
+        self.state.seek(SeekFrom::Start(0))?;
+        self.state.write_all(format_negotiated(n).as_bytes())
+    }
+
+    /// Tells the holder this server serves, and which thread to watch:
+    /// one that only waits, so that it ends as soon as the server is
+    /// killed (the main thread's end is not told until every thread has
+    /// ended, and one may wait in the kernel for the next server).
+    pub(crate) fn serving(&mut self) {
+        let (tell, told) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-sentinel".into())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = tell.send(unsafe { libc::gettid() });
+                loop {
+                    std::thread::park();
+                }
+            });
+        let tid = spawned.ok().and_then(|_| told.recv().ok()).unwrap_or(0);
+        // One write (a pipe keeps a write this small whole): the holder
+        // reads the line at once.
+        let _ = self.status.write_all(format!("serving {tid}\n").as_bytes());
+    }
+}
+
+pub(crate) fn format_negotiated(n: &Negotiated) -> String {
+    format!(
+        "version={}.{} offered={:#x} accepted={:#x} max_write={} max_readahead={}\n",
+        n.version.0, n.version.1, n.offered, n.accepted, n.max_write, n.max_readahead
+    )
+}
+
+pub(crate) fn parse_negotiated(text: &str) -> Option<Negotiated> {
+    let mut n = Negotiated {
+        version: Version(0, 0),
+        offered: 0,
+        accepted: 0,
+        max_write: 0,
+        max_readahead: 0,
+    };
+    let hex = |v: &str| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok();
+    for part in text.split_whitespace() {
+        let (k, v) = part.split_once('=')?;
+        match k {
+            "version" => {
+                let (a, b) = v.split_once('.')?;
+                n.version = Version(a.parse().ok()?, b.parse().ok()?);
+            }
+            "offered" => n.offered = hex(v)?,
+            "accepted" => n.accepted = hex(v)?,
+            "max_write" => n.max_write = v.parse().ok()?,
+            "max_readahead" => n.max_readahead = v.parse().ok()?,
+            _ => return None,
+        }
+    }
+    (n.version.0 == 7).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fds_and_init_parameters_come_back() {
+        let f = Fds {
+            fuse: 3,
+            journal: 4,
+            state: 5,
+            status: 6,
+            cli: -1,
+            generation: 2,
+            holder: 77,
+        };
+        assert_eq!(Fds::parse(&f.to_var()), Some(f));
+        assert_eq!(Fds::parse("fuse=3"), None);
+        let n = Negotiated {
+            version: Version(7, 45),
+            offered: 0x1234_5678_9abc,
+            accepted: 0x1234,
+            max_write: 1 << 24,
+            max_readahead: 131072,
+        };
+        assert_eq!(parse_negotiated(&format_negotiated(&n)), Some(n));
+        assert_eq!(parse_negotiated(""), None);
+    }
+}

@@ -1,0 +1,666 @@
+//! The holder (`-o failover`): the process `novelfs mount` leaves, which
+//! owns the mount's `/dev/fuse` descriptor and runs the server as its
+//! child, this binary run again with the same arguments (`handoff`). When
+//! the server dies the connection stays, since the holder keeps the
+//! descriptor open, and the holder starts another server on it: the new
+//! one skips INIT (the first server kept what it settled in a file the
+//! holder owns), replays the inode journal (`novelfs_fs::JournalSink`, a
+//! second file the holder owns) and asks the kernel to resend what the dead
+//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause.
+//!
+//! The holder does nothing else: it never opens the library, never reads a
+//! request while a server runs, and allocates nothing in its loop. Servers
+//! that keep dying (three in a row before serving, or more than
+//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers every
+//! request EIO itself until the mount goes, the reason in the log.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use super::attach::attach;
+use super::config::MountConfig;
+use super::handoff::{self, Fds};
+use super::mountinfo::mount_id;
+use super::mountpoint::unmount;
+use super::watchdog::Watchdog;
+
+/// The notification code of `FUSE_NOTIFY_RESEND` (Linux 6.9+).
+const FUSE_NOTIFY_RESEND: i32 = 7;
+
+/// Servers in a row that may die before serving.
+const MAX_FAILED_STARTS: u32 = 3;
+/// Deaths of servers within `DEATHS_WINDOW` past which the holder gives up.
+const MAX_DEATHS: usize = 30;
+const DEATHS_WINDOW: Duration = Duration::from_secs(60);
+
+/// How the holder ended its wait for a server.
+enum Outcome {
+    /// The server says it serves.
+    Serving,
+    /// It died first (its status when its last thread ended too).
+    Died(Option<ExitStatus>),
+}
+
+/// What woke the holder while a server serves.
+enum Event {
+    Died(Option<ExitStatus>),
+    Signal(u32),
+}
+
+/// How a server ended, for the log.
+fn ended(status: Option<ExitStatus>) -> String {
+    match status {
+        Some(s) => s.to_string(),
+        None => "killed; its last threads are still ending".into(),
+    }
+}
+
+fn pollin(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// The next signal of the holder's signalfd (0 if none could be read).
+fn read_signal(signals: &OwnedFd) -> u32 {
+    // SAFETY: an all-zero siginfo is a valid buffer.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reading one siginfo into a buffer of its size.
+    let n = unsafe {
+        libc::read(
+            signals.as_raw_fd(),
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            size,
+        )
+    };
+    if n as usize == size {
+        info.ssi_signo
+    } else {
+        0
+    }
+}
+
+/// A pidfd of the thread `tid` (the server's sentinel thread), readable
+/// once that thread ends, whatever the server's other threads do
+/// (`PIDFD_THREAD`, Linux 6.9+). Not of the main thread: the kernel tells
+/// a main thread's end only once every thread of the process has ended.
+fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
+    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+    pidfd(tid, PIDFD_THREAD)
+}
+
+/// A pidfd of the process `pid`: readable once all of it has ended.
+fn process_pidfd(pid: u32) -> Option<OwnedFd> {
+    pidfd(pid, 0)
+}
+
+fn pidfd(pid: u32, flags: libc::c_long) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
+    // SAFETY: a descriptor just made, owned here.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+struct Holder<'a> {
+    fuse: OwnedFd,
+    journal: OwnedFd,
+    state: OwnedFd,
+    signals: OwnedFd,
+    mountpoint: &'a Path,
+    /// Where the arguments were given from (servers parse them again).
+    given_in: Option<std::path::PathBuf>,
+    generation: u64,
+    server: Option<Child>,
+    /// The pid of the last server started.
+    pid: u32,
+    /// A pidfd of the server: of its sentinel thread once it serves.
+    pidfd: Option<OwnedFd>,
+    /// Servers whose sentinel thread ended and whose last threads have not.
+    dying: Vec<Child>,
+    status: Option<std::fs::File>,
+}
+
+/// Mounts, starts the first server, and keeps the mount served until it
+/// goes; returns the exit code. `ready_pipe` (the waiting CLI) goes to the
+/// first server, which reports on it.
+pub(crate) fn hold(
+    config: &MountConfig,
+    mountpoint: &Path,
+    given_in: Option<std::path::PathBuf>,
+    mut watchdog: Option<Watchdog>,
+    ready_pipe: Option<OwnedFd>,
+) -> i32 {
+    let signals = match block_signals() {
+        Ok(fd) => fd,
+        Err(e) => {
+            report(ready_pipe, &format!("the holder cannot take signals: {e}"));
+            return 1;
+        }
+    };
+    let library_root = std::fs::canonicalize(&config.root)
+        .unwrap_or_else(|_| config.root.clone())
+        .to_string_lossy()
+        .into_owned();
+    let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
+    let attached = match attach(&config.kernel, source, mountpoint) {
+        Ok(a) => a,
+        Err(msg) => {
+            report(ready_pipe, &msg);
+            return 1;
+        }
+    };
+    let mount_id = mount_id(mountpoint);
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+        w.arm(id);
+    }
+    let (journal, state) = match (memfd(c"novelfs-inodes"), memfd(c"novelfs-init")) {
+        (Ok(j), Ok(s)) => (j, s),
+        (Err(e), _) | (_, Err(e)) => {
+            detach_if_ours(mountpoint, mount_id);
+            report(
+                ready_pipe,
+                &format!("the holder cannot keep its state: {e}"),
+            );
+            return 1;
+        }
+    };
+    let mut h = Holder {
+        fuse: attached.fd,
+        journal,
+        state,
+        signals,
+        mountpoint,
+        given_in,
+        generation: 0,
+        server: None,
+        pid: 0,
+        pidfd: None,
+        dying: Vec::new(),
+        status: None,
+    };
+    let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
+    if let Err(e) = h.start(cli) {
+        detach_if_ours(mountpoint, mount_id);
+        report(ready_pipe, &format!("cannot start the server: {e}"));
+        return 1;
+    }
+    match h.wait_serving() {
+        Outcome::Serving => {
+            // The server told the CLI; the holder keeps nothing of it.
+            if ready_pipe.is_some() {
+                drop(ready_pipe);
+                detach_stdio();
+            }
+        }
+        Outcome::Died(status) => {
+            let status = status.or_else(|| h.dying.pop().and_then(|mut c| c.wait().ok()));
+            // The server said why on the pipe when it could; a signal
+            // could not.
+            if let Some(status) = status.filter(|s| s.signal().is_some()) {
+                report(ready_pipe, &format!("the server died at start ({status})"));
+            }
+            detach_if_ours(mountpoint, mount_id);
+            return 1;
+        }
+    }
+    log::info!(
+        "holder (pid {}) keeps the connection of {}; its server is pid {}",
+        std::process::id(),
+        mountpoint.display(),
+        h.pid
+    );
+    h.keep()
+}
+
+impl Holder<'_> {
+    /// Serves the mount through servers until it goes; the exit code.
+    fn keep(&mut self) -> i32 {
+        let mut deaths: VecDeque<Instant> = VecDeque::with_capacity(MAX_DEATHS + 1);
+        loop {
+            let status = match self.wait_event() {
+                Event::Signal(sig) => {
+                    log::info!(
+                        "holder: signal {sig}: unmounting {}",
+                        self.mountpoint.display()
+                    );
+                    self.unmount();
+                    continue;
+                }
+                Event::Died(status) => status,
+            };
+            if !self.connected() {
+                // Its last threads end now that the connection is gone.
+                let status = status.or_else(|| self.dying.pop().and_then(|mut c| c.wait().ok()));
+                for mut c in self.dying.drain(..) {
+                    let _ = c.wait();
+                }
+                log::info!(
+                    "holder: the connection of {} is gone; its server ended ({})",
+                    self.mountpoint.display(),
+                    ended(status)
+                );
+                return status.and_then(|s| s.code()).unwrap_or(1);
+            }
+            let now = Instant::now();
+            deaths.push_back(now);
+            while deaths
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > DEATHS_WINDOW)
+            {
+                deaths.pop_front();
+            }
+            log::warn!(
+                "holder: the server (pid {}) died ({}) with {} still mounted",
+                self.pid,
+                ended(status),
+                self.mountpoint.display()
+            );
+            if handoff::switched_off("restart") {
+                return self.give_up("restarting servers is switched off (test)");
+            }
+            if deaths.len() > MAX_DEATHS {
+                return self.give_up(&format!(
+                    "{} servers died within {} s",
+                    deaths.len(),
+                    DEATHS_WINDOW.as_secs()
+                ));
+            }
+            let mut failed_starts = 0;
+            loop {
+                if let Err(e) = self.start(None) {
+                    return self.give_up(&format!("cannot start a server: {e}"));
+                }
+                match self.wait_serving() {
+                    Outcome::Serving => break,
+                    Outcome::Died(status) => {
+                        failed_starts += 1;
+                        log::warn!(
+                            "holder: server {} died before serving ({})",
+                            self.generation,
+                            ended(status)
+                        );
+                        if handoff::switched_off("give_up") {
+                            // The test switch: start servers for ever.
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        }
+                        if failed_starts >= MAX_FAILED_STARTS {
+                            return self.give_up(&format!(
+                                "{failed_starts} servers in a row died before serving, the last: {}",
+                                ended(status)
+                            ));
+                        }
+                    }
+                }
+            }
+            log::info!(
+                "holder: server {} (pid {}) took over {}",
+                self.generation,
+                self.pid,
+                self.mountpoint.display()
+            );
+        }
+    }
+
+    /// Starts a server on the connection; `cli` for the first.
+    fn start(&mut self, cli: Option<RawFd>) -> std::io::Result<()> {
+        self.generation += 1;
+        let (status_read, status_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let fds = Fds {
+            fuse: self.fuse.as_raw_fd(),
+            journal: self.journal.as_raw_fd(),
+            state: self.state.as_raw_fd(),
+            status: status_write.as_raw_fd(),
+            cli: cli.unwrap_or(-1),
+            generation: self.generation,
+            holder: std::process::id(),
+        };
+        let pass: Vec<RawFd> = [fds.fuse, fds.journal, fds.state, fds.status, fds.cli]
+            .into_iter()
+            .filter(|&fd| fd >= 0)
+            .collect();
+        let mut args = std::env::args_os();
+        let arg0 = args.next().unwrap_or_else(|| "novelfs".into());
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0(arg0).args(args).env(handoff::VAR, fds.to_var());
+        if let Some(dir) = &self.given_in {
+            cmd.current_dir(dir);
+        }
+        // SAFETY: only fcntl (async-signal-safe) runs between fork and
+        // exec: it lets the server inherit the descriptors it is named.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &pass {
+                    let flags = libc::fcntl(fd, libc::F_GETFD);
+                    if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        drop(status_write);
+        self.pid = child.id();
+        self.pidfd = process_pidfd(child.id());
+        self.server = Some(child);
+        self.status = Some(std::fs::File::from(status_read));
+        Ok(())
+    }
+
+    /// Waits until the server says it serves, or dies.
+    fn wait_serving(&mut self) -> Outcome {
+        let status = self.status.take();
+        loop {
+            let mut fds = [
+                pollin(status.as_ref().map_or(-1, |s| s.as_raw_fd())),
+                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+            ];
+            // SAFETY: two pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                continue;
+            }
+            if fds[0].revents != 0 {
+                let mut said = [0u8; 32];
+                let read = status
+                    .as_ref()
+                    .map_or(0, |mut s| s.read(&mut said).unwrap_or(0));
+                if read > 0 {
+                    // From now on its death is its sentinel thread's end.
+                    let tid = std::str::from_utf8(&said[..read])
+                        .ok()
+                        .and_then(|s| s.trim().strip_prefix("serving "))
+                        .and_then(|t| t.parse::<u32>().ok())
+                        .filter(|&t| t > 0);
+                    match tid.map(thread_pidfd) {
+                        Some(Some(fd)) => self.pidfd = Some(fd),
+                        // The sentinel is gone already: killed as it
+                        // started (waiting for the whole process could
+                        // wait for ever, see `wait_event`).
+                        Some(None) => return Outcome::Died(self.buried()),
+                        // No sentinel: the whole process is watched.
+                        None => {}
+                    }
+                    return Outcome::Serving;
+                }
+            }
+            if fds[0].revents != 0 || fds[1].revents != 0 {
+                // The pipe closed or the process ended: it is gone.
+                return Outcome::Died(self.buried());
+            }
+        }
+    }
+
+    /// The exit status of the server whose sentinel thread ended, if its last
+    /// threads ended too; else it is reaped later (`dying`).
+    fn buried(&mut self) -> Option<ExitStatus> {
+        self.pidfd = None;
+        let mut child = self.server.take()?;
+        match child.try_wait() {
+            Ok(Some(s)) => Some(s),
+            _ => {
+                self.dying.push(child);
+                None
+            }
+        }
+    }
+
+    /// Waits for the server's death or a signal to the holder. The death
+    /// is its sentinel thread's end (see `Handoff::serving`): a thread of a
+    /// killed server can stay blocked in the kernel until the next server
+    /// answers what it waits on (a NOTIFY_STORE waits for a page a read
+    /// holds locked while its request is unanswered), so waiting for the
+    /// whole process would wait for ever.
+    fn wait_event(&mut self) -> Event {
+        loop {
+            let mut fds = [
+                pollin(self.signals.as_raw_fd()),
+                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+            ];
+            // SAFETY: two pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                continue;
+            }
+            if fds[1].revents != 0 {
+                return Event::Died(self.buried());
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            let sig = read_signal(&self.signals);
+            if sig == libc::SIGCHLD as u32 {
+                let before = self.dying.len();
+                self.dying
+                    .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+                if self.dying.len() < before {
+                    // A thread of a killed server may have read a request
+                    // after the next server asked for a resend (it ends
+                    // once it runs, which on a busy machine can be late):
+                    // now that none is left, ask again. A request the
+                    // server is serving comes again too; its first answer
+                    // is refused, the second taken.
+                    self.resend();
+                }
+                if let Some(Ok(Some(_))) = self.server.as_mut().map(Child::try_wait) {
+                    return Event::Died(self.buried());
+                }
+                continue;
+            }
+            if sig != 0 {
+                return Event::Signal(sig);
+            }
+        }
+    }
+
+    /// Asks the kernel to queue again what was read and not answered
+    /// (`FUSE_NOTIFY_RESEND`, written as a notification's bare header).
+    fn resend(&self) {
+        if handoff::switched_off("resend") {
+            return;
+        }
+        let mut resend = [0u8; 16];
+        resend[0..4].copy_from_slice(&16u32.to_le_bytes());
+        resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
+        // SAFETY: writing a 16-byte fuse_out_header.
+        unsafe { libc::write(self.fuse.as_raw_fd(), resend.as_ptr().cast(), 16) };
+    }
+
+    /// Whether the kernel still has the connection (not unmounted, not
+    /// aborted): `/dev/fuse` polls with POLLERR once it is gone.
+    fn connected(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fuse.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        !(n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+    }
+
+    fn unmount(&self) {
+        if unmount(self.mountpoint, false).is_err() {
+            // Busy: detach now; the kernel finishes once open files close.
+            let _ = unmount(self.mountpoint, true);
+        }
+    }
+
+    /// No more servers: every request is answered EIO until the mount
+    /// goes. Returns the exit code.
+    fn give_up(&mut self, why: &str) -> i32 {
+        log::error!(
+            "holder: giving up on {}: {why}; every request is answered EIO until it is unmounted",
+            self.mountpoint.display()
+        );
+        if let Some(c) = self.server.take() {
+            self.dying.push(c);
+        }
+        // What the last server read and never answered is queued again,
+        // to be answered EIO below rather than left waiting for ever.
+        self.resend();
+        let Some(buf) = Buffer::new(BUFFER_BYTES) else {
+            log::error!("holder: no buffer to answer requests with; unmounting");
+            self.unmount();
+            return 1;
+        };
+        loop {
+            let mut fds = [
+                pollin(self.fuse.as_raw_fd()),
+                pollin(self.signals.as_raw_fd()),
+            ];
+            // SAFETY: two valid pollfds.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                continue;
+            }
+            if fds[1].revents != 0 {
+                let sig = read_signal(&self.signals);
+                if sig == libc::SIGCHLD as u32 {
+                    self.dying
+                        .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+                }
+                if sig != 0 && sig != libc::SIGCHLD as u32 {
+                    log::info!(
+                        "holder: signal {sig}: unmounting {}",
+                        self.mountpoint.display()
+                    );
+                    self.unmount();
+                }
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            // SAFETY: reading into the buffer's mapping, of its size.
+            let n = unsafe { libc::read(self.fuse.as_raw_fd(), buf.ptr.cast(), buf.len) };
+            if n < 0 {
+                match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::ENODEV) => return 1,
+                    Some(libc::EINTR | libc::EAGAIN | libc::ENOENT) => continue,
+                    _ => {
+                        if !self.connected() {
+                            return 1;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if (n as usize) < 40 {
+                continue;
+            }
+            // SAFETY: the kernel wrote at least a fuse_in_header (40 bytes).
+            let head = unsafe { std::slice::from_raw_parts(buf.ptr, 40) };
+            let opcode = u32::from_le_bytes(head[4..8].try_into().expect("4"));
+            let unique = u64::from_le_bytes(head[8..16].try_into().expect("8"));
+            // FORGET, INTERRUPT and BATCH_FORGET take no answer.
+            if matches!(opcode, 2 | 36 | 42) {
+                continue;
+            }
+            let mut out = [0u8; 16];
+            out[0..4].copy_from_slice(&16u32.to_le_bytes());
+            out[4..8].copy_from_slice(&(-libc::EIO).to_le_bytes());
+            out[8..16].copy_from_slice(&unique.to_le_bytes());
+            // SAFETY: writing a 16-byte fuse_out_header.
+            unsafe { libc::write(self.fuse.as_raw_fd(), out.as_ptr().cast(), 16) };
+        }
+    }
+}
+
+/// Enough for any request the kernel may send (it refuses to read into
+/// less than `max_write` and a header; fuser asks for 16 MiB writes). An
+/// anonymous mapping: only the pages a request touches cost memory.
+const BUFFER_BYTES: usize = (16 << 20) + (64 << 10);
+
+struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(len: usize) -> Option<Buffer> {
+        // SAFETY: a private anonymous mapping, unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(Buffer { ptr: p.cast(), len })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Blocks the signals the holder answers and returns a signalfd for them:
+/// SIGTERM, SIGINT, SIGHUP (unmount) and SIGCHLD (the server died).
+fn block_signals() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain libc signal-set manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
+    // SAFETY: a valid NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just made, owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
+    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
+        let _ = unmount(mountpoint, true);
+    }
+}
+
+fn report(ready_pipe: Option<OwnedFd>, msg: &str) {
+    use std::io::Write;
+    match ready_pipe {
+        Some(fd) => {
+            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
+        }
+        None => eprintln!("novelfs: {msg}"),
+    }
+}
+
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..=2 {
+            // SAFETY: duplicating a valid fd onto the standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}

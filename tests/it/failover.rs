@@ -1,0 +1,352 @@
+//! `-o failover` through real mounts: a holder keeps the connection, and
+//! a server SIGKILLed under readers is replaced without a reader seeing an
+//! error or a wrong byte, only a pause; a server that cannot start makes
+//! the holder give up with EIO rather than loop.
+//!
+//! `NOVELFS_TEST_FAILOVER_OFF=resend|journal|restart|give_up` in the tests'
+//! environment reaches the mount (see `src/mount/handoff.rs`) and turns
+//! one mechanism off, to see these tests fail without it.
+
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::{Mount, Rng, book_library, errno, errno_name, follow_log, fuse_available};
+
+/// A book of `chapters` chapters, each of many pages.
+fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
+    let texts: Vec<(String, Vec<u8>)> = (1..=chapters)
+        .map(|c| {
+            let mut t = format!("第{c}章 第{c}个标题\n");
+            for i in 0..1500 {
+                t += &format!(
+                    "第{c}章第{i}行：{}。\n",
+                    "文字".repeat(5 + (i * 7 + c) % 40)
+                );
+            }
+            (format!("第{c}章.txt"), t.into_bytes())
+        })
+        .collect();
+    let files: Vec<(&str, &[u8])> = texts
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    book_library(&files)
+}
+
+/// Reads a file whole, then drops its pages from the kernel's cache, so
+/// that the next read of it reaches the server.
+fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    // SAFETY: advice on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    Ok(bytes)
+}
+
+/// The server's pid: the holder's child named `novelfs-server`.
+fn server_of(holder: u32) -> Option<u32> {
+    let children =
+        std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|p| {
+            let alive = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')));
+            alive
+                && std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "novelfs-server")
+        })
+}
+
+/// Aborts the mount's connection (its readers get ENOTCONN): what a failed
+/// test does so that no reader stays blocked for ever.
+fn abort_connection(mnt: &Path) {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mnt.to_str().unwrap();
+    if let Some(dev) = info
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(want))
+        .and_then(|l| l.split(' ').nth(2))
+        .and_then(|d| d.split(':').nth(1))
+    {
+        let _ = std::fs::write(format!("/sys/fs/fuse/connections/{dev}/abort"), "1");
+    }
+}
+
+/// The kernel stacks of this test's threads and of the holder's children,
+/// to see where a hang is.
+fn stacks(holder: u32) -> String {
+    let mut out = String::new();
+    let mut pids = vec![std::process::id()];
+    if let Ok(c) = std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")) {
+        pids.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let stack = std::fs::read_to_string(t.path().join("stack")).unwrap_or_default();
+            let top: Vec<&str> = stack.lines().take(4).collect();
+            out += &format!(
+                "{pid}/{:?} {}: {}\n",
+                t.file_name(),
+                comm.trim(),
+                top.join(" | ")
+            );
+        }
+    }
+    out
+}
+
+/// Every page of every chapter, with its bytes as the mount first served
+/// them (before any kill).
+fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let book = mnt.join("书");
+    let mut out = Vec::new();
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("章.txt"))
+        .collect();
+    chapters.sort();
+    for c in chapters {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&c)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("offset-")
+            })
+            .collect();
+        names.sort();
+        for p in names {
+            let bytes = read_uncached(&p).unwrap();
+            out.push((p, bytes));
+        }
+    }
+    out
+}
+
+struct Outcome {
+    reads: u64,
+    failed: BTreeMap<String, u64>,
+    wrong: u64,
+    longest: Duration,
+}
+
+/// `readers` threads reading random pages (and now and then listing a
+/// chapter) and checking every byte, while `kills` SIGKILLs hit the server
+/// at random moments; each kill waits for the next server first.
+fn readers_under_kills(
+    mount: &mut Mount,
+    log: &Arc<Mutex<Vec<String>>>,
+    readers: usize,
+    kills: usize,
+) -> (Outcome, usize) {
+    let mnt = mount.path().to_path_buf();
+    let expected = Arc::new(pages(&mnt));
+    assert!(expected.len() > 40, "{} pages", expected.len());
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let wrong = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+    let longest = Arc::new(Mutex::new(Duration::ZERO));
+    let threads: Vec<_> = (0..readers)
+        .map(|id| {
+            let (expected, stop, reads, wrong, failed, longest) = (
+                expected.clone(),
+                stop.clone(),
+                reads.clone(),
+                wrong.clone(),
+                failed.clone(),
+                longest.clone(),
+            );
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(id as u64 + 11);
+                while !stop.load(Ordering::Relaxed) {
+                    let (path, want) = &expected[rng.below(expected.len() as u64) as usize];
+                    let t = Instant::now();
+                    let r = if rng.chance(50) {
+                        std::fs::read_dir(path.parent().unwrap())
+                            .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
+                            .map(|_| None)
+                    } else {
+                        read_uncached(path).map(Some)
+                    };
+                    let took = t.elapsed();
+                    {
+                        let mut l = longest.lock().unwrap();
+                        *l = (*l).max(took);
+                    }
+                    match r {
+                        Ok(Some(got)) if &got != want => {
+                            wrong.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(_) => {
+                            reads.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            *failed
+                                .lock()
+                                .unwrap()
+                                .entry(errno_name(errno(&e)))
+                                .or_default() += 1;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let holder = mount.pid();
+    let mut rng = Rng::new(7);
+    let mut killed = 0;
+    for _ in 0..kills {
+        std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            if let Some(p) = server_of(holder) {
+                break Some(p);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(pid) = pid else { break };
+        // SAFETY: a signal to a process of this test's mount.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        killed += 1;
+        // The next kill is for the next server.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server_of(holder) == Some(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for t in threads {
+        while !t.is_finished() {
+            if Instant::now() > deadline {
+                let lines = log.lock().unwrap().join("\n");
+                println!("{}", stacks(holder));
+                abort_connection(&mnt);
+                panic!(
+                    "a reader hung after {killed} kills (a request never answered); the log:\n{lines}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        t.join().unwrap();
+    }
+    let outcome = Outcome {
+        reads: reads.load(Ordering::Relaxed),
+        failed: failed.lock().unwrap().clone(),
+        wrong: wrong.load(Ordering::Relaxed),
+        longest: *longest.lock().unwrap(),
+    };
+    (outcome, killed)
+}
+
+#[test]
+fn readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(6);
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
+    let log = follow_log(&mut mount);
+    let (o, killed) = readers_under_kills(&mut mount, &log, 16, 20);
+    println!(
+        "failover: {killed} SIGKILLs, {} reads, failed {:?}, wrong {}, longest pause {:?}",
+        o.reads, o.failed, o.wrong, o.longest
+    );
+    assert_eq!(killed, 20, "a server to kill each time");
+    assert!(o.reads > 100, "{} reads", o.reads);
+    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
+    assert_eq!(o.wrong, 0, "reads with wrong bytes");
+    assert!(
+        o.longest < Duration::from_secs(5),
+        "a pause of {:?}",
+        o.longest
+    );
+    assert!(mount.alive(), "the holder serves on");
+    // RUST_LOG=warn: the holder's warnings of each death are there.
+    let deaths = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("holder: the server (pid") && l.contains(") died ("))
+        .count();
+    assert_eq!(deaths, 20, "{:?}", log.lock().unwrap());
+}
+
+#[test]
+fn a_server_that_cannot_start_makes_the_holder_give_up_with_eio() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(2);
+    let crash = std::ffi::OsStr::new("restart");
+    let mut mount = Mount::with_env(
+        &root,
+        &["-o", "failover"],
+        "warn",
+        &[("NOVELFS_TEST_SERVER_CRASH", crash)],
+    );
+    let log = follow_log(&mut mount);
+    let page = mount.path().join("书/第1章.txt/offset-1.txt");
+    let first = read_uncached(&page).expect("the first server serves");
+    assert!(!first.is_empty());
+    let holder = mount.pid();
+    let server = server_of(holder).expect("a server");
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let mnt = mount.path().to_path_buf();
+    let reader = std::thread::spawn(move || {
+        let t = Instant::now();
+        (read_uncached(&page), t.elapsed())
+    });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !reader.is_finished() {
+        if Instant::now() > deadline {
+            abort_connection(&mnt);
+            panic!("the read hung: the holder did not give up");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (r, took) = reader.join().unwrap();
+    let e = r.expect_err("no server can start: the read fails");
+    assert_eq!(errno(&e), libc::EIO, "{e}");
+    println!("gave up after {took:?}");
+    // It stays given up: no server starts again, the holder answers.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(server_of(holder), None, "no server runs");
+    let e = std::fs::read(mount.path().join("书/第2章.txt/offset-1.txt")).unwrap_err();
+    assert_eq!(errno(&e), libc::EIO);
+    let lines = log.lock().unwrap().clone();
+    let failed_starts = lines
+        .iter()
+        .filter(|l| l.contains("died before serving ("))
+        .count();
+    assert_eq!(failed_starts, 3, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("giving up")),
+        "the reason is logged: {lines:?}"
+    );
+    // SIGTERM still unmounts, and the holder ends.
+    let status = mount.terminate().expect("the holder was running");
+    assert!(!crate::common::is_mounted(mount.path()));
+    println!("holder ended: {status}");
+}
