@@ -11,7 +11,7 @@ use super::config::MountConfig;
 use super::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
 use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
-use super::process::{Forked, Writer, fork_with_pipe};
+use super::process::{Forked, Writer, detach_stdio, fork_with_pipe, report_failure};
 use super::session::{Start, serve};
 use super::watchdog::Watchdog;
 use novelfs_fs::MMAP_THRESHOLD;
@@ -249,28 +249,4 @@ fn wait_for_daemon(read_end: OwnedFd) -> i32 {
     };
     eprintln!("novelfs: {msg}");
     1
-}
-
-/// Tells the waiting CLI (or, in the foreground, stderr) why the mount failed.
-fn report_failure(ready_pipe: Option<OwnedFd>, msg: &str) {
-    match ready_pipe {
-        Some(fd) => {
-            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
-        }
-        None => eprintln!("novelfs: {msg}"),
-    }
-}
-
-fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        use std::os::fd::AsRawFd;
-        for fd in 0..=2 {
-            // SAFETY: duplicating a valid fd onto the standard descriptors.
-            unsafe { libc::dup2(null.as_raw_fd(), fd) };
-        }
-    }
 }

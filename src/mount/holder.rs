@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
@@ -25,12 +25,14 @@ use std::time::{Duration, Instant};
 use super::attach::attach;
 use super::config::MountConfig;
 use super::handoff::{self, Fds};
+use super::holder_os::{
+    BUFFER_BYTES, Buffer, block_signals, connected, fail_request, memfd, notify_resend, pollin,
+    process_pidfd, read_signal, thread_pidfd,
+};
 use super::mountinfo::mount_id;
-use super::mountpoint::unmount;
+use super::mountpoint::{detach_if_ours, unmount};
+use super::process::{detach_stdio, report_failure as report};
 use super::watchdog::Watchdog;
-
-/// The notification code of `FUSE_NOTIFY_RESEND` (Linux 6.9+).
-const FUSE_NOTIFY_RESEND: i32 = 7;
 
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -58,55 +60,6 @@ fn ended(status: Option<ExitStatus>) -> String {
         Some(s) => s.to_string(),
         None => "killed; its last threads are still ending".into(),
     }
-}
-
-fn pollin(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
-/// The next signal of the holder's signalfd (0 if none could be read).
-fn read_signal(signals: &OwnedFd) -> u32 {
-    // SAFETY: an all-zero siginfo is a valid buffer.
-    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::signalfd_siginfo>();
-    // SAFETY: reading one siginfo into a buffer of its size.
-    let n = unsafe {
-        libc::read(
-            signals.as_raw_fd(),
-            (&mut info as *mut libc::signalfd_siginfo).cast(),
-            size,
-        )
-    };
-    if n as usize == size {
-        info.ssi_signo
-    } else {
-        0
-    }
-}
-
-/// A pidfd of the thread `tid` (the server's sentinel thread), readable
-/// once that thread ends, whatever the server's other threads do
-/// (`PIDFD_THREAD`, Linux 6.9+). Not of the main thread: the kernel tells
-/// a main thread's end only once every thread of the process has ended.
-fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
-    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
-    pidfd(tid, PIDFD_THREAD)
-}
-
-/// A pidfd of the process `pid`: readable once all of it has ended.
-fn process_pidfd(pid: u32) -> Option<OwnedFd> {
-    pidfd(pid, 0)
-}
-
-fn pidfd(pid: u32, flags: libc::c_long) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
-    // SAFETY: a descriptor just made, owned here.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 struct Holder<'a> {
@@ -467,24 +420,13 @@ impl Holder<'_> {
         if handoff::switched_off("resend") {
             return;
         }
-        let mut resend = [0u8; 16];
-        resend[0..4].copy_from_slice(&16u32.to_le_bytes());
-        resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
-        // SAFETY: writing a 16-byte fuse_out_header.
-        unsafe { libc::write(self.fuse.as_raw_fd(), resend.as_ptr().cast(), 16) };
+        notify_resend(self.fuse.as_raw_fd());
     }
 
     /// Whether the kernel still has the connection (not unmounted, not
     /// aborted): `/dev/fuse` polls with POLLERR once it is gone.
     fn connected(&self) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.fuse.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut p, 1, 0) };
-        !(n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+        connected(self.fuse.as_raw_fd())
     }
 
     fn unmount(&self) {
@@ -552,115 +494,7 @@ impl Holder<'_> {
                     }
                 }
             }
-            if (n as usize) < 40 {
-                continue;
-            }
-            // SAFETY: the kernel wrote at least a fuse_in_header (40 bytes).
-            let head = unsafe { std::slice::from_raw_parts(buf.ptr, 40) };
-            let opcode = u32::from_le_bytes(head[4..8].try_into().expect("4"));
-            let unique = u64::from_le_bytes(head[8..16].try_into().expect("8"));
-            // FORGET, INTERRUPT and BATCH_FORGET take no answer.
-            if matches!(opcode, 2 | 36 | 42) {
-                continue;
-            }
-            let mut out = [0u8; 16];
-            out[0..4].copy_from_slice(&16u32.to_le_bytes());
-            out[4..8].copy_from_slice(&(-libc::EIO).to_le_bytes());
-            out[8..16].copy_from_slice(&unique.to_le_bytes());
-            // SAFETY: writing a 16-byte fuse_out_header.
-            unsafe { libc::write(self.fuse.as_raw_fd(), out.as_ptr().cast(), 16) };
-        }
-    }
-}
-
-/// Enough for any request the kernel may send (it refuses to read into
-/// less than `max_write` and a header; fuser asks for 16 MiB writes). An
-/// anonymous mapping: only the pages a request touches cost memory.
-const BUFFER_BYTES: usize = (16 << 20) + (64 << 10);
-
-struct Buffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Buffer {
-    fn new(len: usize) -> Option<Buffer> {
-        // SAFETY: a private anonymous mapping, unmapped on drop.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        (p != libc::MAP_FAILED).then_some(Buffer { ptr: p.cast(), len })
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-/// Blocks the signals the holder answers and returns a signalfd for them:
-/// SIGTERM, SIGINT, SIGHUP (unmount) and SIGCHLD (the server died).
-fn block_signals() -> std::io::Result<OwnedFd> {
-    // SAFETY: plain libc signal-set manipulation on a local set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
-}
-
-fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
-    // SAFETY: a valid NUL-terminated name.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor just made, owned here.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
-    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
-        let _ = unmount(mountpoint, true);
-    }
-}
-
-fn report(ready_pipe: Option<OwnedFd>, msg: &str) {
-    use std::io::Write;
-    match ready_pipe {
-        Some(fd) => {
-            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
-        }
-        None => eprintln!("novelfs: {msg}"),
-    }
-}
-
-fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        for fd in 0..=2 {
-            // SAFETY: duplicating a valid fd onto the standard descriptors.
-            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+            fail_request(self.fuse.as_raw_fd(), &buf, n as usize);
         }
     }
 }

@@ -15,6 +15,7 @@ mod fuse;
 pub mod fusermount;
 mod handoff;
 mod holder;
+mod holder_os;
 pub(crate) mod library_at;
 pub(crate) mod logging;
 pub(crate) mod mountinfo;

@@ -161,6 +161,14 @@ fn article(fstype: &str) -> &'static str {
 /// A user who is not root unmounts through fusermount3, which checks that
 /// the mount is theirs. Its refusals are passed on in its own words, after
 /// the cause this side can name itself.
+/// Detaches the mount at `mountpoint` if it is still the one made as
+/// `mount_id` (not one mounted over it since).
+pub(crate) fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
+    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
+        let _ = unmount(mountpoint, true);
+    }
+}
+
 fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
     let (uid, _) = euid_egid();
     let Some(helper) = fusermount() else {

@@ -67,6 +67,33 @@ fn threads_in_status(status: &str) -> Option<usize> {
         .and_then(|count| count.trim().parse().ok())
 }
 
+/// Tells the waiting CLI (or, in the foreground, stderr) why the mount failed.
+pub(crate) fn report_failure(ready_pipe: Option<OwnedFd>, msg: &str) {
+    match ready_pipe {
+        Some(fd) => {
+            use std::io::Write;
+            let _ = std::fs::File::from(fd).write_all(msg.as_bytes());
+        }
+        None => eprintln!("novelfs: {msg}"),
+    }
+}
+
+/// Points stdin, stdout and stderr at /dev/null: a daemon's are its
+/// caller's terminal, gone once the caller exits.
+pub(crate) fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        for fd in 0..=2 {
+            // SAFETY: duplicating a valid fd onto the standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use super::fuse::FuseAdapter;
 use super::handoff::{self, Handoff};
 use super::logging;
 use super::mountinfo::mount_id;
-use super::mountpoint::unmount;
+use super::mountpoint::{detach_if_ours, unmount};
 use super::pusher::{push_changes, store_ahead};
 use super::watchdog::Watchdog;
 use novelfs_fs::NovelFs;
@@ -312,13 +312,6 @@ fn block_termination_signals() -> libc::sigset_t {
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
-    }
-}
-
-/// Detaches the mount this daemon made, if it is still the one at `mountpoint`.
-fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
-    if mount_id.is_some() && super::mountinfo::mount_id(mountpoint) == mount_id {
-        let _ = unmount(mountpoint, true);
     }
 }
 

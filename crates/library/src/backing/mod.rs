@@ -7,6 +7,7 @@
 //!
 //! Paths here are relative to the library root (`novels/书/第1章.md`).
 
+mod bodies;
 mod bucket;
 mod local;
 
