@@ -45,7 +45,9 @@ pub(crate) fn serve(
     let fs = Arc::new(NovelFs::new(library, config.tree.clone()));
     let access = config.access;
     let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
-    let (fd, can_clone, mut handoff, watchdog) = match start {
+    // The watchdog lives as long as this function: it unmounts once this
+    // process is gone, and dropping it tells it so.
+    let (fd, can_clone, mut handoff, mut watchdog) = match start {
         Start::Attach(watchdog) => match attach(&config.kernel, source, mountpoint) {
             Ok(a) => (a.fd, a.can_clone, None, watchdog),
             Err(msg) => {
@@ -65,7 +67,7 @@ pub(crate) fn serve(
         },
     };
     let mount_id = mount_id(mountpoint);
-    if let (Some(mut w), Some(id)) = (watchdog, mount_id) {
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
     }
     let resumed = handoff.as_ref().is_some_and(|h| h.generation > 1);
