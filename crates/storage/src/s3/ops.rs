@@ -199,20 +199,7 @@ impl Storage for S3Storage {
             let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
             let what = format!("PUT {}", access.url.display_key(&key));
             let put = access.store.put(&kp, bytes.into());
-            match tokio::time::timeout(access.timeout, put).await {
-                Ok(r) => r.map(drop).map_err(|e| {
-                    let cx = classify::Context {
-                        bucket: access.url.bucket(),
-                        endpoint: &access.endpoint,
-                        timeout: access.timeout,
-                    };
-                    classify::classify(&e, &what, &shown, &cx)
-                }),
-                Err(_) => Err(StorageError::Timeout {
-                    what,
-                    after: access.timeout,
-                }),
-            }
+            access.bounded(what, &shown, put).await.map(drop)
         })
     }
 
@@ -340,14 +327,26 @@ impl Access {
             ),
             None => format!("GET {}", self.url.display_key(&key)),
         };
-        match tokio::time::timeout(self.timeout, get(&self.store, &kp, m, range)).await {
+        self.bounded(what, &shown, get(&self.store, &kp, m, range))
+            .await
+    }
+
+    /// `access` (what it is and the path it is of, for the error), bounded
+    /// by the access timeout, its error classified.
+    async fn bounded<T>(
+        &self,
+        what: String,
+        shown: &str,
+        access: impl std::future::Future<Output = object_store::Result<T>>,
+    ) -> Result<T, StorageError> {
+        match tokio::time::timeout(self.timeout, access).await {
             Ok(r) => r.map_err(|e| {
                 let cx = classify::Context {
                     bucket: self.url.bucket(),
                     endpoint: &self.endpoint,
                     timeout: self.timeout,
                 };
-                classify::classify(&e, &what, &shown, &cx)
+                classify::classify(&e, &what, shown, &cx)
             }),
             Err(_) => Err(StorageError::Timeout {
                 what,
