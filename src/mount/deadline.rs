@@ -220,8 +220,9 @@ impl Judge {
             Rule::Request => {
                 return match waiting(running.tid) {
                     Waiting::Computing => Some(now + timer.timeout),
-                    Waiting::OnThisDaemon => (timer.overdue.load(Ordering::Acquire) == 0)
-                        .then_some(now + timer.timeout),
+                    Waiting::OnThisDaemon => {
+                        (timer.overdue.load(Ordering::Acquire) == 0).then_some(now + timer.timeout)
+                    }
                     Waiting::OnTheSystem => None,
                 };
             }
@@ -784,7 +785,10 @@ mod tests {
             armed.take()
         });
         let failed_after = got.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert!(failed_after < Duration::from_millis(1000), "{failed_after:?}");
+        assert!(
+            failed_after < Duration::from_millis(1000),
+            "{failed_after:?}"
+        );
         assert_eq!(waiter.join().unwrap(), None);
     }
 

@@ -28,7 +28,10 @@ fn library(books: usize, chapters: usize) -> (tempfile::TempDir, PathBuf) {
         let book = root.join("novels").join(format!("第{b}部"));
         std::fs::create_dir_all(&book).unwrap();
         for n in 1..=chapters {
-            let body = format!("第{n}章 夜行{n}\n\n{}\n", prose_lines(20, &format!("{b}-{n}")));
+            let body = format!(
+                "第{n}章 夜行{n}\n\n{}\n",
+                prose_lines(20, &format!("{b}-{n}"))
+            );
             std::fs::write(book.join(format!("第{n}章 夜行{n}.md")), body).unwrap();
         }
     }
@@ -52,7 +55,13 @@ fn novelfs_over(root: &Path, timeout: Duration) -> Mount {
 /// `novel_books.txt` as `novelfs books` prints it from the local copy.
 fn books_local(root: &Path) -> Vec<u8> {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
-        .args(["books", "--state-file", STATE_FILE, "--path-root", PATH_ROOT])
+        .args([
+            "books",
+            "--state-file",
+            STATE_FILE,
+            "--path-root",
+            PATH_ROOT,
+        ])
         .arg("--root")
         .arg(root)
         .output()
@@ -105,9 +114,11 @@ impl Drop for Released<'_> {
     }
 }
 
-/// Reads `path` on a thread of its own: (how long it took, the bytes or
-/// the errno).
-fn read_apart(path: PathBuf) -> mpsc::Receiver<(Duration, Result<Vec<u8>, Option<i32>>)> {
+/// How long a read took, and the bytes or the errno.
+type Read = (Duration, Result<Vec<u8>, Option<i32>>);
+
+/// Reads `path` on a thread of its own.
+fn read_apart(path: PathBuf) -> mpsc::Receiver<Read> {
     let (tell, told) = mpsc::channel();
     std::thread::spawn(move || {
         let start = Instant::now();
@@ -155,7 +166,11 @@ fn one_access_that_stalls_fails_in_time_and_the_mount_recovers() {
     // The stalled request still waits on s3fs: others are not held by it.
     let start = Instant::now();
     std::fs::metadata(&mnt).unwrap();
-    assert!(start.elapsed() <= margin, "stat MNT took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() <= margin,
+        "stat MNT took {:?}",
+        start.elapsed()
+    );
     let others: Vec<_> = (0..8).map(|i| read_apart(page(1 + i % 4))).collect();
     for other in others {
         let (took, result) = other
@@ -163,7 +178,10 @@ fn one_access_that_stalls_fails_in_time_and_the_mount_recovers() {
             .expect("another reader waits on the stalled source");
         assert!(took <= margin, "another reader took {took:?}");
         match result {
-            Ok(bytes) => assert!(String::from_utf8_lossy(&bytes).contains("月光"), "{bytes:?}"),
+            Ok(bytes) => assert!(
+                String::from_utf8_lossy(&bytes).contains("月光"),
+                "{bytes:?}"
+            ),
             Err(e) => assert_eq!(e, Some(libc::EIO)),
         }
     }

@@ -60,7 +60,12 @@ thread_local! {
 pub fn one<T>(call: impl FnOnce() -> T) -> T {
     let began = MINE.with(|slot| {
         slot.since
-            .compare_exchange(0, stamp(Instant::now()), Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(
+                0,
+                stamp(Instant::now()),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
             .is_ok()
     });
     let _end = End(began);
@@ -76,6 +81,28 @@ impl Drop for End {
             let _ = MINE.try_with(|slot| slot.since.store(0, Ordering::Release));
         }
     }
+}
+
+/// The most one read asks of the source in one system call: one access
+/// of a big read is as bounded as one of a small one.
+pub const READ_CHUNK: usize = 1 << 20;
+
+/// Reads `buf.len()` bytes of `file` at `offset` (fewer at its end), in
+/// accesses of at most `READ_CHUNK`.
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        let chunk = (buf.len() - done).min(READ_CHUNK);
+        let at = offset + done as u64;
+        match one(|| file.read_at(&mut buf[done..done + chunk], at)) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// One thread's accesses, as another thread (a request's deadline) sees

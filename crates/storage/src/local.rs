@@ -1,38 +1,18 @@
 //! A library in a local directory, read with `std::fs` without following
 //! symlinks (the rules of the library layer's scans and chapter reads).
 //! Each system call on the library's files is one `access`, a big read
-//! made in `READ_CHUNK`s.
+//! made in `access::READ_CHUNK`s.
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata, OpenOptions};
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::access;
 use crate::{Entry, Kind, LocalStamp, Object, RelPath, Storage, StorageError, Version};
-
-/// The most one read asks of the disk in one system call (one access).
-const READ_CHUNK: usize = 1 << 20;
-
-/// Reads `buf.len()` bytes of `f` at `offset` (fewer at its end), in
-/// accesses of at most `READ_CHUNK`.
-fn read_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        let chunk = (buf.len() - done).min(READ_CHUNK);
-        let at = offset + done as u64;
-        match access::one(|| f.read_at(&mut buf[done..done + chunk], at)) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
-}
 
 /// How often a read is tried again when the file changes while it is
 /// read, before it gives up with `Changed`.
@@ -234,11 +214,11 @@ impl Storage for LocalStorage {
         self.read_checked(path, version, |f, meta| {
             // The size `fstat` gave, then whatever the file grew by.
             let mut bytes = vec![0; meta.len() as usize];
-            let done = read_at(f, &mut bytes, 0)?;
+            let done = access::read_at(f, &mut bytes, 0)?;
             bytes.truncate(done);
             let mut more = [0u8; 8192];
             loop {
-                match read_at(f, &mut more, bytes.len() as u64)? {
+                match access::read_at(f, &mut more, bytes.len() as u64)? {
                     0 => break,
                     n => bytes.extend_from_slice(&more[..n]),
                 }
@@ -257,7 +237,7 @@ impl Storage for LocalStorage {
             let end = range.end.min(meta.len());
             let len = end.saturating_sub(range.start) as usize;
             let mut bytes = vec![0; len];
-            let done = read_at(f, &mut bytes, range.start)?;
+            let done = access::read_at(f, &mut bytes, range.start)?;
             bytes.truncate(done);
             Ok(bytes)
         })

@@ -8,9 +8,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use novelfs_library::backing::access;
 use super::racy::{self, COARSE_GRANULARITY, FINE_GRANULARITY, NETWORK_CACHES};
 use crate::cache::Stamp;
+use novelfs_library::backing::access;
 
 /// Filesystems whose changes may come from elsewhere than this kernel.
 const REMOTE: [i64; 12] = [

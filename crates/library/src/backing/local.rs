@@ -3,23 +3,20 @@
 //! kernel's page cache asked whether bytes are at hand (`cachestat`) and
 //! told what to read ahead (`POSIX_FADV_WILLNEED`, on a thread of its own).
 //! Each system call on the library's files is one `access` (what
-//! `--source-timeout` bounds); a big read is made in `READ_CHUNK`s, so
-//! that one access asks the source for a bounded amount.
+//! `--source-timeout` bounds); a big read is made in `access::READ_CHUNK`s,
+//! so that one access asks the source for a bounded amount.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::{Backing, EntryKind, Meta, Opened, access};
-
-/// The most one read asks of the source in one system call.
-const READ_CHUNK: usize = 1 << 20;
 
 /// Opens the regular file at `path` for reading, without following a
 /// symlink or blocking on a FIFO swapped in: one access.
@@ -160,20 +157,7 @@ impl Opened for LocalFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let mut done = 0;
-        while done < buf.len() {
-            let chunk = (buf.len() - done).min(READ_CHUNK);
-            let at = offset + done as u64;
-            match access::one(|| self.file.read_at(&mut buf[done..done + chunk], at)) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if done == 0 => return Err(e),
-                // What was read is given; the error comes again next time.
-                Err(_) => break,
-            }
-        }
-        Ok(done)
+        access::read_at(&self.file, buf, offset)
     }
 
     fn unchanged(&self) -> io::Result<bool> {
