@@ -275,8 +275,10 @@ pub struct MountCmd {
     /// -o ttl=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub ttl: Option<String>,
-    /// Seconds a request may wait for the library's filesystem (a hung
-    /// network server) before it gets EIO; default 5. Same as
+    /// Seconds one access to the library (one system call on its files,
+    /// or one GET or LIST of a bucket) may take before the request waiting
+    /// on it gets EIO (a hung network server); a request whose accesses
+    /// keep returning is never cut. Default 5. Same as
     /// -o source_timeout=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub source_timeout: Option<String>,

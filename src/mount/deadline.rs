@@ -3,17 +3,24 @@
 //! A network filesystem whose server stops answering blocks every syscall
 //! on it, for as long as the server is away. A request that reaches such a
 //! call cannot be interrupted, but its reply need not wait for it: each
-//! request's reply is armed with a deadline (`--source-timeout`), and when
-//! the deadline passes first, the reply is given its fallback (EIO, or for
-//! the root's attributes the last ones given) by the timer thread, while
-//! the stuck request keeps its own thread until the call returns, then
-//! finds its reply taken and drops what it made.
+//! request's reply is armed with a deadline, and when the request is found
+//! stuck, the reply is given its fallback (EIO, or for the root's
+//! attributes the last ones given) by the timer thread, while the stuck
+//! request keeps its own thread until the call returns, then finds its
+//! reply taken and drops what it made.
 //!
-//! Only a request waiting on the filesystem is failed: one that is
-//! computing (a big chapter decoding), or waiting for another request of
-//! this daemon (a lock, a load in flight), gets another timeout instead
-//! (`Waiting`) — except, while the source is not answering, one waiting
-//! for another request, which likely waits on the source itself.
+//! `--source-timeout` bounds one access to the source, not a request: a
+//! request is stuck when one system call of its own on the library's
+//! files (an `access`, marked where the backing makes it) has not returned
+//! within the timeout. One whose accesses keep returning goes on however
+//! long it takes (every chapter of a library over a slow network
+//! filesystem), and so does one that computes (a big chapter decoding).
+//! One asleep in a system call that is not marked as an access is stuck
+//! when it has not woken once in a whole timeout (its count of voluntary
+//! context switches has not moved). One waiting for another thread of
+//! this daemon (a lock, a load in flight) is stuck only while the source
+//! does not answer: some request is past its deadline, or some access on
+//! any thread is older than the timeout.
 //!
 //! Requests past their deadline and still running mean the source is not
 //! answering: logged once, until the last of them ends (logged again).
@@ -24,12 +31,17 @@
 //! (`STUCK_LOOK`), not after a whole timeout: the kernel retries a failed
 //! lookup of a name for each reader that waited on it, one after another,
 //! so 40 readers of one path would otherwise wait 40 timeouts.
+//!
+//! Test switch: `NOVELFS_TEST_SOURCE_BOUND=request` bounds each request as
+//! a whole instead (any system call found at its deadline fails it), and
+//! `=none` bounds nothing, so that tests show each rule failing without it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use novelfs_fs::lock;
+use novelfs_storage::access;
 use std::time::{Duration, Instant};
 
 /// Run at a deadline, with the timer's lock held: the next key of a
@@ -51,6 +63,29 @@ struct Timer {
     /// What the log calls the source.
     source: String,
     timeout: Duration,
+    rule: Rule,
+}
+
+/// What is bounded by the timeout (`NOVELFS_TEST_SOURCE_BOUND`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rule {
+    /// One access to the source: the rule.
+    Access,
+    /// Each request as a whole, failed when found in a system call at its
+    /// deadline (a test's counterfactual).
+    Request,
+    /// Nothing (a test's counterfactual).
+    Nothing,
+}
+
+impl Rule {
+    fn from_env() -> Rule {
+        match std::env::var("NOVELFS_TEST_SOURCE_BOUND").as_deref() {
+            Ok("request") => Rule::Request,
+            Ok("none") => Rule::Nothing,
+            _ => Rule::Access,
+        }
+    }
 }
 
 /// The deadlines of one mount's requests.
@@ -65,8 +100,8 @@ pub(crate) struct Armed<R> {
     /// Where the deadline is in the timer's map (it moves when the
     /// request is found busy here).
     key: Arc<Mutex<(Instant, u64)>>,
-    /// The thread running the request (0 while it waits to run).
-    tid: Arc<AtomicI32>,
+    /// The thread running the request (unset while it waits to run).
+    running: Arc<OnceLock<Running>>,
     asks: Asks,
     timer: Arc<Timer>,
 }
@@ -88,28 +123,33 @@ impl<R> Armed<R> {
     pub(crate) fn running_here(&self) {
         // SAFETY: gettid has no inputs and cannot fail.
         let tid = unsafe { libc::gettid() };
-        self.tid.store(tid, Ordering::Release);
+        let _ = self.running.set(Running {
+            tid,
+            accesses: access::this_thread(),
+        });
     }
+}
+
+/// The thread a request runs on.
+struct Running {
+    tid: i32,
+    /// Its accesses to the source.
+    accesses: access::Thread,
 }
 
 /// What a request's thread is doing, from its current system call
 /// (`/proc/self/task/TID/syscall`).
 #[derive(Debug, PartialEq)]
 enum Waiting {
-    /// Not yet running (queued for a thread).
-    NotStarted,
     /// Computing, or runnable.
     Computing,
     /// Waiting for another thread of this process (a futex).
     OnThisDaemon,
-    /// In some other system call: a filesystem, most likely the source.
+    /// Asleep in some other system call.
     OnTheSystem,
 }
 
 fn waiting(tid: i32) -> Waiting {
-    if tid == 0 {
-        return Waiting::NotStarted;
-    }
     let Ok(call) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
         return Waiting::OnTheSystem;
     };
@@ -123,10 +163,104 @@ fn waiting(tid: i32) -> Waiting {
     }
 }
 
+/// How many times a thread has gone to sleep (its voluntary context
+/// switches, `/proc/self/task/TID/status`): unchanged between two looks
+/// at a thread asleep in a system call, it slept through both in that one
+/// call.
+fn sleeps(tid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
 /// How often a request that arrives while the source does not answer is
 /// looked at: it fails the first time it is seen waiting on anything but
 /// its own computing.
 const STUCK_LOOK: Duration = Duration::from_millis(10);
+
+/// How often a request still running is looked at, in parts of its bound:
+/// a system call not marked as an access is found stuck at most a part
+/// after it has slept through the bound.
+const LOOKS_PER_BOUND: u32 = 4;
+
+/// Whether one request is stuck, looked at again and again until it ends.
+struct Judge {
+    running: Arc<OnceLock<Running>>,
+    armed_at: Instant,
+    /// The longest one access may take: the source timeout, or the
+    /// request's own shorter bound.
+    bound: Duration,
+    /// Armed while the source did not answer: looked at every
+    /// `STUCK_LOOK`, failed as soon as it is seen waiting on it.
+    arrived_stuck: bool,
+    /// The thread's count of sleeps when first seen asleep in a system call
+    /// that is not an access, and when.
+    asleep: Option<(u64, Instant)>,
+}
+
+impl Judge {
+    /// When to look at the request again, or `None` when it is stuck.
+    fn next_look(&mut self, timer: &Timer, now: Instant) -> Option<Instant> {
+        let again = now
+            + if self.arrived_stuck {
+                STUCK_LOOK
+            } else {
+                (self.bound / LOOKS_PER_BOUND).max(STUCK_LOOK)
+            };
+        let Some(running) = self.running.get() else {
+            // Queued for a thread: failed once queued a whole bound.
+            let waited = now.saturating_duration_since(self.armed_at);
+            return (self.arrived_stuck && waited < self.bound).then_some(again);
+        };
+        match timer.rule {
+            Rule::Access => {}
+            Rule::Nothing => return Some(again),
+            Rule::Request => {
+                return match waiting(running.tid) {
+                    Waiting::Computing => Some(now + timer.timeout),
+                    Waiting::OnThisDaemon => {
+                        (timer.overdue.load(Ordering::Acquire) == 0).then_some(now + timer.timeout)
+                    }
+                    Waiting::OnTheSystem => None,
+                };
+            }
+        }
+        if let Some(since) = running.accesses.in_access_since() {
+            self.asleep = None;
+            let stuck_at = since + self.bound;
+            return (!self.arrived_stuck && now < stuck_at).then_some(stuck_at);
+        }
+        match waiting(running.tid) {
+            Waiting::Computing => {
+                self.asleep = None;
+                Some(again)
+            }
+            Waiting::OnThisDaemon => {
+                self.asleep = None;
+                (!timer.source_stuck_now(now)).then_some(again)
+            }
+            Waiting::OnTheSystem => {
+                let sleeps = sleeps(running.tid);
+                match self.asleep {
+                    Some((n, since)) if Some(n) == sleeps => {
+                        let limit = if self.arrived_stuck {
+                            STUCK_LOOK
+                        } else {
+                            self.bound
+                        };
+                        (now.saturating_duration_since(since) < limit).then_some(again)
+                    }
+                    _ => {
+                        self.asleep = sleeps.map(|n| (n, now));
+                        Some(again)
+                    }
+                }
+            }
+        }
+    }
+}
 
 impl<R> Drop for Armed<R> {
     /// The request ended: its deadline is dropped, or, if it passed, the
@@ -169,12 +303,24 @@ impl Timer {
     fn holds(&self, asks: Asks) -> bool {
         asks != 0 && lock(&self.held).contains_key(&asks)
     }
+
+    /// Whether the source does not answer now: a request is past its
+    /// deadline, or an access on any thread (a request's, or a helper's it
+    /// waits for) is older than the timeout.
+    fn source_stuck_now(&self, now: Instant) -> bool {
+        self.overdue.load(Ordering::Acquire) > 0
+            || access::oldest().is_some_and(|t| now.saturating_duration_since(t) >= self.timeout)
+    }
 }
 
 impl Deadlines {
     /// For requests on the library `source` (named in the log), each
     /// bounded by `timeout`.
     pub(crate) fn new(source: String, timeout: Duration) -> Deadlines {
+        Self::with_rule(source, timeout, Rule::from_env())
+    }
+
+    fn with_rule(source: String, timeout: Duration, rule: Rule) -> Deadlines {
         Deadlines {
             timer: Arc::new(Timer {
                 pending: Mutex::new(BTreeMap::new()),
@@ -186,6 +332,7 @@ impl Deadlines {
                 asks_hasher: hashbrown::DefaultHashBuilder::default(),
                 source,
                 timeout,
+                rule,
             }),
         }
     }
@@ -234,32 +381,30 @@ impl Deadlines {
             self.timer.next.fetch_add(1, Ordering::Relaxed),
         );
         let expiring = slot.clone();
-        let tid = Arc::new(AtomicI32::new(0));
-        let running = tid.clone();
+        let running = Arc::new(OnceLock::new());
+        let mut judge = Judge {
+            running: running.clone(),
+            armed_at,
+            bound,
+            arrived_stuck,
+            asleep: None,
+        };
         let timer = self.timer.clone();
         let mut fallback = Some(fallback);
         let key_slot = Arc::new(Mutex::new(key));
         let moving = key_slot.clone();
         let expiry: Expiry = Box::new(move || {
+            let now = Instant::now();
             // Answered already (the request is only finishing up): nothing
             // waits on it.
-            let answered = lock(&expiring).is_none();
-            let more = answered
-                || match waiting(running.load(Ordering::Acquire)) {
-                    Waiting::Computing => true,
-                    // Queued for a thread: failed once queued a whole bound.
-                    Waiting::NotStarted => arrived_stuck && armed_at.elapsed() < bound,
-                    Waiting::OnThisDaemon => timer.overdue.load(Ordering::Acquire) == 0,
-                    Waiting::OnTheSystem => false,
-                };
-            if more {
-                let next = if arrived_stuck {
-                    STUCK_LOOK
-                } else {
-                    timer.timeout
-                };
+            let next = if lock(&expiring).is_none() {
+                Some(now + timer.timeout)
+            } else {
+                judge.next_look(&timer, now)
+            };
+            if let Some(next) = next {
                 let mut key = lock(&moving);
-                key.0 = Instant::now() + next;
+                key.0 = next;
                 return Some(*key);
             }
             timer.hold(asks);
@@ -291,7 +436,7 @@ impl Deadlines {
         Some(Armed {
             slot,
             key: key_slot,
-            tid,
+            running,
             asks,
             timer: self.timer.clone(),
         })
@@ -544,6 +689,117 @@ mod tests {
         assert!(!d.source_stuck(), "counted as stuck after answering");
         finishing.join().unwrap();
         assert!(!d.source_stuck());
+    }
+
+    /// A request on a thread that makes `n` accesses of `each` (a sleep
+    /// standing in for a system call on the source), or one long access
+    /// when `n` is 1; ended (dropped) at once after.
+    fn accesses(
+        d: &Deadlines,
+        n: u32,
+        each: Duration,
+        sent: mpsc::Sender<&'static str>,
+    ) -> std::thread::JoinHandle<Option<&'static str>> {
+        let armed = arm(d, "accesses", None, move |r| sent.send(r).unwrap());
+        std::thread::spawn(move || {
+            armed.running_here();
+            for _ in 0..n {
+                access::one(|| std::thread::sleep(each));
+            }
+            armed.take()
+        })
+    }
+
+    #[test]
+    fn a_request_whose_accesses_keep_returning_is_never_stuck() {
+        let timeout = Duration::from_millis(100);
+        let d = Deadlines::new("lib".into(), timeout);
+        let (sent, got) = mpsc::channel();
+        // Ten times the timeout in all, each access a third of it.
+        let slow = accesses(&d, 30, timeout / 3, sent);
+        assert_eq!(slow.join().unwrap(), Some("accesses"), "not failed");
+        assert!(got.try_recv().is_err());
+        assert!(!d.source_stuck());
+    }
+
+    #[test]
+    fn the_whole_request_rule_fails_the_same_request() {
+        let timeout = Duration::from_millis(100);
+        let d = Deadlines::with_rule("lib".into(), timeout, Rule::Request);
+        let (sent, got) = mpsc::channel();
+        let slow = accesses(&d, 30, timeout / 3, sent);
+        assert_eq!(got.recv_timeout(Duration::from_secs(5)), Ok("accesses"));
+        assert_eq!(slow.join().unwrap(), None);
+    }
+
+    #[test]
+    fn one_access_past_the_timeout_fails_its_request_in_time() {
+        let timeout = Duration::from_millis(300);
+        let d = Deadlines::new("lib".into(), timeout);
+        let (sent, got) = mpsc::channel();
+        let start = Instant::now();
+        // Busy first, so that the access begins well after the request.
+        let armed = arm(&d, (), None, move |_| sent.send(start.elapsed()).unwrap());
+        let began = Arc::new(OnceLock::new());
+        let stuck = std::thread::spawn({
+            let began = began.clone();
+            move || {
+                armed.running_here();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(200) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                access::one(|| {
+                    began.set(start.elapsed()).unwrap();
+                    std::thread::sleep(Duration::from_secs(2))
+                });
+                armed.take()
+            }
+        });
+        let failed_after = got.recv_timeout(Duration::from_secs(5)).unwrap();
+        let began = *began.get().unwrap();
+        assert!(
+            failed_after >= began + timeout && failed_after < began + timeout + timeout / 2,
+            "failed after {failed_after:?}, the access began at {began:?}"
+        );
+        assert!(d.source_stuck());
+        assert_eq!(stuck.join().unwrap(), None);
+        assert!(!d.source_stuck(), "answers again");
+    }
+
+    #[test]
+    fn a_request_waiting_for_a_helper_whose_access_is_stuck_fails() {
+        let timeout = Duration::from_millis(200);
+        let d = Deadlines::new("lib".into(), timeout);
+        let (sent, got) = mpsc::channel();
+        let start = Instant::now();
+        let armed = arm(&d, (), None, move |_| sent.send(start.elapsed()).unwrap());
+        let waiter = std::thread::spawn(move || {
+            armed.running_here();
+            // The helper's access outlasts the timeout; the request waits
+            // on a futex for it.
+            let helper = std::thread::spawn(|| {
+                access::one(|| std::thread::sleep(Duration::from_millis(1500)))
+            });
+            helper.join().unwrap();
+            armed.take()
+        });
+        let failed_after = got.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(
+            failed_after < Duration::from_millis(1000),
+            "{failed_after:?}"
+        );
+        assert_eq!(waiter.join().unwrap(), None);
+    }
+
+    #[test]
+    fn nothing_bounded_fails_nothing() {
+        let timeout = Duration::from_millis(100);
+        let d = Deadlines::with_rule("lib".into(), timeout, Rule::Nothing);
+        let (sent, got) = mpsc::channel();
+        let stuck = accesses(&d, 1, timeout * 4, sent);
+        assert_eq!(stuck.join().unwrap(), Some("accesses"));
+        assert!(got.try_recv().is_err());
     }
 
     #[test]

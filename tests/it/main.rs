@@ -31,6 +31,7 @@ mod options;
 mod persist;
 mod properties;
 mod python_reader;
+mod slow_source;
 mod soak;
 mod source_down;
 mod store_ahead;

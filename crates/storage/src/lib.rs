@@ -11,6 +11,7 @@ use std::ffi::OsString;
 use std::ops::Range;
 use std::time::SystemTime;
 
+pub mod access;
 mod error;
 mod local;
 mod path;

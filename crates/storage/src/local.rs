@@ -1,15 +1,17 @@
 //! A library in a local directory, read with `std::fs` without following
 //! symlinks (the rules of the library layer's scans and chapter reads).
+//! Each system call on the library's files is one `access`, a big read
+//! made in `access::READ_CHUNK`s.
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::Read;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::access;
 use crate::{Entry, Kind, LocalStamp, Object, RelPath, Storage, StorageError, Version};
 
 /// How often a read is tried again when the file changes while it is
@@ -95,12 +97,14 @@ impl LocalStorage {
         if path.is_root() {
             return Err(StorageError::not_found(path.to_string()));
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.full_path(path))
-            .map_err(|e| self.io_error(path, e))?;
-        let meta = f.metadata().map_err(|e| self.io_error(path, e))?;
+        let f = access::one(|| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(self.full_path(path))
+        })
+        .map_err(|e| self.io_error(path, e))?;
+        let meta = access::one(|| f.metadata()).map_err(|e| self.io_error(path, e))?;
         if !meta.is_file() {
             return Err(StorageError::not_found(path.to_string()));
         }
@@ -126,7 +130,7 @@ impl LocalStorage {
                 return Err(changed());
             }
             let bytes = read_once(&f, &meta).map_err(|e| self.io_error(path, e))?;
-            let after = f.metadata().map_err(|e| self.io_error(path, e))?;
+            let after = access::one(|| f.metadata()).map_err(|e| self.io_error(path, e))?;
             if Version::Local(stamp(&after)) == before {
                 return Ok(Object {
                     bytes,
@@ -147,7 +151,7 @@ impl Storage for LocalStorage {
     }
 
     fn check(&self) -> Result<(), StorageError> {
-        let meta = std::fs::metadata(&self.root)
+        let meta = access::one(|| std::fs::metadata(&self.root))
             .map_err(|e| StorageError::Other(format!("{}: {e}", self.root.display())))?;
         if !meta.is_dir() {
             return Err(StorageError::Other(format!(
@@ -155,7 +159,7 @@ impl Storage for LocalStorage {
                 self.root.display()
             )));
         }
-        std::fs::read_dir(&self.root)
+        access::one(|| std::fs::read_dir(&self.root))
             .map(drop)
             .map_err(|e| StorageError::Other(format!("{}: {e}", self.root.display())))
     }
@@ -164,18 +168,21 @@ impl Storage for LocalStorage {
     /// are left out, and an entry gone between the two is too.
     fn list(&self, dir: &RelPath) -> Result<Vec<Entry>, StorageError> {
         let full = self.full_path(dir);
-        let meta = std::fs::symlink_metadata(&full).map_err(|e| self.io_error(dir, e))?;
+        let meta =
+            access::one(|| std::fs::symlink_metadata(&full)).map_err(|e| self.io_error(dir, e))?;
         if !meta.is_dir() {
             return Err(StorageError::not_found(dir.to_string()));
         }
         let mut entries = Vec::new();
-        for e in std::fs::read_dir(&full).map_err(|e| self.io_error(dir, e))? {
+        let mut listing =
+            access::one(|| std::fs::read_dir(&full)).map_err(|e| self.io_error(dir, e))?;
+        while let Some(e) = access::one(|| listing.next()) {
             let e = e.map_err(|e| self.io_error(dir, e))?;
-            match e.file_type() {
+            match access::one(|| e.file_type()) {
                 Ok(t) if t.is_file() || t.is_dir() => {}
                 _ => continue,
             }
-            let meta = match std::fs::symlink_metadata(e.path()) {
+            let meta = match access::one(|| std::fs::symlink_metadata(e.path())) {
                 Ok(m) => m,
                 Err(err) if is_absence(&err) => continue,
                 Err(err) => return Err(self.io_error(dir, err)),
@@ -187,8 +194,8 @@ impl Storage for LocalStorage {
     }
 
     fn stat(&self, path: &RelPath) -> Result<Entry, StorageError> {
-        let meta =
-            std::fs::symlink_metadata(self.full_path(path)).map_err(|e| self.io_error(path, e))?;
+        let meta = access::one(|| std::fs::symlink_metadata(self.full_path(path)))
+            .map_err(|e| self.io_error(path, e))?;
         let name = path.file_name().unwrap_or_default().to_owned();
         entry(name, &meta).ok_or_else(|| StorageError::not_found(path.to_string()))
     }
@@ -197,17 +204,25 @@ impl Storage for LocalStorage {
         let full = self.full_path(path);
         let aside = full.with_extension("novelfs-part");
         if let Some(dir) = full.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| self.io_error(path, e))?;
+            access::one(|| std::fs::create_dir_all(dir)).map_err(|e| self.io_error(path, e))?;
         }
-        std::fs::write(&aside, bytes).map_err(|e| self.io_error(path, e))?;
-        std::fs::rename(&aside, &full).map_err(|e| self.io_error(path, e))
+        access::one(|| std::fs::write(&aside, bytes)).map_err(|e| self.io_error(path, e))?;
+        access::one(|| std::fs::rename(&aside, &full)).map_err(|e| self.io_error(path, e))
     }
 
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
         self.read_checked(path, version, |f, meta| {
-            let mut bytes = Vec::with_capacity(meta.len() as usize);
-            let mut f = f;
-            f.read_to_end(&mut bytes)?;
+            // The size `fstat` gave, then whatever the file grew by.
+            let mut bytes = vec![0; meta.len() as usize];
+            let done = access::read_at(f, &mut bytes, 0)?;
+            bytes.truncate(done);
+            let mut more = [0u8; 8192];
+            loop {
+                match access::read_at(f, &mut more, bytes.len() as u64)? {
+                    0 => break,
+                    n => bytes.extend_from_slice(&more[..n]),
+                }
+            }
             Ok(bytes)
         })
     }
@@ -222,13 +237,7 @@ impl Storage for LocalStorage {
             let end = range.end.min(meta.len());
             let len = end.saturating_sub(range.start) as usize;
             let mut bytes = vec![0; len];
-            let mut done = 0;
-            while done < len {
-                match f.read_at(&mut bytes[done..], range.start + done as u64)? {
-                    0 => break,
-                    n => done += n,
-                }
-            }
+            let done = access::read_at(f, &mut bytes, range.start)?;
             bytes.truncate(done);
             Ok(bytes)
         })

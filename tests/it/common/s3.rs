@@ -1,7 +1,8 @@
 //! A library in an S3 bucket, as a host reading one through s3fs sees it:
 //! the test-owned S3 server (`s3_server`: moto on 127.0.0.1), a bucket
 //! holding a copy of a library, and an s3fs mount of that bucket, which
-//! talks to moto directly (not through the counting proxy). The mount is
+//! talks to moto directly, or through the proxy (`mount_through_proxy`:
+//! latency and stalls on demand, with `set`). The mount is
 //! unmounted and the server killed on drop, even when a check fails.
 //! `None` (the test skips, see `common::skip`) where s3fs or moto_server
 //! cannot be had.
@@ -30,6 +31,16 @@ impl S3 {
     /// a second. Says the test skips and returns `None` when s3fs or moto_server
     /// is missing; panics when they are there but fail.
     pub fn mount(library: &Path) -> Option<S3> {
+        S3::mount_with(library, false)
+    }
+
+    /// Like `mount`, with s3fs talking to the proxy, so that `set` can slow
+    /// or stall its requests.
+    pub fn mount_through_proxy(library: &Path) -> Option<S3> {
+        S3::mount_with(library, true)
+    }
+
+    fn mount_with(library: &Path, through_proxy: bool) -> Option<S3> {
         let Some(s3fs) = find_tool(&["s3fs"]) else {
             super::skip("s3fs is not installed: .ci/run installs it");
             return None;
@@ -46,11 +57,16 @@ impl S3 {
             server,
             s3fs: None,
         };
-        me.mount_s3fs(&s3fs);
+        let url = if through_proxy {
+            me.server.endpoint()
+        } else {
+            me.server.moto_endpoint()
+        };
+        me.mount_s3fs(&s3fs, &url);
         Some(me)
     }
 
-    fn mount_s3fs(&mut self, s3fs: &Path) {
+    fn mount_s3fs(&mut self, s3fs: &Path, url: &str) {
         let d = self.dir.path();
         let passwd = d.join("passwd");
         std::fs::write(&passwd, "testing:testing\n").unwrap();
@@ -62,7 +78,7 @@ impl S3 {
             .arg(BUCKET)
             .arg(&mnt)
             .arg("-f")
-            .args(["-o", &format!("url={}", self.server.moto_endpoint())])
+            .args(["-o", &format!("url={url}")])
             .args(["-o", "use_path_request_style"])
             .args(["-o", &format!("passwd_file={}", passwd.display())])
             .args(["-o", "stat_cache_expire=1"])
@@ -99,6 +115,12 @@ impl S3 {
     /// Deletes the object `key`.
     pub fn delete(&self, key: &str) {
         self.server.delete(BUCKET, key);
+    }
+
+    /// Sets the proxy's latency and faults (`latency_ms=20`, `stall=-1`,
+    /// …; see tests/s3/proxy.py): only a mount through the proxy feels them.
+    pub fn set(&self, settings: &str) {
+        self.server.set(settings);
     }
 }
 

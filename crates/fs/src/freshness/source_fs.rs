@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::racy::{self, COARSE_GRANULARITY, FINE_GRANULARITY, NETWORK_CACHES};
 use crate::cache::Stamp;
+use novelfs_library::backing::access;
 
 /// Filesystems whose changes may come from elsewhere than this kernel.
 const REMOTE: [i64; 12] = [
@@ -86,11 +87,11 @@ impl SourceFs {
     /// The profile of `novels_dir`, on a mount of type `fs_type` (from
     /// mountinfo, when known).
     pub(crate) fn of(novels_dir: &Path, fs_type: Option<&str>) -> SourceFs {
-        let magic = nix::sys::statfs::statfs(novels_dir)
+        let magic = access::one(|| nix::sys::statfs::statfs(novels_dir))
             .ok()
             .map(|st| st.filesystem_type().0);
         let remote = magic.is_none_or(|m| REMOTE.contains(&m));
-        let meta = std::fs::symlink_metadata(novels_dir).ok();
+        let meta = access::one(|| std::fs::symlink_metadata(novels_dir)).ok();
         let fine = magic.is_some_and(|m| FINE.contains(&m))
             && meta.as_ref().is_some_and(|m| m.ctime_nsec() != 0);
         let granularity = if remote {
@@ -132,7 +133,7 @@ impl SourceFs {
 /// elsewhere: asked of each book directory as it is watched, since a book
 /// may be a mount of its own inside `novels/`.
 pub(crate) fn remote(dir: &Path) -> bool {
-    match nix::sys::statfs::statfs(dir) {
+    match access::one(|| nix::sys::statfs::statfs(dir)) {
         Ok(st) => REMOTE.contains(&st.filesystem_type().0),
         Err(_) => true,
     }

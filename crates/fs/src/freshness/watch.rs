@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use novelfs_library::backing::access;
 use novelfs_library::scan::is_chapter_file_name;
 
 use super::source_fs::{self, SourceFs};
@@ -118,14 +119,17 @@ impl Watch {
 
     fn add(&self, dir: &Path, mask: u32) -> Option<i32> {
         let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
-        // SAFETY: valid fd and NUL-terminated path.
-        let wd = unsafe {
-            libc::inotify_add_watch(
-                self.fd.as_raw_fd(),
-                path.as_ptr(),
-                mask | libc::IN_ONLYDIR | libc::IN_DONT_FOLLOW,
-            )
-        };
+        // A lookup of `dir` on the library's filesystem: one access.
+        let wd = access::one(|| {
+            // SAFETY: valid fd and NUL-terminated path.
+            unsafe {
+                libc::inotify_add_watch(
+                    self.fd.as_raw_fd(),
+                    path.as_ptr(),
+                    mask | libc::IN_ONLYDIR | libc::IN_DONT_FOLLOW,
+                )
+            }
+        });
         if wd < 0 {
             log::warn!(
                 "cannot watch {}: {}",

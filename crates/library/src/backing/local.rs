@@ -2,18 +2,37 @@
 //! `lstat` for metadata, files opened without following symlinks, the
 //! kernel's page cache asked whether bytes are at hand (`cachestat`) and
 //! told what to read ahead (`POSIX_FADV_WILLNEED`, on a thread of its own).
+//! Each system call on the library's files is one `access` (what
+//! `--source-timeout` bounds); a big read is made in `access::READ_CHUNK`s,
+//! so that one access asks the source for a bounded amount.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use super::{Backing, EntryKind, Meta, Opened};
+use super::{Backing, EntryKind, Meta, Opened, access};
+
+/// Opens the regular file at `path` for reading, without following a
+/// symlink or blocking on a FIFO swapped in: one access.
+fn open_file(path: &Path) -> io::Result<File> {
+    access::one(|| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+    })
+}
+
+/// The metadata of an open file (`fstat`): one access.
+fn metadata_of(file: &File) -> io::Result<std::fs::Metadata> {
+    access::one(|| file.metadata())
+}
 
 /// A library rooted at a local directory (absolute and canonical).
 #[derive(Debug)]
@@ -43,11 +62,9 @@ impl LocalBacking {
             .name("novelfs-readahead".into())
             .spawn(move || {
                 for path in rx.into_iter().flatten() {
-                    let opened = std::fs::OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                        .open(&path);
-                    if let Ok(f) = opened {
+                    if let Ok(f) = open_file(&path) {
+                        // Not an access: the advice starts reads and
+                        // returns, and no request waits on this thread.
                         // SAFETY: advice on an open descriptor; no memory involved.
                         unsafe {
                             libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED)
@@ -73,9 +90,12 @@ fn is_absence(e: &io::Error) -> bool {
 impl Backing for LocalBacking {
     fn list(&self, dir: &Path) -> io::Result<Vec<(OsString, EntryKind)>> {
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(self.full(dir))? {
+        let mut entries = access::one(|| std::fs::read_dir(self.full(dir)))?;
+        // Each step may read a page of the listing (`getdents`), and a file
+        // type the listing lacks is an `lstat`: an access each.
+        while let Some(entry) = access::one(|| entries.next()) {
             let entry = entry?;
-            let kind = match entry.file_type() {
+            let kind = match access::one(|| entry.file_type()) {
                 Ok(t) if t.is_file() => EntryKind::File,
                 Ok(t) if t.is_dir() => EntryKind::Dir,
                 _ => continue,
@@ -86,7 +106,7 @@ impl Backing for LocalBacking {
     }
 
     fn stat(&self, path: &Path) -> io::Result<Option<Meta>> {
-        match std::fs::symlink_metadata(self.full(path)) {
+        match access::one(|| std::fs::symlink_metadata(self.full(path))) {
             Ok(m) => Ok(Meta::from_std(&m)),
             Err(e) if is_absence(&e) => Ok(None),
             Err(e) => Err(e),
@@ -94,16 +114,12 @@ impl Backing for LocalBacking {
     }
 
     fn open(&self, path: &Path) -> io::Result<Option<Box<dyn Opened>>> {
-        let f = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.full(path))
-        {
+        let f = match open_file(&self.full(path)) {
             Ok(f) => f,
             Err(e) if is_absence(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let meta = match Meta::from_std(&f.metadata()?) {
+        let meta = match Meta::from_std(&metadata_of(&f)?) {
             Some(m) if m.is_file() => m,
             _ => return Ok(None),
         };
@@ -141,11 +157,11 @@ impl Opened for LocalFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.file.read_at(buf, offset)
+        access::read_at(&self.file, buf, offset)
     }
 
     fn unchanged(&self) -> io::Result<bool> {
-        Ok(Meta::from_std(&self.file.metadata()?).as_ref() == Some(&self.meta))
+        Ok(Meta::from_std(&metadata_of(&self.file)?).as_ref() == Some(&self.meta))
     }
 }
 
@@ -194,7 +210,7 @@ pub(crate) fn cached_pages(f: &File, len: u64) -> Option<u64> {
 /// An open local file as the library reads one (what `Backing::open`
 /// gives for a local library), for a file opened elsewhere.
 pub fn opened_file(file: File) -> io::Result<Box<dyn Opened>> {
-    let meta = Meta::from_std(&file.metadata()?)
+    let meta = Meta::from_std(&metadata_of(&file)?)
         .ok_or_else(|| io::Error::other("not a regular file or directory"))?;
     Ok(Box::new(LocalFile { file, meta }))
 }

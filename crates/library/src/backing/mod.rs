@@ -18,6 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use bucket::BucketBacking;
 pub use local::{LocalBacking, in_page_cache, opened_file};
+/// Each system call on a local library's files is one access, marked for
+/// the mount's `--source-timeout` (see `novelfs_storage::access`).
+pub use novelfs_storage::access;
 
 /// What a name in a library directory is: only files and directories count
 /// (a symlink is never followed, so nothing outside the library is read).
