@@ -75,8 +75,9 @@ pub(crate) fn serve(
     let mut cfg = fuser_config(access, config.threads, can_clone);
     #[cfg(feature = "io-uring")]
     {
-        cfg.io_uring = if handoff.is_some() {
-            // Failover takes over the /dev/fuse transport only.
+        cfg.io_uring = if handoff.is_some() && !handoff::switched_off("dev_fuse") {
+            // A ring cannot be handed to a next server (see
+            // `transport::failover_keeps_to_dev_fuse`).
             fuser::IoUringMode::Off
         } else {
             config.io_uring.to_fuser()
@@ -123,7 +124,13 @@ pub(crate) fn serve(
     };
     let transport = match session.io_uring_queues() {
         Some(n) => format!("FUSE over io_uring, {n} queues"),
-        None => "classic /dev/fuse".to_string(),
+        None => match handoff
+            .as_ref()
+            .and_then(|_| super::transport::failover_keeps_to_dev_fuse(config.io_uring))
+        {
+            Some(why) => format!("classic /dev/fuse, {why}"),
+            None => "classic /dev/fuse".to_string(),
+        },
     };
     match handoff.as_mut() {
         Some(h) if resumed => {
@@ -138,7 +145,7 @@ pub(crate) fn serve(
                 }
             };
             log::info!(
-                "server {} (pid {}) took over {} from the holder (pid {}): no INIT, {replayed}, resend of unanswered requests {resend}",
+                "server {} (pid {}) took over {} from the holder (pid {}): no INIT, transport: {transport}, {replayed}, resend of unanswered requests {resend}",
                 h.generation,
                 std::process::id(),
                 mountpoint.display(),
