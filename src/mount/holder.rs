@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 use super::attach::attach;
 use super::config::MountConfig;
 use super::handoff::{self, Fds};
+use super::holder_lean::{Held, become_lean};
 use super::holder_os::{
-    BUFFER_BYTES, Buffer, block_signals, connected, fail_request, memfd, notify_resend, pollin,
-    process_pidfd, read_signal, thread_pidfd,
+    BUFFER_BYTES, Buffer, block_signals, connected, drop_mapped_code, fail_request, memfd,
+    notify_resend, pollin, process_pidfd, read_signal, thread_pidfd,
 };
 use super::mountinfo::mount_id;
 use super::mountpoint::{detach_if_ours, unmount};
@@ -81,9 +82,10 @@ struct Holder<'a> {
     status: Option<std::fs::File>,
 }
 
-/// Mounts, starts the first server, and keeps the mount served until it
-/// goes; returns the exit code. `ready_pipe` (the waiting CLI) goes to the
-/// first server, which reports on it.
+/// Mounts, then holds the mount from a lean process (this one, exec'd
+/// again: see `holder_lean`), which starts the first server and keeps the
+/// mount served until it goes; returns the exit code. `ready_pipe` (the
+/// waiting CLI) goes to the first server, which reports on it.
 pub(crate) fn hold(
     config: &MountConfig,
     mountpoint: &Path,
@@ -125,8 +127,47 @@ pub(crate) fn hold(
             return 1;
         }
     };
-    let mut h = Holder {
+    drop(signals);
+    let held = Held {
         fuse: attached.fd,
+        journal,
+        state,
+        ready: ready_pipe,
+        watchdog: watchdog.map(Watchdog::into_fd),
+        mountpoint: mountpoint.to_path_buf(),
+        given_in,
+        mount_id,
+    };
+    keep_mount(become_lean(held))
+}
+
+/// Starts the first server on the mount `held` and keeps the mount served
+/// until it goes; returns the exit code. Runs in the lean holder (see
+/// `holder_lean`), or in the mount command's process if that cannot start.
+pub(crate) fn keep_mount(held: Held) -> i32 {
+    // Blocked since before the mount (the mask crosses the exec, and what
+    // came meanwhile is pending): a signalfd of this process's own.
+    let signals = match block_signals() {
+        Ok(fd) => fd,
+        Err(e) => {
+            detach_if_ours(&held.mountpoint, held.mount_id);
+            report(held.ready, &format!("the holder cannot take signals: {e}"));
+            return 1;
+        }
+    };
+    let Held {
+        fuse,
+        journal,
+        state,
+        ready: ready_pipe,
+        watchdog: _watchdog,
+        mountpoint,
+        given_in,
+        mount_id,
+    } = held;
+    let mountpoint = mountpoint.as_path();
+    let mut h = Holder {
+        fuse,
         journal,
         state,
         signals,
@@ -375,6 +416,8 @@ impl Holder<'_> {
     /// whole process would wait for ever.
     fn wait_event(&mut self) -> Event {
         loop {
+            // Sleeping: the code run since the last sleep need not stay mapped.
+            drop_mapped_code();
             let mut fds = [
                 pollin(self.signals.as_raw_fd()),
                 pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),

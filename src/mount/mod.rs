@@ -15,6 +15,7 @@ mod fuse;
 pub mod fusermount;
 mod handoff;
 mod holder;
+pub(crate) mod holder_lean;
 mod holder_os;
 pub(crate) mod library_at;
 pub(crate) mod logging;
