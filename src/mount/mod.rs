@@ -9,6 +9,7 @@ mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod deadline;
+pub(crate) mod failover;
 #[macro_use]
 mod read_only;
 mod fuse;

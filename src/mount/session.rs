@@ -158,11 +158,10 @@ pub(crate) fn serve(
             {
                 log::warn!("cannot keep the INIT parameters for a next server: {e}");
             }
+            // The holder's own line follows, with both pids.
             log::info!(
-                "mounted {library_root} at {} (transport: {transport}; failover: the holder, pid {}, keeps the connection, this server is pid {}; {}; log: {})",
+                "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
                 mountpoint.display(),
-                h.holder,
-                std::process::id(),
                 freshness_of(&fs),
                 logging::destination()
             );
@@ -176,6 +175,9 @@ pub(crate) fn serve(
     }
     if let Some(why) = &config.no_index_because {
         log::warn!("{why}");
+    }
+    if let Some(why) = &config.failover_off_because {
+        log::info!("{why}");
     }
     if let Some(why) = logging::lost() {
         // Said once the mount is made, so that it never precedes a refusal.

@@ -55,8 +55,7 @@ pub(crate) fn kernel_enabled() -> Option<bool> {
 /// `/dev/fuse` reader; a reader would wait for ever. Failover therefore
 /// never lets INIT accept io_uring (docs/mounting.md).
 pub(crate) fn failover_keeps_to_dev_fuse(mode: IoUring) -> Option<&'static str> {
-    let offered = cfg!(feature = "io-uring") && kernel_enabled() == Some(true);
-    (mode != IoUring::Off && offered).then_some(
+    (mode != IoUring::Off && super::failover::io_uring_offered()).then_some(
         "not io_uring, which the kernel offers: Linux cannot hand a ring to a next server \
          (requests a dead server held in its ring entries are never resent), so failover serves \
          through /dev/fuse",

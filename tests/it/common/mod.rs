@@ -326,6 +326,23 @@ impl Mount {
         self.child.as_ref().expect("daemon running").id()
     }
 
+    /// The process that serves the requests: the holder's child named
+    /// `novelfs-server` when the mount has a holder (failover, on by
+    /// default), else the daemon itself. What a test measures the memory
+    /// or CPU time of.
+    pub fn server_pid(&self) -> u32 {
+        let pid = self.pid();
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "novelfs-server")
+            })
+            .unwrap_or(pid)
+    }
+
     /// The daemon has not exited and the mount still answers a listing.
     pub fn alive(&mut self) -> bool {
         let running = self
