@@ -92,7 +92,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         return Err(conflict(a, b));
     }
     let (failover, failover_off_because) =
-        failover.resolve(io_uring, crate::mount::failover::io_uring_offered());
+        failover.resolve(io_uring, crate::mount::transport::io_uring_offered());
     let at = LibraryAt::parse(&args.root)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),

@@ -134,7 +134,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     if config.failover {
         // This process stays as the holder; a child serves.
-        return super::holder::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
+        return super::holder_lean::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
     }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.

@@ -5,7 +5,7 @@
 //! over (`transport::failover_keeps_to_dev_fuse`): the default transport
 //! keeps its speed, and a mount on `/dev/fuse` survives its server.
 
-use super::transport::{self, IoUring};
+use super::transport::IoUring;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Failover {
@@ -54,11 +54,6 @@ impl Failover {
             (Failover::Auto, IoUring::Auto) => (true, None),
         }
     }
-}
-
-/// Whether this kernel (and build) offers FUSE over io_uring now.
-pub(crate) fn io_uring_offered() -> bool {
-    cfg!(feature = "io-uring") && transport::kernel_enabled() == Some(true)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The holder's lean start. The mount command's process has parsed the
+//! How the holder starts (`hold`): the mount command's process mounts,
+//! makes the two memfds, and becomes the lean holder. It has parsed the
 //! arguments, checked the library and mounted: its heap and the code pages
 //! it touched are several MiB that the holder never uses again. So once the
 //! mount is made, it execs this binary again in a mode that runs the
@@ -12,11 +13,19 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::attach::attach;
+use super::config::MountConfig;
 use super::handoff;
+use super::holder::{Held, keep_mount};
+use super::holder_os::{block_signals, memfd};
 use super::logging;
+use super::mountinfo::mount_id;
+use super::mountpoint::detach_if_ours;
+use super::process::report_failure as report;
+use super::watchdog::Watchdog;
 
 /// What the lean holder is handed, in its environment.
 const VAR: &str = "NOVELFS_HOLD";
@@ -24,19 +33,63 @@ const MOUNTPOINT_VAR: &str = "NOVELFS_HOLD_MOUNTPOINT";
 const DIR_VAR: &str = "NOVELFS_HOLD_DIR";
 const LOG_VAR: &str = "NOVELFS_HOLD_LOG";
 
-/// What the holder holds once the mount is made.
-pub(crate) struct Held {
-    pub fuse: OwnedFd,
-    pub journal: OwnedFd,
-    pub state: OwnedFd,
-    /// The pipe to the CLI waiting for the mount (daemonized mounts).
-    pub ready: Option<OwnedFd>,
-    /// auto_unmount's pipe: its watchdog acts once every copy is closed.
-    pub watchdog: Option<OwnedFd>,
-    pub mountpoint: PathBuf,
-    /// Where the arguments were given from (servers parse them again).
-    pub given_in: Option<PathBuf>,
-    pub mount_id: Option<u64>,
+/// Mounts, then holds the mount from a lean process (this one, exec'd
+/// again: see `holder_lean`), which starts the first server and keeps the
+/// mount served until it goes; returns the exit code. `ready_pipe` (the
+/// waiting CLI) goes to the first server, which reports on it.
+pub(crate) fn hold(
+    config: &MountConfig,
+    mountpoint: &Path,
+    given_in: Option<std::path::PathBuf>,
+    mut watchdog: Option<Watchdog>,
+    ready_pipe: Option<OwnedFd>,
+) -> i32 {
+    let signals = match block_signals() {
+        Ok(fd) => fd,
+        Err(e) => {
+            report(ready_pipe, &format!("the holder cannot take signals: {e}"));
+            return 1;
+        }
+    };
+    let library_root = std::fs::canonicalize(&config.root)
+        .unwrap_or_else(|_| config.root.clone())
+        .to_string_lossy()
+        .into_owned();
+    let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
+    let attached = match attach(&config.kernel, source, mountpoint) {
+        Ok(a) => a,
+        Err(msg) => {
+            report(ready_pipe, &msg);
+            return 1;
+        }
+    };
+    let mount_id = mount_id(mountpoint);
+    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
+        w.arm(id);
+    }
+    let (journal, state) = match (memfd(c"novelfs-inodes"), memfd(c"novelfs-init")) {
+        (Ok(j), Ok(s)) => (j, s),
+        (Err(e), _) | (_, Err(e)) => {
+            detach_if_ours(mountpoint, mount_id);
+            report(
+                ready_pipe,
+                &format!("the holder cannot keep its state: {e}"),
+            );
+            return 1;
+        }
+    };
+    drop(signals);
+    let held = Held {
+        fuse: attached.fd,
+        journal,
+        state,
+        ready: ready_pipe,
+        watchdog: watchdog.map(Watchdog::into_fd),
+        mountpoint: mountpoint.to_path_buf(),
+        given_in,
+        mount_id,
+    };
+    keep_mount(become_lean(held))
 }
 
 /// Replaces this process with the lean holder, handing it `held`; returns
@@ -202,7 +255,7 @@ pub(crate) fn lean_main() -> Option<i32> {
         given_in,
         mount_id: d.mount_id,
     };
-    Some(super::holder::keep_mount(held))
+    Some(keep_mount(held))
 }
 
 /// Closes every descriptor above stderr but `keep` (whatever the mount

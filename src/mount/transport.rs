@@ -55,11 +55,16 @@ pub(crate) fn kernel_enabled() -> Option<bool> {
 /// `/dev/fuse` reader; a reader would wait for ever. Failover therefore
 /// never lets INIT accept io_uring (docs/mounting.md).
 pub(crate) fn failover_keeps_to_dev_fuse(mode: IoUring) -> Option<&'static str> {
-    (mode != IoUring::Off && super::failover::io_uring_offered()).then_some(
+    (mode != IoUring::Off && io_uring_offered()).then_some(
         "not io_uring, which the kernel offers: Linux cannot hand a ring to a next server \
          (requests a dead server held in its ring entries are never resent), so failover serves \
          through /dev/fuse",
     )
+}
+
+/// Whether this kernel (and build) offers FUSE over io_uring now.
+pub(crate) fn io_uring_offered() -> bool {
+    cfg!(feature = "io-uring") && kernel_enabled() == Some(true)
 }
 
 /// Refuses `io_uring=on` before mounting when the kernel cannot give it,
