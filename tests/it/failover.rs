@@ -65,6 +65,17 @@ fn server_of(holder: u32) -> Option<u32> {
         })
 }
 
+/// Whether the server `pid` serves: it starts its sentinel thread
+/// (`novelfs-sentinel`, see `handoff::Handoff::serving`) once it does.
+fn serves(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("novelfs-sentine"))
+        })
+    })
+}
+
 /// Aborts the mount's connection (its readers get ENOTCONN): what a failed
 /// test does so that no reader stays blocked for ever.
 fn abort_connection(mnt: &Path) {
@@ -154,6 +165,10 @@ fn readers_under_kills(
     readers: usize,
     kills: usize,
 ) -> (Outcome, usize) {
+    // One such run at a time: two at once on a small machine double the
+    // pauses each measures.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mnt = mount.path().to_path_buf();
     let expected = Arc::new(pages(&mnt));
     assert!(expected.len() > 40, "{} pages", expected.len());
@@ -214,8 +229,11 @@ fn readers_under_kills(
     for _ in 0..kills {
         std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
         let deadline = Instant::now() + Duration::from_secs(10);
+        // A server that serves: one killed before serving counts as a
+        // failed start, and three in a row make the holder give up (on a
+        // busy machine a server can take longer to start than the pause).
         let pid = loop {
-            if let Some(p) = server_of(holder) {
+            if let Some(p) = server_of(holder).filter(|&p| serves(p)) {
                 break Some(p);
             }
             if Instant::now() > deadline {
@@ -479,4 +497,32 @@ fn the_holder_stays_small_and_holds_nothing_of_the_library() {
         log.lock().unwrap()
     );
     assert!(mount.alive(), "the holder serves on");
+}
+
+/// Failover is on by default on `/dev/fuse` (the tests' mounts ask for
+/// it): a plain mount leaves a holder whose server can be killed under a
+/// reader, and `-o nofailover` leaves the daemon alone.
+#[test]
+fn a_plain_mount_has_a_holder_and_nofailover_has_none() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(2);
+    let plain = Mount::new(&root, &[]);
+    let page = plain.path().join("书/第1章.txt/offset-1.txt");
+    // Read first: the holder lists the mount before its server starts.
+    let first = read_uncached(&page).unwrap();
+    let holder = plain.pid();
+    let server = server_of(holder).expect("a plain mount's daemon is a holder with a server");
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    assert_eq!(
+        read_uncached(&page).unwrap(),
+        first,
+        "the next server serves"
+    );
+    let alone = Mount::new(&root, &["-o", "nofailover"]);
+    assert!(read_uncached(&alone.path().join("书/第1章.txt/offset-1.txt")).is_ok());
+    assert_eq!(server_of(alone.pid()), None, "no holder, no server child");
+    assert_eq!(alone.server_pid(), alone.pid());
 }
