@@ -260,9 +260,8 @@ pub struct MountCmd {
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
     /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
-    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE, failover (a
-    /// holder keeps the connection and restarts a server that dies; the
-    /// /dev/fuse transport only); for a library
+    /// max_chapter_bytes=SIZE, threads=N, state_file=FILE,
+    /// failover=auto|on|off (failover alone is on, nofailover off); for a library
     /// in a bucket endpoint_url=URL, region=REGION, profile=NAME,
     /// force_path_style. A flag wins over the same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
@@ -327,6 +326,17 @@ pub struct MountCmd {
     /// or no mount), off (the /dev/fuse loop). Same as -o io_uring=MODE.
     #[arg(long, value_name = "auto|on|off")]
     pub io_uring: Option<String>,
+    /// Whether the mount outlives its server: auto (the default) leaves a
+    /// holder, a small process that keeps the connection and starts a new
+    /// server when the server dies (a crash, kill -9, an OOM kill), so that
+    /// readers see a pause, not an error; unless FUSE over io_uring serves
+    /// the mount, whose rings a new server cannot take over. on: a holder,
+    /// over /dev/fuse (not with --io-uring on). off: no holder; the
+    /// daemon's death ends the mount. The holder is the daemon the log, ps
+    /// and systemd see; the server is its child, novelfs-server. Same as
+    /// -o failover=MODE.
+    #[arg(long, value_name = "auto|on|off")]
+    pub failover: Option<String>,
     #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// Use no persistent index: every chapter is read the first time it is

@@ -10,9 +10,11 @@ use crate::mount::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_THREADS, DEFAULT_TTL, KernelMount,
     MountConfig,
 };
+use crate::mount::failover::Failover;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::mountpoint::absolute;
 use crate::mount::options::{MountOptions, bad_value, conflict, parse_options, value};
+use crate::mount::transport::IoUring;
 use novelfs_fs::FsConfig;
 
 /// The type of the mount the library's `novels/` lies on (`None` when it
@@ -73,13 +75,24 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     let io_uring = flag("--io-uring", args.io_uring.as_deref(), value::io_uring)?
         .or(options.io_uring)
         .unwrap_or_default();
-    if options.failover && io_uring == crate::mount::transport::IoUring::On {
-        // The holder takes over the /dev/fuse transport only.
-        return Err(crate::mount::options::conflict(
-            "-o failover",
-            "io_uring=on",
-        ));
+    let failover_flag = flag("--failover", args.failover.as_deref(), value::failover)?;
+    let failover = failover_flag.or(options.failover).unwrap_or_default();
+    if failover == Failover::On && io_uring == IoUring::On {
+        // The holder serves through /dev/fuse only (see `failover`).
+        let a = if failover_flag.is_some() {
+            "--failover on"
+        } else {
+            "-o failover"
+        };
+        let b = if args.io_uring.is_some() {
+            "--io-uring on"
+        } else {
+            "-o io_uring=on"
+        };
+        return Err(conflict(a, b));
     }
+    let (failover, failover_off_because) =
+        failover.resolve(io_uring, crate::mount::transport::io_uring_offered());
     let at = LibraryAt::parse(&args.root)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),
@@ -137,7 +150,8 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
         no_index_because,
-        failover: options.failover,
+        failover,
+        failover_off_because,
         root,
         bucket,
         ahead_bytes,
@@ -228,6 +242,7 @@ mod tests {
             no_watch: false,
             log_file: None,
             io_uring: None,
+            failover: None,
             index_dir: None,
             no_index: false,
         }

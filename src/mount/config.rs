@@ -55,9 +55,12 @@ pub(crate) struct MountConfig {
     /// Why there is no persistent index though none was refused (no
     /// folder to keep it in), said once the mount is made.
     pub(crate) no_index_because: Option<String>,
-    /// `-o failover`: a holder keeps the connection and restarts a server
-    /// that dies (see `holder`).
+    /// A holder keeps the connection and restarts a server that dies (see
+    /// `failover` and `holder`).
     pub(crate) failover: bool,
+    /// Why `--failover auto` left it off (io_uring serves the mount), said
+    /// once the mount is made.
+    pub(crate) failover_off_because: Option<String>,
 }
 
 /// The memory for what the daemon keeps, by default.

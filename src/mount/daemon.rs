@@ -134,7 +134,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     if config.failover {
         // This process stays as the holder; a child serves.
-        return super::holder::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
+        return super::holder_lean::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
     }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.
@@ -172,6 +172,15 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
     // SAFETY: naming this thread (the process's comm), which the tests and
     // ps show; a valid NUL-terminated name.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"novelfs-server".as_ptr()) };
+    // The holder is the daemon a user or systemd sees: killing it ends the
+    // mount as killing the daemon does without one, so the server ends
+    // with it (the holder is single-threaded: the signal comes when the
+    // process ends). A holder already gone before this is seen here.
+    // SAFETY: prctl with an int argument.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    if std::os::unix::process::parent_id() != h.holder {
+        return 1;
+    }
     // SAFETY: as in `run`, before any thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);

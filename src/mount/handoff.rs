@@ -13,7 +13,7 @@ use fuser::{Negotiated, Version};
 /// The variable the holder sets for its server.
 pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 
-/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up`):
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code`):
 /// each turns one mechanism of failover off, so that a test can be seen
 /// failing without it.
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";

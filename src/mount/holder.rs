@@ -1,4 +1,4 @@
-//! The holder (`-o failover`): the process `novelfs mount` leaves, which
+//! The holder (failover, see `failover`): the process `novelfs mount` leaves, which
 //! owns the mount's `/dev/fuse` descriptor and runs the server as its
 //! child, this binary run again with the same arguments (`handoff`). When
 //! the server dies the connection stays, since the holder keeps the
@@ -9,7 +9,9 @@
 //! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause.
 //!
 //! The holder does nothing else: it never opens the library, never reads a
-//! request while a server runs, and allocates nothing in its loop. Servers
+//! request while a server runs, and allocates nothing while it waits (it
+//! reads its memory map after an event, to let go of the code it ran before
+//! sleeping again: `holder_os::drop_mapped_code`). Servers
 //! that keep dying (three in a row before serving, or more than
 //! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers every
 //! request EIO itself until the mount goes, the reason in the log.
@@ -18,21 +20,17 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use super::attach::attach;
-use super::config::MountConfig;
 use super::handoff::{self, Fds};
 use super::holder_os::{
-    BUFFER_BYTES, Buffer, block_signals, connected, fail_request, memfd, notify_resend, pollin,
-    process_pidfd, read_signal, thread_pidfd,
+    BUFFER_BYTES, Buffer, block_signals, connected, drop_mapped_code, fail_request, notify_resend,
+    pollin, process_pidfd, read_signal, thread_pidfd,
 };
-use super::mountinfo::mount_id;
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, report_failure as report};
-use super::watchdog::Watchdog;
 
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -81,52 +79,48 @@ struct Holder<'a> {
     status: Option<std::fs::File>,
 }
 
-/// Mounts, starts the first server, and keeps the mount served until it
-/// goes; returns the exit code. `ready_pipe` (the waiting CLI) goes to the
-/// first server, which reports on it.
-pub(crate) fn hold(
-    config: &MountConfig,
-    mountpoint: &Path,
-    given_in: Option<std::path::PathBuf>,
-    mut watchdog: Option<Watchdog>,
-    ready_pipe: Option<OwnedFd>,
-) -> i32 {
+/// What the holder holds once the mount is made.
+pub(crate) struct Held {
+    pub fuse: OwnedFd,
+    pub journal: OwnedFd,
+    pub state: OwnedFd,
+    /// The pipe to the CLI waiting for the mount (daemonized mounts).
+    pub ready: Option<OwnedFd>,
+    /// auto_unmount's pipe: its watchdog acts once every copy is closed.
+    pub watchdog: Option<OwnedFd>,
+    pub mountpoint: PathBuf,
+    /// Where the arguments were given from (servers parse them again).
+    pub given_in: Option<PathBuf>,
+    pub mount_id: Option<u64>,
+}
+
+/// Starts the first server on the mount `held` and keeps the mount served
+/// until it goes; returns the exit code. Runs in the lean holder (see
+/// `holder_lean`), or in the mount command's process if that cannot start.
+pub(crate) fn keep_mount(held: Held) -> i32 {
+    // Blocked since before the mount (the mask crosses the exec, and what
+    // came meanwhile is pending): a signalfd of this process's own.
     let signals = match block_signals() {
         Ok(fd) => fd,
         Err(e) => {
-            report(ready_pipe, &format!("the holder cannot take signals: {e}"));
+            detach_if_ours(&held.mountpoint, held.mount_id);
+            report(held.ready, &format!("the holder cannot take signals: {e}"));
             return 1;
         }
     };
-    let library_root = std::fs::canonicalize(&config.root)
-        .unwrap_or_else(|_| config.root.clone())
-        .to_string_lossy()
-        .into_owned();
-    let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
-    let attached = match attach(&config.kernel, source, mountpoint) {
-        Ok(a) => a,
-        Err(msg) => {
-            report(ready_pipe, &msg);
-            return 1;
-        }
-    };
-    let mount_id = mount_id(mountpoint);
-    if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
-        w.arm(id);
-    }
-    let (journal, state) = match (memfd(c"novelfs-inodes"), memfd(c"novelfs-init")) {
-        (Ok(j), Ok(s)) => (j, s),
-        (Err(e), _) | (_, Err(e)) => {
-            detach_if_ours(mountpoint, mount_id);
-            report(
-                ready_pipe,
-                &format!("the holder cannot keep its state: {e}"),
-            );
-            return 1;
-        }
-    };
+    let Held {
+        fuse,
+        journal,
+        state,
+        ready: ready_pipe,
+        watchdog: _watchdog,
+        mountpoint,
+        given_in,
+        mount_id,
+    } = held;
+    let mountpoint = mountpoint.as_path();
     let mut h = Holder {
-        fuse: attached.fd,
+        fuse,
         journal,
         state,
         signals,
@@ -375,6 +369,8 @@ impl Holder<'_> {
     /// whole process would wait for ever.
     fn wait_event(&mut self) -> Event {
         loop {
+            // Sleeping: the code run since the last sleep need not stay mapped.
+            drop_mapped_code();
             let mut fds = [
                 pollin(self.signals.as_raw_fd()),
                 pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),

@@ -159,3 +159,47 @@ pub(super) fn connected(fuse: RawFd) -> bool {
     let n = unsafe { libc::poll(&mut p, 1, 0) };
     !(n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
 }
+
+/// Lets go of the pages of code and read-only data the holder has mapped
+/// (of this binary and its shared libraries): the kernel maps a file's
+/// pages around each one touched (fault-around), so a few hundred KiB of
+/// code run once (starting a server, logging) stay mapped as MiBs. Only
+/// mappings that cannot be written and hold no private copy of a page
+/// (`Anonymous: 0`, which leaves out the relocated read-only data) are
+/// dropped: their pages stay in the page cache and come back on the next
+/// touch, so nothing is lost.
+pub(super) fn drop_mapped_code() {
+    if super::handoff::switched_off("drop_code") {
+        return;
+    }
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return;
+    };
+    let mut candidate: Option<(usize, usize)> = None;
+    let mut drop = Vec::new();
+    for line in smaps.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-')
+            && let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            )
+        {
+            let perms = words.next().unwrap_or("");
+            let path = words.nth(3).unwrap_or("");
+            candidate = (!perms.contains('w') && perms.ends_with('p') && path.starts_with('/'))
+                .then_some((start, end));
+        } else if first == "Anonymous:"
+            && let Some(range) = candidate.take()
+            && words.next() == Some("0")
+        {
+            drop.push(range);
+        }
+    }
+    for (start, end) in drop {
+        // SAFETY: a read-only private file mapping with no private page:
+        // dropping its page-table entries loses nothing.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+    }
+}

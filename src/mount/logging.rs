@@ -188,6 +188,10 @@ pub(crate) const SYSTEM_LOG_FILE: &str = "/var/log/novelfs/novelfs.log";
 /// Where the installed logger writes, as the mounted line names it.
 static DESTINATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// The log file's descriptor (the logger owns it for the life of the
+/// process), for the holder to keep logging to across its re-exec.
+static FILE_FD: std::sync::OnceLock<std::os::fd::RawFd> = std::sync::OnceLock::new();
+
 /// Why a daemon's log is lost, when it is.
 static LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
@@ -200,6 +204,41 @@ pub(crate) fn destination() -> &'static str {
 /// Why the daemon has nowhere to log, to be said once the mount is made.
 pub(crate) fn lost() -> Option<&'static str> {
     LOST.get().map(String::as_str)
+}
+
+/// The sink installed, as the holder hands it to itself across an exec:
+/// its kind (`stderr`, `syslog`, `nowhere`, or `file:FD`, the descriptor
+/// left open), and the file's path.
+pub(crate) fn handed_on() -> (String, Option<PathBuf>) {
+    match (DESTINATION.get().map(String::as_str), FILE_FD.get()) {
+        (Some("stderr") | None, _) => ("stderr".into(), None),
+        (Some("nowhere"), _) => ("nowhere".into(), None),
+        (Some(d), _) if d.starts_with("syslog") => ("syslog".into(), None),
+        (Some(path), Some(fd)) => (format!("file:{fd}"), Some(PathBuf::from(path))),
+        (Some(_), None) => ("nowhere".into(), None),
+    }
+}
+
+/// The sink `handed_on` described, in the process that took it over
+/// (which owns the file's descriptor from now on).
+pub(crate) fn taken_over(kind: &str, path: Option<PathBuf>) -> Sink {
+    if let Some(fd) = kind
+        .strip_prefix("file:")
+        .and_then(|fd| fd.parse::<std::os::fd::RawFd>().ok())
+    {
+        // SAFETY: the descriptor was left open across the exec for this
+        // process to own, and is taken once.
+        let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        return Sink::File(file, path.unwrap_or_default());
+    }
+    match kind {
+        "stderr" => Sink::Stderr,
+        "syslog" => match Syslog::connect(Path::new(SYSLOG_SOCKET)) {
+            Ok(s) => Sink::Syslog(s),
+            Err(e) => Sink::Nowhere(format!("no syslog at {SYSLOG_SOCKET} ({e})")),
+        },
+        _ => Sink::Nowhere(String::new()),
+    }
 }
 
 /// The filter directives: novelfs at `level`, fuser's errors only but its
@@ -236,6 +275,8 @@ pub(crate) fn init(sink: Sink) {
             let _ = LOST.set(why);
         }
         Sink::File(file, _) => {
+            use std::os::fd::AsRawFd;
+            let _ = FILE_FD.set(file.as_raw_fd());
             builder
                 .target(env_logger::Target::Pipe(Box::new(file)))
                 .write_style(env_logger::WriteStyle::Never);

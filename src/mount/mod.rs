@@ -9,12 +9,14 @@ mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod deadline;
+pub(crate) mod failover;
 #[macro_use]
 mod read_only;
 mod fuse;
 pub mod fusermount;
 mod handoff;
 mod holder;
+pub(crate) mod holder_lean;
 mod holder_os;
 pub(crate) mod library_at;
 pub(crate) mod logging;

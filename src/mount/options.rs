@@ -28,8 +28,9 @@ pub(crate) struct MountOptions {
     pub max_chapter_bytes: Option<u64>,
     pub threads: Option<usize>,
     pub state_file: Option<String>,
-    /// `failover`: a holder keeps the connection (see `holder`).
-    pub failover: bool,
+    /// `failover[=auto|on|off]`, `nofailover`: whether a holder keeps the
+    /// connection (see `failover`).
+    pub failover: Option<super::failover::Failover>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -91,6 +92,7 @@ pub(crate) mod value {
     pub(crate) const CHAPTER_SIZE: &str = "a size such as 16M, 256MiB or 1G, at most 2GiB";
     pub(crate) const THREADS: &str = "a whole number from 1 to 256";
     pub(crate) const IO_URING: &str = "auto, on or off";
+    pub(crate) const FAILOVER: &str = "auto, on or off";
     pub(crate) const PATH_ROOT: &str = "an absolute path such as /library";
     pub(crate) const SUBTYPE: &str = "a plain word (letters, digits, _ - . +)";
     pub(crate) const NAME: &str = "a name";
@@ -143,6 +145,10 @@ pub(crate) mod value {
 
     pub(crate) fn io_uring(v: &str) -> Result<IoUring, &'static str> {
         IoUring::parse(v).map_err(|_| IO_URING)
+    }
+
+    pub(crate) fn failover(v: &str) -> Result<super::super::failover::Failover, &'static str> {
+        super::super::failover::Failover::parse(v).map_err(|_| FAILOVER)
     }
 
     pub(crate) fn path_root(v: &str) -> Result<String, &'static str> {
@@ -210,7 +216,8 @@ fn word(o: &mut MountOptions, key: &str) -> Option<()> {
         "default_permissions" => o.default_permissions = true,
         "noindex" => o.no_index = true,
         "nowatch" => o.no_watch = true,
-        "failover" => o.failover = true,
+        "failover" => o.failover = Some(super::failover::Failover::On),
+        "nofailover" => o.failover = Some(super::failover::Failover::Off),
         "force_path_style" => o.bucket.force_path_style = true,
         k if GENERIC_OPTIONS.contains(&k) => {}
         _ => return None,
@@ -256,6 +263,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "index_dir" => o.index_dir = Some(value::non_empty(v, value::DIR).map_err(bad)?),
             "log_file" => o.log_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
             "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
+            "failover" => o.failover = Some(value::failover(v).map_err(bad)?),
             "cache_size" => o.cache_size = Some(value::cache_size(v).map_err(bad)?),
             "max_chapter_bytes" => {
                 o.max_chapter_bytes = Some(value::max_chapter_bytes(v).map_err(bad)?)
@@ -288,6 +296,7 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "index_dir" => value::DIR,
         "log_file" => value::FILE,
         "io_uring" => value::IO_URING,
+        "failover" => value::FAILOVER,
         "cache_size" => value::SIZE,
         "max_chapter_bytes" => value::CHAPTER_SIZE,
         "threads" => value::THREADS,

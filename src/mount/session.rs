@@ -75,8 +75,9 @@ pub(crate) fn serve(
     let mut cfg = fuser_config(access, config.threads, can_clone);
     #[cfg(feature = "io-uring")]
     {
-        cfg.io_uring = if handoff.is_some() {
-            // Failover takes over the /dev/fuse transport only.
+        cfg.io_uring = if handoff.is_some() && !handoff::switched_off("dev_fuse") {
+            // A ring cannot be handed to a next server (see
+            // `transport::failover_keeps_to_dev_fuse`).
             fuser::IoUringMode::Off
         } else {
             config.io_uring.to_fuser()
@@ -123,7 +124,13 @@ pub(crate) fn serve(
     };
     let transport = match session.io_uring_queues() {
         Some(n) => format!("FUSE over io_uring, {n} queues"),
-        None => "classic /dev/fuse".to_string(),
+        None => match handoff
+            .as_ref()
+            .and_then(|_| super::transport::failover_keeps_to_dev_fuse(config.io_uring))
+        {
+            Some(why) => format!("classic /dev/fuse, {why}"),
+            None => "classic /dev/fuse".to_string(),
+        },
     };
     match handoff.as_mut() {
         Some(h) if resumed => {
@@ -138,7 +145,7 @@ pub(crate) fn serve(
                 }
             };
             log::info!(
-                "server {} (pid {}) took over {} from the holder (pid {}): no INIT, {replayed}, resend of unanswered requests {resend}",
+                "server {} (pid {}) took over {} from the holder (pid {}): no INIT, transport: {transport}, {replayed}, resend of unanswered requests {resend}",
                 h.generation,
                 std::process::id(),
                 mountpoint.display(),
@@ -151,11 +158,10 @@ pub(crate) fn serve(
             {
                 log::warn!("cannot keep the INIT parameters for a next server: {e}");
             }
+            // The holder's own line follows, with both pids.
             log::info!(
-                "mounted {library_root} at {} (transport: {transport}; failover: the holder, pid {}, keeps the connection, this server is pid {}; {}; log: {})",
+                "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
                 mountpoint.display(),
-                h.holder,
-                std::process::id(),
                 freshness_of(&fs),
                 logging::destination()
             );
@@ -169,6 +175,9 @@ pub(crate) fn serve(
     }
     if let Some(why) = &config.no_index_because {
         log::warn!("{why}");
+    }
+    if let Some(why) = &config.failover_off_because {
+        log::info!("{why}");
     }
     if let Some(why) = logging::lost() {
         // Said once the mount is made, so that it never precedes a refusal.

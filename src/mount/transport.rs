@@ -45,6 +45,28 @@ pub(crate) fn kernel_enabled() -> Option<bool> {
     Some(matches!(v.trim(), "Y" | "y" | "1"))
 }
 
+/// Why a failover mount is served through `/dev/fuse` although the kernel
+/// offers io_uring (`None` when io_uring would not have served anyway).
+/// Linux (6.18) cannot hand a ring over to a next server: the requests a
+/// dead server held in its ring entries are never resent
+/// (`FUSE_NOTIFY_RESEND` requeues only those read through `/dev/fuse`),
+/// nor those the kernel was handing to it as it died, and once a ring
+/// serves, new requests go to the ring's queues only, never to a
+/// `/dev/fuse` reader; a reader would wait for ever. Failover therefore
+/// never lets INIT accept io_uring (docs/mounting.md).
+pub(crate) fn failover_keeps_to_dev_fuse(mode: IoUring) -> Option<&'static str> {
+    (mode != IoUring::Off && io_uring_offered()).then_some(
+        "not io_uring, which the kernel offers: Linux cannot hand a ring to a next server \
+         (requests a dead server held in its ring entries are never resent), so failover serves \
+         through /dev/fuse",
+    )
+}
+
+/// Whether this kernel (and build) offers FUSE over io_uring now.
+pub(crate) fn io_uring_offered() -> bool {
+    cfg!(feature = "io-uring") && kernel_enabled() == Some(true)
+}
+
 /// Refuses `io_uring=on` before mounting when the kernel cannot give it,
 /// saying how to get it.
 pub(crate) fn preflight(mode: IoUring) -> Result<(), String> {

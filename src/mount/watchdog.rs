@@ -39,6 +39,12 @@ impl Watchdog {
         }
     }
 
+    /// The pipe whose closing tells the watchdog the daemon is gone, for
+    /// the holder to keep across its re-exec.
+    pub(crate) fn into_fd(self) -> OwnedFd {
+        self.tell.into()
+    }
+
     /// Tells the watchdog which mount to clean up.
     pub(crate) fn arm(&mut self, mount_id: u64) {
         let _ = writeln!(self.tell, "{mount_id}");

@@ -222,7 +222,7 @@ fn a_chapter_bigger_than_the_cache_is_never_held_whole() {
         page(1)
     };
     assert!(first == first_want.as_bytes(), "the first page");
-    let (_, hwm_kib) = rss_kib(m.pid()).unwrap();
+    let (_, hwm_kib) = rss_kib(m.server_pid()).unwrap();
     assert!(
         hwm_kib < 40 << 10,
         "the daemon peaked at {hwm_kib} KiB for a 48 MiB chapter"

@@ -244,10 +244,7 @@ fn a_stale_mount_with_cached_attributes_is_named_stale() {
     let mut m = crate::common::Mount::new(&root, &["--ttl", "3600"]);
     std::fs::metadata(m.path()).unwrap();
     std::fs::read_dir(m.path()).unwrap().for_each(drop);
-    let mut child = m.child.take().unwrap();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    m.kill_daemon();
     let cached = std::fs::metadata(m.path());
     let out = Command::new(BIN)
         .arg("mount")

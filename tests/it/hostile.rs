@@ -20,7 +20,7 @@ fn names(p: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
 }
 
 fn hwm_mib(m: &Mount) -> u64 {
-    crate::common::rss_kib(m.pid())
+    crate::common::rss_kib(m.server_pid())
         .map(|(_, hwm)| hwm / 1024)
         .unwrap_or(0)
 }

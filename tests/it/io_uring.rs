@@ -98,7 +98,7 @@ fn spawn_mount(mut cmd: Command, dir: tempfile::TempDir) -> (Mount, Log) {
 /// `/dev/fuse` loop serves it alone (rings that were not used are gone once
 /// the handshake is over).
 fn ring_threads(m: &Mount) -> usize {
-    let pid = m.child.as_ref().unwrap().id();
+    let pid = m.server_pid();
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())

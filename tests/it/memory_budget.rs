@@ -70,7 +70,7 @@ fn a_whole_library_grep_and_its_indexes_stay_within_the_cache_and_the_slack() {
         "grep read everything and found nothing: {}",
         String::from_utf8_lossy(&grep.stderr)
     );
-    let (_, after_grep) = rss_kib(mount.pid()).unwrap();
+    let (_, after_grep) = rss_kib(mount.server_pid()).unwrap();
 
     let books = std::fs::read_to_string(mount.path().join("novel_books.txt")).unwrap();
     assert!(books.contains(&format!("{CHAPTERS} 章")), "{books}");
@@ -80,7 +80,7 @@ fn a_whole_library_grep_and_its_indexes_stay_within_the_cache_and_the_slack() {
             serde_json::from_str(&std::fs::read_to_string(chapters).unwrap()).unwrap();
         assert_eq!(json["chapters"].as_array().map(Vec::len), Some(CHAPTERS));
     }
-    let (_, after_indexes) = rss_kib(mount.pid()).unwrap();
+    let (_, after_indexes) = rss_kib(mount.server_pid()).unwrap();
 
     eprintln!(
         "VmHWM after the grep {} KiB, after the indexes {} KiB (bound {bound_kib} KiB)",

@@ -61,7 +61,7 @@ fn a_name_missing_a_moment_ago_resolves_once_its_chapter_is_added() {
 
 /// The daemon's CPU time so far (all its threads), in clock ticks.
 fn daemon_ticks(m: &Mount) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", m.pid())).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", m.server_pid())).unwrap();
     // The fields after the command name (which may hold spaces).
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let fields: Vec<&str> = after.split(' ').collect();

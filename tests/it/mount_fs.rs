@@ -759,11 +759,7 @@ fn a_killed_daemon_leaves_a_stale_mount_that_is_explained_and_cleared() {
     require_fuse!();
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let mut m = strict(&root);
-    let child = m.child.as_mut().unwrap();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    m.child = None;
+    m.kill_daemon();
     let e = std::fs::metadata(m.path()).unwrap_err();
     assert_eq!(errno(&e), libc::ENOTCONN);
     let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
@@ -989,11 +985,7 @@ fn unmount_clears_a_live_and_a_stale_novelfs_mount() {
     let (_g, root) = small_library(&[("第1章 起.md", "a")]);
     let mut live = strict(&root);
     let mut stale = strict(&root);
-    let child = stale.child.as_mut().unwrap();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    stale.child = None;
+    stale.kill_daemon();
     assert_eq!(
         errno(&std::fs::metadata(stale.path()).unwrap_err()),
         libc::ENOTCONN

@@ -83,6 +83,12 @@ const TABLE: &[Row] = &[
         bad: &["fast", ""],
     },
     Row {
+        flag: Some("--failover"),
+        key: Some("failover"),
+        good: &["auto", "on", "off"],
+        bad: &["maybe", ""],
+    },
+    Row {
         flag: Some("--log-file"),
         key: Some("log_file"),
         good: &["/tmp/novelfs-options-test.log"],
@@ -265,6 +271,16 @@ fn options_that_cannot_go_together_are_refused_alike_in_either_form() {
             &["-o", "allow_other", "-o", "allow_root"],
             "-o allow_other",
             "-o allow_root",
+        ),
+        (
+            &["--failover", "on", "--io-uring", "on"],
+            "--failover on",
+            "--io-uring on",
+        ),
+        (
+            &["-o", "failover,io_uring=on"],
+            "-o failover",
+            "-o io_uring=on",
         ),
     ] {
         refused(

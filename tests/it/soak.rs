@@ -609,7 +609,7 @@ fn soak(ttl: &str) {
         &root,
         &["--ttl", ttl, "--state-file", "/nonexistent/state.json"],
     );
-    let pid = m.pid();
+    let pid = m.server_pid();
     let mnt = m.path().to_path_buf();
     let root_prefix = format!("{}/novels/{BOOK}/", root.display());
     let stop = Arc::new(AtomicBool::new(false));

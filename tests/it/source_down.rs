@@ -127,7 +127,7 @@ fn a_hung_server_never_hangs_the_mount() {
     );
     let _resumed = sshfs.resumed_on_drop();
     let log = crate::common::follow_log(&mut m);
-    let pid = m.child.as_ref().unwrap().id();
+    let pid = m.server_pid();
     let mnt = m.path().to_path_buf();
     let page = |n: usize| {
         mnt.join(BOOK)

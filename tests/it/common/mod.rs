@@ -326,6 +326,46 @@ impl Mount {
         self.child.as_ref().expect("daemon running").id()
     }
 
+    /// The process that serves the requests: the holder's child named
+    /// `novelfs-server` when the mount has a holder (failover, on by
+    /// default), else the daemon itself. What a test measures the memory
+    /// or CPU time of.
+    pub fn server_pid(&self) -> u32 {
+        let pid = self.pid();
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "novelfs-server")
+            })
+            .unwrap_or(pid)
+    }
+
+    /// SIGKILLs the daemon as a user or systemd would, and waits until it
+    /// and its server are gone: the mount then has no process left (with a
+    /// holder, the server gets SIGKILL as the holder ends and is gone a
+    /// moment after it; a kernel connection ends with its last process).
+    pub fn kill_daemon(&mut self) {
+        let server = self.server_pid();
+        let mut child = self.child.take().expect("daemon running");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Gone, or a zombie not yet reaped by its new parent.
+        while std::fs::read_to_string(format!("/proc/{server}/stat"))
+            .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server {server} outlives its holder"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
     /// The daemon has not exited and the mount still answers a listing.
     pub fn alive(&mut self) -> bool {
         let running = self
