@@ -299,3 +299,47 @@ fn a_published_index_lets_a_fresh_mount_count_the_library_without_a_get() {
     assert_eq!((counted.get, counted.head), (0, 0), "{counted:?}");
     assert!(counted.list <= books as u64 + 1, "{counted:?}");
 }
+
+/// Readers looking at a book together when its listing is past the TTL
+/// cause one listing of it, not one each: at 100 ms a request, eight
+/// threads list the book (1,500 chapters, two pages of keys) and look up
+/// a chapter at once, and the proxy counts the LISTs of one listing of
+/// the book and one of `novels/`.
+#[test]
+fn readers_at_a_listings_expiry_share_one_listing() {
+    require_fuse!();
+    let chapters = 1500;
+    let (_dir, root) = library(1, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let m = bucket.mount(&["--ttl", "1"]);
+    let book = m.path().join("书00");
+    assert_eq!(std::fs::read_dir(&book).unwrap().count(), chapters + 2);
+    bucket.server.set("latency_ms=100");
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_millis(1300));
+        bucket.server.reset_counts();
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let (book, start) = (&book, &start);
+                s.spawn(move || {
+                    start.wait();
+                    if i % 2 == 0 {
+                        std::fs::read_dir(book).unwrap().count();
+                    } else {
+                        std::fs::metadata(book.join(format!("第{:04}章.md", i * 100))).unwrap();
+                    }
+                });
+            }
+        });
+        let counts = bucket.server.counts();
+        eprintln!("round {round}: {counts:?}");
+        // The book's two pages, and perhaps novels/'s one.
+        assert!(
+            (2..=3).contains(&counts.list),
+            "one listing of the book and of novels/: {counts:?}"
+        );
+    }
+}

@@ -7,6 +7,7 @@ mod access;
 mod agents;
 mod big_chapters;
 mod bucket;
+mod bucket_big;
 mod cli_errors;
 mod cli_usage;
 mod failover;

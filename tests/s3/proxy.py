@@ -25,6 +25,11 @@ Control requests (never forwarded, never counted):
                          their body, then close the connection; drop:
                          close the connection of the next N requests
                          without answering
+  POST /__proxy/set?only=KIND&stall_after=N
+                         only: the faults apply only to requests of that
+                         kind (LIST, GET, RANGED_GET, ...; empty: to all);
+                         stall_after: the next N requests the faults apply
+                         to pass before the stall starts
 """
 
 import argparse
@@ -64,6 +69,8 @@ class State:
         self.stall = 0
         self.cut = 0
         self.drop = 0
+        self.only = ""
+        self.stall_after = 0
         self.generation = 0
 
     def reset(self):
@@ -137,7 +144,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def control(self, path, query):
-        q = {k: v[-1] for k, v in parse_qs(query).items()}
+        q = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
         if path == "/__proxy/counts":
             with STATE.lock:
                 return self.reply_json(dict(STATE.counts))
@@ -147,9 +154,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply_json({"ok": True})
         if path == "/__proxy/set":
             with STATE.lock:
-                for name in ("latency_ms", "stall", "cut", "drop"):
+                for name in ("latency_ms", "stall", "cut", "drop", "stall_after"):
                     if name in q:
                         setattr(STATE, name, int(q[name]))
+                if "only" in q:
+                    STATE.only = q["only"]
                 if STATE.stall == 0:
                     STATE.generation += 1
                     STATE.released.notify_all()
@@ -165,9 +174,13 @@ class Handler(BaseHTTPRequestHandler):
         with STATE.lock:
             STATE.counts[kind] += 1
             latency = STATE.latency_ms
-            stall = STATE.take("stall")
-            drop = not stall and STATE.take("drop")
-            cut = not stall and not drop and STATE.take("cut")
+            faulted = STATE.only in ("", kind)
+            passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
+            if passes:
+                STATE.stall_after -= 1
+            stall = faulted and not passes and STATE.take("stall")
+            drop = faulted and not stall and STATE.take("drop")
+            cut = faulted and not stall and not drop and STATE.take("cut")
             if stall:
                 STATE.counts["stalled"] += 1
                 generation = STATE.generation

@@ -124,6 +124,12 @@ impl Source {
                 Err(e @ NovelError::Unavailable { .. }) => return Err(e.into()),
                 Err(e) => (source.version(), source.mtime(), Err(e)),
             };
+        // The storage failing while the chapter was read (a bucket's part
+        // timed out, or was replaced under the read) says nothing of the
+        // chapter: it is kept nowhere, and the next read asks again.
+        if let Err(e @ NovelError::Unavailable { .. }) = &loaded {
+            return Err(e.clone().into());
+        }
         if let Err(e) = &loaded {
             let path = Node::Chapter { chapter: c.clone() }.path();
             log::info!("gave up on {path}: {e}");

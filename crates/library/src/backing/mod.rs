@@ -9,7 +9,9 @@
 
 mod bodies;
 mod bucket;
+mod listings;
 mod local;
+mod ranged;
 
 use std::ffi::OsString;
 use std::io;
