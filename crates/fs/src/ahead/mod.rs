@@ -10,14 +10,30 @@
 //!   a reader reading pages (thread `novelfs-store`, which the binary's
 //!   `mount::pusher` runs: it needs the kernel's notifier).
 //!
-//! One `Ahead`, owned by the tree, holds the three members and is told
-//! what the tree serves; it hands each event to the members that follow
-//! it. A member reads a reader's place as a `Track` (book, its chapters,
-//! the first one ahead): `disk` gets one per chapter loaded, `outlines` per
-//! book or chapter directory listed. `kernel` follows pages read (its
-//! `readers` keep the page and format, and it finds the book's chapters
-//! on its own thread). `disk` and `outlines` keep, per book, a `window` of
-//! the chapters ahead of the track and top it up by halves.
+//! One `Ahead`, owned by the tree, keeps the readers and the three
+//! members, and is told what the tree serves. A reader is a `Track`
+//! (`track`): one book, its chapters, the chapter the reader is on, and
+//! how far each member has worked ahead of it. Each event finds the
+//! track of its book (or makes one), moves it, and lends it to the
+//! members that follow that event; each works out its work from the
+//! track and differs only in what it fills:
+//!
+//! ```text
+//!  book listed ─────┐                ┌─▶ disk      window: files asked for   (a chapter loaded)
+//!  chapter listed ──┼─▶ Ahead ─ Track┼─▶ outlines  window: outlines queued   (a listing)
+//!  chapter loaded ──┤   one a reader └─▶ kernel    Place: the page read,     (a READ, a READDIR)
+//!  page read ───────┘                               per format, and its plan
+//! ```
+//!
+//! The track is where its reader is: a listing or a READ puts it on a
+//! chapter; a load does not (the outliner's and the store thread's loads
+//! run ahead of the reader), and `disk` asks for the files after the
+//! chapter loaded, whoever loaded it. `disk` and `outlines` top their
+//! `window` up by halves; `kernel` keeps on the track the page read last
+//! in each format (a chapter is not place enough for it) and the plan
+//! made for it, which its store thread makes with the track's chapters.
+//! A READ finds its chapter in the track's chapters (or the index the
+//! source has cached), never by a look at the book.
 //!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
 //! environment switches members off, to measure what each one pays for.
