@@ -76,15 +76,13 @@ impl StoreAhead {
 
     /// Drops the least recent pages read past `READERS`.
     fn bound(tracks: &mut Tracks) {
-        loop {
-            let read: Vec<u64> = tracks
+        fn read(tracks: &Tracks) -> impl Iterator<Item = u64> + '_ {
+            tracks
                 .iter()
                 .flat_map(|t| t.pages.iter().map(|p| p.read_at))
-                .collect();
-            if read.len() <= READERS {
-                return;
-            }
-            let Some(oldest) = read.into_iter().min() else {
+        }
+        while read(tracks).count() > READERS {
+            let Some(oldest) = read(tracks).min() else {
                 return;
             };
             for t in tracks.iter_mut() {
