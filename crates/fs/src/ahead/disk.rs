@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use novelfs_library::{BookIndex, Library};
 
-use super::track::Track;
+use super::track::{PagePlace, Track};
 
 /// How many chapters ahead of the one being loaded are read ahead.
 const READ_AHEAD: usize = 16;
@@ -37,7 +37,11 @@ impl Prefetcher {
     /// fewer than `REFILL_BELOW` are asked for ahead of it; marked asked
     /// for in the track. A sequential reader queues half a window every
     /// half window. Read them with `read`, out of the tracks' lock.
-    pub(crate) fn queue(&self, track: &mut Track, position: usize) -> Range<usize> {
+    pub(crate) fn queue<P: PagePlace>(
+        &self,
+        track: &mut Track<P>,
+        position: usize,
+    ) -> Range<usize> {
         let from = position + 1;
         if super::switched_off("disk") {
             return from..from;
@@ -71,13 +75,14 @@ impl Prefetcher {
     /// them costs an open, an fadvise and a close per chapter on a second
     /// thread), unless a read-ahead of this book is under way and must be
     /// kept ahead of the reader.
-    pub(crate) fn wanted(&self, track: Option<&Track>, i: usize, was_cached: bool) -> bool {
+    pub(crate) fn wanted<P>(&self, track: Option<&Track<P>>, i: usize, was_cached: bool) -> bool {
         !was_cached || track.is_some_and(|t| t.disk.end() > i + 1)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Track;
     use super::super::track::Tracks;
     use super::*;
     use novelfs_library::Chapter;
@@ -94,7 +99,7 @@ mod tests {
     fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
         let index = index();
         let prefetcher = Prefetcher::start();
-        let mut tracks = Tracks::default();
+        let mut tracks = Tracks::<super::super::kernel::Place>::default();
         let book: &Arc<OsStr> = &Arc::from(OsStr::new("书"));
         let mut wanted = |i, cached| prefetcher.wanted(tracks.find(book).map(|t| &*t), i, cached);
         assert!(!wanted(0, true), "cached: nothing under way");

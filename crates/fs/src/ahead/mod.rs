@@ -54,6 +54,7 @@ use crate::node::{ChapterRef, Node};
 use crate::outline::Outlines;
 use crate::source::{ChapterLoad, LoadObserver, Source};
 use disk::Prefetcher;
+use kernel::Place;
 use kernel::StoreAhead;
 use novelfs_library::BookIndex;
 #[cfg(not(test))]
@@ -70,8 +71,9 @@ pub(crate) use kernel::{AHEAD_BYTES, AHEAD_CHAPTERS};
 pub(crate) use outlines::Outliner;
 #[cfg(test)]
 pub(crate) use outlines::{OUTLINE_GUESS, WINDOW};
+/// A reader's track, with the kernel member's page read on it.
 #[cfg(test)]
-pub(crate) use track::Track;
+pub(crate) type Track = track::Track<kernel::Place>;
 
 /// Everything done ahead of the tree's readers: their tracks, and the
 /// disk's read-ahead, the outliner and the kernel's stores working from
@@ -79,7 +81,7 @@ pub(crate) use track::Track;
 pub(crate) struct Ahead {
     /// Every reader's track: each event moves one, and each member works
     /// ahead of it. Locked before a member's own lock, never after.
-    tracks: Mutex<Tracks>,
+    tracks: Mutex<Tracks<Place>>,
     /// Where a page read in a book without a track finds the book's
     /// chapters: the index cached with it.
     source: Weak<Source>,
@@ -176,7 +178,7 @@ impl Ahead {
     /// put on it. The track's chapters serve, or the index the source has
     /// cached (a READ comes after the LOOKUP that looked at the book): a
     /// READ never scans a book.
-    fn place(&self, tracks: &mut Tracks, chapter: &ChapterRef) -> Option<usize> {
+    fn place(&self, tracks: &mut Tracks<Place>, chapter: &ChapterRef) -> Option<usize> {
         use std::os::unix::ffi::OsStrExt;
         let file = chapter.file.as_bytes();
         if let Some(track) = tracks.find(&chapter.book) {

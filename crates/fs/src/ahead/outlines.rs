@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use super::track::Track;
+use super::track::{PagePlace, Track};
 use crate::lock;
 use crate::node::{ChapterRef, chapter_ref};
 use crate::outline::{GUESS_MAX_BYTES, Outlines};
@@ -101,7 +101,7 @@ impl Outliner {
     /// (`Track::at_start`, `Track::on`): queues the outlines of the
     /// chapters up to `WINDOW` ahead of it that are not queued yet (the
     /// track's `outlines` window). Returns how many were queued.
-    pub(crate) fn reached(&self, track: &mut Track) -> usize {
+    pub(crate) fn reached<P: PagePlace>(&self, track: &mut Track<P>) -> usize {
         let Some(queue) = &self.queue else {
             return 0;
         };

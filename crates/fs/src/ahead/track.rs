@@ -6,7 +6,6 @@ use std::ffi::OsStr;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::kernel::Place;
 use super::window::Window;
 use novelfs_library::BookIndex;
 
@@ -17,12 +16,21 @@ use novelfs_library::BookIndex;
 /// it (`kernel::READERS`).
 const TRACKS: usize = 8;
 
+/// What a member keeps on a track per page read (the kernel member's
+/// `Place`): placed again when the book's chapters change.
+pub(crate) trait PagePlace {
+    /// The file of the page's chapter.
+    fn file(&self) -> &OsStr;
+    /// That chapter is at `position` of the book's chapters now.
+    fn placed_at(&mut self, position: usize);
+}
+
 /// One reader's track in one book: the book, its chapters in reading
 /// order, the first chapter ahead of the reader, and how far each member
 /// has worked ahead of it. Readers go forward through a book (a jump back
 /// starts again where it lands), so what is ahead of one is the chapters
 /// from `next` on.
-pub(crate) struct Track {
+pub(crate) struct Track<P> {
     pub book: Arc<OsStr>,
     pub index: Arc<BookIndex>,
     /// The first chapter ahead of the reader, in `index`: past the one it
@@ -34,11 +42,11 @@ pub(crate) struct Track {
     pub(super) outlines: Window,
     /// What `kernel` stores ahead of: the page read last, one per format
     /// (the reader's page, where a chapter is not place enough).
-    pub(super) pages: Vec<Place>,
+    pub(super) pages: Vec<P>,
 }
 
-impl Track {
-    pub(crate) fn new(book: &Arc<OsStr>, index: &Arc<BookIndex>) -> Track {
+impl<P: PagePlace> Track<P> {
+    pub(crate) fn new(book: &Arc<OsStr>, index: &Arc<BookIndex>) -> Track<P> {
         Track {
             book: book.clone(),
             index: index.clone(),
@@ -82,9 +90,9 @@ impl Track {
         self.disk = Window::default();
         self.outlines = Window::default();
         self.pages
-            .retain_mut(|p| match index.exact(p.chapter.file.as_bytes()) {
+            .retain_mut(|p| match index.exact(p.file().as_bytes()) {
                 Some(position) => {
-                    p.position = position;
+                    p.placed_at(position);
                     true
                 }
                 None => false,
@@ -94,14 +102,21 @@ impl Track {
 
 /// Every reader's track, the most recent first: held by the `Ahead`, lent
 /// to each member with the event it follows.
-#[derive(Default)]
-pub(crate) struct Tracks {
-    tracks: VecDeque<Track>,
+pub(crate) struct Tracks<P> {
+    tracks: VecDeque<Track<P>>,
 }
 
-impl Tracks {
+impl<P> Default for Tracks<P> {
+    fn default() -> Tracks<P> {
+        Tracks {
+            tracks: VecDeque::new(),
+        }
+    }
+}
+
+impl<P: PagePlace> Tracks<P> {
     /// The track in `book`, moved to the front; `None` when none is kept.
-    pub(crate) fn find(&mut self, book: &OsStr) -> Option<&mut Track> {
+    pub(crate) fn find(&mut self, book: &OsStr) -> Option<&mut Track<P>> {
         let i = self.tracks.iter().position(|t| *t.book == *book)?;
         if i > 0 {
             let t = self.tracks.remove(i).expect("found");
@@ -112,7 +127,7 @@ impl Tracks {
 
     /// The track in `book` with `index` as its chapters, moved to the front
     /// (made if none is kept; placed in `index` again if it had others).
-    pub(crate) fn of(&mut self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> &mut Track {
+    pub(crate) fn of(&mut self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> &mut Track<P> {
         if self.find(book).is_none() {
             self.tracks.push_front(Track::new(book, index));
             if self.tracks.len() > TRACKS {
@@ -132,11 +147,11 @@ impl Tracks {
         track
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Track> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Track<P>> {
         self.tracks.iter()
     }
 
-    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Track> {
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Track<P>> {
         self.tracks.iter_mut()
     }
 
@@ -152,6 +167,18 @@ mod tests {
     use super::*;
     use novelfs_library::Chapter;
 
+    /// A page read: its chapter's file and place.
+    struct Page(std::ffi::OsString, usize);
+
+    impl PagePlace for Page {
+        fn file(&self) -> &OsStr {
+            &self.0
+        }
+        fn placed_at(&mut self, position: usize) {
+            self.1 = position;
+        }
+    }
+
     fn index(n: usize) -> Arc<BookIndex> {
         Arc::new(BookIndex::new(
             (1..=n)
@@ -162,7 +189,7 @@ mod tests {
 
     #[test]
     fn one_track_per_book_the_least_recent_without_pages_dropped_first() {
-        let mut tracks = Tracks::default();
+        let mut tracks = Tracks::<Page>::default();
         let index = index(3);
         let books: Vec<Arc<OsStr>> = (0..=TRACKS)
             .map(|i| Arc::from(OsStr::new(&format!("书{i}"))))

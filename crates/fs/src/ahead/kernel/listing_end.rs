@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use super::super::track::Tracks;
+use super::plan::Place;
 use super::{Parts, Store, StoreAhead};
 use crate::lock;
 use crate::names::PageName;
@@ -27,7 +28,7 @@ impl StoreAhead {
     pub(crate) fn at_listing_end(
         &self,
         parts: &Parts,
-        tracks: &Mutex<Tracks>,
+        tracks: &Mutex<Tracks<Place>>,
         chapter: &ChapterRef,
     ) -> Vec<Store> {
         let mut out = Vec::new();

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::super::track::Tracks;
+use super::super::track::{PagePlace, Tracks};
 use super::{Parts, Store, StoreAhead};
 use crate::lock;
 use crate::names::PageName;
@@ -59,6 +59,15 @@ impl Place {
             && self.offset == other.offset
             && self.format == other.format
             && self.version == other.version
+    }
+}
+
+impl PagePlace for Place {
+    fn file(&self) -> &std::ffi::OsStr {
+        &self.chapter.file
+    }
+    fn placed_at(&mut self, position: usize) {
+        self.position = position;
     }
 }
 
@@ -178,7 +187,7 @@ impl StoreAhead {
     pub(super) fn make_plans(
         &self,
         parts: &Parts,
-        tracks: &Mutex<Tracks>,
+        tracks: &Mutex<Tracks<Place>>,
         readers: &mut [Reader],
         whole: bool,
     ) {

@@ -32,7 +32,7 @@ impl StoreAhead {
     /// track (in `tracks`, moved to the front) is the reader's.
     pub(crate) fn read(
         &self,
-        tracks: &mut Tracks,
+        tracks: &mut Tracks<Place>,
         chapter: &ChapterRef,
         position: usize,
         page: PageName,
@@ -75,8 +75,8 @@ impl StoreAhead {
     }
 
     /// Drops the least recent pages read past `READERS`.
-    fn bound(tracks: &mut Tracks) {
-        fn read(tracks: &Tracks) -> impl Iterator<Item = u64> + '_ {
+    fn bound(tracks: &mut Tracks<Place>) {
+        fn read(tracks: &Tracks<Place>) -> impl Iterator<Item = u64> + '_ {
             tracks
                 .iter()
                 .flat_map(|t| t.pages.iter().map(|p| p.read_at))
@@ -109,7 +109,12 @@ impl StoreAhead {
     /// raced the reader: claimed by it and not sent yet (preempted on 2
     /// busy CPUs), a page was skipped at the listing's end and READ as
     /// well, for 15% of the pages of a 200,000-chapter `grep -r`.
-    pub(crate) fn listed(&self, track: Option<&mut Track>, chapter: &ChapterRef, first: bool) {
+    pub(crate) fn listed(
+        &self,
+        track: Option<&mut Track<Place>>,
+        chapter: &ChapterRef,
+        first: bool,
+    ) {
         let Some(track) = track.filter(|t| !t.pages.is_empty()) else {
             return;
         };

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::super::track::Tracks;
-use super::plan::Reader;
+use super::plan::{Place, Reader};
 use super::{Parts, Store, StoreAhead, StoreOutcome};
 use crate::lock;
 
@@ -31,7 +31,7 @@ impl StoreAhead {
     pub(crate) fn next(
         &self,
         parts: &Parts,
-        tracks: &Mutex<Tracks>,
+        tracks: &Mutex<Tracks<Place>>,
         wait: Option<Duration>,
     ) -> Vec<Store> {
         let give_up_at = wait.map(|w| Instant::now() + w);
@@ -116,7 +116,7 @@ impl StoreAhead {
 
     /// The pages read on every track, as they are now, the most recent
     /// first.
-    fn readers(tracks: &Mutex<Tracks>) -> Vec<Reader> {
+    fn readers(tracks: &Mutex<Tracks<Place>>) -> Vec<Reader> {
         let tracks = lock(tracks);
         let mut readers: Vec<Reader> = tracks
             .iter()
