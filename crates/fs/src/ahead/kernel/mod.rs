@@ -30,7 +30,7 @@ mod readers;
 mod worker;
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -96,8 +96,6 @@ pub enum StoreOutcome {
 
 #[derive(Default)]
 struct State {
-    /// Pages read at a new place so far: the `read_at` of the last.
-    reads: u64,
     /// Bumped by each read at a new place and each listing in a reader's
     /// book; the store thread plans again when it moves.
     events: u64,
@@ -123,6 +121,9 @@ pub(crate) struct StoreAhead {
     wake: Condvar,
     /// Whether any reader is followed: listings skip the lock while none is.
     any_reader: AtomicBool,
+    /// Pages read at a new place so far: the `read_at` of the last (moved
+    /// under the tracks' lock).
+    reads: AtomicU64,
     /// How many times a listing woke the store thread.
     #[cfg(test)]
     pub(crate) woken_by_listings: std::sync::atomic::AtomicUsize,
@@ -142,6 +143,7 @@ impl StoreAhead {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             any_reader: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
             #[cfg(test)]
             woken_by_listings: Default::default(),
         }

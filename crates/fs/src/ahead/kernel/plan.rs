@@ -55,10 +55,13 @@ pub(crate) struct Place {
 
 impl Place {
     pub(super) fn at(&self, other: &Place) -> bool {
-        self.chapter == other.chapter
-            && self.offset == other.offset
-            && self.format == other.format
-            && self.version == other.version
+        self.format == other.format && self.is_at(&other.chapter, other.offset, other.version)
+    }
+
+    /// Whether it is the page at `offset` of `version` of `chapter` (in
+    /// its format).
+    pub(super) fn is_at(&self, chapter: &ChapterRef, offset: u64, version: u64) -> bool {
+        self.chapter == *chapter && self.offset == offset && self.version == version
     }
 }
 

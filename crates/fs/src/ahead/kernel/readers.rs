@@ -41,22 +41,24 @@ impl StoreAhead {
         let Some(track) = tracks.find(&chapter.book) else {
             return;
         };
-        let mut state = lock(&self.state);
+        let same = track.pages.iter().position(|p| p.format == page.format);
+        // Pieces of one page: the reader has not moved.
+        if let Some(i) = same
+            && track.pages[i].is_at(chapter, page.offset, version)
+        {
+            return;
+        }
         let mut place = Place {
             chapter: chapter.clone(),
             position,
             offset: page.offset,
             format: page.format,
             version,
-            read_at: state.reads + 1,
+            read_at: self.reads.fetch_add(1, Ordering::Relaxed) + 1,
             plan: None,
         };
-        if let Some(i) = track.pages.iter().position(|p| p.format == page.format) {
+        if let Some(i) = same {
             let was = track.pages.remove(i);
-            if was.at(&place) {
-                track.pages.insert(i, was);
-                return;
-            }
             // Further on in its plan: what the plan knows serves at once.
             if let Some(plan) = &was.plan
                 && let Some((ahead, planned)) = plan.find(chapter)
@@ -66,8 +68,8 @@ impl StoreAhead {
             }
         }
         track.pages.push(place);
-        state.reads += 1;
         Self::bound(tracks);
+        let mut state = lock(&self.state);
         state.events += 1;
         self.any_reader.store(true, Ordering::Relaxed);
         drop(state);
