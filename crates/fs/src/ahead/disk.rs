@@ -4,17 +4,13 @@
 //! following ones next, and their bytes are then in the page cache when
 //! asked for.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::Arc;
 
-use novelfs_library::Library;
+use novelfs_library::{BookIndex, Library};
 
-use super::track::Track;
-use super::window::Window;
-use crate::lock;
-use crate::source::ChapterLoad;
+use super::track::{PagePlace, Track};
 
 /// How many chapters ahead of the one being loaded are read ahead.
 const READ_AHEAD: usize = 16;
@@ -24,103 +20,97 @@ const READ_AHEAD: usize = 16;
 /// `find`).
 const REFILL_BELOW: usize = READ_AHEAD / 2;
 
-pub(crate) struct Prefetcher {
-    /// Per book, the chapters already queued.
-    queued_to: Mutex<HashMap<OsString, Window>>,
-}
+/// The reading itself is the library's (`Library::read_ahead`: the
+/// kernel's page cache for a local library, GETs under way for a bucket);
+/// this decides which chapters and when, from the reader's track (its
+/// `disk` window: what was asked for already).
+pub(crate) struct Prefetcher;
 
 impl Prefetcher {
-    /// The reading itself is the library's (`Library::read_ahead`: the
-    /// kernel's page cache for a local library, GETs under way for a
-    /// bucket); this decides which chapters and when.
     pub(crate) fn start() -> Prefetcher {
-        Prefetcher {
-            queued_to: Mutex::new(HashMap::new()),
-        }
+        Prefetcher
     }
 
-    /// A chapter was read from disk: the chapters after it are asked for,
-    /// when wanted (see `wanted`).
-    pub(crate) fn loaded(&self, load: &ChapterLoad<'_>) {
-        if self.wanted(load.book, load.position, load.was_cached) {
-            let track = Track::on(load.book, load.index, load.position);
-            self.read_ahead(load.library, track);
-        }
-    }
-
-    /// Queues the chapters ahead of `track` in `library` that are not
-    /// queued yet, when fewer than `REFILL_BELOW` are, and returns their
-    /// indices. A sequential reader queues half a window every half window.
-    pub(crate) fn read_ahead(&self, library: &Library, track: Track<'_>) -> Range<usize> {
-        let from = track.next;
+    /// The chapters to ask for after the chapter at `position` of
+    /// `track`'s book was loaded (by its reader, or by a member working
+    /// ahead of it: the files are wanted before either decodes them), when
+    /// fewer than `REFILL_BELOW` are asked for ahead of it; marked asked
+    /// for in the track. A sequential reader queues half a window every
+    /// half window. Read them with `read`, out of the tracks' lock.
+    pub(crate) fn queue<P: PagePlace>(
+        &self,
+        track: &mut Track<P>,
+        position: usize,
+    ) -> Range<usize> {
+        let from = position + 1;
         if super::switched_off("disk") {
             return from..from;
         }
-        let queued = {
-            let mut queued = lock(&self.queued_to);
-            let book: &OsStr = track.book;
-            let window = match queued.get_mut(book) {
-                Some(window) => window,
-                None => queued.entry(book.to_os_string()).or_default(),
-            };
-            let Some(chapters) = track.top_up(window, READ_AHEAD, REFILL_BELOW) else {
-                return from..from;
-            };
-            window.queued(&chapters);
-            chapters
+        let Some(chapters) = track.top_up(&track.disk, from, READ_AHEAD, REFILL_BELOW) else {
+            return from..from;
         };
-        if !queued.is_empty() {
-            let files = track.index.chapters[queued.clone()]
+        track.disk.queued(&chapters);
+        chapters
+    }
+
+    /// Asks `library` for the files of `chapters` of `book`.
+    pub(crate) fn read(
+        &self,
+        library: &Library,
+        book: &Arc<OsStr>,
+        index: &BookIndex,
+        chapters: Range<usize>,
+    ) {
+        if !chapters.is_empty() {
+            let files = index.chapters[chapters]
                 .iter()
                 .map(|c| c.os_name.as_os_str());
-            library.read_ahead(track.book, files);
+            library.read_ahead(book, files);
         }
-        queued
     }
 
-    /// Whether to read ahead after loading chapter `i` of `book`: not when
-    /// its file was already in the page cache (its neighbours most likely
-    /// are too, and asking for them costs an open, an fadvise and a close
-    /// per chapter on a second thread), unless a read-ahead of this book
-    /// is under way and must be kept ahead of the reader.
-    pub(crate) fn wanted(&self, book: &OsStr, i: usize, was_cached: bool) -> bool {
-        !was_cached || self.queued_to(book).is_some_and(|to| to > i + 1)
-    }
-
-    /// The end of the chapters of `book` queued so far.
-    pub(crate) fn queued_to(&self, book: &OsStr) -> Option<usize> {
-        lock(&self.queued_to).get(book).map(Window::end)
+    /// Whether to read ahead after loading chapter `i` of a book whose
+    /// track is `track` (if one is kept): not when its file was already in
+    /// the page cache (its neighbours most likely are too, and asking for
+    /// them costs an open, an fadvise and a close per chapter on a second
+    /// thread), unless a read-ahead of this book is under way and must be
+    /// kept ahead of the reader.
+    pub(crate) fn wanted<P>(&self, track: Option<&Track<P>>, i: usize, was_cached: bool) -> bool {
+        !was_cached || track.is_some_and(|t| t.disk.end() > i + 1)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Track;
+    use super::super::track::Tracks;
     use super::*;
-    use novelfs_library::{BookIndex, Chapter};
-    use std::sync::Arc;
+    use novelfs_library::Chapter;
 
-    #[test]
-    fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
-        let index = Arc::new(BookIndex::new(
+    fn index() -> Arc<BookIndex> {
+        Arc::new(BookIndex::new(
             (1..=40)
                 .map(|i| Chapter::new(format!("第{i}章.md").into()))
                 .collect(),
-        ));
-        let dir = tempfile::tempdir().unwrap();
-        let library = Library::open(dir.path()).unwrap();
+        ))
+    }
+
+    #[test]
+    fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
+        let index = index();
         let prefetcher = Prefetcher::start();
+        let mut tracks = Tracks::<super::super::kernel::Place>::default();
         let book: &Arc<OsStr> = &Arc::from(OsStr::new("书"));
+        let mut wanted = |i, cached| prefetcher.wanted(tracks.find(book).map(|t| &*t), i, cached);
+        assert!(!wanted(0, true), "cached: nothing under way");
+        assert!(wanted(0, false), "not cached");
+        prefetcher.queue(tracks.of(book, &index), 0);
+        let mut wanted = |i, cached| prefetcher.wanted(tracks.find(book).map(|t| &*t), i, cached);
         assert!(
-            !prefetcher.wanted(book, 0, true),
-            "cached: nothing under way"
-        );
-        assert!(prefetcher.wanted(book, 0, false), "not cached");
-        prefetcher.read_ahead(&library, Track::on(book, &index, 0));
-        assert!(
-            prefetcher.wanted(book, 5, true),
+            wanted(5, true),
             "cached thanks to the read-ahead: keep it ahead"
         );
-        assert!(!prefetcher.wanted(book, 16, true), "past its end: stop");
+        assert!(!wanted(16, true), "past its end: stop");
     }
 
     #[test]
@@ -128,13 +118,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let library = Library::open(dir.path()).unwrap();
         let prefetcher = Prefetcher::start();
-        let index = Arc::new(BookIndex::new(
-            (1..=40)
-                .map(|i| Chapter::new(format!("第{i}章.md").into()))
-                .collect(),
-        ));
+        let index = index();
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
-        let ahead = |i| prefetcher.read_ahead(&library, Track::on(&book, &index, i));
+        let mut track = Track::new(&book, &index);
+        let mut ahead = |i| {
+            let queued = prefetcher.queue(&mut track, i);
+            prefetcher.read(&library, &book, &index, queued.clone());
+            queued
+        };
         assert_eq!(ahead(0), 1..17, "the first load asks for the next 16");
         for i in 1..=8 {
             assert!(ahead(i).is_empty(), "{i}: at least 8 still ahead");
@@ -147,6 +138,6 @@ mod tests {
         );
         assert_eq!(ahead(0), 1..17, "a jump back asks again from there");
         assert!(ahead(39).is_empty(), "the last chapter");
-        assert_eq!(prefetcher.queued_to(OsStr::new("书")), Some(40));
+        assert_eq!(track.disk.end(), 40);
     }
 }

@@ -10,20 +10,36 @@
 //!   a reader reading pages (thread `novelfs-store`, which the binary's
 //!   `mount::pusher` runs: it needs the kernel's notifier).
 //!
-//! One `Ahead`, owned by the tree, holds the three members and is told
-//! what the tree serves; it hands each event to the members that follow
-//! it. A member reads a reader's place as a `Track` (book, its chapters,
-//! the first one ahead): `disk` gets one per chapter loaded, `outlines` per
-//! book or chapter directory listed. `kernel` follows pages read (its
-//! `readers` keep the page and format, and it finds the book's chapters
-//! on its own thread). `disk` and `outlines` keep, per book, a `window` of
-//! the chapters ahead of the track and top it up by halves.
+//! One `Ahead`, owned by the tree, keeps the readers and the three
+//! members, and is told what the tree serves. A reader is a `Track`
+//! (`track`): one book, its chapters, the chapter the reader is on, and
+//! how far each member has worked ahead of it. Each event finds the
+//! track of its book (or makes one), moves it, and lends it to the
+//! members that follow that event; each works out its work from the
+//! track and differs only in what it fills:
+//!
+//! ```text
+//!  book listed ─────┐                ┌─▶ disk      window: files asked for   (a chapter loaded)
+//!  chapter listed ──┼─▶ Ahead ─ Track┼─▶ outlines  window: outlines queued   (a listing)
+//!  chapter loaded ──┤   one a reader └─▶ kernel    Place: the page read,     (a READ, a READDIR)
+//!  page read ───────┘                               per format, and its plan
+//! ```
+//!
+//! The track is where its reader is: a listing or a READ puts it on a
+//! chapter; a load does not (the outliner's and the store thread's loads
+//! run ahead of the reader), and `disk` asks for the files after the
+//! chapter loaded, whoever loaded it. `disk` and `outlines` top their
+//! `window` up by halves; `kernel` keeps on the track the page read last
+//! in each format (a chapter is not place enough for it) and the plan
+//! made for it, which its store thread makes with the track's chapters.
+//! A READ finds its chapter in the track's chapters (or the index the
+//! source has cached), never by a look at the book.
 //!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
 //! environment switches members off, to measure what each one pays for.
 
 use std::ffi::OsStr;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 mod disk;
@@ -32,15 +48,18 @@ mod outlines;
 mod track;
 mod window;
 
+use crate::lock;
 use crate::names::PageName;
 use crate::node::{ChapterRef, Node};
 use crate::outline::Outlines;
 use crate::source::{ChapterLoad, LoadObserver, Source};
 use disk::Prefetcher;
+use kernel::Place;
 use kernel::StoreAhead;
 use novelfs_library::BookIndex;
 #[cfg(not(test))]
 use outlines::Outliner;
+use track::Tracks;
 
 pub(crate) use kernel::Parts;
 pub use kernel::{Store, StoreOutcome};
@@ -52,10 +71,20 @@ pub(crate) use kernel::{AHEAD_BYTES, AHEAD_CHAPTERS};
 pub(crate) use outlines::Outliner;
 #[cfg(test)]
 pub(crate) use outlines::{OUTLINE_GUESS, WINDOW};
+/// A reader's track, with the kernel member's page read on it.
+#[cfg(test)]
+pub(crate) type Track = track::Track<kernel::Place>;
 
-/// Everything done ahead of the tree's readers: the disk's read-ahead,
-/// the outliner and the kernel's stores, started together.
+/// Everything done ahead of the tree's readers: their tracks, and the
+/// disk's read-ahead, the outliner and the kernel's stores working from
+/// them, started together.
 pub(crate) struct Ahead {
+    /// Every reader's track: each event moves one, and each member works
+    /// ahead of it. Locked before a member's own lock, never after.
+    tracks: Mutex<Tracks<Place>>,
+    /// Where a page read in a book without a track finds the book's
+    /// chapters: the index cached with it.
+    source: Weak<Source>,
     disk: Prefetcher,
     outlines: Outliner,
     kernel: StoreAhead,
@@ -72,6 +101,8 @@ impl Ahead {
         outlines_budget: usize,
     ) -> Arc<Ahead> {
         let ahead = Arc::new(Ahead {
+            tracks: Mutex::new(Tracks::default()),
+            source: Arc::downgrade(source),
             disk: Prefetcher::start(),
             outlines: Outliner::start(source.clone(), outlines.clone(), outlines_budget),
             kernel: StoreAhead::new(),
@@ -83,20 +114,27 @@ impl Ahead {
         ahead
     }
 
-    /// `book` was listed (its chapters in `index` order).
+    /// `book` was listed (its chapters in `index` order): its reader is at
+    /// its start.
     pub(crate) fn book_listed(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
-        self.outlines.book_listed(book, index);
+        let mut tracks = lock(&self.tracks);
+        let track = tracks.of(book, index);
+        track.at_start();
+        self.outlines.reached(track);
     }
 
     /// The listing of the chapter directory at `position` of `index` was
-    /// taken.
+    /// taken: its reader is on that chapter.
     pub(crate) fn chapter_listed(
         &self,
         book: &Arc<OsStr>,
         index: &Arc<BookIndex>,
         position: usize,
     ) {
-        self.outlines.chapter_listed(book, index, position);
+        let mut tracks = lock(&self.tracks);
+        let track = tracks.of(book, index);
+        track.on(position);
+        self.outlines.reached(track);
     }
 
     /// Whether a READDIR may concern a reader (cheap: no lock), before the
@@ -108,11 +146,15 @@ impl Ahead {
     /// A READDIR of `chapter`'s directory is about to be served (`first`:
     /// at offset 0).
     pub(crate) fn chapter_readdir(&self, chapter: &ChapterRef, first: bool) {
-        self.kernel.listed(chapter, first);
+        let mut tracks = lock(&self.tracks);
+        self.kernel
+            .listed(tracks.find(&chapter.book), chapter, first);
     }
 
     /// `page` of `chapter` (of `version`) was read; with `ino` when a READ
-    /// gave the kernel its bytes.
+    /// gave the kernel its bytes. Its reader is on that chapter, at that
+    /// page: a page with a limit is off the reading chain and says nothing
+    /// of where a reader of the chain is.
     pub(crate) fn page_read(
         &self,
         chapter: &ChapterRef,
@@ -120,10 +162,40 @@ impl Ahead {
         version: u64,
         ino: Option<u64>,
     ) {
-        self.kernel.read(chapter, page, version);
+        if page.limit.is_none() && !switched_off("kernel") {
+            let mut tracks = lock(&self.tracks);
+            if let Some(position) = self.place(&mut tracks, chapter) {
+                self.kernel
+                    .read(&mut tracks, chapter, position, page, version);
+            }
+        }
         if let Some(ino) = ino {
             self.kernel.given(ino);
         }
+    }
+
+    /// `chapter`'s position in its book, its track (made if none is kept)
+    /// put on it. The track's chapters serve, or the index the source has
+    /// cached (a READ comes after the LOOKUP that looked at the book): a
+    /// READ never scans a book.
+    fn place(&self, tracks: &mut Tracks<Place>, chapter: &ChapterRef) -> Option<usize> {
+        use std::os::unix::ffi::OsStrExt;
+        let file = chapter.file.as_bytes();
+        if let Some(track) = tracks.find(&chapter.book) {
+            let same = track.index.chapters.get(track.next.wrapping_sub(1));
+            let position = match same {
+                Some(c) if c.os_name.as_bytes() == file => Some(track.next - 1),
+                _ => track.index.exact(file),
+            };
+            if let Some(position) = position {
+                track.on(position);
+                return Some(position);
+            }
+        }
+        let index = self.source.upgrade()?.cached_index(&chapter.book)?;
+        let position = index.exact(file)?;
+        tracks.of(&chapter.book, &index).on(position);
+        Some(position)
     }
 
     /// The kernel dropped its last lookup of `ino`.
@@ -134,13 +206,13 @@ impl Ahead {
     /// The next pages to store into the kernel ahead of its readers: waits
     /// until there are some, or at most `wait` (see `StoreAhead::next`).
     pub(crate) fn stores(&self, parts: &Parts, wait: Option<Duration>) -> Vec<Store> {
-        self.kernel.next(parts, wait)
+        self.kernel.next(parts, &self.tracks, wait)
     }
 
     /// The pages of `chapter` to store before answering a READDIR past its
     /// listing's first reply (see `StoreAhead::at_listing_end`).
     pub(crate) fn stores_at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
-        self.kernel.at_listing_end(parts, chapter)
+        self.kernel.at_listing_end(parts, &self.tracks, chapter)
     }
 
     /// Whether the kernel may not have the page `ino` yet.
@@ -158,9 +230,25 @@ impl Ahead {
         self.kernel.finished(store, outcome);
     }
 
+    /// What each member did ahead of the reader of `book`: the end of the
+    /// chapters the disk was asked for, the end of those outlined, and the
+    /// chapters of the pages read (each with its format).
     #[cfg(test)]
-    pub(crate) fn disk(&self) -> &Prefetcher {
-        &self.disk
+    pub(crate) fn track_of(&self, book: &OsStr) -> Option<TrackSeen> {
+        let tracks = lock(&self.tracks);
+        let t = tracks.iter().find(|t| *t.book == *book)?;
+        Some(TrackSeen {
+            next: t.next,
+            disk_to: t.disk.end(),
+            outlined_to: t.outlines.end(),
+            pages_read: t.pages.iter().map(|p| p.position).collect(),
+        })
+    }
+
+    /// How many tracks are kept.
+    #[cfg(test)]
+    pub(crate) fn tracks(&self) -> usize {
+        lock(&self.tracks).len()
     }
 
     #[cfg(test)]
@@ -174,9 +262,33 @@ impl Ahead {
     }
 }
 
+/// A test's view of one track (`Ahead::track_of`).
+#[cfg(test)]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TrackSeen {
+    pub next: usize,
+    pub disk_to: usize,
+    pub outlined_to: usize,
+    pub pages_read: Vec<usize>,
+}
+
 impl LoadObserver for Ahead {
+    /// A chapter was read from disk (by its reader, or by a member working
+    /// ahead of it): the files after it are asked for, when wanted (see
+    /// `Prefetcher::wanted`). A load does not move the reader: a member's
+    /// loads run ahead of it.
     fn chapter_loaded(&self, load: &ChapterLoad<'_>) {
-        self.disk.loaded(load);
+        let chapters = {
+            let mut tracks = lock(&self.tracks);
+            let kept = tracks.find(load.book).map(|t| &*t);
+            if !self.disk.wanted(kept, load.position, load.was_cached) {
+                return;
+            }
+            let track = tracks.of(load.book, load.index);
+            self.disk.queue(track, load.position)
+        };
+        self.disk
+            .read(load.library, load.book, load.index, chapters);
     }
 }
 

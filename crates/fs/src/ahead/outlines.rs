@@ -14,18 +14,15 @@
 //! for the chapter this thread is loading, see `Source::chapter_from`) and
 //! never blocks a request: a full queue drops the work.
 
-use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use super::track::Track;
-use super::window::Window;
+use super::track::{PagePlace, Track};
 use crate::lock;
 use crate::node::{ChapterRef, chapter_ref};
 use crate::outline::{GUESS_MAX_BYTES, Outlines};
 use crate::source::Source;
-use novelfs_library::lookup::BookIndex;
 
 /// Chapters outlined ahead of the last one listed: a walk lists a chapter
 /// directory every 100-200 µs, a small chapter takes 20-40 µs to outline,
@@ -53,18 +50,8 @@ struct Shared {
     stopped: AtomicBool,
 }
 
-/// How far the walk in one book was queued: the chapters of `window` (in
-/// the order of `index`) are queued or listed.
-struct Cursor {
-    book: Arc<OsStr>,
-    index: Arc<BookIndex>,
-    window: Window,
-}
-
 pub(crate) struct Outliner {
     queue: Option<Mutex<SyncSender<Vec<ChapterRef>>>>,
-    /// The book walked last; a walk of another book starts a new cursor.
-    cursor: Mutex<Option<Cursor>>,
     /// Bytes of outlines the window may take (a quarter of their share).
     allowance: usize,
     shared: Arc<Shared>,
@@ -105,70 +92,39 @@ impl Outliner {
         };
         Outliner {
             queue,
-            cursor: Mutex::new(None),
             allowance: budget / 4,
             shared,
         }
     }
 
-    /// `book` was listed (its chapters in `index` order): queues the first
-    /// chapters' outlines.
-    pub(crate) fn book_listed(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> usize {
-        self.reached(Track::start(book, index))
-    }
-
-    /// The chapter directory at `position` of `index` was listed: queues
-    /// the outlines of the chapters up to `WINDOW` past it that are not
-    /// queued yet. Returns how many were queued.
-    pub(crate) fn chapter_listed(
-        &self,
-        book: &Arc<OsStr>,
-        index: &Arc<BookIndex>,
-        position: usize,
-    ) -> usize {
-        self.reached(Track::on(book, index, position))
-    }
-
-    fn reached(&self, track: Track<'_>) -> usize {
-        let Track {
-            book,
-            index,
-            next: from,
-        } = track;
+    /// The reader on `track` listed its book or a chapter directory
+    /// (`Track::at_start`, `Track::on`): queues the outlines of the
+    /// chapters up to `WINDOW` ahead of it that are not queued yet (the
+    /// track's `outlines` window). Returns how many were queued.
+    pub(crate) fn reached<P: PagePlace>(&self, track: &mut Track<P>) -> usize {
         let Some(queue) = &self.queue else {
             return 0;
         };
         if super::switched_off("outlines") {
             return 0;
         }
-        let batch: Vec<ChapterRef> = {
-            let mut cursor = lock(&self.cursor);
-            let mut window = match &*cursor {
-                Some(c) if Arc::ptr_eq(&c.index, index) && c.book == *book => c.window,
-                _ => Window::default(),
-            };
-            let Some(chapters) = track.top_up(&window, WINDOW, TOP_UP_BELOW) else {
-                return 0;
-            };
-            if chapters.is_empty() {
-                return 0;
-            }
-            let pending = self.shared.pending.load(Ordering::Relaxed);
-            if (pending + chapters.len()).saturating_mul(OUTLINE_GUESS) > self.allowance {
-                return 0;
-            }
-            window.queued(&chapters);
-            *cursor = Some(Cursor {
-                book: book.clone(),
-                index: index.clone(),
-                window,
-            });
-            index.chapters[chapters]
-                .iter()
-                .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
-                .map(|c| chapter_ref(book, &c.os_name))
-                .collect()
+        let from = track.next;
+        let Some(chapters) = track.top_up(&track.outlines, from, WINDOW, TOP_UP_BELOW) else {
+            return 0;
         };
+        if chapters.is_empty() {
+            return 0;
+        }
+        let pending = self.shared.pending.load(Ordering::Relaxed);
+        if (pending + chapters.len()).saturating_mul(OUTLINE_GUESS) > self.allowance {
+            return 0;
+        }
+        track.outlines.queued(&chapters);
+        let batch: Vec<ChapterRef> = track.index.chapters[chapters]
+            .iter()
+            .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
+            .map(|c| chapter_ref(&track.book, &c.os_name))
+            .collect();
         let n = batch.len();
         if n == 0 {
             return 0;
@@ -179,11 +135,7 @@ impl Outliner {
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.pending.fetch_sub(n, Ordering::Relaxed);
                 // What was not queued is queued by the next listing.
-                if let Some(c) = &mut *lock(&self.cursor)
-                    && Arc::ptr_eq(&c.index, index)
-                {
-                    c.window.dropped(from);
-                }
+                track.outlines.dropped(from);
                 0
             }
         }

@@ -1,6 +1,7 @@
-//! Where a reader is in one book: the one notion of a reader's place that
-//! the members working ahead of it derive their work from.
+//! Where readers are: one track per reader, the one notion of a reader's
+//! place that every member working ahead of it derives its work from.
 
+use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,47 +9,204 @@ use std::sync::Arc;
 use super::window::Window;
 use novelfs_library::BookIndex;
 
-/// A reader's place in one book: the book, its chapters in reading order,
-/// and the first chapter ahead of the reader. Readers go forward through a
-/// book (a jump back starts a new track where it lands), so what is ahead
-/// of one is the chapters from `next` on.
-#[derive(Clone, Copy)]
-pub(crate) struct Track<'a> {
-    pub book: &'a Arc<OsStr>,
-    pub index: &'a Arc<BookIndex>,
-    /// The first chapter ahead of the reader, in `index`.
-    pub next: usize,
+/// Tracks kept at once, the most recent first: a reader or two, a walk
+/// (`find`, `grep -r`, the outliner's own loads) and a few books an agent
+/// goes back and forth between. A track the kernel member follows (with a
+/// `Place`) is kept before the others: only another page read displaces
+/// it (`kernel::READERS`).
+const TRACKS: usize = 8;
+
+/// What a member keeps on a track per page read (the kernel member's
+/// `Place`): placed again when the book's chapters change.
+pub(crate) trait PagePlace {
+    /// The file of the page's chapter.
+    fn file(&self) -> &OsStr;
+    /// That chapter is at `position` of the book's chapters now.
+    fn placed_at(&mut self, position: usize);
 }
 
-impl<'a> Track<'a> {
-    /// A reader at the start of `book`, before its first chapter (it listed
-    /// the book).
-    pub(crate) fn start(book: &'a Arc<OsStr>, index: &'a Arc<BookIndex>) -> Track<'a> {
+/// One reader's track in one book: the book, its chapters in reading
+/// order, the first chapter ahead of the reader, and how far each member
+/// has worked ahead of it. Readers go forward through a book (a jump back
+/// starts again where it lands), so what is ahead of one is the chapters
+/// from `next` on.
+pub(crate) struct Track<P> {
+    pub book: Arc<OsStr>,
+    pub index: Arc<BookIndex>,
+    /// The first chapter ahead of the reader, in `index`: past the one it
+    /// listed or read last (0: it listed the book).
+    pub next: usize,
+    /// The chapters whose files `disk` asked for.
+    pub(super) disk: Window,
+    /// The chapters whose outlines `outlines` queued.
+    pub(super) outlines: Window,
+    /// What `kernel` stores ahead of: the page read last, one per format
+    /// (the reader's page, where a chapter is not place enough).
+    pub(super) pages: Vec<P>,
+}
+
+impl<P: PagePlace> Track<P> {
+    pub(crate) fn new(book: &Arc<OsStr>, index: &Arc<BookIndex>) -> Track<P> {
         Track {
-            book,
-            index,
+            book: book.clone(),
+            index: index.clone(),
             next: 0,
+            disk: Window::default(),
+            outlines: Window::default(),
+            pages: Vec::new(),
         }
     }
 
-    /// A reader on the chapter at `position` of `index` (it listed or
-    /// loaded that chapter).
-    pub(crate) fn on(
-        book: &'a Arc<OsStr>,
-        index: &'a Arc<BookIndex>,
-        position: usize,
-    ) -> Track<'a> {
-        Track {
-            book,
-            index,
-            next: position + 1,
-        }
+    /// The reader listed the book: it is at its start.
+    pub(crate) fn at_start(&mut self) {
+        self.next = 0;
     }
 
-    /// The chapters to queue ahead of the reader into `window` (`size`
+    /// The reader is on the chapter at `position` (it listed or read it).
+    pub(crate) fn on(&mut self, position: usize) {
+        self.next = position + 1;
+    }
+
+    /// The chapters to queue into `window` ahead of chapter `from` (`size`
     /// chapters, topped up when fewer than `low` are ahead; see
     /// `Window::top_up`).
-    pub(super) fn top_up(&self, window: &Window, size: usize, low: usize) -> Option<Range<usize>> {
-        window.top_up(self.next, self.index.chapters.len(), size, low)
+    pub(super) fn top_up(
+        &self,
+        window: &Window,
+        from: usize,
+        size: usize,
+        low: usize,
+    ) -> Option<Range<usize>> {
+        window.top_up(from, self.index.chapters.len(), size, low)
+    }
+
+    /// The book's chapters are `index` now (its directory changed): what
+    /// was done ahead by position starts over, the pages read are placed
+    /// in it again (or dropped, gone from it).
+    fn reindex(&mut self, index: &Arc<BookIndex>) {
+        use std::os::unix::ffi::OsStrExt;
+        self.index = index.clone();
+        self.next = 0;
+        self.disk = Window::default();
+        self.outlines = Window::default();
+        self.pages
+            .retain_mut(|p| match index.exact(p.file().as_bytes()) {
+                Some(position) => {
+                    p.placed_at(position);
+                    true
+                }
+                None => false,
+            });
+    }
+}
+
+/// Every reader's track, the most recent first: held by the `Ahead`, lent
+/// to each member with the event it follows.
+pub(crate) struct Tracks<P> {
+    tracks: VecDeque<Track<P>>,
+}
+
+impl<P> Default for Tracks<P> {
+    fn default() -> Tracks<P> {
+        Tracks {
+            tracks: VecDeque::new(),
+        }
+    }
+}
+
+impl<P: PagePlace> Tracks<P> {
+    /// The track in `book`, moved to the front; `None` when none is kept.
+    pub(crate) fn find(&mut self, book: &OsStr) -> Option<&mut Track<P>> {
+        let i = self.tracks.iter().position(|t| *t.book == *book)?;
+        if i > 0 {
+            let t = self.tracks.remove(i).expect("found");
+            self.tracks.push_front(t);
+        }
+        self.tracks.front_mut()
+    }
+
+    /// The track in `book` with `index` as its chapters, moved to the front
+    /// (made if none is kept; placed in `index` again if it had others).
+    pub(crate) fn of(&mut self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> &mut Track<P> {
+        if self.find(book).is_none() {
+            self.tracks.push_front(Track::new(book, index));
+            if self.tracks.len() > TRACKS {
+                // The least recent that no page read holds; a track with
+                // pages goes only when every track has some.
+                let i = (1..self.tracks.len())
+                    .rev()
+                    .find(|&i| self.tracks[i].pages.is_empty())
+                    .unwrap_or(self.tracks.len() - 1);
+                self.tracks.remove(i);
+            }
+        }
+        let track = self.tracks.front_mut().expect("at the front");
+        if !Arc::ptr_eq(&track.index, index) {
+            track.reindex(index);
+        }
+        track
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Track<P>> {
+        self.tracks.iter()
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Track<P>> {
+        self.tracks.iter_mut()
+    }
+
+    /// How many are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.tracks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use novelfs_library::Chapter;
+
+    /// A page read: its chapter's file and place.
+    struct Page(std::ffi::OsString, usize);
+
+    impl PagePlace for Page {
+        fn file(&self) -> &OsStr {
+            &self.0
+        }
+        fn placed_at(&mut self, position: usize) {
+            self.1 = position;
+        }
+    }
+
+    fn index(n: usize) -> Arc<BookIndex> {
+        Arc::new(BookIndex::new(
+            (1..=n)
+                .map(|i| Chapter::new(format!("第{i}章.md").into()))
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn one_track_per_book_the_least_recent_without_pages_dropped_first() {
+        let mut tracks = Tracks::<Page>::default();
+        let index = index(3);
+        let books: Vec<Arc<OsStr>> = (0..=TRACKS)
+            .map(|i| Arc::from(OsStr::new(&format!("书{i}"))))
+            .collect();
+        tracks.of(&books[0], &index).on(1);
+        tracks.of(&books[1], &index);
+        assert_eq!(tracks.of(&books[0], &index).next, 2, "the same track");
+        assert_eq!(tracks.len(), 2);
+        for book in &books[2..] {
+            tracks.of(book, &index);
+        }
+        assert_eq!(tracks.len(), TRACKS);
+        assert!(tracks.find(&books[1]).is_none(), "the least recent went");
+        assert!(tracks.find(&books[0]).is_some());
+        // Another index: what was done ahead by position starts over.
+        let other = self::index(5);
+        let t = tracks.of(&books[0], &other);
+        assert_eq!((t.next, t.index.chapters.len()), (0, 5));
     }
 }

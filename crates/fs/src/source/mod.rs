@@ -320,6 +320,12 @@ impl Source {
         })
     }
 
+    /// The book's chapter index as cached, without a look at its
+    /// directory (`None` when none is cached).
+    pub(crate) fn cached_index(&self, book: &OsStr) -> Option<Arc<BookIndex>> {
+        lock(&self.books).get(book).map(|b| b.index.clone())
+    }
+
     pub(crate) fn book_index(&self, book: &OsStr) -> Result<Arc<BookIndex>> {
         Ok(self.book(book)?.index)
     }

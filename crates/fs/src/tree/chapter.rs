@@ -135,7 +135,7 @@ mod tests {
 
     use super::super::fixture::*;
     use super::*;
-    use crate::ahead::Outliner;
+    use crate::ahead::{Outliner, Track};
     use crate::node::chapter_ref;
     use crate::source::{BIG_CHAPTER_BYTES, Seams};
 
@@ -144,7 +144,11 @@ mod tests {
         let names: Vec<String> = (1..=20).map(|i| format!("第{i}章.md")).collect();
         let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
         let f = fixture(&files);
-        let queued = || f.fs.ahead.disk().queued_to(OsStr::new("书"));
+        // The end of the chapters the disk was asked for (`None`: none).
+        let queued = || {
+            let track = f.fs.ahead.track_of(OsStr::new("书"));
+            track.map(|t| t.disk_to).filter(|&to| to > 0)
+        };
         let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
@@ -219,14 +223,16 @@ mod tests {
             f.fs.outlines.clone(),
             share(window - 1),
         );
-        assert_eq!(
-            small.chapter_listed(&book, &index, 1),
-            0,
-            "a window over the share"
-        );
+        let on_1 = || {
+            let mut track = Track::new(&book, &index);
+            track.on(1);
+            track
+        };
+        assert_eq!(small.reached(&mut on_1()), 0, "a window over the share");
         let fits = Outliner::start(f.fs.source.clone(), f.fs.outlines.clone(), share(window));
-        assert_eq!(fits.chapter_listed(&book, &index, 1), window);
-        assert_eq!(fits.chapter_listed(&book, &index, 1), 0, "queued once");
+        let mut track = on_1();
+        assert_eq!(fits.reached(&mut track), window);
+        assert_eq!(fits.reached(&mut track), 0, "queued once");
     }
 
     #[test]

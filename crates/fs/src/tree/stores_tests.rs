@@ -453,3 +453,47 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
         n - 1
     );
 }
+
+#[test]
+fn one_track_drives_the_disk_the_outlines_and_the_stores() {
+    let many: Vec<(String, String)> = (1..=20)
+        .map(|i| (format!("第{i}章.md"), lines(5, "甲")))
+        .collect();
+    let refs: Vec<(&str, String)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let lib = library(&refs);
+    let fs = &lib.fs;
+    // Out of the page cache: the disk is asked for the files after a
+    // chapter loaded that was not there.
+    let mut evicted = true;
+    for (name, _) in &many {
+        let file = std::fs::File::open(lib.book_dir.join(name)).unwrap();
+        file.sync_all().unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: advice on an open descriptor; no memory involved.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        evicted &= !novelfs_library::backing::in_page_cache(&file, 1);
+    }
+    let chapters = list_plus(fs, book(&lib));
+    crate::tree::fixture::outlined_ahead(fs);
+    // A walk read page by page: each chapter listed, then its page read.
+    let (mut stored, mut listed) = (Vec::new(), Vec::new());
+    for i in 1..=5 {
+        let pages = list_plus(fs, chapters[&format!("第{i}章.md")].ino);
+        listed.push(pages["offset-1.txt"].ino);
+        fs.read(pages["offset-1.txt"].ino, 0, 4096).unwrap();
+        stored.extend(drain(fs).into_iter().map(|s| s.0));
+    }
+    assert_eq!(fs.ahead.tracks(), 1, "one reader, one track");
+    let track = fs.ahead.track_of(OsStr::new("书")).expect("its track");
+    assert_eq!(track.next, 5, "on the fifth chapter");
+    assert_eq!(
+        track.pages_read,
+        [4],
+        "the kernel's page: on the same track"
+    );
+    assert!(track.outlined_to > 5, "outlined ahead of it: {track:?}");
+    if evicted {
+        assert!(track.disk_to > 5, "read ahead of it: {track:?}");
+    }
+    assert_eq!(stored, listed[1..], "stored ahead of it, once listed");
+}

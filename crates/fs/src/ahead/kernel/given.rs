@@ -55,21 +55,25 @@ impl StoreAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ahead::track::Tracks;
     use crate::names::PageName;
-    use novelfs_library::PageFormat;
+    use novelfs_library::{BookIndex, Chapter, PageFormat};
     use std::ffi::OsStr;
 
     #[test]
     fn a_forgotten_inode_is_no_longer_given() {
         let ahead = StoreAhead::new();
-        let chapter =
-            crate::node::chapter_ref(&Arc::from(OsStr::new("书")), OsStr::new("第1章.md"));
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let chapter = crate::node::chapter_ref(&book, OsStr::new("第1章.md"));
+        let index = Arc::new(BookIndex::new(vec![Chapter::new("第1章.md".into())]));
         let page = PageName {
             offset: 1,
             limit: None,
             format: PageFormat::Text,
         };
-        ahead.read(&chapter, page, 1);
+        let mut tracks = Tracks::default();
+        tracks.of(&book, &index);
+        ahead.read(&mut tracks, &chapter, 0, page, 1);
         ahead.given(7);
         assert!(!ahead.not_given(7));
         ahead.forgotten(7);

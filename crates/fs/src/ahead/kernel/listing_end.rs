@@ -1,6 +1,10 @@
 //! The stores sent on a listing's thread: at the end of a chapter
 //! directory's listing, the pages of that chapter a reader's plan wants.
 
+use std::sync::Mutex;
+
+use super::super::track::Tracks;
+use super::plan::Place;
 use super::{Parts, Store, StoreAhead};
 use crate::lock;
 use crate::names::PageName;
@@ -21,9 +25,15 @@ impl StoreAhead {
     /// store thread, woken by the same listing, races the reader's open and
     /// READ, and under io_uring it lost most races. Each store is claimed
     /// (`claim`: the store thread skips it); say how it went with `finished`.
-    pub(crate) fn at_listing_end(&self, parts: &Parts, chapter: &ChapterRef) -> Vec<Store> {
+    pub(crate) fn at_listing_end(
+        &self,
+        parts: &Parts,
+        tracks: &Mutex<Tracks<Place>>,
+        chapter: &ChapterRef,
+    ) -> Vec<Store> {
         let mut out = Vec::new();
         let wanted: Vec<(PageName, u64, u64)> = {
+            let tracks = lock(tracks);
             let mut state = lock(&self.state);
             state.open_listings.retain(|c| c != chapter);
             // Stores of this chapter the kernel refused (sent before it had
@@ -34,7 +44,14 @@ impl StoreAhead {
             state.retries = others;
             out.extend(mine);
             let mut wanted = Vec::new();
-            for r in &state.readers {
+            // The pages read in its book, the most recent first.
+            let mut read: Vec<_> = tracks
+                .iter()
+                .filter(|t| *t.book == *chapter.book)
+                .flat_map(|t| &t.pages)
+                .collect();
+            read.sort_by_key(|p| std::cmp::Reverse(p.read_at));
+            for r in read {
                 let Some(plan) = &r.plan else { continue };
                 let Some((ahead, version)) = plan.find(chapter) else {
                     continue;

@@ -17,8 +17,10 @@
 //! contract §2.3), so a page whose source changed is another inode and
 //! never gets the old bytes.
 //!
-//! `readers` follows where readers are, `plan` decides what to store ahead
-//! of each, `given` keeps what the kernel was given, `worker` serves the
+//! Where readers are is their tracks' (`ahead::track`, held by the
+//! `Ahead` and lent with each event): `readers` moves the kernel's part of
+//! a track (its `Place`: the page read last, per format), `plan` decides
+//! what to store ahead of each, `given` keeps what the kernel was given, `worker` serves the
 //! store thread and `listing_end` the stores sent on a listing's thread.
 
 mod given;
@@ -28,7 +30,7 @@ mod readers;
 mod worker;
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -37,7 +39,7 @@ use crate::node::{ChapterRef, Node};
 use crate::outline::Outlines;
 use crate::pages::Pages;
 use crate::source::Source;
-use plan::Reader;
+pub(crate) use plan::Place;
 
 #[cfg(test)]
 pub(crate) use plan::{AHEAD_BYTES, AHEAD_CHAPTERS};
@@ -94,8 +96,6 @@ pub enum StoreOutcome {
 
 #[derive(Default)]
 struct State {
-    /// The most recent first.
-    readers: VecDeque<Reader>,
     /// Bumped by each read at a new place and each listing in a reader's
     /// book; the store thread plans again when it moves.
     events: u64,
@@ -121,6 +121,9 @@ pub(crate) struct StoreAhead {
     wake: Condvar,
     /// Whether any reader is followed: listings skip the lock while none is.
     any_reader: AtomicBool,
+    /// Pages read at a new place so far: the `read_at` of the last (moved
+    /// under the tracks' lock).
+    reads: AtomicU64,
     /// How many times a listing woke the store thread.
     #[cfg(test)]
     pub(crate) woken_by_listings: std::sync::atomic::AtomicUsize,
@@ -140,6 +143,7 @@ impl StoreAhead {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             any_reader: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
             #[cfg(test)]
             woken_by_listings: Default::default(),
         }

@@ -1,12 +1,12 @@
-//! What to store ahead of each reader (where it is, `Reader`): its plan (the pages after the one
+//! What to store ahead of each reader (the page it read, its track's
+//! `Place`): its plan (the pages after the one
 //! it read, up to `AHEAD_CHAPTERS` chapters and `AHEAD_BYTES` on), made
 //! from the chapters' outlines, and the batches of those pages the store
 //! thread renders and sends.
 
-use std::collections::VecDeque;
-use std::ffi::OsStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use super::super::track::{PagePlace, Tracks};
 use super::{Parts, Store, StoreAhead};
 use crate::lock;
 use crate::names::PageName;
@@ -34,30 +34,52 @@ pub(crate) const AHEAD_BYTES: u64 = 2 << 20;
 /// typical pages (up to 60 KB of text each) fit.
 const IN_FLIGHT_BYTES: u64 = 1 << 20;
 
-/// Where a reader is: the page it read last, of which version.
+/// The kernel member's part of a reader's track: the page it read last
+/// in one format, of which version, and what to push ahead of it.
 #[derive(Debug, Clone)]
-pub(super) struct Reader {
-    pub(super) chapter: ChapterRef,
+pub(crate) struct Place {
+    pub(crate) chapter: ChapterRef,
+    /// Of `chapter` in its track's index.
+    pub(crate) position: usize,
     /// The offset read (0: none of this chapter yet, every page wanted) and
     /// the format read.
     pub(super) offset: u64,
     pub(super) format: PageFormat,
     pub(super) version: u64,
-    /// What to push ahead of it, made once per position (`None`: not yet).
-    pub plan: Option<Arc<Planned>>,
+    /// When it was read, among every page read (the most recent highest):
+    /// the plans are made and served in that order.
+    pub(super) read_at: u64,
+    /// What to push ahead of it, made once per place (`None`: not yet).
+    pub(super) plan: Option<Arc<Planned>>,
 }
 
-impl Reader {
-    pub(super) fn book(&self) -> &OsStr {
-        &self.chapter.book
+impl Place {
+    pub(super) fn at(&self, other: &Place) -> bool {
+        self.format == other.format && self.is_at(&other.chapter, other.offset, other.version)
     }
 
-    pub(super) fn at(&self, other: &Reader) -> bool {
-        self.chapter == other.chapter
-            && self.offset == other.offset
-            && self.format == other.format
-            && self.version == other.version
+    /// Whether it is the page at `offset` of `version` of `chapter` (in
+    /// its format).
+    pub(super) fn is_at(&self, chapter: &ChapterRef, offset: u64, version: u64) -> bool {
+        self.chapter == *chapter && self.offset == offset && self.version == version
     }
+}
+
+impl PagePlace for Place {
+    fn file(&self) -> &std::ffi::OsStr {
+        &self.chapter.file
+    }
+    fn placed_at(&mut self, position: usize) {
+        self.position = position;
+    }
+}
+
+/// A page read as the store thread plans ahead of it: its place and its
+/// book's chapters (from the track, as they were when it looked).
+#[derive(Clone)]
+pub(super) struct Reader {
+    pub(super) index: Arc<BookIndex>,
+    pub(super) place: Place,
 }
 
 /// A reader's plan with the chapters it reaches.
@@ -68,8 +90,6 @@ pub(super) struct Planned {
     /// (offset, size in the format read); `None` for one that cannot be
     /// read.
     chapters: Vec<Option<PlannedChapter>>,
-    /// The book's chapters and the reader's chapter's place among them.
-    index: Option<(Arc<BookIndex>, usize)>,
     pub(super) wanted: Vec<Wanted>,
     /// False for the part of an earlier plan that is still ahead of a
     /// reader who moved on: it serves at once, and is made whole (looking
@@ -111,7 +131,6 @@ impl Planned {
     pub(super) fn shifted(&self, ahead: usize, offset: u64) -> Planned {
         Planned {
             chapters: self.chapters[ahead.min(self.chapters.len())..].to_vec(),
-            index: self.index.clone().map(|(i, at)| (i, at + ahead)),
             wanted: self
                 .wanted
                 .iter()
@@ -166,49 +185,46 @@ fn plan(offset: u64, mut chain: impl FnMut(usize) -> Option<Vec<(u64, u64)>>) ->
 
 impl StoreAhead {
     /// Makes the plan of each reader that has none (and, with `whole`,
-    /// completes each part of a plan), and keeps it with the reader (unless
-    /// it moved meanwhile).
-    pub(super) fn make_plans(&self, parts: &Parts, readers: &mut VecDeque<Reader>, whole: bool) {
+    /// completes each part of a plan), and keeps it with its place in the
+    /// track (unless the reader moved meanwhile).
+    pub(super) fn make_plans(
+        &self,
+        parts: &Parts,
+        tracks: &Mutex<Tracks<Place>>,
+        readers: &mut [Reader],
+        whole: bool,
+    ) {
         let mut made = false;
         for r in readers.iter_mut() {
-            let part = match &r.plan {
+            let part = match &r.place.plan {
                 None => None,
                 Some(p) if whole && !p.whole => Some(p.clone()),
                 Some(_) => continue,
             };
-            r.plan = Some(Arc::new(Self::plan_of(parts, r, part.as_deref())));
+            r.place.plan = Some(Arc::new(Self::plan_of(parts, r, part.as_deref())));
             made = true;
         }
         if made {
-            let mut state = lock(&self.state);
+            let mut tracks = lock(tracks);
             for r in readers.iter() {
-                if let Some(now) = state.readers.iter_mut().find(|s| s.at(r)) {
-                    now.plan = r.plan.clone();
+                let Some(track) = tracks.iter_mut().find(|t| *t.book == *r.place.chapter.book)
+                else {
+                    continue;
+                };
+                if let Some(now) = track.pages.iter_mut().find(|p| p.at(&r.place)) {
+                    now.plan = r.place.plan.clone();
                 }
             }
         }
     }
 
     /// The plan of a reader, with the chapters as they are now, or as
-    /// `known` (a part of a plan for this position) has them.
+    /// `known` (a part of a plan for this place) has them.
     fn plan_of(parts: &Parts, r: &Reader, known: Option<&Planned>) -> Planned {
         let mut chapters: Vec<Option<PlannedChapter>> = Vec::new();
-        let index = match known.and_then(|k| k.index.clone()) {
-            Some(index) => index,
-            None => match parts.source.chapter_file(&r.chapter) {
-                Ok(at) => (at.index, at.position),
-                Err(_) => {
-                    return Planned {
-                        chapters,
-                        index: None,
-                        wanted: Vec::new(),
-                        whole: true,
-                    };
-                }
-            },
-        };
-        let (book_index, position) = (&index.0, index.1);
-        let wanted = plan(r.offset, |ahead| {
+        let (book_index, position) = (&r.index, r.place.position);
+        let place = &r.place;
+        let wanted = plan(place.offset, |ahead| {
             if let Some(c) = known.and_then(|k| k.chapters.get(ahead)) {
                 chapters.push(c.clone());
                 return Some(c.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec()));
@@ -216,12 +232,15 @@ impl StoreAhead {
             // A chapter over GUESS_MAX_BYTES ends the plan: its reader's
             // READ there starts a plan of its own.
             let (c, outline) = if ahead == 0 {
-                let c = r.chapter.clone();
-                let outline = parts.outlines.outline(parts.source, &c).ok();
+                // A chapter gone from its book ends the plan before it
+                // starts: the reader's next READ says where it is.
+                let c = place.chapter.clone();
+                let file = parts.source.chapter_file(&c).ok()?;
+                let outline = parts.outlines.outline_at(parts.source, &c, file).ok();
                 (c, outline)
             } else {
                 let entry = book_index.chapters.get(position + ahead)?;
-                let c = crate::node::chapter_ref(&r.chapter.book, &entry.os_name);
+                let c = crate::node::chapter_ref(&place.chapter.book, &entry.os_name);
                 let file = parts.source.chapter_file(&c).ok()?;
                 if file.meta.len() > GUESS_MAX_BYTES {
                     return None;
@@ -231,7 +250,8 @@ impl StoreAhead {
             };
             // Past the page read, only the version read: pages of another
             // version are other inodes, which the reader has not reached.
-            let current = |o: &ChapterOutline| ahead > 0 || r.offset == 0 || o.version == r.version;
+            let current =
+                |o: &ChapterOutline| ahead > 0 || place.offset == 0 || o.version == place.version;
             let planned = match outline {
                 Some(o) if current(&o) => o.outline.ok().map(|outline| PlannedChapter {
                     chapter: c,
@@ -239,7 +259,7 @@ impl StoreAhead {
                     chain: outline
                         .pages
                         .iter()
-                        .map(|p| match r.format {
+                        .map(|p| match place.format {
                             PageFormat::Text => (p.offset, p.text_bytes),
                             PageFormat::Json => (p.offset, p.json_bytes),
                         })
@@ -253,7 +273,6 @@ impl StoreAhead {
         });
         Planned {
             chapters,
-            index: Some(index),
             wanted,
             whole: true,
         }
@@ -266,7 +285,7 @@ impl StoreAhead {
     pub(super) fn batch(
         &self,
         parts: &Parts,
-        r: &Reader,
+        r: &Place,
         mut out: Option<&mut Vec<Store>>,
         in_flight: &mut u64,
         stop: &dyn Fn() -> bool,

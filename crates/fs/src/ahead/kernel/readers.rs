@@ -1,18 +1,19 @@
-//! Which readers are followed: the page each read last (one per book and
-//! format), moved on by its READs and by its listings of the chapters its
-//! plan reaches.
+//! How the kernel member follows readers on their tracks: the page each
+//! read last (one per book and format: its track's `Place`), moved on by
+//! its READs and by its listings of the chapters its plan reaches.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::super::track::{Track, Tracks};
 use super::StoreAhead;
-use super::plan::{AHEAD_CHAPTERS, Reader};
+use super::plan::{AHEAD_CHAPTERS, Place};
 use crate::lock;
 use crate::names::PageName;
 use crate::node::ChapterRef;
 
-/// Reader positions followed at once, one per book and format, the most
-/// recent first: `grep -r` reads both formats, a few agents a few books.
+/// Pages read followed at once, one per book and format, the most recent
+/// first: `grep -r` reads both formats, a few agents a few books.
 const READERS: usize = 4;
 
 /// A listing wakes the store thread once a reader's plan reaches fewer
@@ -26,43 +27,70 @@ const WAKE_BELOW_AHEAD: usize = AHEAD_CHAPTERS / 2;
 const OPEN_LISTINGS: usize = 8;
 
 impl StoreAhead {
-    /// A READ of `page` (of `version`) reached the daemon: its reader is
-    /// there now.
-    pub(crate) fn read(&self, chapter: &ChapterRef, page: PageName, version: u64) {
-        // A page with a limit is off the reading chain: it says nothing of
-        // where a reader of the chain is.
-        if page.limit.is_some() || crate::ahead::switched_off("kernel") {
+    /// A READ of `page` (of `version`) of the chapter at `position` of
+    /// `track`'s book reached the daemon: its reader is there now. The
+    /// track (in `tracks`, moved to the front) is the reader's.
+    pub(crate) fn read(
+        &self,
+        tracks: &mut Tracks<Place>,
+        chapter: &ChapterRef,
+        position: usize,
+        page: PageName,
+        version: u64,
+    ) {
+        let Some(track) = tracks.find(&chapter.book) else {
+            return;
+        };
+        let same = track.pages.iter().position(|p| p.format == page.format);
+        // Pieces of one page: the reader has not moved.
+        if let Some(i) = same
+            && track.pages[i].is_at(chapter, page.offset, version)
+        {
             return;
         }
-        let mut reader = Reader {
+        let mut place = Place {
             chapter: chapter.clone(),
+            position,
             offset: page.offset,
             format: page.format,
             version,
+            read_at: self.reads.fetch_add(1, Ordering::Relaxed) + 1,
             plan: None,
         };
-        let mut state = lock(&self.state);
-        let same = |r: &Reader| r.format == page.format && *r.book() == *chapter.book;
-        if let Some(i) = state.readers.iter().position(same) {
-            let was = state.readers.remove(i).expect("found");
-            if was.at(&reader) {
-                state.readers.insert(i, was);
-                return;
-            }
+        if let Some(i) = same {
+            let was = track.pages.remove(i);
             // Further on in its plan: what the plan knows serves at once.
             if let Some(plan) = &was.plan
                 && let Some((ahead, planned)) = plan.find(chapter)
                 && planned == version
             {
-                reader.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
+                place.plan = Some(Arc::new(plan.shifted(ahead, page.offset)));
             }
         }
-        state.readers.push_front(reader);
-        state.readers.truncate(READERS);
+        track.pages.push(place);
+        Self::bound(tracks);
+        let mut state = lock(&self.state);
         state.events += 1;
         self.any_reader.store(true, Ordering::Relaxed);
         drop(state);
         self.wake.notify_one();
+    }
+
+    /// Drops the least recent pages read past `READERS`.
+    fn bound(tracks: &mut Tracks<Place>) {
+        fn read(tracks: &Tracks<Place>) -> impl Iterator<Item = u64> + '_ {
+            tracks
+                .iter()
+                .flat_map(|t| t.pages.iter().map(|p| p.read_at))
+        }
+        while read(tracks).count() > READERS {
+            let Some(oldest) = read(tracks).min() else {
+                return;
+            };
+            for t in tracks.iter_mut() {
+                t.pages.retain(|p| p.read_at != oldest);
+            }
+        }
     }
 
     /// Whether a listing may concern a reader (cheap: no lock).
@@ -71,28 +99,31 @@ impl StoreAhead {
     }
 
     /// The chapter directory `chapter` is being listed (`first`: from
-    /// offset 0). If it is one of the chapters ahead of a reader, its pages
-    /// become storable once the kernel has the first reply, and the reader
-    /// is taken to be there: a reader lists the chapter it reads next, and
-    /// its reads there may all be served from stored pages (no READ would
-    /// move it on). Those pages are stored at the listing's end, on its own
-    /// thread (`at_listing_end`): the store thread, woken by the first
-    /// READDIR, renders the chapters after it meanwhile and stores none of
-    /// this one's. A store thread that sent them as soon as the kernel held
-    /// them raced the reader: claimed by it and not sent yet (preempted on 2
-    /// busy CPUs), a page was skipped at the listing's end and READ as well,
-    /// for 15% of the pages of a 200,000-chapter `grep -r`.
-    pub(crate) fn listed(&self, chapter: &ChapterRef, first: bool) {
-        let mut state = lock(&self.state);
-        let mut in_a_readers_book = false;
+    /// offset 0) on `track` (its book's, if one is kept). If it is one of
+    /// the chapters ahead of a reader, its pages become storable once the
+    /// kernel has the first reply, and the reader is taken to be there: a
+    /// reader lists the chapter it reads next, and its reads there may all
+    /// be served from stored pages (no READ would move it on). Those pages
+    /// are stored at the listing's end, on its own thread
+    /// (`at_listing_end`): the store thread, woken by the first READDIR,
+    /// renders the chapters after it meanwhile and stores none of this
+    /// one's. A store thread that sent them as soon as the kernel held them
+    /// raced the reader: claimed by it and not sent yet (preempted on 2
+    /// busy CPUs), a page was skipped at the listing's end and READ as
+    /// well, for 15% of the pages of a 200,000-chapter `grep -r`.
+    pub(crate) fn listed(
+        &self,
+        track: Option<&mut Track<Place>>,
+        chapter: &ChapterRef,
+        first: bool,
+    ) {
+        let Some(track) = track.filter(|t| !t.pages.is_empty()) else {
+            return;
+        };
         let mut moved = false;
         let mut short = false;
-        for r in state.readers.iter_mut() {
-            if *r.book() != *chapter.book {
-                continue;
-            }
-            in_a_readers_book = true;
-            let Some(plan) = &r.plan else {
+        for p in track.pages.iter_mut() {
+            let Some(plan) = &p.plan else {
                 // Not planned yet: the plan will see what is held by then.
                 moved = true;
                 short = true;
@@ -110,16 +141,18 @@ impl StoreAhead {
             // without looking at the disk again.
             let shifted = plan.shifted(ahead, 0);
             short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
-            let shifted = Some(Arc::new(shifted));
-            *r = Reader {
+            *p = Place {
                 chapter: chapter.clone(),
+                position: p.position + ahead,
                 offset: 0,
-                format: r.format,
+                format: p.format,
                 version,
-                plan: shifted,
+                read_at: p.read_at,
+                plan: Some(Arc::new(shifted)),
             };
         }
-        if first && in_a_readers_book {
+        let mut state = lock(&self.state);
+        if first {
             state.open_listings.retain(|c| c != chapter);
             if state.open_listings.len() == OPEN_LISTINGS {
                 state.open_listings.pop_front();

@@ -2,8 +2,11 @@
 //! again, then the pages the kernel can take now, then rendering ahead of
 //! the reader's listings), and what the kernel said to each.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::super::track::Tracks;
+use super::plan::{Place, Reader};
 use super::{Parts, Store, StoreAhead, StoreOutcome};
 use crate::lock;
 
@@ -25,9 +28,14 @@ impl StoreAhead {
     /// The next stores to send: waits until a reader moves, a listing comes
     /// in a reader's book or a refused store is due again (at most `wait`,
     /// when given; then nothing may be returned).
-    pub(crate) fn next(&self, parts: &Parts, wait: Option<Duration>) -> Vec<Store> {
+    pub(crate) fn next(
+        &self,
+        parts: &Parts,
+        tracks: &Mutex<Tracks<Place>>,
+        wait: Option<Duration>,
+    ) -> Vec<Store> {
         let give_up_at = wait.map(|w| Instant::now() + w);
-        let (mut readers, retries, events) = {
+        let (retries, events) = {
             let mut state = lock(&self.state);
             loop {
                 let now = Instant::now();
@@ -66,8 +74,9 @@ impl StoreAhead {
                 .into_iter()
                 .partition(|s| fresh || s.due <= now);
             state.retries = later;
-            (state.readers.clone(), retries, state.planned)
+            (retries, state.planned)
         };
+        let mut readers = Self::readers(tracks);
         // Refused stores first, before any planning: the kernel most likely
         // has their inodes now, and their reader is about to read them.
         let retried: Vec<Store> = retries
@@ -78,7 +87,7 @@ impl StoreAhead {
             lock(&self.state).again = true;
             return retried;
         }
-        self.make_plans(parts, &mut readers, false);
+        self.make_plans(parts, tracks, &mut readers, false);
         let mut out = Vec::new();
         let mut in_flight = 0;
         // Then what the kernel can take now, one page at a time, each sent
@@ -86,7 +95,7 @@ impl StoreAhead {
         // and where it is by the next call decides what comes next.
         for r in &readers {
             if out.is_empty() {
-                self.batch(parts, r, Some(&mut out), &mut in_flight, &|| false);
+                self.batch(parts, &r.place, Some(&mut out), &mut in_flight, &|| false);
             }
         }
         if !out.is_empty() {
@@ -98,11 +107,28 @@ impl StoreAhead {
         // so that they are ready when the reader lists their chapter; given
         // up as soon as anything happens, which may have made some storable.
         let moved = || lock(&self.state).events != events;
-        self.make_plans(parts, &mut readers, true);
+        self.make_plans(parts, tracks, &mut readers, true);
         for r in &readers {
-            self.batch(parts, r, None, &mut in_flight, &moved);
+            self.batch(parts, &r.place, None, &mut in_flight, &moved);
         }
         out
+    }
+
+    /// The pages read on every track, as they are now, the most recent
+    /// first.
+    fn readers(tracks: &Mutex<Tracks<Place>>) -> Vec<Reader> {
+        let tracks = lock(tracks);
+        let mut readers: Vec<Reader> = tracks
+            .iter()
+            .flat_map(|t| {
+                t.pages.iter().map(|p| Reader {
+                    index: t.index.clone(),
+                    place: p.clone(),
+                })
+            })
+            .collect();
+        readers.sort_by_key(|r| std::cmp::Reverse(r.place.read_at));
+        readers
     }
 
     /// What the kernel said to `store`: a refused one is sent again later
