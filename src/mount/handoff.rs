@@ -13,9 +13,10 @@ use fuser::{Negotiated, Version};
 /// The variable the holder sets for its server.
 pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 
-/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up`):
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,error_file`):
 /// each turns one mechanism of failover off, so that a test can be seen
-/// failing without it.
+/// failing without it (`error_file`: a holder that gave up answers every
+/// request EIO, its root too).
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 
 /// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server

@@ -11,8 +11,9 @@
 //! The holder does nothing else: it never opens the library, never reads a
 //! request while a server runs, and allocates nothing in its loop. Servers
 //! that keep dying (three in a row before serving, or more than
-//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers every
-//! request EIO itself until the mount goes, the reason in the log.
+//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers alone
+//! until the mount goes, the root listing only an `ERROR` that says why
+//! and every other request EIO (`gave_up`), the reason in the log too.
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -26,13 +27,15 @@ use super::attach::attach;
 use super::config::MountConfig;
 use super::handoff::{self, Fds};
 use super::holder_os::{
-    BUFFER_BYTES, Buffer, block_signals, connected, fail_request, memfd, notify_resend, pollin,
-    process_pidfd, read_signal, thread_pidfd,
+    block_signals, connected, memfd, notify_resend, pollin, process_pidfd, read_signal,
+    thread_pidfd,
 };
 use super::mountinfo::mount_id;
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, report_failure as report};
 use super::watchdog::Watchdog;
+
+mod gave_up;
 
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -79,6 +82,8 @@ struct Holder<'a> {
     /// Servers whose sentinel thread ended and whose last threads have not.
     dying: Vec<Child>,
     status: Option<std::fs::File>,
+    /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
+    mode_mask: u16,
 }
 
 /// Mounts, starts the first server, and keeps the mount served until it
@@ -138,6 +143,7 @@ pub(crate) fn hold(
         pidfd: None,
         dying: Vec::new(),
         status: None,
+        mode_mask: config.access.mode_mask(),
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
     if let Err(e) = h.start(cli) {
@@ -433,68 +439,6 @@ impl Holder<'_> {
         if unmount(self.mountpoint, false).is_err() {
             // Busy: detach now; the kernel finishes once open files close.
             let _ = unmount(self.mountpoint, true);
-        }
-    }
-
-    /// No more servers: every request is answered EIO until the mount
-    /// goes. Returns the exit code.
-    fn give_up(&mut self, why: &str) -> i32 {
-        log::error!(
-            "holder: giving up on {}: {why}; every request is answered EIO until it is unmounted",
-            self.mountpoint.display()
-        );
-        if let Some(c) = self.server.take() {
-            self.dying.push(c);
-        }
-        // What the last server read and never answered is queued again,
-        // to be answered EIO below rather than left waiting for ever.
-        self.resend();
-        let Some(buf) = Buffer::new(BUFFER_BYTES) else {
-            log::error!("holder: no buffer to answer requests with; unmounting");
-            self.unmount();
-            return 1;
-        };
-        loop {
-            let mut fds = [
-                pollin(self.fuse.as_raw_fd()),
-                pollin(self.signals.as_raw_fd()),
-            ];
-            // SAFETY: two valid pollfds.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-                continue;
-            }
-            if fds[1].revents != 0 {
-                let sig = read_signal(&self.signals);
-                if sig == libc::SIGCHLD as u32 {
-                    self.dying
-                        .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-                }
-                if sig != 0 && sig != libc::SIGCHLD as u32 {
-                    log::info!(
-                        "holder: signal {sig}: unmounting {}",
-                        self.mountpoint.display()
-                    );
-                    self.unmount();
-                }
-            }
-            if fds[0].revents == 0 {
-                continue;
-            }
-            // SAFETY: reading into the buffer's mapping, of its size.
-            let n = unsafe { libc::read(self.fuse.as_raw_fd(), buf.ptr.cast(), buf.len) };
-            if n < 0 {
-                match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::ENODEV) => return 1,
-                    Some(libc::EINTR | libc::EAGAIN | libc::ENOENT) => continue,
-                    _ => {
-                        if !self.connected() {
-                            return 1;
-                        }
-                        continue;
-                    }
-                }
-            }
-            fail_request(self.fuse.as_raw_fd(), &buf, n as usize);
         }
     }
 }

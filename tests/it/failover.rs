@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Mount, Rng, book_library, errno, errno_name, follow_log, fuse_available};
 
 /// A book of `chapters` chapters, each of many pages.
-fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
     let texts: Vec<(String, Vec<u8>)> = (1..=chapters)
         .map(|c| {
             let mut t = format!("第{c}章 第{c}个标题\n");
@@ -39,7 +39,7 @@ fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
 
 /// Reads a file whole, then drops its pages from the kernel's cache, so
 /// that the next read of it reaches the server.
-fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
@@ -50,7 +50,7 @@ fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// The server's pid: the holder's child named `novelfs-server`.
-fn server_of(holder: u32) -> Option<u32> {
+pub(crate) fn server_of(holder: u32) -> Option<u32> {
     let children =
         std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")).ok()?;
     children
@@ -67,7 +67,7 @@ fn server_of(holder: u32) -> Option<u32> {
 
 /// Aborts the mount's connection (its readers get ENOTCONN): what a failed
 /// test does so that no reader stays blocked for ever.
-fn abort_connection(mnt: &Path) {
+pub(crate) fn abort_connection(mnt: &Path) {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let want = mnt.to_str().unwrap();
     if let Some(dev) = info
@@ -82,7 +82,7 @@ fn abort_connection(mnt: &Path) {
 
 /// The kernel stacks of this test's threads and of the holder's children,
 /// to see where a hang is.
-fn stacks(holder: u32) -> String {
+pub(crate) fn stacks(holder: u32) -> String {
     let mut out = String::new();
     let mut pids = vec![std::process::id()];
     if let Ok(c) = std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")) {
@@ -109,7 +109,7 @@ fn stacks(holder: u32) -> String {
 
 /// Every page of every chapter, with its bytes as the mount first served
 /// them (before any kill).
-fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let book = mnt.join("书");
     let mut out = Vec::new();
     let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)

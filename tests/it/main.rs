@@ -12,6 +12,7 @@ mod cli_usage;
 mod failover;
 mod faults;
 mod fuzz_regressions;
+mod gave_up;
 mod golden;
 mod golden_index;
 mod hostile;
