@@ -36,6 +36,7 @@ use super::process::{detach_stdio, report_failure as report};
 use super::watchdog::Watchdog;
 
 mod gave_up;
+mod upgrade;
 
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -55,6 +56,8 @@ enum Outcome {
 enum Event {
     Died(Option<ExitStatus>),
     Signal(u32),
+    /// `novelfs upgrade` asks (see `upgrade`).
+    Upgrade,
 }
 
 /// How a server ended, for the log.
@@ -84,6 +87,10 @@ struct Holder<'a> {
     status: Option<std::fs::File>,
     /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
     mode_mask: u16,
+    /// Where `novelfs upgrade` asks (see `upgrade`).
+    control: Option<std::os::unix::net::UnixListener>,
+    /// The servers' binary since an upgrade (this one's before).
+    binary: Option<std::path::PathBuf>,
 }
 
 /// Mounts, starts the first server, and keeps the mount served until it
@@ -144,9 +151,11 @@ pub(crate) fn hold(
         dying: Vec::new(),
         status: None,
         mode_mask: config.access.mode_mask(),
+        control: upgrade::listen(mountpoint),
+        binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
-    if let Err(e) = h.start(cli) {
+    if let Err(e) = h.start(cli, None) {
         detach_if_ours(mountpoint, mount_id);
         report(ready_pipe, &format!("cannot start the server: {e}"));
         return 1;
@@ -193,6 +202,10 @@ impl Holder<'_> {
                     self.unmount();
                     continue;
                 }
+                Event::Upgrade => match self.upgrade_asked() {
+                    Some(status) => status,
+                    None => continue,
+                },
                 Event::Died(status) => status,
             };
             if !self.connected() {
@@ -234,7 +247,7 @@ impl Holder<'_> {
             }
             let mut failed_starts = 0;
             loop {
-                if let Err(e) = self.start(None) {
+                if let Err(e) = self.start(None, None) {
                     return self.give_up(&format!("cannot start a server: {e}"));
                 }
                 match self.wait_serving() {
@@ -269,8 +282,13 @@ impl Holder<'_> {
         }
     }
 
-    /// Starts a server on the connection; `cli` for the first.
-    fn start(&mut self, cli: Option<RawFd>) -> std::io::Result<()> {
+    /// Starts a server on the connection; `cli` for the first, `standby`
+    /// (its binary, the read end of its `go` pipe) for an upgrade's.
+    fn start(
+        &mut self,
+        cli: Option<RawFd>,
+        standby: Option<(&Path, RawFd)>,
+    ) -> std::io::Result<()> {
         self.generation += 1;
         let (status_read, status_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
@@ -282,14 +300,23 @@ impl Holder<'_> {
             cli: cli.unwrap_or(-1),
             generation: self.generation,
             holder: std::process::id(),
+            go: standby.map_or(-1, |(_, go)| go),
         };
-        let pass: Vec<RawFd> = [fds.fuse, fds.journal, fds.state, fds.status, fds.cli]
-            .into_iter()
-            .filter(|&fd| fd >= 0)
-            .collect();
+        let pass: Vec<RawFd> = [
+            fds.fuse,
+            fds.journal,
+            fds.state,
+            fds.status,
+            fds.cli,
+            fds.go,
+        ]
+        .into_iter()
+        .filter(|&fd| fd >= 0)
+        .collect();
         let mut args = std::env::args_os();
         let arg0 = args.next().unwrap_or_else(|| "novelfs".into());
-        let mut cmd = Command::new("/proc/self/exe");
+        let binary = standby.map(|(b, _)| b).or(self.binary.as_deref());
+        let mut cmd = Command::new(binary.unwrap_or(Path::new("/proc/self/exe")));
         cmd.arg0(arg0).args(args).env(handoff::VAR, fds.to_var());
         if let Some(dir) = &self.given_in {
             cmd.current_dir(dir);
@@ -384,13 +411,17 @@ impl Holder<'_> {
             let mut fds = [
                 pollin(self.signals.as_raw_fd()),
                 pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
             ];
-            // SAFETY: two pollfds (a negative fd is skipped).
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            // SAFETY: three pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
                 continue;
             }
             if fds[1].revents != 0 {
                 return Event::Died(self.buried());
+            }
+            if fds[2].revents != 0 {
+                return Event::Upgrade;
             }
             if fds[0].revents == 0 {
                 continue;

@@ -138,21 +138,59 @@ pub(crate) fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-struct Outcome {
-    reads: u64,
-    failed: BTreeMap<String, u64>,
-    wrong: u64,
-    longest: Duration,
+pub(crate) struct Outcome {
+    pub(crate) reads: u64,
+    pub(crate) failed: BTreeMap<String, u64>,
+    pub(crate) wrong: u64,
+    pub(crate) longest: Duration,
 }
 
-/// `readers` threads reading random pages (and now and then listing a
-/// chapter) and checking every byte, while `kills` SIGKILLs hit the server
-/// at random moments; each kill waits for the next server first.
+/// `readers` threads reading random pages, checking every byte, while
+/// `kills` SIGKILLs hit the server at random moments; each kill waits for
+/// the next server first.
 fn readers_under_kills(
     mount: &mut Mount,
     log: &Arc<Mutex<Vec<String>>>,
     readers: usize,
     kills: usize,
+) -> (Outcome, usize) {
+    readers_while(mount, log, readers, |holder| {
+        let mut rng = Rng::new(7);
+        let mut killed = 0;
+        for _ in 0..kills {
+            std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let pid = loop {
+                if let Some(p) = server_of(holder) {
+                    break Some(p);
+                }
+                if Instant::now() > deadline {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            let Some(pid) = pid else { break };
+            // SAFETY: a signal to a process of this test's mount.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            killed += 1;
+            // The next kill is for the next server.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while server_of(holder) == Some(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        killed
+    })
+}
+
+/// `readers` threads reading random pages (and now and then listing a
+/// chapter) and checking every byte, while `act` does something to the
+/// mount's holder (given its pid) and says how many times.
+pub(crate) fn readers_while(
+    mount: &mut Mount,
+    log: &Arc<Mutex<Vec<String>>>,
+    readers: usize,
+    act: impl FnOnce(u32) -> usize,
 ) -> (Outcome, usize) {
     let mnt = mount.path().to_path_buf();
     let expected = Arc::new(pages(&mnt));
@@ -209,30 +247,7 @@ fn readers_under_kills(
         })
         .collect();
     let holder = mount.pid();
-    let mut rng = Rng::new(7);
-    let mut killed = 0;
-    for _ in 0..kills {
-        std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let pid = loop {
-            if let Some(p) = server_of(holder) {
-                break Some(p);
-            }
-            if Instant::now() > deadline {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let Some(pid) = pid else { break };
-        // SAFETY: a signal to a process of this test's mount.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        killed += 1;
-        // The next kill is for the next server.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while server_of(holder) == Some(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
+    let killed = act(holder);
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -243,7 +258,7 @@ fn readers_under_kills(
                 println!("{}", stacks(holder));
                 abort_connection(&mnt);
                 panic!(
-                    "a reader hung after {killed} kills (a request never answered); the log:\n{lines}"
+                    "a reader hung after {killed} acts (a request never answered); the log:\n{lines}"
                 );
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -35,3 +35,4 @@ mod python_reader;
 mod soak;
 mod source_down;
 mod store_ahead;
+mod upgrade;

@@ -281,6 +281,8 @@ impl Holder<'_> {
         if let Some(c) = self.server.take() {
             self.dying.push(c);
         }
+        // No server to hand the connection to: `novelfs upgrade` is refused.
+        self.control = None;
         let fuse = self.fuse.as_raw_fd();
         let tree = (!handoff::switched_off("error_file")).then(|| {
             GaveUpTree::new(

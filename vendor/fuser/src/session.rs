@@ -687,9 +687,20 @@ impl<FS: Filesystem> SessionEventLoop<FS> {
         let mut buf = FuseReadBuf::new();
         let buf = buf.as_mut();
         loop {
+            if crate::step_down::stopping() {
+                // Stepping down (patch): this reader takes no more; the
+                // process exits once what was taken is answered.
+                loop {
+                    thread::park();
+                }
+            }
             // Read the next request from the given channel to kernel driver
             // The kernel driver makes sure that we get exactly one request per read
-            match self.ch.receive_retrying(buf) {
+            let received = self.ch.receive_retrying(buf);
+            // In flight from its read until dispatched (its reply, if it
+            // outlives the dispatch, counts on).
+            let _in_flight = crate::step_down::InFlight::new();
+            match received {
                 Ok(size) => match RequestWithSender::new(self.ch.sender(), &buf[..size]) {
                     // Dispatch request
                     Some(req) => {
