@@ -6,7 +6,9 @@
 //! one skips INIT (the first server kept what it settled in a file the
 //! holder owns), replays the inode journal (`novelfs_fs::JournalSink`, a
 //! second file the holder owns) and asks the kernel to resend what the dead
-//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause.
+//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause. `novelfs
+//! upgrade` asks it, on a socket named after the mount's device, to hand
+//! the connection to a new server at a request boundary (`upgrade`).
 //!
 //! The holder does nothing else: it never opens the library, never reads a
 //! request while a server runs, and allocates nothing in its loop. Servers

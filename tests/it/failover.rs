@@ -154,33 +154,37 @@ fn readers_under_kills(
     readers: usize,
     kills: usize,
 ) -> (Outcome, usize) {
-    readers_while(mount, log, readers, |holder| {
-        let mut rng = Rng::new(7);
-        let mut killed = 0;
-        for _ in 0..kills {
-            std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let pid = loop {
-                if let Some(p) = server_of(holder) {
-                    break Some(p);
-                }
-                if Instant::now() > deadline {
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            };
-            let Some(pid) = pid else { break };
-            // SAFETY: a signal to a process of this test's mount.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            killed += 1;
-            // The next kill is for the next server.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while server_of(holder) == Some(pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(2));
+    readers_while(mount, log, readers, |holder| kill_servers(holder, kills))
+}
+
+/// `kills` SIGKILLs of the servers of `holder`, at random moments; each
+/// waits for the next server first. How many it killed.
+pub(crate) fn kill_servers(holder: u32, kills: usize) -> usize {
+    let mut rng = Rng::new(7);
+    let mut killed = 0;
+    for _ in 0..kills {
+        std::thread::sleep(Duration::from_millis(rng.range(150, 600)));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            if let Some(p) = server_of(holder) {
+                break Some(p);
             }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(pid) = pid else { break };
+        // SAFETY: a signal to a process of this test's mount.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        killed += 1;
+        // The next kill is for the next server.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server_of(holder) == Some(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
         }
-        killed
-    })
+    }
+    killed
 }
 
 /// `readers` threads reading random pages (and now and then listing a
@@ -195,83 +199,118 @@ pub(crate) fn readers_while(
     let mnt = mount.path().to_path_buf();
     let expected = Arc::new(pages(&mnt));
     assert!(expected.len() > 40, "{} pages", expected.len());
-    let stop = Arc::new(AtomicBool::new(false));
-    let reads = Arc::new(AtomicU64::new(0));
-    let wrong = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
-    let longest = Arc::new(Mutex::new(Duration::ZERO));
-    let threads: Vec<_> = (0..readers)
-        .map(|id| {
-            let (expected, stop, reads, wrong, failed, longest) = (
-                expected.clone(),
-                stop.clone(),
-                reads.clone(),
-                wrong.clone(),
-                failed.clone(),
-                longest.clone(),
-            );
-            std::thread::spawn(move || {
-                let mut rng = Rng::new(id as u64 + 11);
-                while !stop.load(Ordering::Relaxed) {
-                    let (path, want) = &expected[rng.below(expected.len() as u64) as usize];
-                    let t = Instant::now();
-                    let r = if rng.chance(50) {
-                        std::fs::read_dir(path.parent().unwrap())
-                            .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
-                            .map(|_| None)
-                    } else {
-                        read_uncached(path).map(Some)
-                    };
-                    let took = t.elapsed();
-                    {
-                        let mut l = longest.lock().unwrap();
-                        *l = (*l).max(took);
-                    }
-                    match r {
-                        Ok(Some(got)) if &got != want => {
-                            wrong.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(_) => {
-                            reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            *failed
-                                .lock()
-                                .unwrap()
-                                .entry(errno_name(errno(&e)))
-                                .or_default() += 1;
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
+    let running = PageReaders::start(expected, readers);
     let holder = mount.pid();
     let killed = act(holder);
     std::thread::sleep(Duration::from_millis(500));
-    stop.store(true, Ordering::Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for t in threads {
-        while !t.is_finished() {
-            if Instant::now() > deadline {
-                let lines = log.lock().unwrap().join("\n");
-                println!("{}", stacks(holder));
-                abort_connection(&mnt);
-                panic!(
-                    "a reader hung after {killed} acts (a request never answered); the log:\n{lines}"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    match running.finish(Duration::from_secs(15)) {
+        Some(outcome) => (outcome, killed),
+        None => {
+            let lines = log.lock().unwrap().join("\n");
+            println!("{}", stacks(holder));
+            abort_connection(&mnt);
+            panic!(
+                "a reader hung after {killed} acts (a request never answered); the log:\n{lines}"
+            );
         }
-        t.join().unwrap();
     }
-    let outcome = Outcome {
-        reads: reads.load(Ordering::Relaxed),
-        failed: failed.lock().unwrap().clone(),
-        wrong: wrong.load(Ordering::Relaxed),
-        longest: *longest.lock().unwrap(),
-    };
-    (outcome, killed)
+}
+
+/// Threads reading random pages of `expected` (and now and then listing a
+/// chapter), checking every byte, until told to finish.
+pub(crate) struct PageReaders {
+    stop: Arc<AtomicBool>,
+    reads: Arc<AtomicU64>,
+    wrong: Arc<AtomicU64>,
+    failed: Arc<Mutex<BTreeMap<String, u64>>>,
+    longest: Arc<Mutex<Duration>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl PageReaders {
+    pub(crate) fn start(expected: Arc<Vec<(PathBuf, Vec<u8>)>>, readers: usize) -> PageReaders {
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        let wrong = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+        let longest = Arc::new(Mutex::new(Duration::ZERO));
+        let threads: Vec<_> = (0..readers)
+            .map(|id| {
+                let (expected, stop, reads, wrong, failed, longest) = (
+                    expected.clone(),
+                    stop.clone(),
+                    reads.clone(),
+                    wrong.clone(),
+                    failed.clone(),
+                    longest.clone(),
+                );
+                std::thread::spawn(move || {
+                    let mut rng = Rng::new(id as u64 + 11);
+                    while !stop.load(Ordering::Relaxed) {
+                        let (path, want) = &expected[rng.below(expected.len() as u64) as usize];
+                        let t = Instant::now();
+                        let r = if rng.chance(50) {
+                            std::fs::read_dir(path.parent().unwrap())
+                                .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
+                                .map(|_| None)
+                        } else {
+                            read_uncached(path).map(Some)
+                        };
+                        let took = t.elapsed();
+                        {
+                            let mut l = longest.lock().unwrap();
+                            *l = (*l).max(took);
+                        }
+                        match r {
+                            Ok(Some(got)) if &got != want => {
+                                wrong.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(_) => {
+                                reads.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => {
+                                *failed
+                                    .lock()
+                                    .unwrap()
+                                    .entry(errno_name(errno(&e)))
+                                    .or_default() += 1;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        PageReaders {
+            stop,
+            reads,
+            wrong,
+            failed,
+            longest,
+            threads,
+        }
+    }
+
+    /// Stops the readers and says how they did; `None` if one is still
+    /// in a read after `within` (a request never answered).
+    pub(crate) fn finish(self, within: Duration) -> Option<Outcome> {
+        self.stop.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + within;
+        for t in self.threads {
+            while !t.is_finished() {
+                if Instant::now() > deadline {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            t.join().unwrap();
+        }
+        Some(Outcome {
+            reads: self.reads.load(Ordering::Relaxed),
+            failed: self.failed.lock().unwrap().clone(),
+            wrong: self.wrong.load(Ordering::Relaxed),
+            longest: *self.longest.lock().unwrap(),
+        })
+    }
 }
 
 #[test]

@@ -32,6 +32,7 @@ mod options;
 mod persist;
 mod properties;
 mod python_reader;
+mod sandbox_failover;
 mod soak;
 mod source_down;
 mod store_ahead;
