@@ -2,8 +2,8 @@
 //! from the holder (sent once the next server is ready), it takes no more
 //! requests, answers those it holds, and exits; the holder then tells the
 //! next server to take over. What it could not answer in time (a request
-//! that waits on a slow source, one a reader took as it stopped) the next
-//! server gets again through `FUSE_NOTIFY_RESEND`, as after a crash.
+//! that waits on a slow source) the next server gets again through
+//! `FUSE_NOTIFY_RESEND`, as after a crash.
 
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,9 @@ fn step_down(generation: u64) -> ! {
     } else {
         DRAIN
     };
-    while fuser::requests_in_flight() > 0 && started.elapsed() < drain {
+    while !(fuser::readers_stopped() && fuser::requests_in_flight() == 0)
+        && started.elapsed() < drain
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
     let left = fuser::requests_in_flight();
