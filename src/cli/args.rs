@@ -153,18 +153,6 @@ pub enum Command {
     /// Unmount a novelfs mount (also clears a stale one left by a killed daemon).
     #[command(alias = "umount")]
     Unmount(UnmountCmd),
-    /// Hand a -o failover mount to a new server (this binary, or --binary)
-    /// without unmounting it: readers see a pause, not an error.
-    ///
-    /// The mount's holder starts the new server beside the serving one;
-    /// once it is ready, the old server takes no more requests, answers
-    /// those it holds and exits, and the new one serves the same
-    /// connection (same INIT parameters, same inodes; open files stay
-    /// valid). If the new server cannot start, the old one serves on.
-    /// Exits 0 once the new server serves, 1 with the reason otherwise
-    /// (also for a mount without a holder). Later servers, after a crash,
-    /// start from the new binary; the holder itself stays.
-    Upgrade(UpgradeCmd),
     /// Print one page exactly as the filesystem's offset-N file holds it.
     Read(ReadCmd),
     /// List a book's chapters: numbers, titles, characters and lines (--json
@@ -182,6 +170,18 @@ pub enum Command {
     /// the mount's --path-root and --max-chapter-bytes: entries made under
     /// other ones are not used.
     Index(IndexCmd),
+    /// Hand a -o failover mount to a new server (this binary, or --binary)
+    /// without unmounting it: readers see a pause, not an error.
+    ///
+    /// The mount's holder starts the new server beside the serving one;
+    /// once it is ready, the old server takes no more requests, answers
+    /// those it holds and exits, and the new one serves the same
+    /// connection (same INIT parameters, same inodes; open files stay
+    /// valid). If the new server cannot start, the old one serves on.
+    /// Exits 0 once the new server serves, 1 with the reason otherwise
+    /// (also for a mount without a holder). Later servers, after a crash,
+    /// start from the new binary; the holder itself stays.
+    Upgrade(UpgradeCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
