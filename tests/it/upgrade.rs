@@ -210,3 +210,38 @@ fn a_mount_without_a_holder_cannot_be_upgraded() {
     let out = upgrade(Path::new("/"), None);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn an_upgraded_mount_serves_and_restarts_from_the_new_binary() {
+    if !fuse_available() {
+        return;
+    }
+    let (tmp, root) = library(2);
+    // Another build, as an install leaves it: a binary at another path.
+    let other = tmp.path().join("novelfs-next");
+    std::fs::copy(env!("CARGO_BIN_EXE_novelfs"), &other).unwrap();
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
+    let _log = follow_log(&mut mount);
+    let mnt = mount.path().to_path_buf();
+    let page = mnt.join("书/第1章.txt/offset-1.txt");
+    let before = read_uncached(&page).unwrap();
+    let out = upgrade(&mnt, Some(&other));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let holder = mount.pid();
+    let server = serving(holder);
+    assert_eq!(exe(server), other, "the new binary serves");
+    assert_eq!(read_uncached(&page).unwrap(), before);
+    // A crash now: the next server starts from the new binary too.
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    assert_eq!(read_uncached(&page).unwrap(), before);
+    let next = serving(holder);
+    assert_ne!(next, server);
+    assert_eq!(exe(next), other, "restarted from the new binary");
+    assert_ne!(exe(holder), other, "the holder stays");
+}
