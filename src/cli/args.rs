@@ -170,6 +170,18 @@ pub enum Command {
     /// the mount's --path-root and --max-chapter-bytes: entries made under
     /// other ones are not used.
     Index(IndexCmd),
+    /// Hand a -o failover mount to a new server (this binary, or --binary)
+    /// without unmounting it: readers see a pause, not an error.
+    ///
+    /// The mount's holder starts the new server beside the serving one;
+    /// once it is ready, the old server takes no more requests, answers
+    /// those it holds and exits, and the new one serves the same
+    /// connection (same INIT parameters, same inodes; open files stay
+    /// valid). If the new server cannot start, the old one serves on.
+    /// Exits 0 once the new server serves, 1 with the reason otherwise
+    /// (also for a mount without a holder). Later servers, after a crash,
+    /// start from the new binary; the holder itself stays.
+    Upgrade(UpgradeCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
@@ -375,6 +387,15 @@ pub struct UnmountCmd {
     /// Detach even if files are open (the kernel finishes when they close).
     #[arg(short = 'z', long)]
     pub lazy: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UpgradeCmd {
+    /// The mountpoint of a novelfs mount made with -o failover.
+    pub mountpoint: PathBuf,
+    /// The new server's binary (default: this novelfs).
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

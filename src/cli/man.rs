@@ -142,6 +142,7 @@ mod tests {
             "novelfs read",
             "novelfs chapters",
             "novelfs unmount",
+            "novelfs upgrade",
             "\\-\\-state\\-file",
             "DSH_NOVEL_WRITER_STATE",
             "subtype=NAME",

@@ -91,6 +91,12 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mount(cmd) => return commands::mount(cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
+        Command::Upgrade(cmd) => {
+            return match crate::mount::upgrade::run(&cmd.mountpoint, cmd.binary.as_deref()) {
+                0 => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            };
+        }
         Command::Index(cmd) => return commands::index(cmd),
         Command::Read(cmd) => commands::read(cmd),
         Command::Chapters(cmd) if cmd.tool => commands::tool_chapters(cmd),

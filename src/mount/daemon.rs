@@ -186,6 +186,8 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
         libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
     }
+    // Before any other thread starts: the holder may ask it to step down.
+    super::step_down::watch(h.generation);
     // The arguments are parsed; nothing is kept busy.
     let _ = std::env::set_current_dir("/");
     let cli = h.cli.take();

@@ -13,9 +13,14 @@ use fuser::{Negotiated, Version};
 /// The variable the holder sets for its server.
 pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 
-/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code`):
-/// each turns one mechanism of failover off, so that a test can be seen
-/// failing without it.
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code,error_file`,
+/// and for upgrades `stand_by,drain,ready_first`): each turns one
+/// mechanism of failover off, so that a test can be seen failing without
+/// it (`error_file`: a holder that gave up answers every request EIO, its
+/// root too; `stand_by`: an upgrade's server takes over as soon as it is
+/// ready, beside the old one; `drain`: a server stepping down exits
+/// without answering what it holds; `ready_first`: the old server is told
+/// to step down as the new one starts, not once it is ready).
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 
 /// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server
@@ -38,6 +43,9 @@ pub(crate) struct Fds {
     pub cli: RawFd,
     /// 1 for the server that answered INIT, then 2, 3 …
     pub generation: u64,
+    /// A server started by `novelfs upgrade`: the pipe on which the holder
+    /// says when to take over (`-1` otherwise; see `Handoff::stand_by`).
+    pub go: RawFd,
     /// The holder's pid, for the log.
     pub holder: u32,
 }
@@ -45,14 +53,15 @@ pub(crate) struct Fds {
 impl Fds {
     pub(crate) fn to_var(self) -> String {
         format!(
-            "fuse={},journal={},state={},status={},cli={},generation={},holder={}",
+            "fuse={},journal={},state={},status={},cli={},generation={},holder={},go={}",
             self.fuse,
             self.journal,
             self.state,
             self.status,
             self.cli,
             self.generation,
-            self.holder
+            self.holder,
+            self.go
         )
     }
 
@@ -65,6 +74,7 @@ impl Fds {
             cli: -1,
             generation: 0,
             holder: 0,
+            go: -1,
         };
         for part in v.split(',') {
             let (k, v) = part.split_once('=')?;
@@ -76,6 +86,7 @@ impl Fds {
                 "cli" => f.cli = v.parse().ok()?,
                 "generation" => f.generation = v.parse().ok()?,
                 "holder" => f.holder = v.parse().ok()?,
+                "go" => f.go = v.parse().ok()?,
                 _ => return None,
             }
         }
@@ -94,6 +105,7 @@ pub(crate) struct Handoff {
     pub cli: Option<OwnedFd>,
     pub generation: u64,
     pub holder: u32,
+    pub go: Option<std::fs::File>,
 }
 
 impl Handoff {
@@ -115,6 +127,7 @@ impl Handoff {
                 cli: (f.cli >= 0).then(|| OwnedFd::from_raw_fd(f.cli)),
                 generation: f.generation,
                 holder: f.holder,
+                go: (f.go >= 0).then(|| std::fs::File::from_raw_fd(f.go)),
             })
         }
     }
@@ -132,6 +145,30 @@ impl Handoff {
         self.state.set_len(0)?;
         self.state.seek(SeekFrom::Start(0))?;
         self.state.write_all(format_negotiated(n).as_bytes())
+    }
+
+    /// A server started by `novelfs upgrade` (it has a `go` pipe) tells the
+    /// holder it is ready (its library open, its tree made) and waits for
+    /// the word to take over, which comes once the old server has stepped
+    /// down: only then may the inode journal be replayed, since the old
+    /// server adds to it until it is gone. `Err` when the holder calls the
+    /// upgrade off (it closes the pipe).
+    pub(crate) fn stand_by(&mut self) -> Result<(), String> {
+        let Some(mut go) = self.go.take() else {
+            return Ok(());
+        };
+        self.status
+            .write_all(b"ready\n")
+            .map_err(|e| format!("cannot tell the holder this server is ready: {e}"))?;
+        if switched_off("stand_by") {
+            // The test switch: take over at once, beside the old server.
+            return Ok(());
+        }
+        let mut word = [0u8; 8];
+        match go.read(&mut word) {
+            Ok(n) if n > 0 => Ok(()),
+            _ => Err("the holder called the upgrade off".into()),
+        }
     }
 
     /// Tells the holder this server serves, and which thread to watch:
@@ -203,6 +240,7 @@ mod tests {
             cli: -1,
             generation: 2,
             holder: 77,
+            go: 9,
         };
         assert_eq!(Fds::parse(&f.to_var()), Some(f));
         assert_eq!(Fds::parse("fuse=3"), None);

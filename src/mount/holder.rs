@@ -6,15 +6,18 @@
 //! one skips INIT (the first server kept what it settled in a file the
 //! holder owns), replays the inode journal (`novelfs_fs::JournalSink`, a
 //! second file the holder owns) and asks the kernel to resend what the dead
-//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause.
+//! one had read (`FUSE_NOTIFY_RESEND`). Readers see a pause. `novelfs
+//! upgrade` asks it, on a socket named after the mount's device, to hand
+//! the connection to a new server at a request boundary (`upgrade`).
 //!
 //! The holder does nothing else: it never opens the library, never reads a
 //! request while a server runs, and allocates nothing while it waits (it
 //! reads its memory map after an event, to let go of the code it ran before
 //! sleeping again: `holder_os::drop_mapped_code`). Servers
 //! that keep dying (three in a row before serving, or more than
-//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers every
-//! request EIO itself until the mount goes, the reason in the log.
+//! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers alone
+//! until the mount goes, the root listing only an `ERROR` that says why
+//! and every other request EIO (`gave_up`), the reason in the log too.
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -26,11 +29,14 @@ use std::time::{Duration, Instant};
 
 use super::handoff::{self, Fds};
 use super::holder_os::{
-    BUFFER_BYTES, Buffer, block_signals, connected, drop_mapped_code, fail_request, notify_resend,
-    pollin, process_pidfd, read_signal, thread_pidfd,
+    block_signals, connected, drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal,
+    thread_pidfd,
 };
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, report_failure as report};
+
+mod gave_up;
+mod upgrade;
 
 /// Servers in a row that may die before serving.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -50,6 +56,8 @@ enum Outcome {
 enum Event {
     Died(Option<ExitStatus>),
     Signal(u32),
+    /// `novelfs upgrade` asks (see `upgrade`).
+    Upgrade,
 }
 
 /// How a server ended, for the log.
@@ -77,6 +85,12 @@ struct Holder<'a> {
     /// Servers whose sentinel thread ended and whose last threads have not.
     dying: Vec<Child>,
     status: Option<std::fs::File>,
+    /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
+    mode_mask: u16,
+    /// Where `novelfs upgrade` asks (see `upgrade`).
+    control: Option<std::os::unix::net::UnixListener>,
+    /// The servers' binary since an upgrade (this one's before).
+    binary: Option<std::path::PathBuf>,
 }
 
 /// What the holder holds once the mount is made.
@@ -92,6 +106,8 @@ pub(crate) struct Held {
     /// Where the arguments were given from (servers parse them again).
     pub given_in: Option<PathBuf>,
     pub mount_id: Option<u64>,
+    /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
+    pub mode_mask: u16,
 }
 
 /// Starts the first server on the mount `held` and keeps the mount served
@@ -117,6 +133,7 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         mountpoint,
         given_in,
         mount_id,
+        mode_mask,
     } = held;
     let mountpoint = mountpoint.as_path();
     let mut h = Holder {
@@ -132,9 +149,12 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         pidfd: None,
         dying: Vec::new(),
         status: None,
+        mode_mask,
+        control: upgrade::listen(mountpoint),
+        binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
-    if let Err(e) = h.start(cli) {
+    if let Err(e) = h.start(cli, None) {
         detach_if_ours(mountpoint, mount_id);
         report(ready_pipe, &format!("cannot start the server: {e}"));
         return 1;
@@ -181,6 +201,10 @@ impl Holder<'_> {
                     self.unmount();
                     continue;
                 }
+                Event::Upgrade => match self.upgrade_asked() {
+                    Some(status) => status,
+                    None => continue,
+                },
                 Event::Died(status) => status,
             };
             if !self.connected() {
@@ -222,7 +246,7 @@ impl Holder<'_> {
             }
             let mut failed_starts = 0;
             loop {
-                if let Err(e) = self.start(None) {
+                if let Err(e) = self.start(None, None) {
                     return self.give_up(&format!("cannot start a server: {e}"));
                 }
                 match self.wait_serving() {
@@ -257,8 +281,13 @@ impl Holder<'_> {
         }
     }
 
-    /// Starts a server on the connection; `cli` for the first.
-    fn start(&mut self, cli: Option<RawFd>) -> std::io::Result<()> {
+    /// Starts a server on the connection; `cli` for the first, `standby`
+    /// (its binary, the read end of its `go` pipe) for an upgrade's.
+    fn start(
+        &mut self,
+        cli: Option<RawFd>,
+        standby: Option<(&Path, RawFd)>,
+    ) -> std::io::Result<()> {
         self.generation += 1;
         let (status_read, status_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
@@ -270,14 +299,23 @@ impl Holder<'_> {
             cli: cli.unwrap_or(-1),
             generation: self.generation,
             holder: std::process::id(),
+            go: standby.map_or(-1, |(_, go)| go),
         };
-        let pass: Vec<RawFd> = [fds.fuse, fds.journal, fds.state, fds.status, fds.cli]
-            .into_iter()
-            .filter(|&fd| fd >= 0)
-            .collect();
+        let pass: Vec<RawFd> = [
+            fds.fuse,
+            fds.journal,
+            fds.state,
+            fds.status,
+            fds.cli,
+            fds.go,
+        ]
+        .into_iter()
+        .filter(|&fd| fd >= 0)
+        .collect();
         let mut args = std::env::args_os();
         let arg0 = args.next().unwrap_or_else(|| "novelfs".into());
-        let mut cmd = Command::new("/proc/self/exe");
+        let binary = standby.map(|(b, _)| b).or(self.binary.as_deref());
+        let mut cmd = Command::new(binary.unwrap_or(Path::new("/proc/self/exe")));
         cmd.arg0(arg0).args(args).env(handoff::VAR, fds.to_var());
         if let Some(dir) = &self.given_in {
             cmd.current_dir(dir);
@@ -374,13 +412,17 @@ impl Holder<'_> {
             let mut fds = [
                 pollin(self.signals.as_raw_fd()),
                 pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
             ];
-            // SAFETY: two pollfds (a negative fd is skipped).
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            // SAFETY: three pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
                 continue;
             }
             if fds[1].revents != 0 {
                 return Event::Died(self.buried());
+            }
+            if fds[2].revents != 0 {
+                return Event::Upgrade;
             }
             if fds[0].revents == 0 {
                 continue;
@@ -429,68 +471,6 @@ impl Holder<'_> {
         if unmount(self.mountpoint, false).is_err() {
             // Busy: detach now; the kernel finishes once open files close.
             let _ = unmount(self.mountpoint, true);
-        }
-    }
-
-    /// No more servers: every request is answered EIO until the mount
-    /// goes. Returns the exit code.
-    fn give_up(&mut self, why: &str) -> i32 {
-        log::error!(
-            "holder: giving up on {}: {why}; every request is answered EIO until it is unmounted",
-            self.mountpoint.display()
-        );
-        if let Some(c) = self.server.take() {
-            self.dying.push(c);
-        }
-        // What the last server read and never answered is queued again,
-        // to be answered EIO below rather than left waiting for ever.
-        self.resend();
-        let Some(buf) = Buffer::new(BUFFER_BYTES) else {
-            log::error!("holder: no buffer to answer requests with; unmounting");
-            self.unmount();
-            return 1;
-        };
-        loop {
-            let mut fds = [
-                pollin(self.fuse.as_raw_fd()),
-                pollin(self.signals.as_raw_fd()),
-            ];
-            // SAFETY: two valid pollfds.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-                continue;
-            }
-            if fds[1].revents != 0 {
-                let sig = read_signal(&self.signals);
-                if sig == libc::SIGCHLD as u32 {
-                    self.dying
-                        .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-                }
-                if sig != 0 && sig != libc::SIGCHLD as u32 {
-                    log::info!(
-                        "holder: signal {sig}: unmounting {}",
-                        self.mountpoint.display()
-                    );
-                    self.unmount();
-                }
-            }
-            if fds[0].revents == 0 {
-                continue;
-            }
-            // SAFETY: reading into the buffer's mapping, of its size.
-            let n = unsafe { libc::read(self.fuse.as_raw_fd(), buf.ptr.cast(), buf.len) };
-            if n < 0 {
-                match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::ENODEV) => return 1,
-                    Some(libc::EINTR | libc::EAGAIN | libc::ENOENT) => continue,
-                    _ => {
-                        if !self.connected() {
-                            return 1;
-                        }
-                        continue;
-                    }
-                }
-            }
-            fail_request(self.fuse.as_raw_fd(), &buf, n as usize);
         }
     }
 }

@@ -88,6 +88,7 @@ pub(crate) fn hold(
         mountpoint: mountpoint.to_path_buf(),
         given_in,
         mount_id,
+        mode_mask: config.access.mode_mask(),
     };
     keep_mount(become_lean(held))
 }
@@ -105,13 +106,14 @@ pub(crate) fn become_lean(held: Held) -> Held {
         .and_then(|fd| fd.parse::<RawFd>().ok());
     let opt = |fd: &Option<OwnedFd>| fd.as_ref().map_or(-1, |f| f.as_raw_fd());
     let desc = format!(
-        "fuse={},journal={},state={},ready={},watchdog={},mount_id={},log={log_kind}",
+        "fuse={},journal={},state={},ready={},watchdog={},mount_id={},mode_mask={},log={log_kind}",
         held.fuse.as_raw_fd(),
         held.journal.as_raw_fd(),
         held.state.as_raw_fd(),
         opt(&held.ready),
         opt(&held.watchdog),
         held.mount_id.map_or(-1, |id| id as i64),
+        held.mode_mask,
     );
     let pass: Vec<RawFd> = [
         held.fuse.as_raw_fd(),
@@ -174,6 +176,7 @@ struct Desc {
     ready: RawFd,
     watchdog: RawFd,
     mount_id: Option<u64>,
+    mode_mask: u16,
     log: String,
 }
 
@@ -185,6 +188,7 @@ fn parse(v: &str) -> Option<Desc> {
         ready: -1,
         watchdog: -1,
         mount_id: None,
+        mode_mask: 0,
         log: String::new(),
     };
     for part in v.split(',') {
@@ -196,6 +200,7 @@ fn parse(v: &str) -> Option<Desc> {
             "ready" => d.ready = v.parse().ok()?,
             "watchdog" => d.watchdog = v.parse().ok()?,
             "mount_id" => d.mount_id = v.parse().ok(),
+            "mode_mask" => d.mode_mask = v.parse().ok()?,
             "log" => d.log = v.to_string(),
             _ => return None,
         }
@@ -254,6 +259,7 @@ pub(crate) fn lean_main() -> Option<i32> {
         mountpoint,
         given_in,
         mount_id: d.mount_id,
+        mode_mask: d.mode_mask,
     };
     Some(keep_mount(held))
 }
@@ -285,7 +291,7 @@ mod tests {
 
     #[test]
     fn the_description_comes_back() {
-        let d = parse("fuse=6,journal=7,state=8,ready=-1,watchdog=9,mount_id=55,log=file:3")
+        let d = parse("fuse=6,journal=7,state=8,ready=-1,watchdog=9,mount_id=55,mode_mask=18,log=file:3")
             .expect("parsed");
         assert_eq!(
             d,
@@ -296,6 +302,7 @@ mod tests {
                 ready: -1,
                 watchdog: 9,
                 mount_id: Some(55),
+                mode_mask: 18,
                 log: "file:3".into(),
             }
         );

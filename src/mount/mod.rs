@@ -29,5 +29,7 @@ mod pusher;
 mod replies;
 mod runner;
 mod session;
+mod step_down;
 pub(crate) mod transport;
+pub(crate) mod upgrade;
 mod watchdog;

@@ -6,6 +6,8 @@ use std::path::Path;
 /// One line of mountinfo: the fields novelfs looks at.
 struct MountEntry {
     id: u64,
+    /// The device, `major:minor` (a FUSE mount's names its connection).
+    device: String,
     /// The mount point, unescaped (mountinfo writes space, tab, newline and
     /// `\` as octal escapes).
     mount_point: Vec<u8>,
@@ -23,12 +25,14 @@ fn entries() -> Vec<MountEntry> {
 fn parse_line(line: &str) -> Option<MountEntry> {
     let mut fields = line.split(' ');
     let id = fields.next()?.parse::<u64>().ok()?;
-    let mount_point = unescape(fields.nth(3)?);
+    let device = fields.nth(1)?.to_string();
+    let mount_point = unescape(fields.nth(1)?);
     // A variable number of optional fields ends with `-`; the type follows.
     let fs_type = fields.skip_while(|f| *f != "-").nth(1)?;
     let fs_type = String::from_utf8_lossy(&unescape(fs_type)).into_owned();
     Some(MountEntry {
         id,
+        device,
         mount_point,
         fs_type,
     })
@@ -56,6 +60,12 @@ fn unescape(s: &str) -> Vec<u8> {
 /// The id of the topmost mount at `mount_point` (canonical).
 pub(crate) fn mount_id(mount_point: &Path) -> Option<u64> {
     topmost(mount_point).map(|e| e.id)
+}
+
+/// The device (`major:minor`) of the topmost mount at `mount_point`
+/// (canonical).
+pub(crate) fn mount_device(mount_point: &Path) -> Option<String> {
+    topmost(mount_point).map(|e| e.device)
 }
 
 /// The type of the topmost mount at `mount_point` (canonical), e.g.
@@ -104,6 +114,7 @@ mod tests {
             parse_line("36 35 98:0 / /mnt/my\\040books rw,noatime master:1 - fuse.novelfs /srv ro")
                 .unwrap();
         assert_eq!(e.id, 36);
+        assert_eq!(e.device, "98:0");
         assert_eq!(e.mount_point, b"/mnt/my books");
         assert_eq!(e.fs_type, "fuse.novelfs");
         let no_optional_fields =

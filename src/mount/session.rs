@@ -88,6 +88,10 @@ pub(crate) fn serve(
     }
     let mut replayed = String::new();
     if let Some(h) = handoff.as_mut() {
+        if let Err(msg) = h.stand_by() {
+            ready(Err(msg));
+            return 1;
+        }
         match keep_inodes(&fs, h) {
             Ok(said) => replayed = said,
             Err(msg) => {

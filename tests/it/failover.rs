@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Mount, Rng, book_library, errno, errno_name, follow_log, fuse_available};
 
 /// A book of `chapters` chapters, each of many pages.
-fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
     let texts: Vec<(String, Vec<u8>)> = (1..=chapters)
         .map(|c| {
             let mut t = format!("第{c}章 第{c}个标题\n");
@@ -39,7 +39,7 @@ fn library(chapters: usize) -> (tempfile::TempDir, PathBuf) {
 
 /// Reads a file whole, then drops its pages from the kernel's cache, so
 /// that the next read of it reaches the server.
-fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
@@ -50,7 +50,7 @@ fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// The server's pid: the holder's child named `novelfs-server`.
-fn server_of(holder: u32) -> Option<u32> {
+pub(crate) fn server_of(holder: u32) -> Option<u32> {
     let children =
         std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")).ok()?;
     children
@@ -78,7 +78,7 @@ fn serves(pid: u32) -> bool {
 
 /// Aborts the mount's connection (its readers get ENOTCONN): what a failed
 /// test does so that no reader stays blocked for ever.
-fn abort_connection(mnt: &Path) {
+pub(crate) fn abort_connection(mnt: &Path) {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let want = mnt.to_str().unwrap();
     if let Some(dev) = info
@@ -93,7 +93,7 @@ fn abort_connection(mnt: &Path) {
 
 /// The kernel stacks of this test's threads and of the holder's children,
 /// to see where a hang is.
-fn stacks(holder: u32) -> String {
+pub(crate) fn stacks(holder: u32) -> String {
     let mut out = String::new();
     let mut pids = vec![std::process::id()];
     if let Ok(c) = std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")) {
@@ -120,7 +120,7 @@ fn stacks(holder: u32) -> String {
 
 /// Every page of every chapter, with its bytes as the mount first served
 /// them (before any kill).
-fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let book = mnt.join("书");
     let mut out = Vec::new();
     let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)
@@ -149,81 +149,28 @@ fn pages(mnt: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-struct Outcome {
-    reads: u64,
-    failed: BTreeMap<String, u64>,
-    wrong: u64,
-    longest: Duration,
+pub(crate) struct Outcome {
+    pub(crate) reads: u64,
+    pub(crate) failed: BTreeMap<String, u64>,
+    pub(crate) wrong: u64,
+    pub(crate) longest: Duration,
 }
 
-/// `readers` threads reading random pages (and now and then listing a
-/// chapter) and checking every byte, while `kills` SIGKILLs hit the server
-/// at random moments; each kill waits for the next server first.
+/// `readers` threads reading random pages, checking every byte, while
+/// `kills` SIGKILLs hit the server at random moments; each kill waits for
+/// the next server first.
 fn readers_under_kills(
     mount: &mut Mount,
     log: &Arc<Mutex<Vec<String>>>,
     readers: usize,
     kills: usize,
 ) -> (Outcome, usize) {
-    // One such run at a time: two at once on a small machine double the
-    // pauses each measures.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mnt = mount.path().to_path_buf();
-    let expected = Arc::new(pages(&mnt));
-    assert!(expected.len() > 40, "{} pages", expected.len());
-    let stop = Arc::new(AtomicBool::new(false));
-    let reads = Arc::new(AtomicU64::new(0));
-    let wrong = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
-    let longest = Arc::new(Mutex::new(Duration::ZERO));
-    let threads: Vec<_> = (0..readers)
-        .map(|id| {
-            let (expected, stop, reads, wrong, failed, longest) = (
-                expected.clone(),
-                stop.clone(),
-                reads.clone(),
-                wrong.clone(),
-                failed.clone(),
-                longest.clone(),
-            );
-            std::thread::spawn(move || {
-                let mut rng = Rng::new(id as u64 + 11);
-                while !stop.load(Ordering::Relaxed) {
-                    let (path, want) = &expected[rng.below(expected.len() as u64) as usize];
-                    let t = Instant::now();
-                    let r = if rng.chance(50) {
-                        std::fs::read_dir(path.parent().unwrap())
-                            .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
-                            .map(|_| None)
-                    } else {
-                        read_uncached(path).map(Some)
-                    };
-                    let took = t.elapsed();
-                    {
-                        let mut l = longest.lock().unwrap();
-                        *l = (*l).max(took);
-                    }
-                    match r {
-                        Ok(Some(got)) if &got != want => {
-                            wrong.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(_) => {
-                            reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            *failed
-                                .lock()
-                                .unwrap()
-                                .entry(errno_name(errno(&e)))
-                                .or_default() += 1;
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    let holder = mount.pid();
+    readers_while(mount, log, readers, |holder| kill_servers(holder, kills))
+}
+
+/// `kills` SIGKILLs of the servers of `holder`, at random moments; each
+/// waits for the next server first. How many it killed.
+pub(crate) fn kill_servers(holder: u32, kills: usize) -> usize {
     let mut rng = Rng::new(7);
     let mut killed = 0;
     for _ in 0..kills {
@@ -251,30 +198,137 @@ fn readers_under_kills(
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+    killed
+}
+
+/// `readers` threads reading random pages (and now and then listing a
+/// chapter) and checking every byte, while `act` does something to the
+/// mount's holder (given its pid) and says how many times.
+pub(crate) fn readers_while(
+    mount: &mut Mount,
+    log: &Arc<Mutex<Vec<String>>>,
+    readers: usize,
+    act: impl FnOnce(u32) -> usize,
+) -> (Outcome, usize) {
+    // One such run at a time: two at once on a small machine double the
+    // pauses each measures.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mnt = mount.path().to_path_buf();
+    let expected = Arc::new(pages(&mnt));
+    assert!(expected.len() > 40, "{} pages", expected.len());
+    let running = PageReaders::start(expected, readers);
+    let holder = mount.pid();
+    let killed = act(holder);
     std::thread::sleep(Duration::from_millis(500));
-    stop.store(true, Ordering::Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for t in threads {
-        while !t.is_finished() {
-            if Instant::now() > deadline {
-                let lines = log.lock().unwrap().join("\n");
-                println!("{}", stacks(holder));
-                abort_connection(&mnt);
-                panic!(
-                    "a reader hung after {killed} kills (a request never answered); the log:\n{lines}"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    match running.finish(Duration::from_secs(15)) {
+        Some(outcome) => (outcome, killed),
+        None => {
+            let lines = log.lock().unwrap().join("\n");
+            println!("{}", stacks(holder));
+            abort_connection(&mnt);
+            panic!(
+                "a reader hung after {killed} acts (a request never answered); the log:\n{lines}"
+            );
         }
-        t.join().unwrap();
     }
-    let outcome = Outcome {
-        reads: reads.load(Ordering::Relaxed),
-        failed: failed.lock().unwrap().clone(),
-        wrong: wrong.load(Ordering::Relaxed),
-        longest: *longest.lock().unwrap(),
-    };
-    (outcome, killed)
+}
+
+/// Threads reading random pages of `expected` (and now and then listing a
+/// chapter), checking every byte, until told to finish.
+pub(crate) struct PageReaders {
+    stop: Arc<AtomicBool>,
+    reads: Arc<AtomicU64>,
+    wrong: Arc<AtomicU64>,
+    failed: Arc<Mutex<BTreeMap<String, u64>>>,
+    longest: Arc<Mutex<Duration>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl PageReaders {
+    pub(crate) fn start(expected: Arc<Vec<(PathBuf, Vec<u8>)>>, readers: usize) -> PageReaders {
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        let wrong = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+        let longest = Arc::new(Mutex::new(Duration::ZERO));
+        let threads: Vec<_> = (0..readers)
+            .map(|id| {
+                let (expected, stop, reads, wrong, failed, longest) = (
+                    expected.clone(),
+                    stop.clone(),
+                    reads.clone(),
+                    wrong.clone(),
+                    failed.clone(),
+                    longest.clone(),
+                );
+                std::thread::spawn(move || {
+                    let mut rng = Rng::new(id as u64 + 11);
+                    while !stop.load(Ordering::Relaxed) {
+                        let (path, want) = &expected[rng.below(expected.len() as u64) as usize];
+                        let t = Instant::now();
+                        let r = if rng.chance(50) {
+                            std::fs::read_dir(path.parent().unwrap())
+                                .and_then(|d| d.collect::<std::io::Result<Vec<_>>>())
+                                .map(|_| None)
+                        } else {
+                            read_uncached(path).map(Some)
+                        };
+                        let took = t.elapsed();
+                        {
+                            let mut l = longest.lock().unwrap();
+                            *l = (*l).max(took);
+                        }
+                        match r {
+                            Ok(Some(got)) if &got != want => {
+                                wrong.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(_) => {
+                                reads.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => {
+                                *failed
+                                    .lock()
+                                    .unwrap()
+                                    .entry(errno_name(errno(&e)))
+                                    .or_default() += 1;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        PageReaders {
+            stop,
+            reads,
+            wrong,
+            failed,
+            longest,
+            threads,
+        }
+    }
+
+    /// Stops the readers and says how they did; `None` if one is still
+    /// in a read after `within` (a request never answered).
+    pub(crate) fn finish(self, within: Duration) -> Option<Outcome> {
+        self.stop.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + within;
+        for t in self.threads {
+            while !t.is_finished() {
+                if Instant::now() > deadline {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            t.join().unwrap();
+        }
+        Some(Outcome {
+            reads: self.reads.load(Ordering::Relaxed),
+            failed: self.failed.lock().unwrap().clone(),
+            wrong: self.wrong.load(Ordering::Relaxed),
+            longest: *self.longest.lock().unwrap(),
+        })
+    }
 }
 
 #[test]

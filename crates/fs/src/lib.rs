@@ -35,6 +35,7 @@ mod tree;
 
 pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};
+pub use inodes::OUTSIDE_INO;
 pub use inodes::journal::JournalSink;
 pub use names::PageName;
 pub use node::{Attr, Kind, ROOT_INO};

@@ -41,6 +41,8 @@ impl Channel {
         loop {
             match self.receive(buffer) {
                 Ok(size) => return Ok(size),
+                // Called back to step down (patch: `step_down`).
+                Err(Errno::EINTR) if crate::step_down::stopping() => return Err(Errno::EINTR),
                 Err(Errno::ENOENT | Errno::EINTR | Errno::EAGAIN) => continue,
                 Err(err) => return Err(err),
             }

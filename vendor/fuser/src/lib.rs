@@ -80,6 +80,7 @@ pub use crate::session::Negotiated;
 pub use crate::session::Session;
 pub use crate::session::SessionACL;
 pub use crate::session::SessionUnmounter;
+pub use crate::step_down::{readers_stopped, requests_in_flight, stop_reading};
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub use crate::uring::IoUringMode;
 
@@ -103,6 +104,7 @@ mod reply;
 mod request;
 mod request_param;
 mod session;
+mod step_down;
 mod time;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 mod uring;

@@ -125,6 +125,8 @@ pub(crate) struct ReplyRaw {
     unique: ll::RequestId,
     /// Closure to call for sending the reply
     sender: Option<ReplySender>,
+    /// The request counts as in flight until its reply is gone (patch).
+    _in_flight: crate::step_down::InFlight,
 }
 
 impl Reply for ReplyRaw {
@@ -132,6 +134,7 @@ impl Reply for ReplyRaw {
         ReplyRaw {
             unique,
             sender: Some(sender),
+            _in_flight: crate::step_down::InFlight::new(),
         }
     }
 }

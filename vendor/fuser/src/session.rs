@@ -686,10 +686,26 @@ impl<FS: Filesystem> SessionEventLoop<FS> {
         // it is reused immediately after dispatching to conserve memory and allocations.
         let mut buf = FuseReadBuf::new();
         let buf = buf.as_mut();
+        // Stepping down (patch): a reader takes no more requests once told;
+        // the process exits once what was taken is answered.
+        let reader = crate::step_down::ReaderState::register();
         loop {
+            if crate::step_down::stopping() {
+                reader.stop();
+            }
+            reader.reading(true);
+            // Told between the two checks: no signal may come for it.
+            if crate::step_down::stopping() {
+                reader.stop();
+            }
             // Read the next request from the given channel to kernel driver
             // The kernel driver makes sure that we get exactly one request per read
-            match self.ch.receive_retrying(buf) {
+            let received = self.ch.receive_retrying(buf);
+            reader.reading(false);
+            // In flight from its read until dispatched (its reply, if it
+            // outlives the dispatch, counts on).
+            let _in_flight = crate::step_down::InFlight::new();
+            match received {
                 Ok(size) => match RequestWithSender::new(self.ch.sender(), &buf[..size]) {
                     // Dispatch request
                     Some(req) => {
@@ -709,6 +725,8 @@ impl<FS: Filesystem> SessionEventLoop<FS> {
                     }
                 },
                 Err(nix::errno::Errno::ENODEV) => return Ok(()),
+                // Called back to step down: stops at the top.
+                Err(nix::errno::Errno::EINTR) => continue,
                 Err(err) => return Err(err.into()),
             }
         }

@@ -20,6 +20,7 @@ mod hash;
 mod index;
 pub(crate) mod journal;
 mod numbering;
+pub use numbering::OUTSIDE_INO;
 mod slab;
 mod table;
 

@@ -14,6 +14,11 @@ const SLOT_BITS: u32 = 26;
 pub(super) const MAX_BLOCK: u64 = (1 << 26) - 1;
 const MAX_PAGED_OFFSET: u64 = (1 << (SLOT_BITS - 1)) - 1;
 
+/// A number no node of the tree ever gets: a page's, of block 0 and slot
+/// 0, which would be offset 0, and offsets start at 1. For a node outside
+/// the tree: the `ERROR` a holder shows once it has given up.
+pub const OUTSIDE_INO: u64 = PAGE_BIT;
+
 pub(super) fn page_ino(block: u64, slot: u32) -> u64 {
     PAGE_BIT | (block << SLOT_BITS) | u64::from(slot)
 }
@@ -49,4 +54,20 @@ pub(super) fn split_page_ino(ino: u64) -> Option<(u32, u32)> {
         ((ino & !PAGE_BIT) >> SLOT_BITS) as u32,
         (ino & ((1 << SLOT_BITS) - 1)) as u32,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_page_gets_the_outside_number() {
+        assert!(PageName::parse(b"offset-0.txt").is_none());
+        for name in ["offset-1.txt", "offset-1.json", "offset-33554431.json"] {
+            let slot = page_slot(&PageName::parse(name.as_bytes()).unwrap()).unwrap();
+            assert_ne!(slot, 0, "{name}");
+            assert_ne!(page_ino(0, slot), OUTSIDE_INO);
+        }
+        const { assert!(OUTSIDE_INO < 1 << 53) };
+    }
 }

@@ -1,0 +1,301 @@
+//! The holder's side of `novelfs upgrade` (the command is `mount/upgrade.rs`):
+//! it starts the new server beside the serving one, waits until it is
+//! ready (its library open, its tree made: `Handoff::stand_by`), then asks
+//! the old one to step down (`step_down`: no more requests, those it holds
+//! answered, exit), and once it is gone tells the new one to take over:
+//! it replays the inode journal, asks the kernel to resend what the old
+//! one left, and serves with the same INIT parameters. Readers see a pause
+//! from the step-down to the new server's first answer, never an error.
+//! A new server that cannot start (dies, or is not ready in
+//! `READY_WITHIN`) is killed and the old one serves on, never stopped.
+//! Later servers (after a crash) start from the new binary.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use super::{Holder, Outcome};
+use crate::mount::handoff;
+use crate::mount::holder_os::pollin;
+use crate::mount::mountinfo::mount_device;
+use crate::mount::step_down::STEP_DOWN;
+use crate::mount::upgrade::{binary_of, control_address};
+
+/// How long a new server may take to get ready (a bucket's library is
+/// checked and its published index fetched first).
+const READY_WITHIN: Duration = Duration::from_secs(120);
+/// How long the old server may take to step down before it is killed (it
+/// bounds its own wait for the requests it holds to a second).
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The socket `novelfs upgrade` reaches this holder on, if it can be made.
+pub(super) fn listen(mountpoint: &Path) -> Option<UnixListener> {
+    let listener = mount_device(mountpoint)
+        .ok_or_else(|| std::io::Error::other("the mount is not in mountinfo"))
+        .and_then(|d| control_address(&d))
+        .and_then(|a| UnixListener::bind_addr(&a))
+        .and_then(|l| l.set_nonblocking(true).map(|_| l));
+    match listener {
+        Ok(l) => Some(l),
+        Err(e) => {
+            log::warn!(
+                "holder: no socket for `novelfs upgrade` ({e}): this mount cannot be upgraded in place"
+            );
+            None
+        }
+    }
+}
+
+/// Whether the peer may ask: the holder's own user, or root.
+fn peer_may(stream: &UnixStream) -> bool {
+    // SAFETY: an all-zero ucred is valid; getsockopt fills it.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: SO_PEERCRED into a ucred of its size.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    rc == 0 && (cred.uid == 0 || cred.uid == unsafe { libc::geteuid() })
+}
+
+/// Waits until one of `fds` is readable or `within` has passed; the index
+/// of the first readable one.
+fn first_readable(fds: &mut [libc::pollfd], within: Duration) -> Option<usize> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        // SAFETY: valid pollfds (a negative fd is skipped).
+        let n = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                left.as_millis().min(i32::MAX as u128) as i32 + 1,
+            )
+        };
+        if n > 0 {
+            return fds.iter().position(|p| p.revents != 0);
+        }
+    }
+}
+
+/// The serving server while a new one gets ready.
+struct Old {
+    child: Option<Child>,
+    pid: u32,
+    pidfd: OwnedFd,
+}
+
+impl Holder<'_> {
+    /// Serves one `novelfs upgrade`. `Some` when the server that should
+    /// serve now died (the new one as it took over): `keep` starts another.
+    pub(super) fn upgrade_asked(&mut self) -> Option<Option<ExitStatus>> {
+        let (mut stream, _) = self.control.as_ref()?.accept().ok()?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+        let mut request = Vec::new();
+        let (said, died) = if !peer_may(&stream) {
+            (
+                Err("only the user who mounted, or root, may upgrade it".into()),
+                None,
+            )
+        } else if let Err(e) = (&stream).take(64 << 10).read_to_end(&mut request) {
+            (Err(format!("the request did not come whole: {e}")), None)
+        } else {
+            self.upgrade(&binary_of(&request))
+        };
+        let answer = match said {
+            Ok(s) => format!("ok {s}\n"),
+            Err(e) => {
+                log::warn!("holder: upgrade of {}: {e}", self.mountpoint.display());
+                format!("error {e}\n")
+            }
+        };
+        let _ = stream.write_all(answer.as_bytes());
+        died
+    }
+
+    fn upgrade(&mut self, binary: &Path) -> (Result<String, String>, Option<Option<ExitStatus>>) {
+        let at = self.mountpoint.display().to_string();
+        let Some(pidfd) = self.pidfd.take() else {
+            return (Err(format!("no server serves {at} now")), None);
+        };
+        let old = Old {
+            child: self.server.take(),
+            pid: self.pid,
+            pidfd,
+        };
+        let go = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
+        let started = go.and_then(|(go_read, go_write)| {
+            self.start(None, Some((binary, go_read.as_raw_fd())))
+                .map(|_| go_write)
+        });
+        let go = match started {
+            Ok(go) => go,
+            Err(e) => {
+                self.serve_on(old);
+                let why = format!("cannot start {}: {e}", binary.display());
+                return (Err(self.old_serves_on(&why)), None);
+            }
+        };
+        log::info!(
+            "holder: upgrade of {at}: server {} (pid {}, {}) gets ready beside pid {}",
+            self.generation,
+            self.pid,
+            binary.display(),
+            old.pid
+        );
+        let early = handoff::switched_off("ready_first");
+        if early {
+            // The test switch: the old server goes before the new is ready.
+            // SAFETY: a signal to this holder's child, not yet reaped.
+            unsafe { libc::kill(old.pid as i32, STEP_DOWN) };
+        }
+        let mut old_died = false;
+        match self.wait_ready(&old) {
+            Ok(false) => {}
+            Ok(true) => old_died = true,
+            Err(why) => {
+                // Killed, never told to go: it never touched the connection.
+                if let Some(mut c) = self.server.take() {
+                    let _ = c.kill();
+                    self.dying.push(c);
+                }
+                self.status = None;
+                self.serve_on(old);
+                return (Err(self.old_serves_on(&why)), None);
+            }
+        }
+        let handing = Instant::now();
+        if !old_died && !early {
+            // SAFETY: a signal to this holder's child, not yet reaped.
+            unsafe { libc::kill(old.pid as i32, STEP_DOWN) };
+        }
+        let new_died = self.wait_gone(&old);
+        if let Some(mut c) = old.child
+            && !matches!(c.try_wait(), Ok(Some(_)))
+        {
+            self.dying.push(c);
+        }
+        if new_died {
+            let why = format!(
+                "the new server ({}) died as the old one stepped down; the holder starts another",
+                binary.display()
+            );
+            return (Err(why), Some(self.buried()));
+        }
+        let _ = (&std::fs::File::from(go)).write_all(b"go");
+        match self.wait_serving() {
+            Outcome::Serving => {
+                self.binary = Some(binary.to_path_buf());
+                let said = format!(
+                    "server {} (pid {}, {}) serves {at} in place of pid {}{}; handed over in {:?}",
+                    self.generation,
+                    self.pid,
+                    binary.display(),
+                    old.pid,
+                    if old_died { ", which had died" } else { "" },
+                    handing.elapsed()
+                );
+                log::info!("holder: {said}");
+                (Ok(said), None)
+            }
+            Outcome::Died(status) => {
+                let why = format!(
+                    "the new server ({}) died as it took over; the holder starts another",
+                    binary.display()
+                );
+                (Err(why), Some(status))
+            }
+        }
+    }
+
+    /// The old server goes on as the one serving.
+    fn serve_on(&mut self, old: Old) {
+        self.server = old.child;
+        self.pid = old.pid;
+        self.pidfd = Some(old.pidfd);
+    }
+
+    fn old_serves_on(&self, why: &str) -> String {
+        format!("{why}; the server (pid {}) serves on", self.pid)
+    }
+
+    /// Waits for the new server's `ready`: `Ok(true)` if the old one died
+    /// meanwhile, `Err` with why it will not be.
+    fn wait_ready(&mut self, old: &Old) -> Result<bool, String> {
+        let Some(mut status) = self.status.take() else {
+            return Err("the new server has no status pipe".into());
+        };
+        let mut fds = [
+            pollin(status.as_raw_fd()),
+            pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+        ];
+        let outcome = match first_readable(&mut fds, READY_WITHIN) {
+            Some(0) => {
+                let mut said = [0u8; 6];
+                match status.read_exact(&mut said) {
+                    Ok(()) if &said == b"ready\n" => Ok(false),
+                    _ => Err("the new server died before it was ready".to_string()),
+                }
+            }
+            Some(_) => Err("the new server died before it was ready".to_string()),
+            None => Err(format!(
+                "the new server was not ready within {} s",
+                READY_WITHIN.as_secs()
+            )),
+        };
+        self.status = Some(status);
+        let outcome = outcome.map_err(|why| match self.server.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(Some(status))) => format!("{why} ({status})"),
+            _ => why,
+        });
+        // The old one may have died meanwhile: the new one takes over.
+        let mut gone = [pollin(old.pidfd.as_raw_fd())];
+        outcome.map(|_| first_readable(&mut gone, Duration::ZERO).is_some())
+    }
+
+    /// Waits until the old server is gone (killed if it does not step down
+    /// in time); whether the new one died meanwhile.
+    fn wait_gone(&mut self, old: &Old) -> bool {
+        let mut new_died = false;
+        let mut killed = false;
+        loop {
+            let mut fds = [
+                pollin(old.pidfd.as_raw_fd()),
+                pollin(if new_died {
+                    -1
+                } else {
+                    self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())
+                }),
+            ];
+            match first_readable(&mut fds, GONE_WITHIN) {
+                Some(0) => return new_died,
+                Some(_) => new_died = true,
+                None if !killed => {
+                    log::warn!(
+                        "holder: the server (pid {}) did not step down within {} s: killed",
+                        old.pid,
+                        GONE_WITHIN.as_secs()
+                    );
+                    // SAFETY: a signal to this holder's child, not yet reaped.
+                    unsafe { libc::kill(old.pid as i32, libc::SIGKILL) };
+                    killed = true;
+                }
+                None => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! `novelfs upgrade` through real mounts: the holder hands the connection
+//! to a new server at a request boundary while 16 readers check every
+//! byte (no failed read, a short pause); a new binary that cannot start
+//! leaves the old server serving; a mount without a holder is refused.
+//!
+//! `NOVELFS_TEST_FAILOVER_OFF=stand_by|ready_first|drain` reaches the
+//! mount (see `src/mount/handoff.rs`) and turns one mechanism off, to see
+//! these tests fail without it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available};
+use crate::failover::{library, read_uncached, readers_while, server_of};
+
+/// A reader of names no one looked up before (`-limit-` pages get inode
+/// numbers of their own), each read again a little later uncached: a node
+/// one server made must be known to the next. Returns (reads, failures).
+fn fresh_names(
+    mnt: PathBuf,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(u64, BTreeMap<String, u64>)> {
+    std::thread::spawn(move || {
+        let mut rng = Rng::new(5);
+        let mut reads = 0;
+        let mut failed = BTreeMap::<String, u64>::new();
+        let mut earlier: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        let fail = |failed: &mut BTreeMap<String, u64>, what: &str, e: &std::io::Error| {
+            *failed
+                .entry(format!("{what} {}", errno_name(errno(e))))
+                .or_default() += 1;
+        };
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            n += 1;
+            let chapter = 1 + rng.below(6);
+            let path = mnt.join(format!(
+                "书/第{chapter}章.txt/offset-{}-limit-{}.txt",
+                1 + rng.below(1400),
+                1 + n % 400
+            ));
+            match read_uncached(&path) {
+                Ok(bytes) => {
+                    reads += 1;
+                    earlier.push((path, bytes));
+                }
+                Err(e) => fail(&mut failed, "fresh", &e),
+            }
+            if earlier.len() > 8 {
+                let (path, want) = earlier.remove(0);
+                match read_uncached(&path) {
+                    Ok(got) if got == want => reads += 1,
+                    Ok(_) => *failed.entry("changed".into()).or_default() += 1,
+                    Err(e) => fail(&mut failed, "again", &e),
+                }
+            }
+        }
+        (reads, failed)
+    })
+}
+
+fn upgrade(mnt: &Path, binary: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_novelfs"));
+    cmd.arg("upgrade").arg(mnt);
+    if let Some(b) = binary {
+        cmd.arg("--binary").arg(b);
+    }
+    cmd.output().expect("novelfs upgrade runs")
+}
+
+/// The server serving now, waiting for one for up to 10 s.
+fn serving(holder: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(p) = server_of(holder) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no server serves");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(6);
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
+    let log = follow_log(&mut mount);
+    let mnt = mount.path().to_path_buf();
+    let upgrades = 6;
+    let stop = Arc::new(AtomicBool::new(false));
+    let fresh = fresh_names(mnt.clone(), stop.clone());
+    let (o, done) = readers_while(&mut mount, &log, 16, |holder| {
+        let mut rng = Rng::new(3);
+        let mut done = 0;
+        for _ in 0..upgrades {
+            std::thread::sleep(Duration::from_millis(rng.range(300, 800)));
+            let before = serving(holder);
+            let t = Instant::now();
+            let out = upgrade(&mnt, None);
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "upgrade failed: {err}");
+            let after = serving(holder);
+            assert_ne!(before, after, "a new server serves: {said}");
+            println!("upgrade in {:?}: {}", t.elapsed(), said.trim());
+            done += 1;
+        }
+        done
+    });
+    stop.store(true, Ordering::Relaxed);
+    let (fresh_reads, fresh_failed) = fresh.join().unwrap();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "upgrade: {done} upgrades, {} reads, failed {:?}, wrong {}, longest pause {:?}; \
+         fresh names: {fresh_reads} reads, failed {fresh_failed:?} (load {})",
+        o.reads,
+        o.failed,
+        o.wrong,
+        o.longest,
+        load.split(' ').next().unwrap_or("?")
+    );
+    assert!(
+        fresh_failed.is_empty(),
+        "fresh names failed: {fresh_failed:?}"
+    );
+    assert!(fresh_reads > 50, "{fresh_reads} reads of fresh names");
+    assert_eq!(done, upgrades);
+    assert!(o.reads > 100, "{} reads", o.reads);
+    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
+    assert_eq!(o.wrong, 0, "reads with wrong bytes");
+    // The target is 200 ms; a machine at load 20 gets a margin.
+    assert!(
+        o.longest < Duration::from_secs(2),
+        "a pause of {:?}",
+        o.longest
+    );
+    assert!(mount.alive(), "the holder serves on");
+    // No server died: each stepped down.
+    let deaths = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("holder: the server (pid") && l.contains(") died ("))
+        .count();
+    assert_eq!(deaths, 0, "{:?}", log.lock().unwrap());
+}
+
+#[test]
+fn an_upgrade_to_a_binary_that_cannot_start_leaves_the_old_server_serving() {
+    if !fuse_available() {
+        return;
+    }
+    let (tmp, root) = library(6);
+    let broken = tmp.path().join("novelfs-broken");
+    std::fs::write(&broken, "#!/bin/sh\necho 'a broken build' >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
+    let log = follow_log(&mut mount);
+    let mnt = mount.path().to_path_buf();
+    let (o, refused) = readers_while(&mut mount, &log, 16, |holder| {
+        let mut refused = 0;
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(300));
+            let before = serving(holder);
+            let out = upgrade(&mnt, Some(&broken));
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            println!("refused: {}", err.trim());
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.starts_with("novelfs: "), "a line saying why: {err}");
+            assert_eq!(server_of(holder), Some(before), "the old server serves on");
+            refused += 1;
+        }
+        refused
+    });
+    println!(
+        "broken upgrade: {refused} refused, {} reads, failed {:?}, wrong {}, longest pause {:?}",
+        o.reads, o.failed, o.wrong, o.longest
+    );
+    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
+    assert_eq!(o.wrong, 0);
+    // A missing binary is refused by the CLI itself.
+    let out = upgrade(&mnt, Some(&tmp.path().join("missing")));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(mount.alive());
+}
+
+#[test]
+fn a_mount_without_a_holder_cannot_be_upgraded() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(1);
+    let mut mount = Mount::new(&root, &[]);
+    let out = upgrade(mount.path(), None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("novelfs: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(mount.alive(), "the mount serves on");
+    // Not a mount at all.
+    let out = upgrade(Path::new("/"), None);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn an_upgraded_mount_serves_and_restarts_from_the_new_binary() {
+    if !fuse_available() {
+        return;
+    }
+    let (tmp, root) = library(2);
+    // Another build, as an install leaves it: a binary at another path.
+    let other = tmp.path().join("novelfs-next");
+    std::fs::copy(env!("CARGO_BIN_EXE_novelfs"), &other).unwrap();
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
+    let _log = follow_log(&mut mount);
+    let mnt = mount.path().to_path_buf();
+    let page = mnt.join("书/第1章.txt/offset-1.txt");
+    let before = read_uncached(&page).unwrap();
+    let out = upgrade(&mnt, Some(&other));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let holder = mount.pid();
+    let server = serving(holder);
+    assert_eq!(exe(server), other, "the new binary serves");
+    assert_eq!(read_uncached(&page).unwrap(), before);
+    // A crash now: the next server starts from the new binary too.
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    assert_eq!(read_uncached(&page).unwrap(), before);
+    let next = serving(holder);
+    assert_ne!(next, server);
+    assert_eq!(exe(next), other, "restarted from the new binary");
+    assert_ne!(exe(holder), other, "the holder stays");
+}
