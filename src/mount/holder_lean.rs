@@ -291,8 +291,10 @@ mod tests {
 
     #[test]
     fn the_description_comes_back() {
-        let d = parse("fuse=6,journal=7,state=8,ready=-1,watchdog=9,mount_id=55,mode_mask=18,log=file:3")
-            .expect("parsed");
+        let d = parse(
+            "fuse=6,journal=7,state=8,ready=-1,watchdog=9,mount_id=55,mode_mask=18,log=file:3",
+        )
+        .expect("parsed");
         assert_eq!(
             d,
             Desc {
