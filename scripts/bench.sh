@@ -11,7 +11,7 @@
 #                    [--transport classic|io_uring|both] [--rtt-calls N]
 #                    [--wholelib] [--stat-calls N] [--persist]
 #                    [--bucket] [--bucket-chapters N] [--s3fs-cap S] [--no-s3fs]
-#                    [--results-dir DIR]
+#                    [--failover] [--results-dir DIR]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -43,6 +43,13 @@
 # moto, novelfs s3:// vs novelfs over s3fs, each workload of the s3fs side
 # cut at --s3fs-cap seconds (default auto: 21x the s3:// side's median of
 # the same workload, at least 30 s); --no-s3fs: not that side.
+# --failover: only the failover figures: the failover tests of tests/it
+# (failover::, upgrade::, sandbox_failover::) built in the release profile and
+# run --runs times one at a time; each prints its readers' longest pause
+# (the longest single read or listing of 16 readers checking every byte),
+# failed reads and wrong bytes, and the holder's VmRSS, which the table holds
+# against the issue's targets (kills and a sandbox: 1 s, upgrades: 200 ms,
+# holder: 4 MiB). The tests themselves fail on a failed read or wrong byte.
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -179,7 +186,7 @@ BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
 WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0 RESULTS_DIR=""
-BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE=""
+FAILOVER=0 BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE=""
 ARGS="$*"
 usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -215,6 +222,7 @@ while [ $# -gt 0 ]; do
         --persist) PERSIST=1; WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --results-dir) RESULTS_DIR=$2; shift 2 ;;
         --bucket) BUCKET=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --failover) FAILOVER=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --bucket-chapters) BUCKET_CHAPTERS=$2; shift 2 ;;
         --s3fs-cap) S3FS_CAP=$2; shift 2 ;;
         --no-s3fs) S3FS_SIDE=0; shift ;;
@@ -1367,6 +1375,25 @@ bucket_figures() {
 }
 declare -A BK_HWM=()
 
+# failover_figures: the failover tests in a release build (see --failover).
+failover_figures() {
+    echo "== failover: tests/it failover::, upgrade::, sandbox_failover:: (release), $RUNS runs"
+    local tests="failover::readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed
+        failover::the_holder_stays_small_and_holds_nothing_of_the_library
+        upgrade::readers_see_no_error_while_the_server_is_upgraded_in_place
+        sandbox_failover::readers_in_a_sandbox_see_no_error_while_the_server_is_killed"
+    (cd "$REPO" && cargo test --release --quiet --test it --no-run)
+    local r out
+    for r in $(seq "$RUNS"); do
+        out=$WORK/failover-$r.txt
+        # shellcheck disable=SC2086
+        (cd "$REPO" && cargo test --release --quiet --test it -- --exact $tests \
+            --test-threads 1 --nocapture) > "$out" 2>&1 ||
+            { cat "$out"; echo "bench.sh: a failover test failed (run $r)" >&2; return 1; }
+        $LIB failover "$out" "$(cut -d' ' -f1 /proc/loadavg)" >> "$RES"
+    done
+}
+
 # write_result: the run's result file (see "Result file" in the header).
 write_result() {
     local commit bin_note="" name out
@@ -1417,6 +1444,7 @@ done
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 [ "$BUCKET" = 0 ] || bucket_figures
+[ "$FAILOVER" = 0 ] || failover_figures
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"

@@ -21,7 +21,9 @@ Subcommands
 
 import argparse
 import os
+import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -534,6 +536,50 @@ TARGETS = {  # figure id: (shown target, limit on the ratio)
 }
 
 
+def rust_duration(text):
+    """Seconds of a Rust Duration's Debug form (1.2s, 512.3ms, 950µs, 12ns)."""
+    m = re.fullmatch(r"([0-9.]+)(s|ms|µs|us|ns)", text.strip())
+    if not m:
+        raise ValueError(f"not a duration: {text!r}")
+    return float(m.group(1)) / {"s": 1, "ms": 1e3, "µs": 1e6, "us": 1e6, "ns": 1e9}[m.group(2)]
+
+
+def cmd_failover(a):
+    """The figures the failover tests print (bench.sh --failover), as
+    result lines: each longest pause against its target, the holder's
+    VmRSS against 4 MiB, the reads and failures as notes."""
+    out = open(a.output, encoding="utf-8", errors="replace").read()
+    found = 0
+    for m in re.finditer(r"^failover: (\d+) SIGKILLs, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
+                         r"longest pause (\S+)$", out, re.M):
+        found += 1
+        print(f"limit\tfailover: longest pause of 16 readers, {m.group(1)} SIGKILLs of the server"
+              f"\t{rust_duration(m.group(5))}\t1.0\t{a.load}")
+        print(f"note\tfailover: {m.group(1)} SIGKILLs, {m.group(2)} reads, failed {m.group(3)}, "
+              f"wrong {m.group(4)} (load {a.load})")
+    for m in re.finditer(r"^upgrade: (\d+) upgrades, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
+                         r"longest pause ([^;]+);", out, re.M):
+        found += 1
+        print(f"limit\tupgrade in place: longest pause of 16 readers, {m.group(1)} upgrades"
+              f"\t{rust_duration(m.group(5))}\t0.2\t{a.load}")
+        print(f"note\tupgrade: {m.group(1)} upgrades, {m.group(2)} reads, failed {m.group(3)}, "
+              f"wrong {m.group(4)} (load {a.load})")
+    for m in re.finditer(r"^upgrade in (\S+): ", out, re.M):
+        print(f"note\tupgrade: the command took {rust_duration(m.group(1)) * 1e3:.0f} ms (load {a.load})")
+    for m in re.finditer(r"^sandbox failover: (\d+) SIGKILLs, (\{.*\}) \(load", out, re.M):
+        found += 1
+        o = json.loads(m.group(2))
+        print(f"limit\tfailover in a bubblewrap sandbox: longest pause of 16 readers, {m.group(1)} SIGKILLs"
+              f"\t{o['longest_ms'] / 1e3}\t1.0\t{a.load}")
+        print(f"note\tsandbox failover: {m.group(1)} SIGKILLs, {o['reads']} reads, failed {o['failed']}, "
+              f"wrong {o['wrong']} (load {a.load})")
+    for m in re.finditer(r"^holder: VmRSS (\d+) kB", out, re.M):
+        found += 1
+        print(f"size\tthe holder's VmRSS after failovers\t{int(m.group(1)) * 1024}\t{4 << 20}")
+    if found < 4:
+        sys.exit(f"bench_lib failover: {found} of 4 figures in {a.output}")
+
+
 def cmd_table(a):
     """RESULTS holds tab-separated lines:
     label ID TEXT: how figure ID is shown;
@@ -855,6 +901,9 @@ def main():
     sr.add_argument("--jobs", type=int, default=16)
     sc = sub.add_parser("s3-counts")
     sc.add_argument("port", type=int)
+    fo = sub.add_parser("failover")
+    fo.add_argument("output")
+    fo.add_argument("load")
     t = sub.add_parser("table")
     t.add_argument("results")
     a = p.parse_args()
@@ -870,7 +919,8 @@ def main():
         a.huge = min(a.huge, a.books)
     {"gen": cmd_gen, "gen-scale": cmd_gen_scale, "gen-big": cmd_gen_big, "pyread": cmd_pyread, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm, "statloop": cmd_statloop,
      "rss": cmd_rss, "ops": cmd_ops, "rtt": cmd_rtt, "table": cmd_table,
-     "s3-put": cmd_s3_put, "s3-rate": cmd_s3_rate, "s3-counts": cmd_s3_counts}[a.cmd](a)
+     "s3-put": cmd_s3_put, "s3-rate": cmd_s3_rate, "s3-counts": cmd_s3_counts,
+     "failover": cmd_failover}[a.cmd](a)
 
 
 if __name__ == "__main__":
