@@ -197,7 +197,7 @@ fn a_mount_without_a_holder_cannot_be_upgraded() {
         return;
     }
     let (_tmp, root) = library(1);
-    let mut mount = Mount::new(&root, &[]);
+    let mut mount = Mount::new(&root, &["-o", "nofailover"]);
     let out = upgrade(mount.path(), None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -348,21 +348,31 @@ impl Mount {
     /// holder, the server gets SIGKILL as the holder ends and is gone a
     /// moment after it; a kernel connection ends with its last process).
     pub fn kill_daemon(&mut self) {
-        let server = self.server_pid();
+        let left = descendants(self.pid());
         let mut child = self.child.take().expect("daemon running");
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
         child.wait().unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        // Gone, or a zombie not yet reaped by its new parent.
-        while std::fs::read_to_string(format!("/proc/{server}/stat"))
-            .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')))
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the server {server} outlives its holder"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        for pid in left {
+            // Gone, or a zombie not yet reaped by its new parent whose
+            // threads have all ended (a zombie leader's process lives on
+            // while any other thread of it does, its descriptors too).
+            let running = || {
+                let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map(|s| s.rsplit(") ").next().is_some_and(|r| r.starts_with('Z')));
+                let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+                    .map(|t| t.count())
+                    .unwrap_or(0);
+                zombie.is_ok_and(|z| !z || threads > 1)
+            };
+            while running() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{pid}, started by the daemon, outlives it"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
         }
     }
 
@@ -374,6 +384,31 @@ impl Mount {
             .is_some_and(|c| c.try_wait().ok().flatten().is_none());
         running && std::fs::read_dir(self.path()).is_ok()
     }
+}
+
+/// Every process below `pid` (children of any of its threads, theirs, …):
+/// whatever may hold the mount's connection beside it, whatever its name
+/// is yet (a server exec'd a moment ago is still called `exe`).
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut look = vec![pid];
+    while let Some(p) = look.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for c in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                found.push(c);
+                look.push(c);
+            }
+        }
+    }
+    found
 }
 
 /// A library with one book `书` holding `files`; returns (guard, canonical root).
