@@ -545,35 +545,35 @@ def rust_duration(text):
 
 
 def cmd_failover(a):
-    """The figures the failover tests print (bench.sh --failover), as
-    result lines: each longest pause against its target, the holder's
+    """The figures the failover tests print (bench.sh --failover; a line
+    may start with the dots of cargo's --quiet progress), as result lines: each longest pause against its target, the holder's
     VmRSS against 4 MiB, the reads and failures as notes."""
     out = open(a.output, encoding="utf-8", errors="replace").read()
     found = 0
-    for m in re.finditer(r"^failover: (\d+) SIGKILLs, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
+    for m in re.finditer(r"^\.*failover: (\d+) SIGKILLs, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
                          r"longest pause (\S+)$", out, re.M):
         found += 1
         print(f"limit\tfailover: longest pause of 16 readers, {m.group(1)} SIGKILLs of the server"
               f"\t{rust_duration(m.group(5))}\t1.0\t{a.load}")
         print(f"note\tfailover: {m.group(1)} SIGKILLs, {m.group(2)} reads, failed {m.group(3)}, "
               f"wrong {m.group(4)} (load {a.load})")
-    for m in re.finditer(r"^upgrade: (\d+) upgrades, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
+    for m in re.finditer(r"^\.*upgrade: (\d+) upgrades, (\d+) reads, failed (\{.*?\}), wrong (\d+), "
                          r"longest pause ([^;]+);", out, re.M):
         found += 1
         print(f"limit\tupgrade in place: longest pause of 16 readers, {m.group(1)} upgrades"
               f"\t{rust_duration(m.group(5))}\t0.2\t{a.load}")
         print(f"note\tupgrade: {m.group(1)} upgrades, {m.group(2)} reads, failed {m.group(3)}, "
               f"wrong {m.group(4)} (load {a.load})")
-    for m in re.finditer(r"^upgrade in (\S+): ", out, re.M):
+    for m in re.finditer(r"^\.*upgrade in (\S+): ", out, re.M):
         print(f"note\tupgrade: the command took {rust_duration(m.group(1)) * 1e3:.0f} ms (load {a.load})")
-    for m in re.finditer(r"^sandbox failover: (\d+) SIGKILLs, (\{.*\}) \(load", out, re.M):
+    for m in re.finditer(r"^\.*sandbox failover: (\d+) SIGKILLs, (\{.*\}) \(load", out, re.M):
         found += 1
         o = json.loads(m.group(2))
         print(f"limit\tfailover in a bubblewrap sandbox: longest pause of 16 readers, {m.group(1)} SIGKILLs"
               f"\t{o['longest_ms'] / 1e3}\t1.0\t{a.load}")
         print(f"note\tsandbox failover: {m.group(1)} SIGKILLs, {o['reads']} reads, failed {o['failed']}, "
               f"wrong {o['wrong']} (load {a.load})")
-    for m in re.finditer(r"^holder: VmRSS (\d+) kB", out, re.M):
+    for m in re.finditer(r"^\.*holder: VmRSS (\d+) kB", out, re.M):
         found += 1
         print(f"size\tthe holder's VmRSS after failovers\t{int(m.group(1)) * 1024}\t{4 << 20}")
     if found < 4:
