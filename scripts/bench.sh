@@ -313,7 +313,17 @@ drop_caches() {
 
 # The daemon serving mountpoint $1 (the forked child keeps the command line;
 # every mountpoint is a unique path in $WORK).
-daemon_pid() { pgrep -f -- "novelfs mount [^ ]+ $1( |\$)" | head -n1; }
+# The process serving the mount at $1: with a holder (failover, on by
+# default) its child `novelfs-server`, which the figures of a daemon's CPU
+# and memory are about; else the daemon itself.
+daemon_pid() {
+    local pids p
+    pids=$(pgrep -f -- "novelfs mount [^ ]+ $1( |\$)")
+    for p in $pids; do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = novelfs-server ] && { echo "$p"; return 0; }
+    done
+    [ -z "$pids" ] || echo "$pids" | head -n1
+}
 # daemon_cpu PID: the CPU time of every thread of the daemon so far
 # (user + system, in clock ticks).
 daemon_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
