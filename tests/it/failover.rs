@@ -354,14 +354,28 @@ fn readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed() {
         o.longest
     );
     assert!(mount.alive(), "the holder serves on");
-    // RUST_LOG=warn: the holder's warnings of each death are there.
-    let deaths = log
-        .lock()
+    assert_eq!(server_deaths(&log), 20, "{:?}", log.lock().unwrap());
+}
+
+/// The deaths of servers the holder logged (it warns of each).
+pub(crate) fn server_deaths(log: &Arc<Mutex<Vec<String>>>) -> usize {
+    log.lock()
         .unwrap()
         .iter()
         .filter(|l| l.contains("holder: the server (pid") && l.contains(") died ("))
-        .count();
-    assert_eq!(deaths, 20, "{:?}", log.lock().unwrap());
+        .count()
+}
+
+/// A mount with a holder whose servers after the first crash at start
+/// (`NOVELFS_TEST_SERVER_CRASH=restart`), so that it gives up.
+pub(crate) fn mount_whose_restarts_crash(root: &Path) -> Mount {
+    let crash = std::ffi::OsStr::new("restart");
+    Mount::with_env(
+        root,
+        &["-o", "failover"],
+        "warn",
+        &[("NOVELFS_TEST_SERVER_CRASH", crash)],
+    )
 }
 
 /// The threads of `pid` that serve a FUSE over io_uring ring (fuser names
@@ -418,13 +432,7 @@ fn a_server_that_cannot_start_makes_the_holder_give_up_with_eio() {
         return;
     }
     let (_tmp, root) = library(2);
-    let crash = std::ffi::OsStr::new("restart");
-    let mut mount = Mount::with_env(
-        &root,
-        &["-o", "failover"],
-        "warn",
-        &[("NOVELFS_TEST_SERVER_CRASH", crash)],
-    );
+    let mut mount = mount_whose_restarts_crash(&root);
     let log = follow_log(&mut mount);
     let page = mount.path().join("书/第1章.txt/offset-1.txt");
     let first = read_uncached(&page).expect("the first server serves");

@@ -11,7 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, errno, follow_log, fuse_available, is_mounted, within};
-use crate::failover::{abort_connection, library, read_uncached, server_of};
+use crate::failover::{
+    abort_connection, library, mount_whose_restarts_crash, read_uncached, server_of,
+};
 
 /// Kills the server of a mount whose next servers crash as they start, and
 /// waits for a read to come back with the holder's EIO.
@@ -55,13 +57,7 @@ fn a_holder_that_gave_up_shows_why_in_the_root_error_file() {
         return;
     }
     let (_tmp, root) = library(2);
-    let crash = std::ffi::OsStr::new("restart");
-    let mut mount = Mount::with_env(
-        &root,
-        &["-o", "failover"],
-        "warn",
-        &[("NOVELFS_TEST_SERVER_CRASH", crash)],
-    );
+    let mut mount = mount_whose_restarts_crash(&root);
     let log = follow_log(&mut mount);
     let mnt = mount.path().to_path_buf();
     // The kernel keeps the root's listing and `ERROR` as missing, as

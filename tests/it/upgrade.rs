@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available};
-use crate::failover::{library, read_uncached, readers_while, server_of};
+use crate::failover::{library, read_uncached, readers_while, server_deaths, server_of};
 
 /// A reader of names no one looked up before (`-limit-` pages get inode
 /// numbers of their own), each read again a little later uncached: a node
@@ -152,13 +152,7 @@ fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
     );
     assert!(mount.alive(), "the holder serves on");
     // No server died: each stepped down.
-    let deaths = log
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("holder: the server (pid") && l.contains(") died ("))
-        .count();
-    assert_eq!(deaths, 0, "{:?}", log.lock().unwrap());
+    assert_eq!(server_deaths(&log), 0, "{:?}", log.lock().unwrap());
 }
 
 #[test]
