@@ -19,7 +19,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -200,17 +199,8 @@ fn mount_with_helper(helper: &Path, spec: &MountSpec) -> Result<OwnedFd, String>
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    // SAFETY: only fcntl (async-signal-safe) runs between fork and exec; it
-    // lets the helper inherit its end of the socket.
-    unsafe {
-        cmd.pre_exec(move || {
-            let flags = libc::fcntl(theirs_fd, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(theirs_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // The helper's end of the socket.
+    super::process::inherit(&mut cmd, vec![theirs_fd]);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", helper.display()))?;

@@ -33,7 +33,7 @@ use super::holder_os::{
     thread_pidfd,
 };
 use super::mountpoint::{detach_if_ours, unmount};
-use super::process::{detach_stdio, report_failure as report};
+use super::process::{detach_stdio, inherit, report_failure as report};
 
 mod gave_up;
 mod upgrade;
@@ -320,19 +320,8 @@ impl Holder<'_> {
         if let Some(dir) = &self.given_in {
             cmd.current_dir(dir);
         }
-        // SAFETY: only fcntl (async-signal-safe) runs between fork and
-        // exec: it lets the server inherit the descriptors it is named.
-        unsafe {
-            cmd.pre_exec(move || {
-                for &fd in &pass {
-                    let flags = libc::fcntl(fd, libc::F_GETFD);
-                    if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
+        // The descriptors the server is named.
+        inherit(&mut cmd, pass);
         let child = cmd.spawn()?;
         drop(status_write);
         self.pid = child.id();

@@ -94,6 +94,24 @@ pub(crate) fn detach_stdio() {
     }
 }
 
+/// Lets the process `cmd` starts inherit `fds` (which this process keeps
+/// close-on-exec, so that nothing else it starts gets them).
+pub(crate) fn inherit(cmd: &mut std::process::Command, fds: Vec<std::os::fd::RawFd>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only fcntl (async-signal-safe) runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &fds {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
