@@ -49,21 +49,7 @@ pub(crate) fn read_uncached(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The server's pid: the holder's child named `novelfs-server`.
-pub(crate) fn server_of(holder: u32) -> Option<u32> {
-    let children =
-        std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")).ok()?;
-    children
-        .split_whitespace()
-        .filter_map(|p| p.parse::<u32>().ok())
-        .find(|p| {
-            let alive = std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')));
-            alive
-                && std::fs::read_to_string(format!("/proc/{p}/comm"))
-                    .is_ok_and(|c| c.trim() == "novelfs-server")
-        })
-}
+pub(crate) use crate::common::server_of;
 
 /// Whether the server `pid` serves: it starts its sentinel thread
 /// (`novelfs-sentinel`, see `handoff::Handoff::serving`) once it does.

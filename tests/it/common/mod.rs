@@ -331,16 +331,7 @@ impl Mount {
     /// default), else the daemon itself. What a test measures the memory
     /// or CPU time of.
     pub fn server_pid(&self) -> u32 {
-        let pid = self.pid();
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-            .find(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm"))
-                    .is_ok_and(|c| c.trim() == "novelfs-server")
-            })
-            .unwrap_or(pid)
+        server_of(self.pid()).unwrap_or(self.pid())
     }
 
     /// SIGKILLs the daemon as a user or systemd would, and waits until it
@@ -384,6 +375,22 @@ impl Mount {
             .is_some_and(|c| c.try_wait().ok().flatten().is_none());
         running && std::fs::read_dir(self.path()).is_ok()
     }
+}
+
+/// The server's pid: the holder's live child named `novelfs-server`.
+pub fn server_of(holder: u32) -> Option<u32> {
+    let children =
+        std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|p| {
+            let alive = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .is_ok_and(|s| s.rsplit(") ").next().is_some_and(|r| !r.starts_with('Z')));
+            alive
+                && std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "novelfs-server")
+        })
 }
 
 /// Every process below `pid` (children of any of its threads, theirs, …):
