@@ -19,8 +19,20 @@ use novelfs_storage::{InFlight, ReadRequest, RelPath, Storage, StorageError, Ver
 /// the server.
 pub(super) const GETS_IN_FLIGHT: usize = 16;
 
-/// Batches fetched at once (each with up to `GETS_IN_FLIGHT` GETs).
+/// Batches fetched at once (each with up to `GETS_IN_FLIGHT` GETs) by
+/// threads of their own, besides the one the queue's thread fetches itself
+/// when these are all busy.
 pub(super) const BATCHES_AT_ONCE: usize = 3;
+
+/// The bodies' share of the budget is split in two: half for the bodies
+/// held, half for those in flight, shared evenly by every batch that may
+/// be under way at once. A body bigger than a batch's part still goes,
+/// alone in its batch (a big chapter's part is a quarter of the share).
+fn split(share: u64) -> (u64, u64) {
+    let held = share / 2;
+    let per_batch = (share - held) / (BATCHES_AT_ONCE as u64 + 1);
+    (held, per_batch.max(1))
+}
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -153,9 +165,11 @@ pub(super) fn is_changed(e: &io::Error) -> bool {
 /// thread that fetches into them ahead of the readers.
 pub(super) struct Store {
     storage: Arc<dyn Storage>,
-    /// At most this many bytes of bodies held; each batch fetched ahead
-    /// keeps at most as many in flight.
+    /// At most this many bytes of bodies held.
     limit: u64,
+    /// At most this many bytes of bodies in flight for each batch fetched
+    /// ahead.
+    batch_bytes: u64,
     /// How long a reader waits for a GET already under way.
     wait: Duration,
     bodies: Arc<(Mutex<Bodies>, Condvar)>,
@@ -163,14 +177,24 @@ pub(super) struct Store {
 }
 
 impl Store {
-    pub(super) fn new(storage: Arc<dyn Storage>, limit: u64, wait: Duration) -> Store {
+    /// Bodies of `storage` held and fetched within `share` bytes, all
+    /// told.
+    pub(super) fn new(storage: Arc<dyn Storage>, share: u64, wait: Duration) -> Store {
+        let (limit, batch_bytes) = split(share);
         Store {
             storage,
             limit,
+            batch_bytes,
             wait,
             bodies: Arc::default(),
             queue: OnceLock::new(),
         }
+    }
+
+    /// At most this many bytes of bodies are held: a big chapter's part
+    /// and the parts fetched ahead of it fit in it together.
+    pub(super) fn held_limit(&self) -> u64 {
+        self.limit
     }
 
     /// The body of `key` in `version` when it is held, waiting for its
@@ -215,7 +239,7 @@ impl Store {
             let (tx, rx) = std::sync::mpsc::channel::<Batch>();
             let storage = self.storage.clone();
             let bodies = self.bodies.clone();
-            let limit = self.limit;
+            let (limit, batch_bytes) = (self.limit, self.batch_bytes);
             let spawned = std::thread::Builder::new()
                 .name("novelfs-fetch".into())
                 .spawn(move || {
@@ -226,7 +250,7 @@ impl Store {
                     let running = Arc::new(AtomicUsize::new(0));
                     for batch in rx {
                         if running.load(Ordering::Acquire) >= BATCHES_AT_ONCE {
-                            fetch(&*storage, &bodies, limit, batch);
+                            fetch(&*storage, &bodies, (limit, batch_bytes), batch);
                             continue;
                         }
                         running.fetch_add(1, Ordering::AcqRel);
@@ -235,7 +259,7 @@ impl Store {
                         let spawned = std::thread::Builder::new()
                             .name("novelfs-fetch".into())
                             .spawn(move || {
-                                fetch(&*storage, &bodies, limit, batch);
+                                fetch(&*storage, &bodies, (limit, batch_bytes), batch);
                                 done.fetch_sub(1, Ordering::AcqRel);
                             });
                         if spawned.is_err() {
@@ -251,8 +275,14 @@ impl Store {
     }
 }
 
-/// Fetches `batch` with many GETs under way, keeping what fits.
-fn fetch(storage: &dyn Storage, bodies: &(Mutex<Bodies>, Condvar), limit: u64, batch: Batch) {
+/// Fetches `batch` with many GETs under way, at most `batch_bytes` of
+/// bodies in flight, keeping what fits in `limit`.
+fn fetch(
+    storage: &dyn Storage,
+    bodies: &(Mutex<Bodies>, Condvar),
+    (limit, batch_bytes): (u64, u64),
+    batch: Batch,
+) {
     let (lock_, done) = bodies;
     let wanted: Batch = {
         let mut b = lock(lock_);
@@ -276,7 +306,7 @@ fn fetch(storage: &dyn Storage, bodies: &(Mutex<Bodies>, Condvar), limit: u64, b
         .collect();
     let limits = InFlight {
         requests: GETS_IN_FLIGHT,
-        bytes: limit.max(1),
+        bytes: batch_bytes,
     };
     if requests.len() == wanted.len() {
         // Each body is kept, and its waiting reader woken, as it arrives:
@@ -300,4 +330,108 @@ fn fetch(storage: &dyn Storage, bodies: &(Mutex<Bodies>, Condvar), limit: u64, b
     }
     drop(b);
     done.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Range;
+    use std::sync::atomic::AtomicU64;
+
+    use novelfs_storage::{Entry, Object, ReadMany};
+
+    use super::*;
+
+    /// A storage whose batches take a while, adding up the bytes every
+    /// batch under way may keep in flight.
+    #[derive(Debug, Default)]
+    struct Batches {
+        in_flight: AtomicU64,
+        most_in_flight: AtomicU64,
+        batches: AtomicUsize,
+    }
+
+    fn none<T>(p: &RelPath) -> Result<T, StorageError> {
+        Err(StorageError::NotFound {
+            path: p.to_string(),
+        })
+    }
+
+    impl Storage for Batches {
+        fn describe(&self) -> String {
+            "batches".into()
+        }
+        fn check(&self) -> Result<(), StorageError> {
+            Ok(())
+        }
+        fn list(&self, p: &RelPath) -> Result<Vec<Entry>, StorageError> {
+            none(p)
+        }
+        fn stat(&self, p: &RelPath) -> Result<Entry, StorageError> {
+            none(p)
+        }
+        fn put(&self, p: &RelPath, _: Vec<u8>) -> Result<(), StorageError> {
+            none(p)
+        }
+        fn read(&self, _: &RelPath, v: Option<&Version>) -> Result<Object, StorageError> {
+            Ok(Object {
+                bytes: vec![0; 1024],
+                version: v.cloned().unwrap_or(Version::Prefix),
+            })
+        }
+        fn read_range(
+            &self,
+            p: &RelPath,
+            _: Range<u64>,
+            v: Option<&Version>,
+        ) -> Result<Object, StorageError> {
+            self.read(p, v)
+        }
+        fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
+            self.batches.fetch_add(1, Ordering::SeqCst);
+            let now = self.in_flight.fetch_add(limits.bytes, Ordering::SeqCst) + limits.bytes;
+            self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(200));
+            let results: Vec<_> = requests
+                .iter()
+                .map(|r| self.read(&r.path, r.version.as_ref()))
+                .collect();
+            self.in_flight.fetch_sub(limits.bytes, Ordering::SeqCst);
+            Box::new(results.into_iter())
+        }
+    }
+
+    fn batch(n: usize) -> Batch {
+        (0..8)
+            .map(|i| {
+                let key = Key::whole(Path::new(&format!("novels/书/第{n}-{i}章.md")));
+                let etag = format!("\"{n}-{i}\"");
+                (key, Version::ETag { etag, size: 1024 })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_batch_at_once_and_the_bodies_held_fit_in_the_share() {
+        let share = 8 << 20;
+        let storage = Arc::new(Batches::default());
+        let store = Store::new(storage.clone(), share, Duration::from_secs(5));
+        for n in 0..6 {
+            store.ahead(batch(n));
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while storage.batches.load(Ordering::SeqCst) < 6
+            || storage.in_flight.load(Ordering::SeqCst) > 0
+        {
+            assert!(Instant::now() < deadline, "the batches never ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let most = storage.most_in_flight.load(Ordering::SeqCst);
+        assert!(
+            store.held_limit() + most <= share,
+            "held {} + in flight {most} over the share {share}",
+            store.held_limit()
+        );
+        // Batches did run at once: the bound is not met by running one.
+        assert!(most > split(share).1, "one batch at a time: {most}");
+    }
 }

@@ -93,19 +93,19 @@ fn dir_meta(path: &Path, entries: &[Entry]) -> Meta {
 
 impl BucketBacking {
     /// Reads through `storage`, making a directory's listing again at most
-    /// once per `ttl`, and holding at most `ahead_bytes` of bodies fetched
+    /// once per `ttl`, and holding and fetching at most `ahead_bytes` of bodies
     /// (a reader waits at most `wait` for one under way). A chapter bigger
     /// than a part (see `ranged::part_bytes`) is read in parts.
     pub fn new(storage: Arc<dyn Storage>, ttl: Duration, ahead_bytes: u64, wait: Duration) -> Self {
         let listings = Arc::new(Listings::new(storage.clone(), ttl));
         let store = Arc::new(Store::new(storage.clone(), ahead_bytes, wait));
-        let part_bytes = ranged::part_bytes(ahead_bytes);
+        let part_bytes = ranged::part_bytes(store.held_limit());
         let big = Arc::new(ranged::Bucket {
             storage: storage.clone(),
             store: store.clone(),
             listings: listings.clone(),
             part_bytes,
-            ahead: (ahead_bytes / part_bytes)
+            ahead: (store.held_limit() / part_bytes)
                 .saturating_sub(1)
                 .min(ranged::PARTS_AHEAD),
         });
