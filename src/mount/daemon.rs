@@ -224,9 +224,6 @@ fn open_library(config: &MountConfig) -> Result<Library, String> {
         ahead_bytes: config.ahead_bytes,
     };
     let at = LibraryAt::parse(&config.root)?;
-    if at.is_bucket() {
-        at.check(&config.bucket, config.source_timeout)?;
-    }
     let mut library = at.open(&config.bucket, reading)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     let library = match &config.path_root {

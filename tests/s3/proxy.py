@@ -15,6 +15,10 @@ Control requests (never forwarded, never counted):
                          PUT, OTHER; stalled, cut, dropped; and
                          max_in_flight, the most requests forwarded to the
                          server at once
+  GET  /__proxy/log      the requests since the reset as JSON, in the order
+                         they came: [kind, path, start, end] with the wall
+                         clock's seconds (time.time()) at arrival and at the
+                         answer's last byte (end null while unanswered)
   POST /__proxy/reset    counts back to zero (settings stay)
   POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
                          latency added before forwarding each request;
@@ -76,6 +80,7 @@ class State:
     def reset(self):
         self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
         self.counts["max_in_flight"] = 0
+        self.log = []
 
     def take(self, name):
         """Whether this request gets the fault `name`, using up one."""
@@ -148,6 +153,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__proxy/counts":
             with STATE.lock:
                 return self.reply_json(dict(STATE.counts))
+        if path == "/__proxy/log":
+            with STATE.lock:
+                return self.reply_json([list(r) for r in STATE.log])
         if path == "/__proxy/reset":
             with STATE.lock:
                 STATE.reset()
@@ -171,8 +179,10 @@ class Handler(BaseHTTPRequestHandler):
         if split.path.startswith("/__proxy/"):
             return self.control(split.path, split.query)
         kind = kind_of(self.command, split.query, self.headers)
+        logged = [kind, self.path, time.time(), None]
         with STATE.lock:
             STATE.counts[kind] += 1
+            STATE.log.append(logged)
             latency = STATE.latency_ms
             faulted = STATE.only in ("", kind)
             passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
@@ -212,6 +222,8 @@ class Handler(BaseHTTPRequestHandler):
             length = dict((k.lower(), v) for k, v in headers).get("content-length", "0")
             self.send_header("Content-Length", length)
             self.end_headers()
+            self.wfile.flush()
+            logged[3] = time.time()
             return
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -221,6 +233,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_now()
             return
         self.wfile.write(data)
+        self.wfile.flush()
+        logged[3] = time.time()
 
     def close_now(self):
         """Ends the connection at once, without a proper close of HTTP."""
