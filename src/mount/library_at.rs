@@ -12,6 +12,11 @@ use novelfs_library::backing::BucketBacking;
 use novelfs_library::{Library, NovelError};
 use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage};
 
+/// Set (to anything), a mount checks its bucket in two round trips, the
+/// bucket's then `novels/`'s, as it would without `S3Storage::check_dir`:
+/// the tests' switch that shows what the one LIST saves.
+pub(crate) const CHECK_APART_VAR: &str = "NOVELFS_TEST_S3_CHECK_APART";
+
 /// How to reach a bucket, named as mountpoint-s3 names its options; the
 /// credentials come from the AWS chain (environment, shared files with
 /// profiles, container and instance metadata), never from arguments.
@@ -92,6 +97,10 @@ impl LibraryAt {
         timeout: Duration,
     ) -> Result<S3Storage, String> {
         let storage = Self::storage(url, options, timeout)?;
+        if std::env::var_os(CHECK_APART_VAR).is_some() {
+            // The test switch: the bucket first, in a round trip of its own.
+            storage.check().map_err(|e| format!("{url}: {e}"))?;
+        }
         let novels = RelPath::new("novels").map_err(|e| e.to_string())?;
         match storage.check_dir(&novels) {
             Ok(()) => Ok(storage),

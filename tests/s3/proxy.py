@@ -15,10 +15,11 @@ Control requests (never forwarded, never counted):
                          PUT, OTHER; stalled, cut, dropped; and
                          max_in_flight, the most requests forwarded to the
                          server at once
-  GET  /__proxy/log      the requests since the reset as JSON, in the order
-                         they came: [kind, path, start, end] with the wall
-                         clock's seconds (time.time()) at arrival and at the
-                         answer's last byte (end null while unanswered)
+  GET  /__proxy/log      the requests since the reset, one a line in the
+                         order they came: KIND, START, END and the request's
+                         path, tab-separated; START and END are the wall
+                         clock's seconds (time.time()) at its arrival and
+                         at its answer's last byte (END "-" while unanswered)
   POST /__proxy/reset    counts back to zero (settings stay)
   POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
                          latency added before forwarding each request;
@@ -155,7 +156,17 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply_json(dict(STATE.counts))
         if path == "/__proxy/log":
             with STATE.lock:
-                return self.reply_json([list(r) for r in STATE.log])
+                lines = [
+                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{p}\n"
+                    for k, p, s, e in STATE.log
+                ]
+            data = "".join(lines).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         if path == "/__proxy/reset":
             with STATE.lock:
                 STATE.reset()
