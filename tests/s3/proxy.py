@@ -10,7 +10,8 @@ its standard output once it accepts connections. It forwards every request
 to 127.0.0.1:UPSTREAM and nowhere else.
 
 Control requests (never forwarded, never counted):
-  GET  /__proxy/counts   the counts as JSON: LIST (GET with list-type=2),
+  GET  /__proxy/counts   the counts as JSON: LIST (a GET of the bucket
+                         itself, ListObjects V2 or V1),
                          GET, RANGED_GET (GET with a Range header), HEAD,
                          PUT, OTHER; stalled, cut, dropped; and
                          max_in_flight, the most requests forwarded to the
@@ -96,10 +97,21 @@ class State:
 STATE = State()
 
 
-def kind_of(method, query, headers):
+# The parameters of a listing: a GET of the bucket itself with no others
+# is a ListObjects, V2 (list-type=2, novelfs's) or V1 (s3fs's default).
+LIST_PARAMS = {
+    "list-type", "prefix", "delimiter", "max-keys", "encoding-type", "marker",
+    "continuation-token", "start-after", "fetch-owner",
+}
+
+
+def kind_of(method, path, query, headers):
     if method == "GET":
         if "list-type=2" in query.split("&"):
             return "LIST"
+        if "/" not in path.strip("/"):
+            params = {kv.split("=", 1)[0] for kv in query.split("&") if kv}
+            return "LIST" if params <= LIST_PARAMS else "OTHER"
         if headers.get("Range"):
             return "RANGED_GET"
         return "GET"
@@ -189,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         body = self.read_body()
         if split.path.startswith("/__proxy/"):
             return self.control(split.path, split.query)
-        kind = kind_of(self.command, split.query, self.headers)
+        kind = kind_of(self.command, split.path, split.query, self.headers)
         logged = [kind, self.path, time.time(), None]
         with STATE.lock:
             STATE.counts[kind] += 1
