@@ -23,7 +23,6 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
             Library::open(root).map_err(|e| io(e.to_string()))?
         }
         LibraryAt::Bucket(_) => {
-            at.check(&bucket, ONE_SHOT_TIMEOUT).map_err(&io)?;
             let reading = BucketReading {
                 timeout: ONE_SHOT_TIMEOUT,
                 ttl: ONE_SHOT_TTL,

@@ -224,8 +224,13 @@ fn open_library(config: &MountConfig) -> Result<Library, String> {
         ahead_bytes: config.ahead_bytes,
     };
     let at = LibraryAt::parse(&config.root)?;
+    // The file-name patterns, which the mount waits for before it reports
+    // ready (`NovelFs::prepared`), compile on the other core while the
+    // bucket's check is on its round trip, not after it.
     if at.is_bucket() {
-        at.check(&config.bucket, config.source_timeout)?;
+        let _ = std::thread::Builder::new()
+            .name("novelfs-prepare".into())
+            .spawn(novelfs_library::prepare_patterns);
     }
     let mut library = at.open(&config.bucket, reading)?;
     library.max_chapter_bytes = config.max_chapter_bytes;

@@ -12,6 +12,11 @@ use novelfs_library::backing::BucketBacking;
 use novelfs_library::{Library, NovelError};
 use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage};
 
+/// Set (to anything), a mount checks its bucket in two round trips, the
+/// bucket's then `novels/`'s, as it would without `S3Storage::check_dir`:
+/// the tests' switch that shows what the one LIST saves.
+pub(crate) const CHECK_APART_VAR: &str = "NOVELFS_TEST_S3_CHECK_APART";
+
 /// How to reach a bucket, named as mountpoint-s3 names its options; the
 /// credentials come from the AWS chain (environment, shared files with
 /// profiles, container and instance metadata), never from arguments.
@@ -79,19 +84,31 @@ impl LibraryAt {
     pub(crate) fn check(&self, options: &BucketOptions, timeout: Duration) -> Result<(), String> {
         match self {
             LibraryAt::Dir(root) => Library::check_root(root).map_err(|e| e.to_string()),
-            LibraryAt::Bucket(url) => {
-                let storage = Self::storage(url, options, timeout)?;
-                storage.check().map_err(|e| format!("{url}: {e}"))?;
-                let novels = novelfs_storage::RelPath::new("novels").map_err(|e| e.to_string())?;
-                match storage.list(&novels) {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_not_found() => Err(NovelError::NotALibrary {
-                        root: url.to_string(),
-                    }
-                    .to_string()),
-                    Err(e) => Err(format!("{url}: {e}")),
-                }
+            LibraryAt::Bucket(url) => Self::checked_storage(url, options, timeout).map(drop),
+        }
+    }
+
+    /// The bucket's storage once one LIST of `novels/` has said it holds a
+    /// library (see `check`): the one round trip a mount waits for before
+    /// it is ready.
+    fn checked_storage(
+        url: &S3Url,
+        options: &BucketOptions,
+        timeout: Duration,
+    ) -> Result<S3Storage, String> {
+        let storage = Self::storage(url, options, timeout)?;
+        if std::env::var_os(CHECK_APART_VAR).is_some() {
+            // The test switch: the bucket first, in a round trip of its own.
+            storage.check().map_err(|e| format!("{url}: {e}"))?;
+        }
+        let novels = RelPath::new("novels").map_err(|e| e.to_string())?;
+        match storage.check_dir(&novels) {
+            Ok(()) => Ok(storage),
+            Err(e) if e.is_not_found() => Err(NovelError::NotALibrary {
+                root: url.to_string(),
             }
+            .to_string()),
+            Err(e) => Err(format!("{url}: {e}")),
         }
     }
 
@@ -152,7 +169,9 @@ impl LibraryAt {
         Ok(true)
     }
 
-    /// The library, read through its backing.
+    /// The library, read through its backing. A bucket's is checked first
+    /// (as `check` does, in its one LIST) through the client that then
+    /// reads it; a directory is the caller's to check.
     pub(crate) fn open(
         &self,
         options: &BucketOptions,
@@ -163,7 +182,7 @@ impl LibraryAt {
                 .map_err(|e| format!("cannot open library {}: {e}", root.display())),
             LibraryAt::Bucket(url) => {
                 let storage: Arc<dyn Storage> =
-                    Arc::new(Self::storage(url, options, reading.timeout)?);
+                    Arc::new(Self::checked_storage(url, options, reading.timeout)?);
                 let backing =
                     BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
                 Ok(Library::in_bucket(backing, &url.to_string()))

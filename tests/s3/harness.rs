@@ -41,6 +41,17 @@ pub struct Counts {
     pub max_in_flight: u64,
 }
 
+/// One request the proxy forwarded, as its log gives it: the kind (as
+/// counted), and the wall clock's seconds since the epoch at its arrival
+/// and at its answer's end (`None` while unanswered).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub kind: String,
+    pub start: f64,
+    pub end: Option<f64>,
+    pub path: String,
+}
+
 pub struct S3Server {
     dir: tempfile::TempDir,
     moto_port: u16,
@@ -312,6 +323,27 @@ impl S3Server {
             dropped: n("dropped"),
             max_in_flight: n("max_in_flight"),
         }
+    }
+
+    /// The requests since the last reset, in the order they came.
+    pub fn log(&self) -> Vec<Request> {
+        let body = String::from_utf8(self.control("GET", "/__proxy/log")).unwrap();
+        body.lines()
+            .map(|line| {
+                let mut f = line.splitn(4, '\t');
+                let mut next = || f.next().unwrap_or_else(|| panic!("proxy log line: {line}"));
+                let kind = next().to_string();
+                let start = next().parse().unwrap();
+                let end = next().parse().ok();
+                let path = next().to_string();
+                Request {
+                    kind,
+                    start,
+                    end,
+                    path,
+                }
+            })
+            .collect()
     }
 
     pub fn reset_counts(&self) {

@@ -10,11 +10,17 @@ its standard output once it accepts connections. It forwards every request
 to 127.0.0.1:UPSTREAM and nowhere else.
 
 Control requests (never forwarded, never counted):
-  GET  /__proxy/counts   the counts as JSON: LIST (GET with list-type=2),
+  GET  /__proxy/counts   the counts as JSON: LIST (a GET of the bucket
+                         itself, ListObjects V2 or V1),
                          GET, RANGED_GET (GET with a Range header), HEAD,
                          PUT, OTHER; stalled, cut, dropped; and
                          max_in_flight, the most requests forwarded to the
                          server at once
+  GET  /__proxy/log      the requests since the reset, one a line in the
+                         order they came: KIND, START, END and the request's
+                         path, tab-separated; START and END are the wall
+                         clock's seconds (time.time()) at its arrival and
+                         at its answer's last byte (END "-" while unanswered)
   POST /__proxy/reset    counts back to zero (settings stay)
   POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
                          latency added before forwarding each request;
@@ -76,6 +82,7 @@ class State:
     def reset(self):
         self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
         self.counts["max_in_flight"] = 0
+        self.log = []
 
     def take(self, name):
         """Whether this request gets the fault `name`, using up one."""
@@ -90,10 +97,21 @@ class State:
 STATE = State()
 
 
-def kind_of(method, query, headers):
+# The parameters of a listing: a GET of the bucket itself with no others
+# is a ListObjects, V2 (list-type=2, novelfs's) or V1 (s3fs's default).
+LIST_PARAMS = {
+    "list-type", "prefix", "delimiter", "max-keys", "encoding-type", "marker",
+    "continuation-token", "start-after", "fetch-owner",
+}
+
+
+def kind_of(method, path, query, headers):
     if method == "GET":
         if "list-type=2" in query.split("&"):
             return "LIST"
+        if "/" not in path.strip("/"):
+            params = {kv.split("=", 1)[0] for kv in query.split("&") if kv}
+            return "LIST" if params <= LIST_PARAMS else "OTHER"
         if headers.get("Range"):
             return "RANGED_GET"
         return "GET"
@@ -148,6 +166,19 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__proxy/counts":
             with STATE.lock:
                 return self.reply_json(dict(STATE.counts))
+        if path == "/__proxy/log":
+            with STATE.lock:
+                lines = [
+                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{p}\n"
+                    for k, p, s, e in STATE.log
+                ]
+            data = "".join(lines).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         if path == "/__proxy/reset":
             with STATE.lock:
                 STATE.reset()
@@ -170,9 +201,11 @@ class Handler(BaseHTTPRequestHandler):
         body = self.read_body()
         if split.path.startswith("/__proxy/"):
             return self.control(split.path, split.query)
-        kind = kind_of(self.command, split.query, self.headers)
+        kind = kind_of(self.command, split.path, split.query, self.headers)
+        logged = [kind, self.path, time.time(), None]
         with STATE.lock:
             STATE.counts[kind] += 1
+            STATE.log.append(logged)
             latency = STATE.latency_ms
             faulted = STATE.only in ("", kind)
             passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
@@ -212,6 +245,8 @@ class Handler(BaseHTTPRequestHandler):
             length = dict((k.lower(), v) for k, v in headers).get("content-length", "0")
             self.send_header("Content-Length", length)
             self.end_headers()
+            self.wfile.flush()
+            logged[3] = time.time()
             return
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -221,6 +256,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_now()
             return
         self.wfile.write(data)
+        self.wfile.flush()
+        logged[3] = time.time()
 
     def close_now(self):
         """Ends the connection at once, without a proper close of HTTP."""

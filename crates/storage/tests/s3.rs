@@ -353,6 +353,41 @@ fn a_missing_bucket_refused_credentials_and_a_closed_port_are_told_apart_fast() 
     }
 }
 
+/// `check_dir` tells, in one LIST, a directory that is there, one that is
+/// not (`NotFound`) and a missing bucket apart.
+#[test]
+fn checking_a_directory_is_one_list_that_tells_missing_from_no_bucket() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    server.put_many(
+        BUCKET,
+        &[("shelf/novels/书/第1章.md".to_string(), b"x".to_vec())],
+    );
+    let timeout = Duration::from_secs(10);
+    let s3 = store(&server, "s3://library/shelf", timeout);
+    server.reset_counts();
+    s3.check_dir(&path("novels")).unwrap();
+    assert_eq!(server.counts().list, 1);
+    let e = s3.check_dir(&path("novelz")).unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    s3.check_dir(&RelPath::root()).unwrap();
+    store(&server, "s3://library/elsewhere", timeout)
+        .check_dir(&RelPath::root())
+        .unwrap();
+    let e = store(&server, "s3://no-such-bucket", timeout)
+        .check_dir(&path("novels"))
+        .unwrap_err();
+    assert!(matches!(e, StorageError::NoBucket { .. }), "{e}");
+    let counts = server.counts();
+    assert_eq!(
+        (counts.list, counts.head, counts.get),
+        (5, 0, 0),
+        "{counts:?}"
+    );
+}
+
 #[test]
 fn a_stalled_server_fails_one_access_within_its_bound_and_recovery_needs_nothing() {
     let Some(server) = S3Server::start() else {

@@ -211,6 +211,24 @@ impl S3Storage {
             .or_else(|| std::env::var("AWS_REGION").ok())
             .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
             .unwrap_or_else(|| "us-east-1".to_string());
+        // Over plain http, with keys at hand, nothing is ever sent over TLS
+        // (the credentials chain's https step, STS for a web identity, is
+        // taken only without keys): the system's certificates, which each
+        // client would read and parse, file by file, at every start, are
+        // left unread.
+        let keys_at_hand = match &opts.credentials {
+            Credentials::Static { .. } | Credentials::Anonymous => true,
+            Credentials::Chain => {
+                (env_keys && std::env::var_os("AWS_SECRET_ACCESS_KEY").is_some())
+                    || profile
+                        .as_ref()
+                        .is_some_and(|p| p.access_key_id.is_some() && p.secret_access_key.is_some())
+            }
+        };
+        let no_tls = keys_at_hand
+            && endpoint
+                .as_deref()
+                .is_some_and(|e| e.starts_with("http://"));
         let endpoint_display = endpoint
             .clone()
             .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
@@ -225,6 +243,7 @@ impl S3Storage {
                 // GET of the same ETag).
                 .with_client_options(
                     ClientOptions::new()
+                        .with_no_system_certificates(no_tls)
                         .with_timeout(timeout / 2)
                         .with_connect_timeout((timeout / 4).min(Duration::from_secs(3))),
                 )
@@ -326,6 +345,34 @@ impl S3Storage {
     /// The bound on one access.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Whether the directory `dir` can be read, in one LIST of at most one
+    /// key under it, not retried: tells a missing bucket, refused
+    /// credentials, an unreachable endpoint and (`NotFound`) no such
+    /// directory apart. The root of a bucket always is one. A mount checks
+    /// its library's `novels/` so, in the one round trip it waits for.
+    pub fn check_dir(&self, dir: &RelPath) -> Result<(), StorageError> {
+        let prefix = self
+            .url
+            .dir_prefix(dir)
+            .ok_or_else(|| StorageError::not_found(dir.to_string()))?;
+        let what = if dir.is_root() {
+            format!("LIST {}", self.url)
+        } else {
+            format!("LIST {}", self.url.display_key(&prefix))
+        };
+        let probe = self.probe.clone();
+        let page = self.bounded(&what, dir, async move {
+            Self::list_page(&probe, &prefix, None, Some(1)).await
+        })?;
+        if !dir.is_root()
+            && page.result.objects.is_empty()
+            && page.result.common_prefixes.is_empty()
+        {
+            return Err(StorageError::not_found(dir.to_string()));
+        }
+        Ok(())
     }
 
     fn key_path(&self, path: &RelPath) -> Result<(String, KeyPath), StorageError> {

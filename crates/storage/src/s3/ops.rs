@@ -65,13 +65,7 @@ impl Storage for S3Storage {
     /// One LIST of at most one key, not retried: tells a missing bucket,
     /// refused credentials and an unreachable endpoint apart.
     fn check(&self) -> Result<(), StorageError> {
-        let prefix = self.url.dir_prefix(&RelPath::root()).unwrap_or_default();
-        let what = format!("LIST {}", self.url);
-        let probe = self.probe.clone();
-        self.bounded(&what, &RelPath::root(), async move {
-            Self::list_page(&probe, &prefix, None, Some(1)).await
-        })
-        .map(drop)
+        self.check_dir(&RelPath::root())
     }
 
     /// ListObjectsV2 with delimiter `/`, every page, each page one access.

@@ -1,0 +1,97 @@
+//! A fresh mount of a bucket to its first page: what it waits for, one
+//! round trip after another, read from the times the test's proxy logs
+//! for each request.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::common::bucket::Bucket;
+use crate::common::s3_server::Request;
+
+const LATENCY: Duration = Duration::from_millis(100);
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The most requests of `answered` that ran one after another, none
+/// overlapping the next: the round trips a reader waited for in turn
+/// (the earliest-ending first, as intervals are scheduled).
+fn round_trips_in_turn(answered: &[Request]) -> Vec<Request> {
+    let mut by_end = answered.to_vec();
+    by_end.sort_by(|a, b| a.end.partial_cmp(&b.end).unwrap());
+    let mut chain: Vec<Request> = Vec::new();
+    for r in by_end {
+        if chain.last().is_none_or(|last| r.start >= last.end.unwrap()) {
+            chain.push(r);
+        }
+    }
+    chain
+}
+
+/// The mount checks the bucket in one LIST (`novels/`'s, which tells a
+/// missing bucket, refused credentials and no library apart), then the
+/// book is listed and its chapter fetched: three round trips in turn, two
+/// LISTs and one GET answered before the page is, nothing else. At 100 ms
+/// a request, nothing but those and the processes' start is waited for.
+/// With `NOVELFS_TEST_S3_CHECK_APART=1` in the tests' environment (the
+/// daemon inherits it) the mount checks the bucket and `novels/` in two
+/// round trips, as without `check_dir`: four in turn, three LISTs.
+#[test]
+fn a_fresh_mount_waits_for_three_round_trips_to_its_first_page() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("lib");
+    for b in 0..3 {
+        let book = root.join(format!("novels/书{b:02}"));
+        std::fs::create_dir_all(&book).unwrap();
+        for c in 1..=30 {
+            let text = format!("第{c}章\n{}\n", "天地玄黄，宇宙洪荒。".repeat(30));
+            std::fs::write(book.join(format!("第{c:03}章.md")), text).unwrap();
+        }
+    }
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    bucket
+        .server
+        .set(&format!("latency_ms={}", LATENCY.as_millis()));
+    bucket.server.reset_counts();
+    let t = Instant::now();
+    let m = bucket.mount(&["--ttl", "60"]);
+    let page = std::fs::read(m.path().join("书00/1/offset-1.txt")).unwrap();
+    let done = now();
+    let took = t.elapsed();
+    assert!(String::from_utf8_lossy(&page).contains("第1章"));
+    let answered: Vec<Request> = bucket
+        .server
+        .log()
+        .into_iter()
+        .filter(|r| r.end.is_some_and(|e| e <= done))
+        .collect();
+    let in_turn = round_trips_in_turn(&answered);
+    eprintln!(
+        "mount + first page: {took:?}; answered before it: {:?}; in turn: {:?}",
+        answered
+            .iter()
+            .map(|r| (r.kind.as_str(), r.end.unwrap() - r.start))
+            .collect::<Vec<_>>(),
+        in_turn.iter().map(|r| r.kind.as_str()).collect::<Vec<_>>()
+    );
+    let kinds = |kind: &str| answered.iter().filter(|r| r.kind == kind).count();
+    assert_eq!(
+        (kinds("LIST"), kinds("GET"), answered.len()),
+        (2, 1, 3),
+        "the check's LIST, the book's, the chapter's GET: {answered:?}"
+    );
+    assert_eq!(in_turn.len(), 3, "round trips in turn: {in_turn:?}");
+    // The three round trips, and the processes' start and the kernel's
+    // requests, however busy the machine: no retry's backoff, no second
+    // client's start-up, no timeout waited out.
+    assert!(
+        took < 3 * LATENCY + Duration::from_millis(1500),
+        "mount + first page took {took:?}"
+    );
+}
