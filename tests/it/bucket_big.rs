@@ -115,8 +115,10 @@ fn a_big_chapter_is_read_in_ranged_parts_within_the_memory_budget() {
     );
     // The small chapter is the one GET.
     assert!(after.get <= 1, "no GET of the whole chapter: {after:?}");
+    // A part given up before a late read of it is read again: on a busy
+    // machine a few are, never most (a whole read would be 0 ranged).
     assert!(
-        counts.ranged_get >= parts && after.ranged_get <= parts + 8,
+        counts.ranged_get >= parts && after.ranged_get <= parts + parts / 3,
         "each part about once: {after:?}"
     );
     assert!(counts.max_in_flight >= 2, "parts in flight: {counts:?}");
