@@ -35,6 +35,7 @@ use super::holder_os::{
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, inherit, report_failure as report};
 
+mod control;
 mod gave_up;
 mod upgrade;
 
@@ -56,8 +57,8 @@ enum Outcome {
 enum Event {
     Died(Option<ExitStatus>),
     Signal(u32),
-    /// `novelfs upgrade` asks (see `upgrade`).
-    Upgrade,
+    /// `novelfs upgrade` or `novelfs status` asks (see `control`).
+    Asked,
 }
 
 /// How a server ended, for the log.
@@ -87,8 +88,10 @@ struct Holder<'a> {
     status: Option<std::fs::File>,
     /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
     mode_mask: u16,
-    /// Where `novelfs upgrade` asks (see `upgrade`).
+    /// Where `novelfs upgrade` and `novelfs status` ask (see `control`).
     control: Option<std::os::unix::net::UnixListener>,
+    /// What it has seen, for `novelfs status`.
+    tally: control::Tally,
     /// The servers' binary since an upgrade (this one's before).
     binary: Option<std::path::PathBuf>,
 }
@@ -150,7 +153,8 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         dying: Vec::new(),
         status: None,
         mode_mask,
-        control: upgrade::listen(mountpoint),
+        control: control::listen(mountpoint),
+        tally: control::Tally::default(),
         binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
@@ -201,7 +205,7 @@ impl Holder<'_> {
                     self.unmount();
                     continue;
                 }
-                Event::Upgrade => match self.upgrade_asked() {
+                Event::Asked => match self.control_asked() {
                     Some(status) => status,
                     None => continue,
                 },
@@ -220,6 +224,7 @@ impl Holder<'_> {
                 );
                 return status.and_then(|s| s.code()).unwrap_or(1);
             }
+            self.tally.died += 1;
             let now = Instant::now();
             deaths.push_back(now);
             while deaths
@@ -253,6 +258,7 @@ impl Holder<'_> {
                     Outcome::Serving => break,
                     Outcome::Died(status) => {
                         failed_starts += 1;
+                        self.tally.died_before_serving += 1;
                         log::warn!(
                             "holder: server {} died before serving ({})",
                             self.generation,
@@ -411,7 +417,7 @@ impl Holder<'_> {
                 return Event::Died(self.buried());
             }
             if fds[2].revents != 0 {
-                return Event::Upgrade;
+                return Event::Asked;
             }
             if fds[0].revents == 0 {
                 continue;

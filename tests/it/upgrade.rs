@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available};
-use crate::failover::{library, read_uncached, readers_while, server_deaths, server_of};
+use crate::failover::{holder_count, library, read_uncached, readers_while, server_of};
 
 /// A reader of names no one looked up before (`-limit-` pages get inode
 /// numbers of their own), each read again a little later uncached: a node
@@ -152,7 +152,8 @@ fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
     );
     assert!(mount.alive(), "the holder serves on");
     // No server died: each stepped down.
-    assert_eq!(server_deaths(&log), 0, "{:?}", log.lock().unwrap());
+    assert_eq!(holder_count(&mnt, "servers died"), 0);
+    assert_eq!(holder_count(&mnt, "upgrades"), upgrades as u64);
 }
 
 #[test]
@@ -206,6 +207,18 @@ fn a_mount_without_a_holder_cannot_be_upgraded() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.starts_with("novelfs: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    // Nor asked its status.
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("status")
+        .arg(mount.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("novelfs: ") && err.contains("no holder"),
         "{err}"
     );
     assert!(mount.alive(), "the mount serves on");

@@ -281,8 +281,9 @@ impl Holder<'_> {
         if let Some(c) = self.server.take() {
             self.dying.push(c);
         }
-        // No server to hand the connection to: `novelfs upgrade` is refused.
-        self.control = None;
+        // No server to hand the connection to: `novelfs upgrade` is
+        // refused, `novelfs status` says why.
+        self.tally.gave_up = Some(why.to_string());
         let fuse = self.fuse.as_raw_fd();
         let tree = (!handoff::switched_off("error_file")).then(|| {
             GaveUpTree::new(
@@ -302,10 +303,18 @@ impl Holder<'_> {
             return 1;
         };
         loop {
-            let mut fds = [pollin(fuse), pollin(self.signals.as_raw_fd())];
-            // SAFETY: two valid pollfds.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            let mut fds = [
+                pollin(fuse),
+                pollin(self.signals.as_raw_fd()),
+                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
+            ];
+            // SAFETY: three pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
                 continue;
+            }
+            if fds[2].revents != 0 {
+                // Nothing is started now: only an answer.
+                let _ = self.control_asked();
             }
             if fds[1].revents != 0 {
                 let sig = read_signal(&self.signals);
