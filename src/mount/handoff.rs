@@ -132,17 +132,20 @@ impl Handoff {
         }
     }
 
-    /// The INIT parameters the first server kept, if it got that far.
+    /// The INIT parameters the first server kept, if it got that far: the
+    /// memfd's first line (the table of `unanswered` follows, past its
+    /// first page).
     pub(crate) fn negotiated(&mut self) -> Option<Negotiated> {
-        let mut text = String::new();
+        let mut line = Vec::new();
         self.state.seek(SeekFrom::Start(0)).ok()?;
-        self.state.read_to_string(&mut text).ok()?;
-        parse_negotiated(&text)
+        (&mut self.state).take(4096).read_to_end(&mut line).ok()?;
+        let end = line.iter().position(|&b| b == b'\n')?;
+        parse_negotiated(std::str::from_utf8(&line[..end]).ok()?)
     }
 
-    /// Keeps what INIT settled for the servers after this one.
+    /// Keeps what INIT settled for the servers after this one, in place
+    /// (the memfd never shrinks: a server maps a part of it).
     pub(crate) fn keep_negotiated(&mut self, n: &Negotiated) -> std::io::Result<()> {
-        self.state.set_len(0)?;
         self.state.seek(SeekFrom::Start(0))?;
         self.state.write_all(format_negotiated(n).as_bytes())
     }

@@ -33,5 +33,6 @@ mod session;
 pub(crate) mod status;
 mod step_down;
 pub(crate) mod transport;
+pub(crate) mod unanswered;
 pub(crate) mod upgrade;
 mod watchdog;

@@ -2,6 +2,7 @@
 //! over it, the threads beside it (pushing invalidations, unmounting on a
 //! signal), and serving until the mount goes.
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use super::logging;
 use super::mountinfo::mount_id;
 use super::mountpoint::{detach_if_ours, unmount};
 use super::pusher::{push_changes, store_ahead};
+use super::unanswered;
 use super::watchdog::Watchdog;
 use novelfs_fs::NovelFs;
 use novelfs_library::Library;
@@ -66,6 +68,8 @@ pub(crate) fn serve(
             }
         },
     };
+    // The descriptor the session takes, for answers written beside it.
+    let fuse = fd.as_raw_fd();
     let mount_id = mount_id(mountpoint);
     if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
@@ -138,16 +142,8 @@ pub(crate) fn serve(
     };
     match handoff.as_mut() {
         Some(h) if resumed => {
-            let resend = if handoff::switched_off("resend") {
-                "not asked (switched off)".to_string()
-            } else {
-                match session.notifier().resend() {
-                    Ok(()) => "asked".to_string(),
-                    Err(e) => {
-                        format!("refused ({e}): requests the dead server had read stay unanswered")
-                    }
-                }
-            };
+            let offered = h.negotiated().map_or(0, |n| n.offered);
+            let resend = unanswered::take_over(fuse, &h.state, offered, &session.notifier());
             log::info!(
                 "server {} (pid {}) took over {} from the holder (pid {}): no INIT, transport: {transport}, {replayed}, resend of unanswered requests {resend}",
                 h.generation,
@@ -162,6 +158,7 @@ pub(crate) fn serve(
             {
                 log::warn!("cannot keep the INIT parameters for a next server: {e}");
             }
+            unanswered::keep(&h.state);
             // The holder's own line follows, with both pids.
             log::info!(
                 "mounted {library_root} at {} (transport: {transport}; {}; log: {})",

@@ -295,8 +295,17 @@ impl Holder<'_> {
             forget_the_old_root(fuse);
         }
         // What the last server read and never answered is queued again,
-        // to be answered below rather than left waiting for ever.
-        self.resend();
+        // to be answered below rather than left waiting for ever; where
+        // the kernel cannot resend, it is answered EIO now (where it did,
+        // these answers find nothing: harmless).
+        if !handoff::switched_off("has_resend") {
+            self.resend();
+        }
+        if handoff::switched_off("fail_left") {
+            // The test switch: what the kernel did not resend waits.
+        } else if let Ok(state) = self.state.try_clone() {
+            crate::mount::unanswered::fail_left(fuse, &std::fs::File::from(state));
+        }
         let Some(buf) = Buffer::new(BUFFER_BYTES) else {
             log::error!("holder: no buffer to answer requests with; unmounting");
             self.unmount();

@@ -146,6 +146,7 @@ impl ReplyRaw {
         assert!(self.sender.is_some());
         let sender = self.sender.take().unwrap();
         let res = response.with_iovec(self.unique, |iov| sender.send(iov));
+        crate::unanswered::answered(self.unique.0);
         if let Err(err) = res {
             error!("Failed to send FUSE reply: {err}");
         }
