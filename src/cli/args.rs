@@ -188,8 +188,9 @@ pub enum Command {
     ///
     /// One `name: value` a line (`holder`, `server` (`none` when no server
     /// serves), `servers started`, `servers died`, `died before serving`,
-    /// `upgrades`, `gave up` (`no`, or the reason)). Exits 1 with the
-    /// reason for a mount without a holder.
+    /// `upgrades`, `gave up` (`no`, or the reason), `inode journal bytes`
+    /// (the memory the journal of the inodes the kernel holds takes)).
+    /// Exits 1 with the reason for a mount without a holder.
     Status(StatusCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///

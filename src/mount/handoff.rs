@@ -13,14 +13,17 @@ use fuser::{Negotiated, Version};
 /// The variable the holder sets for its server.
 pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 
-/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code,error_file`,
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code,error_file,compact,has_resend,fail_left`,
 /// and for upgrades `stand_by,drain,ready_first`): each turns one
 /// mechanism of failover off, so that a test can be seen failing without
 /// it (`error_file`: a holder that gave up answers every request EIO, its
 /// root too; `stand_by`: an upgrade's server takes over as soon as it is
 /// ready, beside the old one; `drain`: a server stepping down exits
 /// without answering what it holds; `ready_first`: the old server is told
-/// to step down as the new one starts, not once it is ready).
+/// to step down as the new one starts, not once it is ready; `compact`:
+/// the inode journal is never compacted; `has_resend`: a server acts as if
+/// INIT had not offered `FUSE_HAS_RESEND`; `fail_left`: then what a dead
+/// server left is not answered EIO, see `unanswered`).
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 
 /// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server

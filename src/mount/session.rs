@@ -19,7 +19,7 @@ use super::mountpoint::{detach_if_ours, unmount};
 use super::pusher::{push_changes, store_ahead};
 use super::unanswered;
 use super::watchdog::Watchdog;
-use novelfs_fs::NovelFs;
+use novelfs_fs::{JournalFile, NovelFs};
 use novelfs_library::Library;
 
 /// Where a server's connection comes from.
@@ -255,45 +255,55 @@ pub(crate) fn serve(
 /// A holder's server: replays the inode journal the servers before it
 /// left (none for the first), then records into it. Says what it replayed.
 fn keep_inodes(fs: &NovelFs, h: &mut Handoff) -> Result<String, String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut said = "no inode journal replayed (first server)".to_string();
-    if h.generation > 1 {
-        let mut bytes = Vec::new();
-        h.journal
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| h.journal.read_to_end(&mut bytes))
-            .map_err(|e| format!("cannot read the inode journal: {e}"))?;
-        let keep = if handoff::switched_off("journal") {
-            said = "inode journal not replayed (switched off)".into();
-            0
-        } else {
-            let (records, len) = fs.resume_inodes(&bytes)?;
-            said = format!("{records} inode journal records replayed");
-            len
-        };
-        // A record cut short by the death is dropped, and appending
-        // starts after the last whole one.
-        h.journal
-            .set_len(keep as u64)
-            .and_then(|_| h.journal.seek(SeekFrom::Start(keep as u64)))
-            .map_err(|e| format!("cannot trim the inode journal: {e}"))?;
-    }
     let file = h
         .journal
         .try_clone()
         .map_err(|e| format!("cannot write the inode journal: {e}"))?;
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    fs.journal_inodes(Box::new(move |record| {
-        use std::io::Write;
-        if let Err(e) = (&file).write_all(record)
-            && !failed.swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            log::error!(
-                "cannot write the inode journal ({e}): a next server would not know every inode"
+    let found =
+        JournalFile::open(file).map_err(|e| format!("cannot read the inode journal: {e}"))?;
+    let mut said = "no inode journal replayed (first server)".to_string();
+    let mut keep = 0;
+    if h.generation > 1 {
+        if handoff::switched_off("journal") {
+            said = "inode journal not replayed (switched off)".into();
+        } else {
+            let (records, len) = fs.resume_inodes(&found.records)?;
+            said = format!(
+                "{records} inode journal records replayed ({} bytes)",
+                found.records.len()
             );
+            keep = len;
         }
-    }));
+    }
+    // A record cut short by the death is dropped, and appending starts
+    // after the last whole one.
+    found
+        .journal
+        .keep(keep)
+        .map_err(|e| format!("cannot trim the inode journal: {e}"))?;
+    if handoff::switched_off("compact") {
+        fs.journal_inodes(Box::new(NeverCompacted(found.journal)));
+    } else {
+        fs.journal_inodes(Box::new(found.journal));
+    }
+    if found.headerless {
+        // Written by an older build: rewritten with its header.
+        fs.compact_inodes();
+    }
     Ok(said)
+}
+
+/// The test switch `NOVELFS_TEST_FAILOVER_OFF=compact`: a journal that
+/// grows with every change, as before compaction.
+struct NeverCompacted(JournalFile);
+
+impl novelfs_fs::JournalSink for NeverCompacted {
+    fn append(&self, record: &[u8]) {
+        self.0.append(record);
+    }
+    fn replace(&self, _snapshot: &[u8]) -> bool {
+        false
+    }
 }
 
 /// Whether changes are pushed to the kernel, or why not.

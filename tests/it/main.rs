@@ -21,6 +21,7 @@ mod indexes;
 mod install;
 #[cfg(feature = "io-uring")]
 mod io_uring;
+mod journal_compaction;
 mod layout;
 mod library_errors;
 mod logs;

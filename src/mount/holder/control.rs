@@ -110,9 +110,12 @@ impl Holder<'_> {
             (Some(_), false) => self.pid.to_string(),
             _ => "none".into(),
         };
+        // The memory the inode journal takes (its file is sparse: the
+        // pages before its start are let go).
+        let journal = nix::sys::stat::fstat(&self.journal).map_or(0, |st| st.st_blocks * 512);
         format!(
             "holder: {}\nserver: {server}\nservers started: {}\nservers died: {}\n\
-             died before serving: {}\nupgrades: {}\ngave up: {}",
+             died before serving: {}\nupgrades: {}\ngave up: {}\ninode journal bytes: {journal}",
             std::process::id(),
             self.generation,
             self.tally.died,
