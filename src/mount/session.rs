@@ -301,7 +301,8 @@ impl novelfs_fs::JournalSink for NeverCompacted {
     fn append(&self, record: &[u8]) {
         self.0.append(record);
     }
-    fn replace(&self, _snapshot: &[u8]) -> bool {
+    fn snapshot_part(&self, _part: &[u8]) {}
+    fn end_snapshot(&self, _keep: bool) -> bool {
         false
     }
 }

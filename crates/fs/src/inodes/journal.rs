@@ -32,10 +32,13 @@ use novelfs_library::PageFormat;
 pub trait JournalSink: Send + Sync {
     /// Adds one record, once per change.
     fn append(&self, record: &[u8]);
-    /// Replaces every record with `snapshot` (see `snapshot`) in one step
-    /// as a reader sees it: before or after it, never a mix. `false` when
-    /// it cannot (the records stay as they were).
-    fn replace(&self, snapshot: &[u8]) -> bool;
+    /// Writes the next part of a snapshot (see `snapshot`) that is to
+    /// replace every record: beside them, not yet read as the journal.
+    fn snapshot_part(&self, part: &[u8]);
+    /// Makes the snapshot written the journal (`keep`) in one step as a
+    /// reader sees it (before or after, never a mix), or drops it; whether
+    /// it is the journal now (`false`: the records stay as they were).
+    fn end_snapshot(&self, keep: bool) -> bool;
 }
 
 const INTERN: u8 = 1;

@@ -48,6 +48,9 @@ pub struct JournalFile {
     /// Where the records start, and where the next goes.
     start: AtomicU64,
     end: AtomicU64,
+    /// The bytes of a snapshot written so far after `end` (`u64::MAX`: a
+    /// part failed).
+    pending: AtomicU64,
     /// A write failed (said once).
     failed: AtomicBool,
 }
@@ -98,6 +101,7 @@ impl JournalFile {
             file,
             start: AtomicU64::new(start),
             end: AtomicU64::new(end),
+            pending: AtomicU64::new(0),
             failed: AtomicBool::new(false),
         }
     }
@@ -135,22 +139,40 @@ impl JournalSink for JournalFile {
         }
     }
 
-    fn replace(&self, snapshot: &[u8]) -> bool {
+    fn snapshot_part(&self, part: &[u8]) {
+        let at = self.end.load(Ordering::Relaxed).max(FIRST) + self.pending.load(Ordering::Relaxed);
+        match self.file.write_all_at(part, at) {
+            Ok(()) => {
+                self.pending.fetch_add(part.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                log::warn!("cannot compact the inode journal ({e}): it grows on");
+                self.pending.store(u64::MAX, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn end_snapshot(&self, keep: bool) -> bool {
+        let len = self.pending.swap(0, Ordering::Relaxed);
         let old_start = self.start.load(Ordering::Relaxed);
-        let new_start = self.end.load(Ordering::Relaxed).max(FIRST);
-        let written = self
-            .file
-            .write_all_at(snapshot, new_start)
-            .and_then(|_| self.file.set_len(new_start + snapshot.len() as u64))
-            // The step that makes it the journal.
-            .and_then(|_| self.file.write_all_at(&header(new_start), 0));
-        if let Err(e) = written {
-            log::warn!("cannot compact the inode journal ({e}): it grows on");
+        let end = self.end.load(Ordering::Relaxed);
+        let new_start = end.max(FIRST);
+        let made = keep
+            && len != u64::MAX
+            && self
+                .file
+                .set_len(new_start + len)
+                // The step that makes it the journal.
+                .and_then(|_| self.file.write_all_at(&header(new_start), 0))
+                .map_err(|e| log::warn!("cannot compact the inode journal ({e}): it grows on"))
+                .is_ok();
+        if !made {
+            // What was written of it goes; the records stay.
+            let _ = self.file.set_len(end);
             return false;
         }
         self.start.store(new_start, Ordering::Relaxed);
-        self.end
-            .store(new_start + snapshot.len() as u64, Ordering::Relaxed);
+        self.end.store(new_start + len, Ordering::Relaxed);
         // The pages of the records before: their memory goes back. (A
         // file written without a header keeps its first page.)
         let from = old_start.max(FIRST);

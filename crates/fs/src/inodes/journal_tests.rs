@@ -201,7 +201,8 @@ fn a_journal_without_a_header_is_replayed_and_converted() {
         fn append(&self, r: &[u8]) {
             self.0.lock().unwrap().extend_from_slice(r);
         }
-        fn replace(&self, _: &[u8]) -> bool {
+        fn snapshot_part(&self, _: &[u8]) {}
+        fn end_snapshot(&self, _: bool) -> bool {
             false
         }
     }

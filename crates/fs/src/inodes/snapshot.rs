@@ -12,13 +12,13 @@ use super::entries::Table;
 use super::journal::{BLOCK, ENTRY, Record, SNAPSHOT, encode_node, frame, put_chapter};
 use crate::node::ROOT_INO;
 
-/// The table as records (the root, in every table, left out).
-pub(super) fn snapshot(table: &Table) -> (Vec<u8>, u64) {
-    let mut out = Vec::with_capacity(64 * (table.live_records() as usize + 1));
+/// The table as records, each given to `emit` (the root, in every table,
+/// left out); how many.
+pub(super) fn write(table: &Table, emit: &mut dyn FnMut(&[u8])) -> u64 {
     let mut b = vec![SNAPSHOT];
     b.extend_from_slice(&table.entries.next_id().to_le_bytes());
     b.extend_from_slice(&table.blocks.next_id().to_le_bytes());
-    out.extend(frame(b));
+    emit(&frame(b));
     let mut records = 1;
     for (ino, e) in table.entries.iter() {
         if ino == ROOT_INO {
@@ -36,7 +36,7 @@ pub(super) fn snapshot(table: &Table) -> (Vec<u8>, u64) {
             None => b.push(0),
         }
         encode_node(&mut b, &e.node);
-        out.extend(frame(b));
+        emit(&frame(b));
         records += 1;
     }
     for (id, block) in table.blocks.iter() {
@@ -52,10 +52,10 @@ pub(super) fn snapshot(table: &Table) -> (Vec<u8>, u64) {
             b.extend_from_slice(&slot.to_le_bytes());
             b.extend_from_slice(&size.to_le_bytes());
         }
-        out.extend(frame(b));
+        emit(&frame(b));
         records += 1;
     }
-    (out, records)
+    records
 }
 
 /// An mtime as signed nanoseconds from the epoch (as blocks keep theirs).

@@ -93,12 +93,25 @@ impl InodeTable {
     }
 
     fn compact_locked(&self, table: &mut Table, sink: &dyn JournalSink) {
-        let (bytes, records) = snapshot::snapshot(table);
-        // Not replaced (the sink says why): tried again once as many
-        // records came again.
+        // Written in parts: a snapshot of a big table is never whole in
+        // memory.
+        const PART: usize = 64 << 10;
+        let mut part = Vec::with_capacity(PART);
+        let mut bytes = 0;
+        let records = snapshot::write(table, &mut |frame| {
+            part.extend_from_slice(frame);
+            bytes += frame.len() as u64;
+            if part.len() >= PART {
+                sink.snapshot_part(&part);
+                part.clear();
+            }
+        });
+        sink.snapshot_part(&part);
+        // Not made the journal (the sink says why): tried again once as
+        // many records came again.
         table.journal_records = records;
-        if sink.replace(&bytes) {
-            table.journal_bytes = bytes.len() as u64;
+        if sink.end_snapshot(true) {
+            table.journal_bytes = bytes;
         }
         self.bytes.store(table.bytes(), Ordering::Relaxed);
     }
@@ -316,7 +329,9 @@ impl InodeTable {
     /// The snapshot the table would write now.
     #[cfg(test)]
     pub(crate) fn snapshot_for_test(&self) -> Vec<u8> {
-        snapshot::snapshot(&lock(&self.table)).0
+        let mut out = Vec::new();
+        snapshot::write(&lock(&self.table), &mut |f| out.extend_from_slice(f));
+        out
     }
 
     /// The lookups the kernel holds on `ino` (a page's: its block's).

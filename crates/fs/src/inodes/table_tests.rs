@@ -207,9 +207,9 @@ impl JournalSink for VecSink {
     fn append(&self, record: &[u8]) {
         self.0.lock().unwrap().extend_from_slice(record);
     }
-    fn replace(&self, snapshot: &[u8]) -> bool {
-        *self.0.lock().unwrap() = snapshot.to_vec();
-        true
+    fn snapshot_part(&self, _: &[u8]) {}
+    fn end_snapshot(&self, _: bool) -> bool {
+        false
     }
 }
 
