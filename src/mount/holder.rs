@@ -92,6 +92,8 @@ struct Holder<'a> {
     control: Option<std::os::unix::net::UnixListener>,
     /// What it has seen, for `novelfs status`.
     tally: control::Tally,
+    /// A server is starting (`wait_serving`): an upgrade is refused.
+    starting: bool,
     /// The servers' binary since an upgrade (this one's before).
     binary: Option<std::path::PathBuf>,
 }
@@ -155,6 +157,7 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         mode_mask,
         control: control::listen(mountpoint),
         tally: control::Tally::default(),
+        starting: false,
         binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
@@ -337,17 +340,30 @@ impl Holder<'_> {
         Ok(())
     }
 
-    /// Waits until the server says it serves, or dies.
+    /// Waits until the server says it serves, or dies. `novelfs status`
+    /// is answered meanwhile, and `novelfs upgrade` refused (`control`).
     fn wait_serving(&mut self) -> Outcome {
         let status = self.status.take();
+        self.starting = true;
+        let outcome = self.wait_serving_on(status);
+        self.starting = false;
+        outcome
+    }
+
+    fn wait_serving_on(&mut self, status: Option<std::fs::File>) -> Outcome {
         loop {
             let mut fds = [
                 pollin(status.as_ref().map_or(-1, |s| s.as_raw_fd())),
                 pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
             ];
-            // SAFETY: two pollfds (a negative fd is skipped).
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            // SAFETY: three pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
                 continue;
+            }
+            if fds[2].revents != 0 {
+                // Starts nothing while a server starts: only an answer.
+                let _ = self.control_asked();
             }
             if fds[0].revents != 0 {
                 let mut said = [0u8; 32];

@@ -261,3 +261,72 @@ fn an_upgraded_mount_serves_and_restarts_from_the_new_binary() {
     assert_eq!(exe(next), other, "restarted from the new binary");
     assert_ne!(exe(holder), other, "the holder stays");
 }
+
+/// While the holder starts servers in place of a crashed one (here they
+/// crash as they start, for ever: `NOVELFS_TEST_FAILOVER_OFF=give_up`),
+/// `novelfs upgrade` is refused at once with why, and `novelfs status`
+/// answers: neither waits for a server that may never serve.
+#[test]
+fn an_upgrade_while_the_holder_restarts_a_crashed_server_is_refused_at_once() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(1);
+    let mut off = "give_up".to_string();
+    if let Ok(more) = std::env::var("NOVELFS_TEST_FAILOVER_OFF") {
+        off = format!("{off},{more}");
+    }
+    let mut mount = Mount::with_env(
+        &root,
+        &["-o", "failover"],
+        "warn",
+        &[
+            ("NOVELFS_TEST_SERVER_CRASH", std::ffi::OsStr::new("restart")),
+            ("NOVELFS_TEST_FAILOVER_OFF", std::ffi::OsStr::new(&off)),
+        ],
+    );
+    let mnt = mount.path().to_path_buf();
+    read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).expect("the first server serves");
+    let holder = mount.pid();
+    let server = serving(holder);
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while holder_count(&mnt, "died before serving") < 2 {
+        assert!(Instant::now() < deadline, "the holder does not restart");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t = Instant::now();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("upgrade")
+        .arg(&mnt)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = cmd.try_wait().unwrap() {
+            break status;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = cmd.kill();
+            // SAFETY: a signal to this test's holder (its servers go with it).
+            unsafe { libc::kill(holder as i32, libc::SIGKILL) };
+            panic!(
+                "novelfs upgrade waited {:?} for a restarting holder",
+                t.elapsed()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut cmd.stderr.take().unwrap(), &mut err).unwrap();
+    println!("refused in {:?}: {}", t.elapsed(), err.trim());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("starting a server"), "{err}");
+    // Still restarting, and saying so.
+    assert!(holder_count(&mnt, "died before serving") >= 2);
+    assert_eq!(holder_count(&mnt, "servers died"), 1);
+    // SAFETY: a signal to this test's holder (its servers go with it).
+    unsafe { libc::kill(holder as i32, libc::SIGKILL) };
+    mount.terminate();
+}

@@ -84,6 +84,19 @@ impl Holder<'_> {
             (Err(format!("the request did not come whole: {e}")), None)
         } else if request == STATUS_REQUEST {
             (Ok(self.status_said()), None)
+        } else if self.starting {
+            let why = format!(
+                "the holder of {} is starting a server (server {}{}); ask again once it serves \
+                 (`novelfs status` says when)",
+                self.mountpoint.display(),
+                self.generation,
+                if self.tally.died > 0 {
+                    ", in place of one that died"
+                } else {
+                    ""
+                }
+            );
+            (Err(why), None)
         } else if let Some(why) = &self.tally.gave_up {
             let why = format!(
                 "the holder of {} gave up serving it ({why}): unmount it and mount it again",
@@ -107,6 +120,7 @@ impl Holder<'_> {
     /// What `novelfs status` prints, a `name: value` a line.
     fn status_said(&self) -> String {
         let server = match (&self.pidfd, self.tally.gave_up.is_some()) {
+            (Some(_), false) if self.starting => format!("{} (starting)", self.pid),
             (Some(_), false) => self.pid.to_string(),
             _ => "none".into(),
         };
