@@ -20,7 +20,6 @@
 //! and every other request EIO (`gave_up`), the reason in the log too.
 
 use std::collections::VecDeque;
-use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -30,13 +29,13 @@ use std::time::{Duration, Instant};
 use super::handoff::{self, Fds};
 use super::holder_os::{
     block_signals, connected, drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal,
-    thread_pidfd,
 };
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, inherit, report_failure as report};
 
 mod control;
 mod gave_up;
+mod starting;
 mod upgrade;
 
 /// Servers in a row that may die before serving.
@@ -94,6 +93,8 @@ struct Holder<'a> {
     tally: control::Tally,
     /// A server is starting (`wait_serving`): an upgrade is refused.
     starting: bool,
+    /// A signal asked for the mount to go.
+    unmounting: bool,
     /// The servers' binary since an upgrade (this one's before).
     binary: Option<std::path::PathBuf>,
 }
@@ -158,6 +159,7 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         control: control::listen(mountpoint),
         tally: control::Tally::default(),
         starting: false,
+        unmounting: false,
         binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
@@ -205,6 +207,7 @@ impl Holder<'_> {
                         "holder: signal {sig}: unmounting {}",
                         self.mountpoint.display()
                     );
+                    self.unmounting = true;
                     self.unmount();
                     continue;
                 }
@@ -260,6 +263,14 @@ impl Holder<'_> {
                 match self.wait_serving() {
                     Outcome::Serving => break,
                     Outcome::Died(status) => {
+                        if !self.connected() {
+                            // Unmounted meanwhile (a signal, `novelfs unmount`).
+                            log::info!(
+                                "holder: the connection of {} is gone while a server started",
+                                self.mountpoint.display()
+                            );
+                            return i32::from(!self.unmounting);
+                        }
                         failed_starts += 1;
                         self.tally.died_before_serving += 1;
                         log::warn!(
@@ -338,62 +349,6 @@ impl Holder<'_> {
         self.server = Some(child);
         self.status = Some(std::fs::File::from(status_read));
         Ok(())
-    }
-
-    /// Waits until the server says it serves, or dies. `novelfs status`
-    /// is answered meanwhile, and `novelfs upgrade` refused (`control`).
-    fn wait_serving(&mut self) -> Outcome {
-        let status = self.status.take();
-        self.starting = true;
-        let outcome = self.wait_serving_on(status);
-        self.starting = false;
-        outcome
-    }
-
-    fn wait_serving_on(&mut self, status: Option<std::fs::File>) -> Outcome {
-        loop {
-            let mut fds = [
-                pollin(status.as_ref().map_or(-1, |s| s.as_raw_fd())),
-                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
-                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
-            ];
-            // SAFETY: three pollfds (a negative fd is skipped).
-            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
-                continue;
-            }
-            if fds[2].revents != 0 {
-                // Starts nothing while a server starts: only an answer.
-                let _ = self.control_asked();
-            }
-            if fds[0].revents != 0 {
-                let mut said = [0u8; 32];
-                let read = status
-                    .as_ref()
-                    .map_or(0, |mut s| s.read(&mut said).unwrap_or(0));
-                if read > 0 {
-                    // From now on its death is its sentinel thread's end.
-                    let tid = std::str::from_utf8(&said[..read])
-                        .ok()
-                        .and_then(|s| s.trim().strip_prefix("serving "))
-                        .and_then(|t| t.parse::<u32>().ok())
-                        .filter(|&t| t > 0);
-                    match tid.map(thread_pidfd) {
-                        Some(Some(fd)) => self.pidfd = Some(fd),
-                        // The sentinel is gone already: killed as it
-                        // started (waiting for the whole process could
-                        // wait for ever, see `wait_event`).
-                        Some(None) => return Outcome::Died(self.buried()),
-                        // No sentinel: the whole process is watched.
-                        None => {}
-                    }
-                    return Outcome::Serving;
-                }
-            }
-            if fds[0].revents != 0 || fds[1].revents != 0 {
-                // The pipe closed or the process ended: it is gone.
-                return Outcome::Died(self.buried());
-            }
-        }
     }
 
     /// The exit status of the server whose sentinel thread ended, if its last

@@ -264,10 +264,11 @@ fn an_upgraded_mount_serves_and_restarts_from_the_new_binary() {
 
 /// While the holder starts servers in place of a crashed one (here they
 /// crash as they start, for ever: `NOVELFS_TEST_FAILOVER_OFF=give_up`),
-/// `novelfs upgrade` is refused at once with why, and `novelfs status`
-/// answers: neither waits for a server that may never serve.
+/// `novelfs upgrade` is refused at once with why, `novelfs status`
+/// answers and SIGTERM unmounts: none waits for a server that may never
+/// serve.
 #[test]
-fn an_upgrade_while_the_holder_restarts_a_crashed_server_is_refused_at_once() {
+fn while_the_holder_restarts_a_crashed_server_upgrade_is_refused_and_sigterm_unmounts() {
     if !fuse_available() {
         return;
     }
@@ -326,7 +327,22 @@ fn an_upgrade_while_the_holder_restarts_a_crashed_server_is_refused_at_once() {
     // Still restarting, and saying so.
     assert!(holder_count(&mnt, "died before serving") >= 2);
     assert_eq!(holder_count(&mnt, "servers died"), 1);
-    // SAFETY: a signal to this test's holder (its servers go with it).
-    unsafe { libc::kill(holder as i32, libc::SIGKILL) };
-    mount.terminate();
+    // SIGTERM unmounts while it restarts too, and the holder ends.
+    let t = Instant::now();
+    // SAFETY: a signal to this test's holder.
+    unsafe { libc::kill(holder as i32, libc::SIGTERM) };
+    while crate::common::is_mounted(&mnt) || server_of(holder).is_some() {
+        if t.elapsed() > Duration::from_secs(10) {
+            // SAFETY: a signal to this test's holder (its servers go with it).
+            unsafe { libc::kill(holder as i32, libc::SIGKILL) };
+            panic!("the holder did not unmount on SIGTERM while it restarted servers");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ended = mount.terminate().expect("the holder ran");
+    println!(
+        "unmounted {:?} after SIGTERM; the holder ended: {ended}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(9), "{:?}", t.elapsed());
 }
