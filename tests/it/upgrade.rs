@@ -346,3 +346,62 @@ fn while_the_holder_restarts_a_crashed_server_upgrade_is_refused_and_sigterm_unm
     );
     assert!(t.elapsed() < Duration::from_secs(9), "{:?}", t.elapsed());
 }
+
+/// While an upgrade's new server gets ready (here it takes 4 s: a wrapper
+/// that sleeps first, as a bucket's library can take a while),
+/// `novelfs status` answers at once and a second upgrade is refused at
+/// once; the first goes through.
+#[test]
+fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
+    if !fuse_available() {
+        return;
+    }
+    let (tmp, root) = library(1);
+    let slow = tmp.path().join("novelfs-slow");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nsleep 4\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_novelfs")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "warn");
+    let mnt = mount.path().to_path_buf();
+    read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).expect("the server serves");
+    let first = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("upgrade")
+        .arg(&mnt)
+        .arg("--binary")
+        .arg(&slow)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Instant::now();
+    let status = crate::failover::holder_status(&mnt);
+    let asked = t.elapsed();
+    let second = upgrade(&mnt, None);
+    let refused = t.elapsed() - asked;
+    let err = String::from_utf8_lossy(&second.stderr).into_owned();
+    println!("status in {asked:?}: {status:?}; a second upgrade refused in {refused:?}: {err}");
+    assert!(status["server"].ends_with("(starting)"), "{status:?}");
+    assert!(asked < Duration::from_millis(2500), "status took {asked:?}");
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(err.contains("starting a server"), "{err}");
+    assert!(
+        refused < Duration::from_millis(2500),
+        "refused in {refused:?}"
+    );
+    let out = first.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(holder_count(&mnt, "upgrades"), 1);
+    assert!(read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).is_ok());
+    assert!(mount.alive());
+}

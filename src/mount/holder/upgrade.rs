@@ -11,7 +11,7 @@
 //! Later servers (after a crash) start from the new binary.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -60,8 +60,19 @@ struct Old {
 
 impl Holder<'_> {
     /// Hands the connection to a server of `binary`; what to say, and
-    /// `Some` when the server that should serve now died.
+    /// `Some` when the server that should serve now died. Meanwhile the
+    /// socket is answered, another upgrade refused (`control`).
     pub(super) fn upgrade(
+        &mut self,
+        binary: &Path,
+    ) -> (Result<String, String>, Option<Option<ExitStatus>>) {
+        self.starting = true;
+        let done = self.upgrade_to(binary);
+        self.starting = false;
+        done
+    }
+
+    fn upgrade_to(
         &mut self,
         binary: &Path,
     ) -> (Result<String, String>, Option<Option<ExitStatus>>) {
@@ -177,11 +188,11 @@ impl Holder<'_> {
         let Some(mut status) = self.status.take() else {
             return Err("the new server has no status pipe".into());
         };
-        let mut fds = [
-            pollin(status.as_raw_fd()),
-            pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+        let fds = [
+            status.as_raw_fd(),
+            self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd()),
         ];
-        let outcome = match first_readable(&mut fds, READY_WITHIN) {
+        let outcome = match self.first_readable_answering(&fds, READY_WITHIN) {
             Some(0) => {
                 let mut said = [0u8; 6];
                 match status.read_exact(&mut said) {
@@ -203,6 +214,23 @@ impl Holder<'_> {
         // The old one may have died meanwhile: the new one takes over.
         let mut gone = [pollin(old.pidfd.as_raw_fd())];
         outcome.map(|_| first_readable(&mut gone, Duration::ZERO).is_some())
+    }
+
+    /// `first_readable` of `fds`, answering the socket meanwhile (a new
+    /// server may take long to get ready: a bucket's library is checked).
+    fn first_readable_answering(&mut self, fds: &[RawFd], within: Duration) -> Option<usize> {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut polled: Vec<libc::pollfd> = fds.iter().map(|&fd| pollin(fd)).collect();
+            polled.push(pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())));
+            let left = deadline.saturating_duration_since(Instant::now());
+            match first_readable(&mut polled, left) {
+                Some(i) if i == fds.len() => {
+                    let _ = self.control_asked();
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Waits until the old server is gone (killed if it does not step down
