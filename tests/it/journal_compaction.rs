@@ -56,7 +56,7 @@ fn many_lookups_and_forgets_keep_the_journal_small_and_a_failover_finds_every_no
             .unwrap();
         writeln!(chapter, "第{c}章第{round}次改：又一行。").unwrap();
         drop(chapter);
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(300));
         largest = largest.max(holder_count(&mnt, "inode journal bytes"));
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -64,9 +64,11 @@ fn many_lookups_and_forgets_keep_the_journal_small_and_a_failover_finds_every_no
         "{lookups} lookups, each forgotten: the journal took up to {largest} bytes (load {})",
         load.split(' ').next().unwrap_or("?")
     );
-    // Without compaction: about 80 bytes a lookup and 25 a forget.
+    // Without compaction: about 80 bytes a lookup and 25 a forget (over
+    // 500 KiB); with it, a round or two of forgets late on a busy
+    // machine still fit.
     assert!(
-        largest < 200 << 10,
+        largest < 256 << 10,
         "the inode journal took {largest} bytes for {lookups} lookups, each forgotten"
     );
     // A server killed now: the next replays the compacted journal and

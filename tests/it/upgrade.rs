@@ -347,8 +347,8 @@ fn while_the_holder_restarts_a_crashed_server_upgrade_is_refused_and_sigterm_unm
     assert!(t.elapsed() < Duration::from_secs(9), "{:?}", t.elapsed());
 }
 
-/// While an upgrade's new server gets ready (here it takes 4 s: a wrapper
-/// that sleeps first, as a bucket's library can take a while),
+/// While an upgrade's new server gets ready (here it takes long: a wrapper
+/// that sleeps 5 s first, as a bucket's library can take a while),
 /// `novelfs status` answers at once and a second upgrade is refused at
 /// once; the first goes through.
 #[test]
@@ -361,7 +361,7 @@ fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
     std::fs::write(
         &slow,
         format!(
-            "#!/bin/sh\nsleep 4\nexec {} \"$@\"\n",
+            "#!/bin/sh\nsleep 5\nexec {} \"$@\"\n",
             env!("CARGO_BIN_EXE_novelfs")
         ),
     )
@@ -379,16 +379,27 @@ fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Each status answers at once, the first upgrade under way or not.
+    let begun = Instant::now();
+    let (status, asked) = loop {
+        let t = Instant::now();
+        let status = crate::failover::holder_status(&mnt);
+        let asked = t.elapsed();
+        assert!(asked < Duration::from_millis(2500), "status took {asked:?}");
+        if status["server"].ends_with("(starting)") {
+            break (status, asked);
+        }
+        assert!(
+            begun.elapsed() < Duration::from_secs(3),
+            "the upgrade did not begin: {status:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let t = Instant::now();
-    let status = crate::failover::holder_status(&mnt);
-    let asked = t.elapsed();
     let second = upgrade(&mnt, None);
-    let refused = t.elapsed() - asked;
+    let refused = t.elapsed();
     let err = String::from_utf8_lossy(&second.stderr).into_owned();
     println!("status in {asked:?}: {status:?}; a second upgrade refused in {refused:?}: {err}");
-    assert!(status["server"].ends_with("(starting)"), "{status:?}");
-    assert!(asked < Duration::from_millis(2500), "status took {asked:?}");
     assert_eq!(second.status.code(), Some(1), "{err}");
     assert!(err.contains("starting a server"), "{err}");
     assert!(
