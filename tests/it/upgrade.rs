@@ -416,3 +416,53 @@ fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
     assert!(read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).is_ok());
     assert!(mount.alive());
 }
+
+/// The device of the mount at `mnt` (`MAJOR:MINOR`), from mountinfo.
+fn device_of(mnt: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines()
+        .find(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
+        .and_then(|l| l.split(' ').nth(2))
+        .expect("the mount is listed")
+        .to_string()
+}
+
+/// A mount's device number is given again as soon as the mount before it
+/// went, and that mount's holder lets its socket's name go a moment later:
+/// a new holder waits for the name (here held for a second by the test)
+/// rather than go without a socket, so `novelfs status` and `upgrade`
+/// reach it.
+#[test]
+fn a_holder_waits_for_its_socket_name_a_holder_before_still_holds() {
+    use std::os::linux::net::SocketAddrExt;
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(1);
+    // Device numbers are given lowest first: the next mount likely gets
+    // the one a mount just let go (other tests' mounts may take it first).
+    for _ in 0..5 {
+        let before = Mount::new(&root, &["-o", "nofailover"]);
+        let device = device_of(before.path());
+        drop(before);
+        let name = format!("novelfs-holder/{device}");
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let taken = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            drop(taken);
+        });
+        let mount = Mount::with_log(&root, &["-o", "failover"], "warn");
+        release.join().unwrap();
+        if device_of(mount.path()) != device {
+            println!("another mount took {device} first; again");
+            continue;
+        }
+        // Served: the holder made its socket before it started the server.
+        read_uncached(&mount.path().join("书/第1章.txt/offset-1.txt")).expect("served");
+        let status = crate::failover::holder_status(mount.path());
+        assert_eq!(status["holder"], mount.pid().to_string(), "{status:?}");
+        return;
+    }
+    panic!("no mount got the device number the one before let go");
+}

@@ -28,13 +28,29 @@ pub(super) struct Tally {
     pub(super) gave_up: Option<String>,
 }
 
+/// How long the socket's name may stay taken: a mount's device number is
+/// given again as soon as the mount before it went, whose holder lets the
+/// name go a moment later, when it sees its connection gone.
+const NAME_FREE_WITHIN: Duration = Duration::from_secs(5);
+
 /// The socket the CLI reaches this holder on, if it can be made.
 pub(super) fn listen(mountpoint: &Path) -> Option<UnixListener> {
-    let listener = mount_device(mountpoint)
-        .ok_or_else(|| std::io::Error::other("the mount is not in mountinfo"))
-        .and_then(|d| control_address(&d))
-        .and_then(|a| UnixListener::bind_addr(&a))
-        .and_then(|l| l.set_nonblocking(true).map(|_| l));
+    let deadline = std::time::Instant::now() + NAME_FREE_WITHIN;
+    let listener = loop {
+        let bound = mount_device(mountpoint)
+            .ok_or_else(|| std::io::Error::other("the mount is not in mountinfo"))
+            .and_then(|d| control_address(&d))
+            .and_then(|a| UnixListener::bind_addr(&a));
+        match bound {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.and_then(|l| l.set_nonblocking(true).map(|_| l)),
+        }
+    };
     match listener {
         Ok(l) => Some(l),
         Err(e) => {
