@@ -179,9 +179,20 @@ pub enum Command {
     /// connection (same INIT parameters, same inodes; open files stay
     /// valid). If the new server cannot start, the old one serves on.
     /// Exits 0 once the new server serves, 1 with the reason otherwise
-    /// (also for a mount without a holder). Later servers, after a crash,
+    /// (also for a mount without a holder, and at once while the holder is
+    /// starting a server after a crash). Later servers, after a crash,
     /// start from the new binary; the holder itself stays.
     Upgrade(UpgradeCmd),
+    /// Show what the holder of a -o failover mount has seen: its pid, its
+    /// server's, how many servers it started and how many died (serving,
+    /// or before serving), the upgrades, and whether it gave up and why.
+    ///
+    /// One `name: value` a line (`holder`, `server` (`PID (starting)` while
+    /// one starts, `none` when none serves), `servers started`, `servers died`, `died before serving`,
+    /// `upgrades`, `gave up` (`no`, or the reason), `inode journal bytes`
+    /// (the memory the journal of the inodes the kernel holds takes)).
+    /// Exits 1 with the reason for a mount without a holder.
+    Status(StatusCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// bash: `novelfs completions bash > /usr/local/share/bash-completion/completions/novelfs`;
@@ -396,6 +407,12 @@ pub struct UpgradeCmd {
     /// The new server's binary (default: this novelfs).
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusCmd {
+    /// The mountpoint of a novelfs mount made with -o failover.
+    pub mountpoint: PathBuf,
 }
 
 #[derive(Args, Debug)]

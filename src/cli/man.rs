@@ -143,6 +143,7 @@ mod tests {
             "novelfs chapters",
             "novelfs unmount",
             "novelfs upgrade",
+            "novelfs status",
             "\\-\\-state\\-file",
             "DSH_NOVEL_WRITER_STATE",
             "subtype=NAME",

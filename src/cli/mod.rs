@@ -97,6 +97,12 @@ pub fn main() -> ExitCode {
                 _ => ExitCode::FAILURE,
             };
         }
+        Command::Status(cmd) => {
+            return match crate::mount::status::run(&cmd.mountpoint) {
+                0 => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            };
+        }
         Command::Index(cmd) => return commands::index(cmd),
         Command::Read(cmd) => commands::read(cmd),
         Command::Chapters(cmd) if cmd.tool => commands::tool_chapters(cmd),

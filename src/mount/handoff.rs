@@ -13,14 +13,17 @@ use fuser::{Negotiated, Version};
 /// The variable the holder sets for its server.
 pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 
-/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code,error_file`,
+/// Test switches (`NOVELFS_TEST_FAILOVER_OFF=resend,journal,restart,give_up,dev_fuse,lean,drop_code,error_file,compact,has_resend,fail_left`,
 /// and for upgrades `stand_by,drain,ready_first`): each turns one
 /// mechanism of failover off, so that a test can be seen failing without
 /// it (`error_file`: a holder that gave up answers every request EIO, its
 /// root too; `stand_by`: an upgrade's server takes over as soon as it is
 /// ready, beside the old one; `drain`: a server stepping down exits
 /// without answering what it holds; `ready_first`: the old server is told
-/// to step down as the new one starts, not once it is ready).
+/// to step down as the new one starts, not once it is ready; `compact`:
+/// the inode journal is never compacted; `has_resend`: a server acts as if
+/// INIT had not offered `FUSE_HAS_RESEND`; `fail_left`: then what a dead
+/// server left is not answered EIO, see `unanswered`).
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 
 /// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server
@@ -132,17 +135,20 @@ impl Handoff {
         }
     }
 
-    /// The INIT parameters the first server kept, if it got that far.
+    /// The INIT parameters the first server kept, if it got that far: the
+    /// memfd's first line (the table of `unanswered` follows, past its
+    /// first page).
     pub(crate) fn negotiated(&mut self) -> Option<Negotiated> {
-        let mut text = String::new();
+        let mut line = Vec::new();
         self.state.seek(SeekFrom::Start(0)).ok()?;
-        self.state.read_to_string(&mut text).ok()?;
-        parse_negotiated(&text)
+        (&mut self.state).take(4096).read_to_end(&mut line).ok()?;
+        let end = line.iter().position(|&b| b == b'\n')?;
+        parse_negotiated(std::str::from_utf8(&line[..end]).ok()?)
     }
 
-    /// Keeps what INIT settled for the servers after this one.
+    /// Keeps what INIT settled for the servers after this one, in place
+    /// (the memfd never shrinks: a server maps a part of it).
     pub(crate) fn keep_negotiated(&mut self, n: &Negotiated) -> std::io::Result<()> {
-        self.state.set_len(0)?;
         self.state.seek(SeekFrom::Start(0))?;
         self.state.write_all(format_negotiated(n).as_bytes())
     }

@@ -20,7 +20,6 @@
 //! and every other request EIO (`gave_up`), the reason in the log too.
 
 use std::collections::VecDeque;
-use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -30,12 +29,13 @@ use std::time::{Duration, Instant};
 use super::handoff::{self, Fds};
 use super::holder_os::{
     block_signals, connected, drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal,
-    thread_pidfd,
 };
 use super::mountpoint::{detach_if_ours, unmount};
 use super::process::{detach_stdio, inherit, report_failure as report};
 
+mod control;
 mod gave_up;
+mod starting;
 mod upgrade;
 
 /// Servers in a row that may die before serving.
@@ -56,8 +56,8 @@ enum Outcome {
 enum Event {
     Died(Option<ExitStatus>),
     Signal(u32),
-    /// `novelfs upgrade` asks (see `upgrade`).
-    Upgrade,
+    /// `novelfs upgrade` or `novelfs status` asks (see `control`).
+    Asked,
 }
 
 /// How a server ended, for the log.
@@ -87,8 +87,14 @@ struct Holder<'a> {
     status: Option<std::fs::File>,
     /// The servers' mode mask (`Access::mode_mask`), for `gave_up`.
     mode_mask: u16,
-    /// Where `novelfs upgrade` asks (see `upgrade`).
+    /// Where `novelfs upgrade` and `novelfs status` ask (see `control`).
     control: Option<std::os::unix::net::UnixListener>,
+    /// What it has seen, for `novelfs status`.
+    tally: control::Tally,
+    /// A server is starting (`wait_serving`): an upgrade is refused.
+    starting: bool,
+    /// A signal asked for the mount to go.
+    unmounting: bool,
     /// The servers' binary since an upgrade (this one's before).
     binary: Option<std::path::PathBuf>,
 }
@@ -150,7 +156,10 @@ pub(crate) fn keep_mount(held: Held) -> i32 {
         dying: Vec::new(),
         status: None,
         mode_mask,
-        control: upgrade::listen(mountpoint),
+        control: control::listen(mountpoint),
+        tally: control::Tally::default(),
+        starting: false,
+        unmounting: false,
         binary: None,
     };
     let cli = ready_pipe.as_ref().map(|fd| fd.as_raw_fd());
@@ -198,10 +207,11 @@ impl Holder<'_> {
                         "holder: signal {sig}: unmounting {}",
                         self.mountpoint.display()
                     );
+                    self.unmounting = true;
                     self.unmount();
                     continue;
                 }
-                Event::Upgrade => match self.upgrade_asked() {
+                Event::Asked => match self.control_asked() {
                     Some(status) => status,
                     None => continue,
                 },
@@ -220,6 +230,7 @@ impl Holder<'_> {
                 );
                 return status.and_then(|s| s.code()).unwrap_or(1);
             }
+            self.tally.died += 1;
             let now = Instant::now();
             deaths.push_back(now);
             while deaths
@@ -252,7 +263,16 @@ impl Holder<'_> {
                 match self.wait_serving() {
                     Outcome::Serving => break,
                     Outcome::Died(status) => {
+                        if !self.connected() {
+                            // Unmounted meanwhile (a signal, `novelfs unmount`).
+                            log::info!(
+                                "holder: the connection of {} is gone while a server started",
+                                self.mountpoint.display()
+                            );
+                            return i32::from(!self.unmounting);
+                        }
                         failed_starts += 1;
+                        self.tally.died_before_serving += 1;
                         log::warn!(
                             "holder: server {} died before serving ({})",
                             self.generation,
@@ -331,49 +351,6 @@ impl Holder<'_> {
         Ok(())
     }
 
-    /// Waits until the server says it serves, or dies.
-    fn wait_serving(&mut self) -> Outcome {
-        let status = self.status.take();
-        loop {
-            let mut fds = [
-                pollin(status.as_ref().map_or(-1, |s| s.as_raw_fd())),
-                pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
-            ];
-            // SAFETY: two pollfds (a negative fd is skipped).
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-                continue;
-            }
-            if fds[0].revents != 0 {
-                let mut said = [0u8; 32];
-                let read = status
-                    .as_ref()
-                    .map_or(0, |mut s| s.read(&mut said).unwrap_or(0));
-                if read > 0 {
-                    // From now on its death is its sentinel thread's end.
-                    let tid = std::str::from_utf8(&said[..read])
-                        .ok()
-                        .and_then(|s| s.trim().strip_prefix("serving "))
-                        .and_then(|t| t.parse::<u32>().ok())
-                        .filter(|&t| t > 0);
-                    match tid.map(thread_pidfd) {
-                        Some(Some(fd)) => self.pidfd = Some(fd),
-                        // The sentinel is gone already: killed as it
-                        // started (waiting for the whole process could
-                        // wait for ever, see `wait_event`).
-                        Some(None) => return Outcome::Died(self.buried()),
-                        // No sentinel: the whole process is watched.
-                        None => {}
-                    }
-                    return Outcome::Serving;
-                }
-            }
-            if fds[0].revents != 0 || fds[1].revents != 0 {
-                // The pipe closed or the process ended: it is gone.
-                return Outcome::Died(self.buried());
-            }
-        }
-    }
-
     /// The exit status of the server whose sentinel thread ended, if its last
     /// threads ended too; else it is reaped later (`dying`).
     fn buried(&mut self) -> Option<ExitStatus> {
@@ -411,7 +388,7 @@ impl Holder<'_> {
                 return Event::Died(self.buried());
             }
             if fds[2].revents != 0 {
-                return Event::Upgrade;
+                return Event::Asked;
             }
             if fds[0].revents == 0 {
                 continue;

@@ -5,6 +5,7 @@
 //! the command's settings once.
 
 pub(crate) mod access;
+mod ask_holder;
 mod attach;
 pub(crate) mod config;
 pub(crate) mod daemon;
@@ -29,7 +30,9 @@ mod pusher;
 mod replies;
 mod runner;
 mod session;
+pub(crate) mod status;
 mod step_down;
 pub(crate) mod transport;
+pub(crate) mod unanswered;
 pub(crate) mod upgrade;
 mod watchdog;

@@ -2,6 +2,7 @@
 //! over it, the threads beside it (pushing invalidations, unmounting on a
 //! signal), and serving until the mount goes.
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,8 +17,9 @@ use super::logging;
 use super::mountinfo::mount_id;
 use super::mountpoint::{detach_if_ours, unmount};
 use super::pusher::{push_changes, store_ahead};
+use super::unanswered;
 use super::watchdog::Watchdog;
-use novelfs_fs::NovelFs;
+use novelfs_fs::{JournalFile, NovelFs};
 use novelfs_library::Library;
 
 /// Where a server's connection comes from.
@@ -66,6 +68,8 @@ pub(crate) fn serve(
             }
         },
     };
+    // The descriptor the session takes, for answers written beside it.
+    let fuse = fd.as_raw_fd();
     let mount_id = mount_id(mountpoint);
     if let (Some(w), Some(id)) = (watchdog.as_mut(), mount_id) {
         w.arm(id);
@@ -138,16 +142,8 @@ pub(crate) fn serve(
     };
     match handoff.as_mut() {
         Some(h) if resumed => {
-            let resend = if handoff::switched_off("resend") {
-                "not asked (switched off)".to_string()
-            } else {
-                match session.notifier().resend() {
-                    Ok(()) => "asked".to_string(),
-                    Err(e) => {
-                        format!("refused ({e}): requests the dead server had read stay unanswered")
-                    }
-                }
-            };
+            let offered = h.negotiated().map_or(0, |n| n.offered);
+            let resend = unanswered::take_over(fuse, &h.state, offered, &session.notifier());
             log::info!(
                 "server {} (pid {}) took over {} from the holder (pid {}): no INIT, transport: {transport}, {replayed}, resend of unanswered requests {resend}",
                 h.generation,
@@ -162,6 +158,7 @@ pub(crate) fn serve(
             {
                 log::warn!("cannot keep the INIT parameters for a next server: {e}");
             }
+            unanswered::keep(&h.state);
             // The holder's own line follows, with both pids.
             log::info!(
                 "mounted {library_root} at {} (transport: {transport}; {}; log: {})",
@@ -258,45 +255,56 @@ pub(crate) fn serve(
 /// A holder's server: replays the inode journal the servers before it
 /// left (none for the first), then records into it. Says what it replayed.
 fn keep_inodes(fs: &NovelFs, h: &mut Handoff) -> Result<String, String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut said = "no inode journal replayed (first server)".to_string();
-    if h.generation > 1 {
-        let mut bytes = Vec::new();
-        h.journal
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| h.journal.read_to_end(&mut bytes))
-            .map_err(|e| format!("cannot read the inode journal: {e}"))?;
-        let keep = if handoff::switched_off("journal") {
-            said = "inode journal not replayed (switched off)".into();
-            0
-        } else {
-            let (records, len) = fs.resume_inodes(&bytes)?;
-            said = format!("{records} inode journal records replayed");
-            len
-        };
-        // A record cut short by the death is dropped, and appending
-        // starts after the last whole one.
-        h.journal
-            .set_len(keep as u64)
-            .and_then(|_| h.journal.seek(SeekFrom::Start(keep as u64)))
-            .map_err(|e| format!("cannot trim the inode journal: {e}"))?;
-    }
     let file = h
         .journal
         .try_clone()
         .map_err(|e| format!("cannot write the inode journal: {e}"))?;
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    fs.journal_inodes(Box::new(move |record| {
-        use std::io::Write;
-        if let Err(e) = (&file).write_all(record)
-            && !failed.swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            log::error!(
-                "cannot write the inode journal ({e}): a next server would not know every inode"
+    let found =
+        JournalFile::open(file).map_err(|e| format!("cannot read the inode journal: {e}"))?;
+    let mut said = "no inode journal replayed (first server)".to_string();
+    let mut keep = 0;
+    if h.generation > 1 {
+        if handoff::switched_off("journal") {
+            said = "inode journal not replayed (switched off)".into();
+        } else {
+            let (records, len) = fs.resume_inodes(&found.records)?;
+            said = format!(
+                "{records} inode journal records replayed ({} bytes)",
+                found.records.len()
             );
+            keep = len;
         }
-    }));
+    }
+    // A record cut short by the death is dropped, and appending starts
+    // after the last whole one.
+    found
+        .journal
+        .keep(keep)
+        .map_err(|e| format!("cannot trim the inode journal: {e}"))?;
+    if handoff::switched_off("compact") {
+        fs.journal_inodes(Box::new(NeverCompacted(found.journal)));
+    } else {
+        fs.journal_inodes(Box::new(found.journal));
+    }
+    if found.headerless {
+        // Written by an older build: rewritten with its header.
+        fs.compact_inodes();
+    }
     Ok(said)
+}
+
+/// The test switch `NOVELFS_TEST_FAILOVER_OFF=compact`: a journal that
+/// grows with every change, as before compaction.
+struct NeverCompacted(JournalFile);
+
+impl novelfs_fs::JournalSink for NeverCompacted {
+    fn append(&self, record: &[u8]) {
+        self.0.append(record);
+    }
+    fn snapshot_part(&self, _part: &[u8]) {}
+    fn end_snapshot(&self, _keep: bool) -> bool {
+        false
+    }
 }
 
 /// Whether changes are pushed to the kernel, or why not.

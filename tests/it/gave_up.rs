@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Mount, errno, follow_log, fuse_available, is_mounted, within};
 use crate::failover::{
-    abort_connection, library, mount_whose_restarts_crash, read_uncached, server_of,
+    abort_connection, holder_status, library, mount_whose_restarts_crash, read_uncached, server_of,
 };
 
 /// Kills the server of a mount whose next servers crash as they start, and
@@ -79,8 +79,13 @@ fn a_holder_that_gave_up_shows_why_in_the_root_error_file() {
         .and_then(|r| r.strip_suffix('\n'))
         .expect("错误：{reason}\\n");
     assert!(!reason.is_empty() && !reason.contains('\n'), "{error:?}");
-    // The same reason is in the log.
+    // The same reason is in `novelfs status` and in the log.
     let why = reason.split(": ").nth(1).expect("a reason after the head");
+    let status = holder_status(&mnt);
+    assert!(
+        reason.contains(&status["gave up"]),
+        "{status:?} vs {reason:?}"
+    );
     assert!(
         log.lock().unwrap().iter().any(|l| l.contains(why)),
         "{why:?} not in the log: {:?}",

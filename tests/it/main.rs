@@ -22,6 +22,7 @@ mod indexes;
 mod install;
 #[cfg(feature = "io-uring")]
 mod io_uring;
+mod journal_compaction;
 mod layout;
 mod library_errors;
 mod logs;
@@ -29,6 +30,7 @@ mod memory_budget;
 mod missing_names;
 mod mount_fs;
 mod network_fs;
+mod no_resend;
 mod object_storage;
 mod options;
 mod persist;

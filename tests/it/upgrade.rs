@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available};
-use crate::failover::{library, read_uncached, readers_while, server_deaths, server_of};
+use crate::failover::{holder_count, library, read_uncached, readers_while, server_of};
 
 /// A reader of names no one looked up before (`-limit-` pages get inode
 /// numbers of their own), each read again a little later uncached: a node
@@ -152,7 +152,8 @@ fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
     );
     assert!(mount.alive(), "the holder serves on");
     // No server died: each stepped down.
-    assert_eq!(server_deaths(&log), 0, "{:?}", log.lock().unwrap());
+    assert_eq!(holder_count(&mnt, "servers died"), 0);
+    assert_eq!(holder_count(&mnt, "upgrades"), upgrades as u64);
 }
 
 #[test]
@@ -208,6 +209,18 @@ fn a_mount_without_a_holder_cannot_be_upgraded() {
         err.starts_with("novelfs: ") && err.lines().count() == 1,
         "{err}"
     );
+    // Nor asked its status.
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("status")
+        .arg(mount.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("novelfs: ") && err.contains("no holder"),
+        "{err}"
+    );
     assert!(mount.alive(), "the mount serves on");
     // Not a mount at all.
     let out = upgrade(Path::new("/"), None);
@@ -247,4 +260,209 @@ fn an_upgraded_mount_serves_and_restarts_from_the_new_binary() {
     assert_ne!(next, server);
     assert_eq!(exe(next), other, "restarted from the new binary");
     assert_ne!(exe(holder), other, "the holder stays");
+}
+
+/// While the holder starts servers in place of a crashed one (here they
+/// crash as they start, for ever: `NOVELFS_TEST_FAILOVER_OFF=give_up`),
+/// `novelfs upgrade` is refused at once with why, `novelfs status`
+/// answers and SIGTERM unmounts: none waits for a server that may never
+/// serve.
+#[test]
+fn while_the_holder_restarts_a_crashed_server_upgrade_is_refused_and_sigterm_unmounts() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(1);
+    let mut off = "give_up".to_string();
+    if let Ok(more) = std::env::var("NOVELFS_TEST_FAILOVER_OFF") {
+        off = format!("{off},{more}");
+    }
+    let mut mount = Mount::with_env(
+        &root,
+        &["-o", "failover"],
+        "warn",
+        &[
+            ("NOVELFS_TEST_SERVER_CRASH", std::ffi::OsStr::new("restart")),
+            ("NOVELFS_TEST_FAILOVER_OFF", std::ffi::OsStr::new(&off)),
+        ],
+    );
+    let mnt = mount.path().to_path_buf();
+    read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).expect("the first server serves");
+    let holder = mount.pid();
+    let server = serving(holder);
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while holder_count(&mnt, "died before serving") < 2 {
+        assert!(Instant::now() < deadline, "the holder does not restart");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t = Instant::now();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("upgrade")
+        .arg(&mnt)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = cmd.try_wait().unwrap() {
+            break status;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = cmd.kill();
+            // SAFETY: a signal to this test's holder (its servers go with it).
+            unsafe { libc::kill(holder as i32, libc::SIGKILL) };
+            panic!(
+                "novelfs upgrade waited {:?} for a restarting holder",
+                t.elapsed()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut cmd.stderr.take().unwrap(), &mut err).unwrap();
+    println!("refused in {:?}: {}", t.elapsed(), err.trim());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("starting a server"), "{err}");
+    // Still restarting, and saying so.
+    assert!(holder_count(&mnt, "died before serving") >= 2);
+    assert_eq!(holder_count(&mnt, "servers died"), 1);
+    // SIGTERM unmounts while it restarts too, and the holder ends.
+    let t = Instant::now();
+    // SAFETY: a signal to this test's holder.
+    unsafe { libc::kill(holder as i32, libc::SIGTERM) };
+    while crate::common::is_mounted(&mnt) || server_of(holder).is_some() {
+        if t.elapsed() > Duration::from_secs(10) {
+            // SAFETY: a signal to this test's holder (its servers go with it).
+            unsafe { libc::kill(holder as i32, libc::SIGKILL) };
+            panic!("the holder did not unmount on SIGTERM while it restarted servers");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ended = mount.terminate().expect("the holder ran");
+    println!(
+        "unmounted {:?} after SIGTERM; the holder ended: {ended}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(9), "{:?}", t.elapsed());
+}
+
+/// While an upgrade's new server gets ready (here it takes long: a wrapper
+/// that sleeps 5 s first, as a bucket's library can take a while),
+/// `novelfs status` answers at once and a second upgrade is refused at
+/// once; the first goes through.
+#[test]
+fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
+    if !fuse_available() {
+        return;
+    }
+    let (tmp, root) = library(1);
+    let slow = tmp.path().join("novelfs-slow");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nsleep 5\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_novelfs")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut mount = Mount::with_log(&root, &["-o", "failover"], "warn");
+    let mnt = mount.path().to_path_buf();
+    read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).expect("the server serves");
+    let first = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("upgrade")
+        .arg(&mnt)
+        .arg("--binary")
+        .arg(&slow)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each status answers at once, the first upgrade under way or not.
+    let begun = Instant::now();
+    let (status, asked) = loop {
+        let t = Instant::now();
+        let status = crate::failover::holder_status(&mnt);
+        let asked = t.elapsed();
+        assert!(asked < Duration::from_millis(2500), "status took {asked:?}");
+        if status["server"].ends_with("(starting)") {
+            break (status, asked);
+        }
+        assert!(
+            begun.elapsed() < Duration::from_secs(3),
+            "the upgrade did not begin: {status:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let t = Instant::now();
+    let second = upgrade(&mnt, None);
+    let refused = t.elapsed();
+    let err = String::from_utf8_lossy(&second.stderr).into_owned();
+    println!("status in {asked:?}: {status:?}; a second upgrade refused in {refused:?}: {err}");
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(err.contains("starting a server"), "{err}");
+    assert!(
+        refused < Duration::from_millis(2500),
+        "refused in {refused:?}"
+    );
+    let out = first.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(holder_count(&mnt, "upgrades"), 1);
+    assert!(read_uncached(&mnt.join("书/第1章.txt/offset-1.txt")).is_ok());
+    assert!(mount.alive());
+}
+
+/// The device of the mount at `mnt` (`MAJOR:MINOR`), from mountinfo.
+fn device_of(mnt: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines()
+        .find(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
+        .and_then(|l| l.split(' ').nth(2))
+        .expect("the mount is listed")
+        .to_string()
+}
+
+/// A mount's device number is given again as soon as the mount before it
+/// went, and that mount's holder lets its socket's name go a moment later:
+/// a new holder waits for the name (here held for a second by the test)
+/// rather than go without a socket, so `novelfs status` and `upgrade`
+/// reach it.
+#[test]
+fn a_holder_waits_for_its_socket_name_a_holder_before_still_holds() {
+    use std::os::linux::net::SocketAddrExt;
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(1);
+    // Device numbers are given lowest first: the next mount likely gets
+    // the one a mount just let go (other tests' mounts may take it first).
+    for _ in 0..5 {
+        let before = Mount::new(&root, &["-o", "nofailover"]);
+        let device = device_of(before.path());
+        drop(before);
+        let name = format!("novelfs-holder/{device}");
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let taken = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            drop(taken);
+        });
+        let mount = Mount::with_log(&root, &["-o", "failover"], "warn");
+        release.join().unwrap();
+        if device_of(mount.path()) != device {
+            println!("another mount took {device} first; again");
+            continue;
+        }
+        // Served: the holder made its socket before it started the server.
+        read_uncached(&mount.path().join("书/第1章.txt/offset-1.txt")).expect("served");
+        let status = crate::failover::holder_status(mount.path());
+        assert_eq!(status["holder"], mount.pid().to_string(), "{status:?}");
+        return;
+    }
+    panic!("no mount got the device number the one before let go");
 }

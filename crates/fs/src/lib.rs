@@ -37,6 +37,7 @@ pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};
 pub use inodes::OUTSIDE_INO;
 pub use inodes::journal::JournalSink;
+pub use inodes::journal_file::{Found as JournalFound, JournalFile};
 pub use names::PageName;
 pub use node::{Attr, Kind, ROOT_INO};
 pub use tree::{Detail, DirCache, DirReply, Entry, FsConfig, NovelFs};

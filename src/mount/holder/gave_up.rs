@@ -281,8 +281,9 @@ impl Holder<'_> {
         if let Some(c) = self.server.take() {
             self.dying.push(c);
         }
-        // No server to hand the connection to: `novelfs upgrade` is refused.
-        self.control = None;
+        // No server to hand the connection to: `novelfs upgrade` is
+        // refused, `novelfs status` says why.
+        self.tally.gave_up = Some(why.to_string());
         let fuse = self.fuse.as_raw_fd();
         let tree = (!handoff::switched_off("error_file")).then(|| {
             GaveUpTree::new(
@@ -294,18 +295,35 @@ impl Holder<'_> {
             forget_the_old_root(fuse);
         }
         // What the last server read and never answered is queued again,
-        // to be answered below rather than left waiting for ever.
-        self.resend();
+        // to be answered below rather than left waiting for ever; where
+        // the kernel cannot resend, it is answered EIO now (where it did,
+        // these answers find nothing: harmless).
+        if !handoff::switched_off("has_resend") {
+            self.resend();
+        }
+        if handoff::switched_off("fail_left") {
+            // The test switch: what the kernel did not resend waits.
+        } else if let Ok(state) = self.state.try_clone() {
+            crate::mount::unanswered::fail_left(fuse, &std::fs::File::from(state));
+        }
         let Some(buf) = Buffer::new(BUFFER_BYTES) else {
             log::error!("holder: no buffer to answer requests with; unmounting");
             self.unmount();
             return 1;
         };
         loop {
-            let mut fds = [pollin(fuse), pollin(self.signals.as_raw_fd())];
-            // SAFETY: two valid pollfds.
-            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            let mut fds = [
+                pollin(fuse),
+                pollin(self.signals.as_raw_fd()),
+                pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())),
+            ];
+            // SAFETY: three pollfds (a negative fd is skipped).
+            if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
                 continue;
+            }
+            if fds[2].revents != 0 {
+                // Nothing is started now: only an answer.
+                let _ = self.control_asked();
             }
             if fds[1].revents != 0 {
                 let sig = read_signal(&self.signals);

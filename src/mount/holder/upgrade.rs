@@ -11,8 +11,7 @@
 //! Later servers (after a crash) start from the new binary.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -20,9 +19,7 @@ use std::time::{Duration, Instant};
 use super::{Holder, Outcome};
 use crate::mount::handoff;
 use crate::mount::holder_os::pollin;
-use crate::mount::mountinfo::mount_device;
 use crate::mount::step_down::STEP_DOWN;
-use crate::mount::upgrade::{binary_of, control_address};
 
 /// How long a new server may take to get ready (a bucket's library is
 /// checked and its published index fetched first).
@@ -30,43 +27,6 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 /// How long the old server may take to step down before it is killed (it
 /// bounds its own wait for the requests it holds to a second).
 const GONE_WITHIN: Duration = Duration::from_secs(5);
-
-/// The socket `novelfs upgrade` reaches this holder on, if it can be made.
-pub(super) fn listen(mountpoint: &Path) -> Option<UnixListener> {
-    let listener = mount_device(mountpoint)
-        .ok_or_else(|| std::io::Error::other("the mount is not in mountinfo"))
-        .and_then(|d| control_address(&d))
-        .and_then(|a| UnixListener::bind_addr(&a))
-        .and_then(|l| l.set_nonblocking(true).map(|_| l));
-    match listener {
-        Ok(l) => Some(l),
-        Err(e) => {
-            log::warn!(
-                "holder: no socket for `novelfs upgrade` ({e}): this mount cannot be upgraded in place"
-            );
-            None
-        }
-    }
-}
-
-/// Whether the peer may ask: the holder's own user, or root.
-fn peer_may(stream: &UnixStream) -> bool {
-    // SAFETY: an all-zero ucred is valid; getsockopt fills it.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: SO_PEERCRED into a ucred of its size.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    // SAFETY: geteuid has no preconditions.
-    rc == 0 && (cred.uid == 0 || cred.uid == unsafe { libc::geteuid() })
-}
 
 /// Waits until one of `fds` is readable or `within` has passed; the index
 /// of the first readable one.
@@ -99,35 +59,23 @@ struct Old {
 }
 
 impl Holder<'_> {
-    /// Serves one `novelfs upgrade`. `Some` when the server that should
-    /// serve now died (the new one as it took over): `keep` starts another.
-    pub(super) fn upgrade_asked(&mut self) -> Option<Option<ExitStatus>> {
-        let (mut stream, _) = self.control.as_ref()?.accept().ok()?;
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-        let mut request = Vec::new();
-        let (said, died) = if !peer_may(&stream) {
-            (
-                Err("only the user who mounted, or root, may upgrade it".into()),
-                None,
-            )
-        } else if let Err(e) = (&stream).take(64 << 10).read_to_end(&mut request) {
-            (Err(format!("the request did not come whole: {e}")), None)
-        } else {
-            self.upgrade(&binary_of(&request))
-        };
-        let answer = match said {
-            Ok(s) => format!("ok {s}\n"),
-            Err(e) => {
-                log::warn!("holder: upgrade of {}: {e}", self.mountpoint.display());
-                format!("error {e}\n")
-            }
-        };
-        let _ = stream.write_all(answer.as_bytes());
-        died
+    /// Hands the connection to a server of `binary`; what to say, and
+    /// `Some` when the server that should serve now died. Meanwhile the
+    /// socket is answered, another upgrade refused (`control`).
+    pub(super) fn upgrade(
+        &mut self,
+        binary: &Path,
+    ) -> (Result<String, String>, Option<Option<ExitStatus>>) {
+        self.starting = true;
+        let done = self.upgrade_to(binary);
+        self.starting = false;
+        done
     }
 
-    fn upgrade(&mut self, binary: &Path) -> (Result<String, String>, Option<Option<ExitStatus>>) {
+    fn upgrade_to(
+        &mut self,
+        binary: &Path,
+    ) -> (Result<String, String>, Option<Option<ExitStatus>>) {
         let at = self.mountpoint.display().to_string();
         let Some(pidfd) = self.pidfd.take() else {
             return (Err(format!("no server serves {at} now")), None);
@@ -200,6 +148,7 @@ impl Holder<'_> {
         match self.wait_serving() {
             Outcome::Serving => {
                 self.binary = Some(binary.to_path_buf());
+                self.tally.upgrades += 1;
                 let said = format!(
                     "server {} (pid {}, {}) serves {at} in place of pid {}{}; handed over in {:?}",
                     self.generation,
@@ -239,11 +188,11 @@ impl Holder<'_> {
         let Some(mut status) = self.status.take() else {
             return Err("the new server has no status pipe".into());
         };
-        let mut fds = [
-            pollin(status.as_raw_fd()),
-            pollin(self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())),
+        let fds = [
+            status.as_raw_fd(),
+            self.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd()),
         ];
-        let outcome = match first_readable(&mut fds, READY_WITHIN) {
+        let outcome = match self.first_readable_answering(&fds, READY_WITHIN) {
             Some(0) => {
                 let mut said = [0u8; 6];
                 match status.read_exact(&mut said) {
@@ -265,6 +214,23 @@ impl Holder<'_> {
         // The old one may have died meanwhile: the new one takes over.
         let mut gone = [pollin(old.pidfd.as_raw_fd())];
         outcome.map(|_| first_readable(&mut gone, Duration::ZERO).is_some())
+    }
+
+    /// `first_readable` of `fds`, answering the socket meanwhile (a new
+    /// server may take long to get ready: a bucket's library is checked).
+    fn first_readable_answering(&mut self, fds: &[RawFd], within: Duration) -> Option<usize> {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut polled: Vec<libc::pollfd> = fds.iter().map(|&fd| pollin(fd)).collect();
+            polled.push(pollin(self.control.as_ref().map_or(-1, |c| c.as_raw_fd())));
+            let left = deadline.saturating_duration_since(Instant::now());
+            match first_readable(&mut polled, left) {
+                Some(i) if i == fds.len() => {
+                    let _ = self.control_asked();
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Waits until the old server is gone (killed if it does not step down

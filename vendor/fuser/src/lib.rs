@@ -81,6 +81,7 @@ pub use crate::session::Session;
 pub use crate::session::SessionACL;
 pub use crate::session::SessionUnmounter;
 pub use crate::step_down::{readers_stopped, requests_in_flight, stop_reading};
+pub use crate::unanswered::track_unanswered;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub use crate::uring::IoUringMode;
 
@@ -106,6 +107,7 @@ mod request_param;
 mod session;
 mod step_down;
 mod time;
+mod unanswered;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 mod uring;
 

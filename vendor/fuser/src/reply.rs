@@ -146,8 +146,17 @@ impl ReplyRaw {
         assert!(self.sender.is_some());
         let sender = self.sender.take().unwrap();
         let res = response.with_iovec(self.unique, |iov| sender.send(iov));
-        if let Err(err) = res {
-            error!("Failed to send FUSE reply: {err}");
+        crate::unanswered::answered(self.unique.0);
+        match res {
+            Ok(()) => {}
+            // The kernel holds the request no more (patch): it was
+            // interrupted and let go, queued again by a resend and
+            // answered from there, or the connection was aborted (which
+            // the reading loop tells). Nothing more can be done for it.
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                log::debug!("FUSE reply to a request the kernel let go: {err}");
+            }
+            Err(err) => error!("Failed to send FUSE reply: {err}"),
         }
     }
     pub(crate) fn send_ll(mut self, response: &impl Response) {

@@ -705,6 +705,13 @@ impl<FS: Filesystem> SessionEventLoop<FS> {
             // In flight from its read until dispatched (its reply, if it
             // outlives the dispatch, counts on).
             let _in_flight = crate::step_down::InFlight::new();
+            if let Ok(size) = received
+                && size >= 16
+            {
+                let opcode = u32::from_ne_bytes(buf[4..8].try_into().expect("4 bytes"));
+                let unique = u64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
+                crate::unanswered::read(opcode, unique);
+            }
             match received {
                 Ok(size) => match RequestWithSender::new(self.ch.sender(), &buf[..size]) {
                     // Dispatch request

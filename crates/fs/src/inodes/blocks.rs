@@ -8,6 +8,7 @@ use crate::node::ChapterRef;
 
 /// The pages of one version of a chapter that the kernel was given: 64
 /// bytes, with no allocation of its own for the usual one or two pages.
+#[derive(Debug, PartialEq)]
 pub(super) struct PageBlock {
     pub(super) chapter: ChapterRef,
     pub(super) version: u64,

@@ -53,6 +53,10 @@ pub(super) struct Table {
     /// Heap bytes of the nodes with an entry (`node_heap_bytes`) and of
     /// the page lists of blocks beyond their first two pages.
     pub(super) owned_heap: usize,
+    /// The records in the journal since its last snapshot (the snapshot's
+    /// own included), and the bytes they take (see `journal`).
+    pub(super) journal_records: u64,
+    pub(super) journal_bytes: u64,
 }
 
 impl Table {
@@ -108,6 +112,45 @@ impl Table {
             + self.block_of.bytes()
             + self.last_attrs.capacity() * 40
             + self.owned_heap
+            + self.journal_bytes as usize
+    }
+
+    /// Entries and blocks: the records of a snapshot of the table, besides
+    /// its first.
+    pub(super) fn live_records(&self) -> u64 {
+        (self.by_node.ids.len() + self.block_of.ids.len()) as u64
+    }
+
+    /// Puts an entry back under its number (a journal's snapshot).
+    pub(super) fn place_entry(
+        &mut self,
+        ino: u64,
+        node: Node,
+        lookups: u64,
+        attr: Option<LastAttr>,
+    ) {
+        let hash = fx_hash(&node);
+        self.owned_heap += node_heap_bytes(&node);
+        self.entries.place(ino, Entry { node, lookups });
+        let entries = &self.entries;
+        self.by_node.ids.insert_unique(hash, ino, |&ino| {
+            fx_hash(&entries.get(ino).expect("indexed").node)
+        });
+        if let Some(a) = attr {
+            self.last_attrs.insert(ino, a);
+        }
+    }
+
+    /// Puts a block of pages back under its number (a journal's snapshot).
+    pub(super) fn place_block(&mut self, id: u64, block: PageBlock) {
+        let hash = block_key(&block.chapter, block.version);
+        self.owned_heap += 8 * block.more.len();
+        self.blocks.place(id, block);
+        let blocks = &self.blocks;
+        self.block_of.ids.insert_unique(hash, id, |&b| {
+            let pb = blocks.get(b).expect("indexed");
+            block_key(&pb.chapter, pb.version)
+        });
     }
 
     /// The number of a node with an entry of its own, created if new.

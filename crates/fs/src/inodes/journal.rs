@@ -6,6 +6,11 @@
 //! in the same order give the same numbers. Each intern record carries the
 //! number it got, and a replay that gets another stops with an error.
 //!
+//! A journal may start with a snapshot of the table (`snapshot`), which a
+//! server writes in place of records once most are dead; its records are
+//! read here with the others. A snapshot after records is a compaction
+//! its server died in before making it the journal: the replay ends there.
+//!
 //! A record: its body's length (u32), the body, a checksum of the body
 //! (u32). A record cut short (the server killed in the middle of writing
 //! it) ends the replay there: the table had changed, but the kernel was
@@ -16,20 +21,37 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::blocks::PageBlock;
+use super::entries::LastAttr;
 use crate::names::PageName;
 use crate::node::{Attr, ChapterId, Kind, Node};
 use novelfs_library::PageFormat;
 
-/// Where the records go (a file the holder keeps); called under the
-/// table's lock, once per change.
-pub type JournalSink = Box<dyn Fn(&[u8]) + Send + Sync>;
+/// Where the records go (the file the holder keeps, `JournalFile`);
+/// called under the table's lock.
+pub trait JournalSink: Send + Sync {
+    /// Adds one record, once per change.
+    fn append(&self, record: &[u8]);
+    /// Writes the next part of a snapshot (see `snapshot`) that is to
+    /// replace every record: beside them, not yet read as the journal.
+    fn snapshot_part(&self, part: &[u8]);
+    /// Makes the snapshot written the journal (`keep`) in one step as a
+    /// reader sees it (before or after, never a mix), or drops it; whether
+    /// it is the journal now (`false`: the records stay as they were).
+    fn end_snapshot(&self, keep: bool) -> bool;
+}
 
 const INTERN: u8 = 1;
 const FORGET: u8 = 2;
+/// A snapshot's records (see `snapshot`): its first, giving the numbers
+/// next given; an entry; a block of pages.
+pub(super) const SNAPSHOT: u8 = 3;
+pub(super) const ENTRY: u8 = 4;
+pub(super) const BLOCK: u8 = 5;
 
 /// One change of the table, as replayed.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Record {
+pub(super) enum Record {
     Intern {
         ino: u64,
         node: Node,
@@ -39,6 +61,20 @@ pub(crate) enum Record {
     Forget {
         ino: u64,
         n: u64,
+    },
+    Snapshot {
+        entries_next: u64,
+        blocks_next: u64,
+    },
+    Entry {
+        ino: u64,
+        lookups: u64,
+        attr: Option<LastAttr>,
+        node: Node,
+    },
+    Block {
+        id: u64,
+        block: Box<PageBlock>,
     },
 }
 
@@ -52,7 +88,7 @@ fn checksum(body: &[u8]) -> u32 {
     h
 }
 
-fn frame(body: Vec<u8>) -> Vec<u8> {
+pub(super) fn frame(body: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 8);
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&body);
@@ -89,7 +125,7 @@ pub(crate) fn forget_record(ino: u64, n: u64) -> Vec<u8> {
 
 /// The whole records at the start of `bytes`, and how many bytes they take
 /// (a torn last record is left out).
-pub(crate) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
+pub(super) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
     let mut out = Vec::new();
     let mut at = 0;
     while bytes.len() - at >= 4 {
@@ -107,6 +143,11 @@ pub(crate) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
         }
         let record = decode_record(body)
             .ok_or_else(|| format!("the inode journal has a record it cannot read at byte {at}"))?;
+        if matches!(record, Record::Snapshot { .. }) && !out.is_empty() {
+            // A snapshot after records: a compaction its server died in
+            // before it made it the journal (see `JournalFile`), dropped.
+            break;
+        }
         out.push(record);
         at = end;
     }
@@ -118,7 +159,7 @@ fn put_bytes(b: &mut Vec<u8>, s: &[u8]) {
     b.extend_from_slice(s);
 }
 
-fn put_chapter(b: &mut Vec<u8>, c: &ChapterId) {
+pub(super) fn put_chapter(b: &mut Vec<u8>, c: &ChapterId) {
     put_bytes(b, c.book.as_bytes());
     put_bytes(b, c.file.as_bytes());
 }
@@ -130,7 +171,7 @@ fn format_byte(f: PageFormat) -> u8 {
     }
 }
 
-fn encode_node(b: &mut Vec<u8>, node: &Node) {
+pub(super) fn encode_node(b: &mut Vec<u8>, node: &Node) {
     match node {
         Node::Root => b.push(0),
         Node::RootError => b.push(1),
@@ -213,9 +254,12 @@ fn encode_node(b: &mut Vec<u8>, node: &Node) {
 }
 
 /// Reads what `encode_node` and the record headers wrote.
-struct Reader<'a>(&'a [u8]);
+pub(super) struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
+    pub(super) fn node(&mut self) -> Option<Node> {
+        decode_node(self)
+    }
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.0.len() < n {
             return None;
@@ -224,20 +268,20 @@ impl<'a> Reader<'a> {
         self.0 = rest;
         Some(head)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub(super) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(super) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(super) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
     fn bytes(&mut self) -> Option<&'a OsStr> {
         let n = self.u32()? as usize;
         Some(OsStr::from_bytes(self.take(n)?))
     }
-    fn chapter(&mut self) -> Option<Arc<ChapterId>> {
+    pub(super) fn chapter(&mut self) -> Option<Arc<ChapterId>> {
         let book: Arc<OsStr> = self.bytes()?.into();
         let file: Box<OsStr> = self.bytes()?.into();
         Some(Arc::new(ChapterId { book, file }))
@@ -279,8 +323,81 @@ fn decode_record(body: &[u8]) -> Option<Record> {
             let n = r.u64()?;
             r.0.is_empty().then_some(Record::Forget { ino, n })
         }
-        _ => None,
+        kind => {
+            let record = decode_snapshot_record(kind, &mut r)?;
+            r.0.is_empty().then_some(record)
+        }
     }
+}
+
+fn mtime_of(nanos: i64) -> SystemTime {
+    let since = std::time::Duration::from_nanos(nanos.unsigned_abs());
+    if nanos >= 0 {
+        SystemTime::UNIX_EPOCH + since
+    } else {
+        SystemTime::UNIX_EPOCH - since
+    }
+}
+
+/// Reads the body of a snapshot's record (see `snapshot`; after its kind
+/// byte).
+fn decode_snapshot_record(kind: u8, r: &mut Reader<'_>) -> Option<Record> {
+    Some(match kind {
+        SNAPSHOT => Record::Snapshot {
+            entries_next: r.u64()?,
+            blocks_next: r.u64()?,
+        },
+        ENTRY => {
+            let ino = r.u64()?;
+            let lookups = r.u64()?;
+            let attr = match r.u8()? {
+                0 => None,
+                _ => Some(LastAttr {
+                    size: r.u64()?,
+                    mtime: mtime_of(r.u64()? as i64),
+                }),
+            };
+            Record::Entry {
+                ino,
+                lookups,
+                attr,
+                node: r.node()?,
+            }
+        }
+        BLOCK => {
+            let id = r.u64()?;
+            let lookups = r.u32()?;
+            let version = r.u64()?;
+            let mtime_nanos = r.u64()? as i64;
+            let chapter = r.chapter()?;
+            let n = r.u32()? as usize;
+            let mut block = PageBlock {
+                chapter,
+                version,
+                mtime_nanos,
+                lookups,
+                first: [(0, 0); 2],
+                first_len: 0,
+                more: Box::default(),
+            };
+            let mut more = Vec::with_capacity(n.saturating_sub(2).min(1 << 20));
+            for _ in 0..n {
+                let page = (r.u32()?, r.u32()?);
+                if usize::from(block.first_len) < block.first.len() {
+                    block.first[usize::from(block.first_len)] = page;
+                    block.first_len += 1;
+                } else {
+                    more.push(page);
+                }
+            }
+            block.more = more.into_boxed_slice();
+            Record::Block {
+                id,
+                block: Box::new(block),
+            }
+        }
+        _ => return None,
+    })
 }
 
 fn decode_node(r: &mut Reader<'_>) -> Option<Node> {

@@ -19,9 +19,11 @@ mod entries;
 mod hash;
 mod index;
 pub(crate) mod journal;
+pub(crate) mod journal_file;
 mod numbering;
 pub use numbering::OUTSIDE_INO;
 mod slab;
+mod snapshot;
 mod table;
 
 pub(crate) use table::InodeTable;

@@ -45,6 +45,33 @@ impl<T> Slab<T> {
         id
     }
 
+    /// Puts `value` under `id`, below the next id (a journal's snapshot
+    /// restoring a table; `set_next` first).
+    pub(super) fn place(&mut self, id: u64, value: T) {
+        debug_assert!(id < self.next);
+        let c = (id / CHUNK) as usize;
+        if self.chunks.len() <= c {
+            self.chunks.resize_with(c + 1, || None);
+        }
+        if self.chunks[c].is_none() {
+            self.live_chunks += 1;
+        }
+        let chunk = self.chunks[c].get_or_insert_with(|| Chunk {
+            slots: (0..CHUNK).map(|_| None).collect(),
+            used: 0,
+        });
+        let slot = &mut chunk.slots[(id % CHUNK) as usize];
+        if slot.is_none() {
+            chunk.used += 1;
+        }
+        *slot = Some(value);
+    }
+
+    /// Ids from now on start at `next` (never lower than they are).
+    pub(super) fn set_next(&mut self, next: u64) {
+        self.next = self.next.max(next);
+    }
+
     pub(super) fn get(&self, id: u64) -> Option<&T> {
         let chunk = self.chunks.get((id / CHUNK) as usize)?.as_ref()?;
         chunk.slots[(id % CHUNK) as usize].as_ref()

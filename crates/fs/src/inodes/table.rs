@@ -14,6 +14,7 @@ use super::index::Index;
 use super::journal::{self, JournalSink, Record};
 use super::numbering::{page_ino, page_of_slot, page_slot, split_page_ino};
 use super::slab::Slab;
+use super::snapshot;
 use crate::cache::Charge;
 use crate::error::{Error, Result};
 use crate::lock;
@@ -26,8 +27,11 @@ pub(crate) struct InodeTable {
     bytes: Charge,
     /// Where each change is recorded, for a server taking over the
     /// connection (see `journal`); unset unless the mount asks.
-    journal: OnceLock<JournalSink>,
+    journal: OnceLock<Box<dyn JournalSink>>,
 }
+
+/// Records in the journal below which it is never compacted.
+const MIN_COMPACTED: u64 = 1024;
 
 impl Default for InodeTable {
     fn default() -> Self {
@@ -38,6 +42,8 @@ impl Default for InodeTable {
             blocks: Slab::new(0),
             block_of: Index::new(),
             owned_heap: 0,
+            journal_records: 0,
+            journal_bytes: 0,
         };
         table.own_entry(Node::Root);
         table.entries.get_mut(ROOT_INO).expect("root").lookups = 1;
@@ -55,14 +61,68 @@ impl InodeTable {
     /// will hold a lookup reference for it (lookup, readdirplus).
     pub(crate) fn intern(&self, node: Node, counted: bool, attr: Option<&Attr>) -> u64 {
         let mut table = lock(&self.table);
-        let Some(sink) = self.journal.get() else {
+        if self.journal.get().is_none() {
             return self.intern_locked(&mut table, node, counted, attr);
-        };
+        }
         // Recorded under the lock, so that the records are in the order
         // the numbers were given.
         let ino = self.intern_locked(&mut table, node.clone(), counted, attr);
-        sink(&journal::intern_record(ino, &node, counted, attr));
+        self.record(
+            &mut table,
+            &journal::intern_record(ino, &node, counted, attr),
+        );
         ino
+    }
+
+    /// Appends a change (made already) to the journal, and replaces the
+    /// journal with a snapshot of the table once its dead records
+    /// outnumber the live ones (and it holds `MIN_COMPACTED`).
+    fn record(&self, table: &mut Table, record: &[u8]) {
+        let Some(sink) = self.journal.get() else {
+            return;
+        };
+        sink.append(record);
+        table.journal_records += 1;
+        table.journal_bytes += record.len() as u64;
+        if table.journal_records >= MIN_COMPACTED
+            && table.journal_records > 2 * (table.live_records() + 1)
+        {
+            self.compact_locked(table, sink.as_ref());
+        }
+        self.bytes.store(table.bytes(), Ordering::Relaxed);
+    }
+
+    fn compact_locked(&self, table: &mut Table, sink: &dyn JournalSink) {
+        // Written in parts: a snapshot of a big table is never whole in
+        // memory.
+        const PART: usize = 64 << 10;
+        let mut part = Vec::with_capacity(PART);
+        let mut bytes = 0;
+        let records = snapshot::write(table, &mut |frame| {
+            part.extend_from_slice(frame);
+            bytes += frame.len() as u64;
+            if part.len() >= PART {
+                sink.snapshot_part(&part);
+                part.clear();
+            }
+        });
+        sink.snapshot_part(&part);
+        // Not made the journal (the sink says why): tried again once as
+        // many records came again.
+        table.journal_records = records;
+        if sink.end_snapshot(true) {
+            table.journal_bytes = bytes;
+        }
+        self.bytes.store(table.bytes(), Ordering::Relaxed);
+    }
+
+    /// Replaces the journal with a snapshot of the table now (a journal
+    /// written by an older build, converted).
+    pub(crate) fn compact(&self) {
+        let mut table = lock(&self.table);
+        if let Some(sink) = self.journal.get() {
+            self.compact_locked(&mut table, sink.as_ref());
+        }
     }
 
     fn intern_locked(
@@ -133,13 +193,12 @@ impl InodeTable {
             return false;
         }
         let mut table = lock(&self.table);
-        if let Some(sink) = self.journal.get() {
-            sink(&journal::forget_record(ino, n));
-        }
         let freed = match split_page_ino(ino) {
             Some((block, _)) => table.forget_page(u64::from(block), n),
             None => table.forget_own(ino, n),
         };
+        // After the change: a snapshot this record brings on holds it.
+        self.record(&mut table, &journal::forget_record(ino, n));
         if freed {
             self.bytes.store(table.bytes(), Ordering::Relaxed);
         }
@@ -227,7 +286,8 @@ impl InodeTable {
     /// out other than the one recorded.
     pub(crate) fn replay(&self, bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
         let (records, len) = journal::records(bytes)?;
-        for (i, r) in records.iter().enumerate() {
+        let count = records.len();
+        for (i, r) in records.into_iter().enumerate() {
             match r {
                 Record::Intern {
                     ino,
@@ -235,9 +295,9 @@ impl InodeTable {
                     counted,
                     attr,
                 } => {
-                    let attr = journal::attr_of(*ino, *attr);
-                    let got = self.intern(node.clone(), *counted, attr.as_ref());
-                    if got != *ino {
+                    let attr = journal::attr_of(ino, attr);
+                    let got = self.intern(node.clone(), counted, attr.as_ref());
+                    if got != ino {
                         return Err(format!(
                             "the inode journal's record {i} gave {} inode {got}, not {ino}",
                             node.path()
@@ -245,16 +305,53 @@ impl InodeTable {
                     }
                 }
                 Record::Forget { ino, n } => {
-                    self.forget(*ino, *n);
+                    self.forget(ino, n);
+                }
+                snapshot_record => {
+                    let mut table = lock(&self.table);
+                    snapshot::restore(&mut table, snapshot_record)
+                        .map_err(|e| format!("{e} (record {i})"))?;
                 }
             }
         }
-        Ok((records.len(), len))
+        let mut table = lock(&self.table);
+        table.journal_records = count as u64;
+        table.journal_bytes = len as u64;
+        self.bytes.store(table.bytes(), Ordering::Relaxed);
+        Ok((count, len))
     }
 
     /// Records every change from now on with `sink`.
-    pub(crate) fn journal_to(&self, sink: JournalSink) {
+    pub(crate) fn journal_to(&self, sink: Box<dyn JournalSink>) {
         let _ = self.journal.set(sink);
+    }
+
+    /// The snapshot the table would write now.
+    #[cfg(test)]
+    pub(crate) fn snapshot_for_test(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        snapshot::write(&lock(&self.table), &mut |f| out.extend_from_slice(f));
+        out
+    }
+
+    /// The lookups the kernel holds on `ino` (a page's: its block's).
+    #[cfg(test)]
+    pub(crate) fn lookups_for_test(&self, ino: u64) -> Option<u64> {
+        let table = lock(&self.table);
+        match split_page_ino(ino) {
+            Some((block, _)) => table
+                .blocks
+                .get(u64::from(block))
+                .map(|b| u64::from(b.lookups)),
+            None => table.entries.get(ino).map(|e| e.lookups),
+        }
+    }
+
+    /// The numbers the next entry and block get.
+    #[cfg(test)]
+    pub(crate) fn next_numbers_for_test(&self) -> (u64, u64) {
+        let table = lock(&self.table);
+        (table.entries.next_id(), table.blocks.next_id())
     }
 
     /// Whether no one holds the table's lock (for tests of what runs

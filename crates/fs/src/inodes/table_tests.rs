@@ -200,14 +200,26 @@ fn forgetting_frees_own_entries_and_their_attributes() {
     assert_eq!(table.len(), 2);
 }
 
+/// A journal in memory.
+struct VecSink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl JournalSink for VecSink {
+    fn append(&self, record: &[u8]) {
+        self.0.lock().unwrap().extend_from_slice(record);
+    }
+    fn snapshot_part(&self, _: &[u8]) {}
+    fn end_snapshot(&self, _: bool) -> bool {
+        false
+    }
+}
+
 /// A table fed its journal gives every node the number the journaled one
 /// gave, after interns and forgets that freed entries (crash failover).
 #[test]
 fn a_replayed_journal_gives_the_same_numbers() {
     let journal = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let table = InodeTable::default();
-    let sink = journal.clone();
-    table.journal_to(Box::new(move |r| sink.lock().unwrap().extend_from_slice(r)));
+    table.journal_to(Box::new(VecSink(journal.clone())));
     let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
     let one = chapter_ref(&book, OsStr::new("第1章.md"));
     let two = chapter_ref(&book, OsStr::new("第2章.md"));

@@ -123,8 +123,14 @@ impl NovelFs {
 
     /// Records every change of the inode table with `sink` from now on,
     /// for a server that may take over (see `resume_inodes`).
-    pub fn journal_inodes(&self, sink: crate::JournalSink) {
+    pub fn journal_inodes(&self, sink: Box<dyn crate::JournalSink>) {
         self.inodes.journal_to(sink);
+    }
+
+    /// Replaces the inode journal with a snapshot of the table now (see
+    /// `JournalFile`: one written by an older build, converted).
+    pub fn compact_inodes(&self) {
+        self.inodes.compact();
     }
 
     pub fn forget(&self, ino: u64, n: u64) {
