@@ -1,6 +1,7 @@
 //! `novelfs upgrade` through real mounts: the holder hands the connection
-//! to a new server at a request boundary while 16 readers check every
-//! byte (no failed read, a short pause); a new binary that cannot start
+//! to a new server at a request boundary, back and forth between two
+//! builds, while 16 readers check every byte (no failed read, a short
+//! pause); a new binary that cannot start
 //! leaves the old server serving; a mount without a holder is refused.
 //!
 //! `NOVELFS_TEST_FAILOVER_OFF=stand_by|ready_first|drain` reaches the
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available};
+use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available, skip};
 use crate::failover::{holder_count, library, read_uncached, readers_while, server_of};
 
 /// A reader of names no one looked up before (`-limit-` pages get inode
@@ -84,11 +85,64 @@ fn serving(holder: u32) -> u32 {
     }
 }
 
+/// The newest modification time of the files under `dir`.
+fn newest_under(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::UNIX_EPOCH;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return newest;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let at = if meta.is_dir() {
+            newest_under(&path)
+        } else {
+            meta.modified().unwrap_or(newest)
+        };
+        newest = newest.max(at);
+    }
+    newest
+}
+
+/// Another build of these sources: the release binary beside the tests'
+/// debug one (`.ci/run` builds it for the package), when it was built
+/// after every source file last changed. Its code differs from this
+/// build's in everything but what the two exchange.
+fn release_build() -> Option<PathBuf> {
+    let debug = Path::new(env!("CARGO_BIN_EXE_novelfs"));
+    let release = debug.parent()?.parent()?.join("release/novelfs");
+    let built = std::fs::metadata(&release).ok()?.modified().ok()?;
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = ["src", "crates", "vendor", "Cargo.toml", "Cargo.lock"]
+        .iter()
+        .map(|p| {
+            let p = manifest.join(p);
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_file() => m.modified().unwrap_or(std::time::UNIX_EPOCH),
+                _ => newest_under(&p),
+            }
+        })
+        .max()?;
+    (built > sources).then_some(release)
+}
+
 #[test]
 fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
     if !fuse_available() {
         return;
     }
+    // Upgrades go back and forth between two builds of these sources
+    // (debug and release), as an install of a new build would.
+    let builds = match release_build() {
+        Some(release) => vec![release, PathBuf::from(env!("CARGO_BIN_EXE_novelfs"))],
+        None => {
+            skip("no release build newer than the sources (cargo build --release)");
+            vec![PathBuf::from(env!("CARGO_BIN_EXE_novelfs"))]
+        }
+    };
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     let (_tmp, root) = library(6);
     let mut mount = Mount::with_log(&root, &["-o", "failover"], "info");
     let log = follow_log(&mut mount);
@@ -99,11 +153,12 @@ fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
     let (o, done) = readers_while(&mut mount, &log, 16, |holder| {
         let mut rng = Rng::new(3);
         let mut done = 0;
-        for _ in 0..upgrades {
+        for n in 0..upgrades {
             std::thread::sleep(Duration::from_millis(rng.range(300, 800)));
             let before = serving(holder);
+            let build = &builds[n % builds.len()];
             let t = Instant::now();
-            let out = upgrade(&mnt, None);
+            let out = upgrade(&mnt, Some(build));
             let said = String::from_utf8_lossy(&out.stdout).into_owned();
             let err = String::from_utf8_lossy(&out.stderr).into_owned();
             assert!(out.status.success(), "upgrade failed: {err}");
@@ -117,7 +172,9 @@ fn readers_see_no_error_while_the_server_is_upgraded_in_place() {
                 );
                 std::thread::sleep(Duration::from_millis(2));
             }
-            assert_ne!(serving(holder), before, "a new server serves: {said}");
+            let now = serving(holder);
+            assert_ne!(now, before, "a new server serves: {said}");
+            assert_eq!(&exe(now), build, "the build upgraded to serves");
             println!("upgrade in {:?}: {}", t.elapsed(), said.trim());
             done += 1;
         }
