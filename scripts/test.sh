@@ -17,6 +17,9 @@ part() {
         failed+=("$name")
     fi
 }
+# The release build is the second build tests/it/upgrade.rs upgrades a
+# mount to and back (after .ci/run's package build, nothing to do).
+part release cargo build --release --locked
 # --no-fail-fast: a failing test binary does not keep the others from running.
 part novelfs cargo test --all-targets --no-fail-fast -- --nocapture
 part fuser cargo test -p fuser --all-targets --no-fail-fast --features io-uring
