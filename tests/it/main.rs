@@ -8,6 +8,7 @@ mod agents;
 mod big_chapters;
 mod bucket;
 mod bucket_big;
+mod bucket_listings;
 mod cli_errors;
 mod cli_usage;
 mod failover;

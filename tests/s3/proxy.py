@@ -7,7 +7,9 @@ Usage: proxy.py --upstream-port PORT [--port 0]
 
 It listens on 127.0.0.1 (port 0: any free one) and prints `PORT <n>` on
 its standard output once it accepts connections. It forwards every request
-to 127.0.0.1:UPSTREAM and nowhere else.
+to 127.0.0.1:UPSTREAM and nowhere else. With NOVELFS_PROXY_LOG=FILE in
+its environment it appends a line to FILE for each request it forwards:
+the time (seconds, monotonic), its kind and its path and query.
 
 Control requests (never forwarded, never counted):
   GET  /__proxy/counts   the counts as JSON: LIST (GET with list-type=2),
@@ -35,6 +37,7 @@ Control requests (never forwarded, never counted):
 import argparse
 import http.client
 import json
+import os
 import socket
 import sys
 import threading
@@ -88,6 +91,8 @@ class State:
 
 
 STATE = State()
+LOG_PATH = os.environ.get("NOVELFS_PROXY_LOG", "")
+LOG = open(LOG_PATH, "a", buffering=1) if LOG_PATH else None
 
 
 def kind_of(method, query, headers):
@@ -173,6 +178,8 @@ class Handler(BaseHTTPRequestHandler):
         kind = kind_of(self.command, split.query, self.headers)
         with STATE.lock:
             STATE.counts[kind] += 1
+            if LOG:
+                LOG.write(f"{time.monotonic():.3f} {kind} {self.path}\n")
             latency = STATE.latency_ms
             faulted = STATE.only in ("", kind)
             passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
