@@ -340,17 +340,18 @@ impl Listings {
             .map(|l| l.entries.clone())
     }
 
-    /// Whether a listing of `path`'s directory that may still be served
-    /// names it as a file: then it need not be listed as a directory.
+    /// Whether the last listing of `path`'s directory, however old, named
+    /// it as a file: then it is looked up in a new listing of its
+    /// directory first, not listed as a directory (a LIST that would most
+    /// likely find nothing). Only the order of the looks follows from it.
     pub(super) fn listed_as_file(&self, path: &Path) -> bool {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
         lock(&self.made).get(dir).is_some_and(|l| {
-            l.at.elapsed() < self.ttl + self.grace
-                && l.entries
-                    .iter()
-                    .any(|e| e.name == name && e.kind == Kind::File)
+            l.entries
+                .iter()
+                .any(|e| e.name == name && e.kind == Kind::File)
         })
     }
 
