@@ -146,11 +146,11 @@ impl Listings {
     /// Within the grace past the TTL the old listing is served while it is
     /// made again in the background.
     pub(super) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
-        if let Some((entries, age)) = self.kept(dir) {
-            if age < self.ttl || (age < self.ttl + self.grace && self.refresh(dir)) {
-                self.used(dir);
-                return Ok(entries);
-            }
+        if let Some((entries, age)) = self.kept(dir)
+            && (age < self.ttl || (age < self.ttl + self.grace && self.refresh(dir)))
+        {
+            self.used(dir);
+            return Ok(entries);
         }
         let listed = match self.find(dir) {
             Found::Fresh(entries) => return Ok(entries),
@@ -245,7 +245,8 @@ impl Listings {
     }
 
     /// Starts making `dir`'s listing again in the background unless it is
-    /// under way: whether it is under way now.
+    /// under way: whether the old listing is to be served meanwhile (not
+    /// when no thread could make it and this reader made it itself).
     fn refresh(self: &Arc<Self>, dir: &Path) -> bool {
         let flight = match self.find(dir) {
             Found::Fresh(_) | Found::Theirs(_) => return true,
@@ -257,9 +258,10 @@ impl Listings {
             });
         if !started {
             self.refreshing.fetch_sub(1, Ordering::AcqRel);
-            // No thread for it: the flight is this reader's own.
+            // No thread for it: the flight is this reader's own, and what
+            // it made is served (the old listing only when it failed).
             if lock(&flight.result).is_none() {
-                let _ = self.fly(dir, &flight);
+                return self.fly(dir, &flight).is_err();
             }
         }
         true
