@@ -13,7 +13,7 @@ use crate::common::errno;
 
 /// A library of `books` books of `chapters` chapters each, every chapter a
 /// few hundred bytes with a word `grep` finds once per chapter.
-fn library(books: usize, chapters: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn library(books: usize, chapters: usize) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("lib");
     for b in 0..books {

@@ -9,6 +9,7 @@ mod big_chapters;
 mod bucket;
 mod bucket_big;
 mod bucket_first_page;
+mod bucket_listings;
 mod cli_errors;
 mod cli_usage;
 mod failover;

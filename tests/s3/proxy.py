@@ -41,6 +41,7 @@ Control requests (never forwarded, never counted):
 import argparse
 import http.client
 import json
+import os
 import socket
 import sys
 import threading

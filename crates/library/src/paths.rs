@@ -181,6 +181,14 @@ impl Library {
         meta.is_file().then_some(meta)
     }
 
+    /// A walker comes to the books `books` next, in this order: their
+    /// listings are made ahead of it where that costs a request (see
+    /// `Backing::list_ahead`).
+    pub fn list_ahead<'a>(&self, books: impl Iterator<Item = &'a OsStr>) {
+        let dirs = books.map(|b| Self::rel_dir(Some(b))).collect();
+        self.backing.list_ahead(dirs);
+    }
+
     /// Starts reading the chapter files `files` of `book` ahead of a
     /// reader (see `Backing::read_ahead`).
     pub fn read_ahead<'a>(&self, book: &OsStr, files: impl Iterator<Item = &'a OsStr>) {

@@ -12,29 +12,42 @@ use novelfs_library::{BookIndex, Library};
 
 use super::track::{PagePlace, Track};
 
-/// How many chapters ahead of the one being loaded are read ahead.
+/// How many chapters ahead of the one being loaded are read ahead. The
+/// window is topped up when fewer than half of it are ahead: one message
+/// (and one wake-up of the thread) per half window, not one per chapter
+/// (a send, a wake-up and a park per chapter were 14% of a cold `find`).
 const READ_AHEAD: usize = 16;
-/// The window is topped up when fewer than this many are ahead: one
-/// message (and one wake-up of the thread) per half window, not one per
-/// chapter (a send, a wake-up and a park per chapter were 14% of a cold
-/// `find`).
-const REFILL_BELOW: usize = READ_AHEAD / 2;
+
+/// The window where each chapter is a request (a bucket): a half window
+/// is several batches of GETs in flight, so a reader faster than one
+/// batch's round trip (`grep -r` at 20 ms a request) does not wait for
+/// each; their bodies count in the bodies' share of `--cache-size`.
+const READ_AHEAD_REQUESTED: usize = 64;
 
 /// The reading itself is the library's (`Library::read_ahead`: the
 /// kernel's page cache for a local library, GETs under way for a bucket);
 /// this decides which chapters and when, from the reader's track (its
 /// `disk` window: what was asked for already).
-pub(crate) struct Prefetcher;
+pub(crate) struct Prefetcher {
+    window: usize,
+}
 
 impl Prefetcher {
-    pub(crate) fn start() -> Prefetcher {
-        Prefetcher
+    /// A prefetcher for a library where each chapter read is a request
+    /// (`requested`: a bucket) or not.
+    pub(crate) fn start(requested: bool) -> Prefetcher {
+        Prefetcher {
+            window: match requested {
+                true => READ_AHEAD_REQUESTED,
+                false => READ_AHEAD,
+            },
+        }
     }
 
     /// The chapters to ask for after the chapter at `position` of
     /// `track`'s book was loaded (by its reader, or by a member working
     /// ahead of it: the files are wanted before either decodes them), when
-    /// fewer than `REFILL_BELOW` are asked for ahead of it; marked asked
+    /// fewer than half its window are asked for ahead of it; marked asked
     /// for in the track. A sequential reader queues half a window every
     /// half window. Read them with `read`, out of the tracks' lock.
     pub(crate) fn queue<P: PagePlace>(
@@ -43,10 +56,16 @@ impl Prefetcher {
         position: usize,
     ) -> Range<usize> {
         let from = position + 1;
+        // The wide window only for a reader well into the book: one who
+        // reads a page or two of its start costs no more GETs than that.
+        let window = match from < READ_AHEAD {
+            true => READ_AHEAD,
+            false => self.window,
+        };
         if super::switched_off("disk") {
             return from..from;
         }
-        let Some(chapters) = track.top_up(&track.disk, from, READ_AHEAD, REFILL_BELOW) else {
+        let Some(chapters) = track.top_up(&track.disk, from, window, window / 2) else {
             return from..from;
         };
         track.disk.queued(&chapters);
@@ -98,7 +117,7 @@ mod tests {
     #[test]
     fn read_ahead_is_wanted_for_files_not_cached_or_to_keep_one_going() {
         let index = index();
-        let prefetcher = Prefetcher::start();
+        let prefetcher = Prefetcher::start(false);
         let mut tracks = Tracks::<super::super::kernel::Place>::default();
         let book: &Arc<OsStr> = &Arc::from(OsStr::new("书"));
         let mut wanted = |i, cached| prefetcher.wanted(tracks.find(book).map(|t| &*t), i, cached);
@@ -117,7 +136,7 @@ mod tests {
     fn a_sequential_reader_queues_half_a_window_every_half_window() {
         let dir = tempfile::tempdir().unwrap();
         let library = Library::open(dir.path()).unwrap();
-        let prefetcher = Prefetcher::start();
+        let prefetcher = Prefetcher::start(false);
         let index = index();
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
         let mut track = Track::new(&book, &index);

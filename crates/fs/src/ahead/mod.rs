@@ -103,7 +103,7 @@ impl Ahead {
         let ahead = Arc::new(Ahead {
             tracks: Mutex::new(Tracks::default()),
             source: Arc::downgrade(source),
-            disk: Prefetcher::start(),
+            disk: Prefetcher::start(source.library().listing_ttl().is_some()),
             outlines: Outliner::start(source.clone(), outlines.clone(), outlines_budget),
             kernel: StoreAhead::new(),
         });

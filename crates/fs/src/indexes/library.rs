@@ -58,6 +58,9 @@ impl IndexFiles {
             return Ok(rendered);
         }
         names.sort();
+        // Each book's look costs a LIST in a bucket: they are made ahead
+        // of the workers, many at once, rather than one after another.
+        library.list_ahead(names.iter().map(|n| n.as_os_str()));
         let novels_stamp = stamp_of(library, None);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         ("books", &novels_stamp, library.root_display()).hash(&mut h);

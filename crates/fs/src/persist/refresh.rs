@@ -81,6 +81,7 @@ pub fn refresh(
     let names = library
         .book_names()
         .map_err(|e| format!("{}: {e}", library.novels_dir().display()))?;
+    library.list_ahead(names.iter().map(|n| n.as_os_str()));
     let books: Vec<_> = names
         .into_iter()
         .filter_map(|name| Some((library.index_book(&name).ok()?, name)))

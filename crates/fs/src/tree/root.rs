@@ -82,6 +82,9 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
             }
         },
     };
+    // A reader of the root's listing (`grep -r`, `find`) comes to the
+    // books next, in its order.
+    library.list_ahead(names.iter().map(|n| n.as_os_str()));
     Ok(names
         .iter()
         // A book of a reserved name is reached by its aliases.

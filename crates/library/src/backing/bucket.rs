@@ -201,11 +201,13 @@ impl Backing for BucketBacking {
         let is_root = path.as_os_str().is_empty();
         // A bucket has no empty directories: a listing that holds entries
         // says `path` is one, without a listing of its parent (the root's
-        // would cost a LIST that nothing else needs).
+        // would cost a LIST that nothing else needs). A name its parent's
+        // listing holds as a file is looked up there: listed as a
+        // directory, it would cost a LIST that finds nothing.
         let parent_listed = path
             .parent()
             .is_some_and(|p| self.listings.fresh(p).is_some());
-        if !is_root && !parent_listed {
+        if !is_root && !parent_listed && !self.listings.listed_as_file(path) {
             match self.listings.of(path) {
                 Ok(entries) => return Ok(Some(dir_meta(path, &entries))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -240,6 +242,12 @@ impl Backing for BucketBacking {
             return self.open_big(path, listed);
         }
         self.open_whole(path, listed)
+    }
+
+    /// The directories are listed a few at a time ahead of the walker
+    /// that comes to them in this order (see `list_pace`).
+    fn list_ahead(&self, dirs: Vec<PathBuf>) {
+        self.listings.ahead(dirs);
     }
 
     /// Small chapters are fetched whole; of a big one, its first part

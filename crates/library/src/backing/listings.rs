@@ -1,23 +1,55 @@
 //! A bucket's directory listings, each made again at most once per TTL
 //! and by one reader at a time: where every name, size and version of a
-//! bucket library comes from.
+//! bucket library comes from. A listing past its TTL is made again in the
+//! background while its readers keep the old one for a short bounded
+//! while, and a walker's next directories are listed ahead of it
+//! (`list_pace`), so a reader waits on a LIST only for a directory no one
+//! has listed lately.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use novelfs_storage::{Entry, Storage};
+use novelfs_storage::{Entry, Kind, Storage};
 
 use super::bodies::{lock, rel, to_io};
+use super::list_pace::Pace;
 
-/// Listings kept before those past their TTL are dropped.
+/// Listings kept before those past use are dropped.
 const PRUNE_LISTINGS_AT: usize = 1024;
+
+/// The longest a listing is served past its TTL while it is made again:
+/// a change shows in every view within the TTL and this (the contract
+/// allows the TTL and 1 s).
+const GRACE_MAX: Duration = Duration::from_millis(500);
+
+/// Listings made again in the background at once; past it a reader of a
+/// listing past its TTL makes it itself.
+const REFRESHES_AT_ONCE: usize = 8;
+
+/// A LIST's time before one is measured.
+const FIRST_LIST_TIME: Duration = Duration::from_millis(50);
+
+/// The stack of a thread that lists: it waits on the storage's client,
+/// which needs little.
+const LISTER_STACK: usize = 256 << 10;
+
+/// The environment variable naming the mechanisms switched off, for the
+/// tests that show each one matters: `stale` (a listing past its TTL is
+/// made again before it is served) and `ahead` (no directory is listed
+/// ahead of a walker).
+pub(super) const OFF_ENV: &str = "NOVELFS_TEST_LISTINGS_OFF";
+
+fn switched_off(mechanism: &str) -> bool {
+    std::env::var(OFF_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
+}
 
 /// A directory's listing as last made.
 struct Listed {
+    /// When the LIST that made it began: what it shows is at least as new.
     at: Instant,
     entries: Arc<Vec<Entry>>,
 }
@@ -40,20 +72,70 @@ struct Flight {
     forgotten: AtomicBool,
 }
 
+impl Flight {
+    fn wait(&self) -> io::Result<Arc<Vec<Entry>>> {
+        let mut result = lock(&self.result);
+        loop {
+            if let Some(r) = &*result {
+                return r
+                    .clone()
+                    .map_err(|(kind, words)| io::Error::new(kind, words));
+            }
+            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// What a reader finds when it wants a listing made.
+enum Found {
+    /// A fresh one, made while it took the lock.
+    Fresh(Arc<Vec<Entry>>),
+    /// Another's flight, to wait for.
+    Theirs(Arc<Flight>),
+    /// No flight: this one, its to make.
+    Mine(Arc<Flight>),
+}
+
 pub(super) struct Listings {
     storage: Arc<dyn Storage>,
     ttl: Duration,
+    /// How long past its TTL a listing is served while it is made again
+    /// (zero: never).
+    grace: Duration,
+    /// Whether directories are listed ahead of a walker.
+    ahead: bool,
     made: Mutex<HashMap<PathBuf, Listed>>,
     making: Mutex<HashMap<PathBuf, Arc<Flight>>>,
+    pace: Mutex<Pace>,
+    /// A LIST's time, smoothed: how long before a walker comes to a
+    /// directory its listing ahead is begun (twice this).
+    list_time: Mutex<Duration>,
+    refreshing: AtomicUsize,
 }
 
 impl Listings {
+    /// Listings of `storage`'s directories, made again once past `ttl`;
+    /// the test switches of `OFF_ENV` apply.
     pub(super) fn new(storage: Arc<dyn Storage>, ttl: Duration) -> Listings {
+        let grace = if switched_off("stale") {
+            Duration::ZERO
+        } else {
+            ttl.min(GRACE_MAX)
+        };
+        Listings::with(storage, ttl, grace, !switched_off("ahead"))
+    }
+
+    fn with(storage: Arc<dyn Storage>, ttl: Duration, grace: Duration, ahead: bool) -> Listings {
         Listings {
             storage,
             ttl,
+            grace,
+            ahead,
             made: Mutex::new(HashMap::new()),
             making: Mutex::new(HashMap::new()),
+            pace: Mutex::default(),
+            list_time: Mutex::new(FIRST_LIST_TIME),
+            refreshing: AtomicUsize::new(0),
         }
     }
 
@@ -61,48 +143,70 @@ impl Listings {
     /// listing of a directory is made at a time: a reader that wants one
     /// while it is made waits for its result. The wait ends, since each
     /// access of the listing (one page) is bounded by the source timeout.
-    pub(super) fn of(&self, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
-        if let Some(entries) = self.fresh(dir) {
+    /// Within the grace past the TTL the old listing is served while it is
+    /// made again in the background.
+    pub(super) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
+        if let Some((entries, age)) = self.kept(dir)
+            && (age < self.ttl || (age < self.ttl + self.grace && self.refresh(dir)))
+        {
+            self.used(dir);
             return Ok(entries);
         }
-        let (flight, mine) = {
-            let mut making = lock(&self.making);
-            // Made while this reader took the lock: no flight left, but a
-            // fresh listing.
-            if let Some(entries) = self.fresh(dir) {
-                return Ok(entries);
-            }
-            match making.get(dir) {
-                Some(f) => (f.clone(), false),
-                None => {
-                    let f = Arc::new(Flight::default());
-                    making.insert(dir.to_path_buf(), f.clone());
-                    (f, true)
-                }
-            }
+        let listed = match self.find(dir) {
+            Found::Fresh(entries) => return Ok(entries),
+            Found::Theirs(flight) => flight.wait(),
+            Found::Mine(flight) => self.fly(dir, &flight),
         };
-        if !mine {
-            let mut result = lock(&flight.result);
-            loop {
-                if let Some(r) = &*result {
-                    return r
-                        .clone()
-                        .map_err(|(kind, words)| io::Error::new(kind, words));
-                }
-                result = flight.done.wait(result).unwrap_or_else(|e| e.into_inner());
+        if listed.is_ok() {
+            self.used(dir);
+        }
+        listed
+    }
+
+    /// The kept listing of `dir` and its age, whatever it is.
+    fn kept(&self, dir: &Path) -> Option<(Arc<Vec<Entry>>, Duration)> {
+        lock(&self.made)
+            .get(dir)
+            .map(|l| (l.entries.clone(), l.at.elapsed()))
+    }
+
+    /// The flight of `dir`: another's, or a new one of this reader's.
+    fn find(&self, dir: &Path) -> Found {
+        let mut making = lock(&self.making);
+        // Made while this reader took the lock: no flight left, but a
+        // fresh listing.
+        if let Some(entries) = self.fresh(dir) {
+            return Found::Fresh(entries);
+        }
+        match making.get(dir) {
+            Some(f) => Found::Theirs(f.clone()),
+            None => {
+                let f = Arc::new(Flight::default());
+                making.insert(dir.to_path_buf(), f.clone());
+                Found::Mine(f)
             }
         }
+    }
+
+    /// Makes the listing of `dir` for `flight`, keeping it unless the
+    /// directory was forgotten meanwhile.
+    fn fly(&self, dir: &Path, flight: &Flight) -> io::Result<Arc<Vec<Entry>>> {
         let landing = Landing {
             listings: self,
             dir,
-            flight: &flight,
+            flight,
         };
+        let begun = Instant::now();
         let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(to_io));
         let listed = listed.map(Arc::new);
+        if listed.is_ok() {
+            let mut time = lock(&self.list_time);
+            *time = time.mul_f64(0.8) + begun.elapsed().mul_f64(0.2);
+        }
         if let Ok(entries) = &listed
             && !flight.forgotten.load(Ordering::Acquire)
         {
-            self.keep(dir, entries.clone());
+            self.keep(dir, entries.clone(), begun);
         }
         landing.land(match &listed {
             Ok(entries) => Ok(entries.clone()),
@@ -111,20 +215,123 @@ impl Listings {
         listed
     }
 
-    fn keep(&self, dir: &Path, entries: Arc<Vec<Entry>>) {
-        let mut made = lock(&self.made);
-        // Listings past their TTL serve nothing: they go when there are
-        // many, so what is kept is what a TTL's reading listed.
-        if made.len() >= PRUNE_LISTINGS_AT {
-            made.retain(|_, l| l.at.elapsed() < self.ttl);
+    /// Makes the listing of `dir` on a thread of its own, then calls
+    /// `then` with when it began (`None`: it failed). Whether the thread
+    /// started (if not, the flight ends with an error).
+    fn fly_away(
+        self: &Arc<Self>,
+        dir: PathBuf,
+        flight: Arc<Flight>,
+        then: impl FnOnce(&Arc<Self>, &Path, Option<Instant>) + Send + 'static,
+    ) -> bool {
+        let me = self.clone();
+        let (d, f) = (dir.clone(), flight.clone());
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-list".into())
+            .stack_size(LISTER_STACK)
+            .spawn(move || {
+                let begun = Instant::now();
+                let made = me.fly(&d, &f).is_ok().then_some(begun);
+                then(&me, &d, made);
+            });
+        if spawned.is_err() {
+            drop(Landing {
+                listings: self,
+                dir: &dir,
+                flight: &flight,
+            });
         }
-        made.insert(
-            dir.to_path_buf(),
-            Listed {
-                at: Instant::now(),
-                entries,
-            },
-        );
+        spawned.is_ok()
+    }
+
+    /// Starts making `dir`'s listing again in the background unless it is
+    /// under way: whether the old listing is to be served meanwhile (not
+    /// when no thread could make it and this reader made it itself).
+    fn refresh(self: &Arc<Self>, dir: &Path) -> bool {
+        let flight = match self.find(dir) {
+            Found::Fresh(_) | Found::Theirs(_) => return true,
+            Found::Mine(f) => f,
+        };
+        let started = self.refreshing.fetch_add(1, Ordering::AcqRel) < REFRESHES_AT_ONCE
+            && self.fly_away(dir.to_path_buf(), flight.clone(), |me, _, _| {
+                me.refreshing.fetch_sub(1, Ordering::AcqRel);
+            });
+        if !started {
+            self.refreshing.fetch_sub(1, Ordering::AcqRel);
+            // No thread for it: the flight is this reader's own, and what
+            // it made is served (the old listing only when it failed).
+            if lock(&flight.result).is_none() {
+                return self.fly(dir, &flight).is_err();
+            }
+        }
+        true
+    }
+
+    /// A walker comes to `dirs` next, in that order: they are listed ahead
+    /// of it, as many as it uses within a share of the TTL.
+    pub(super) fn ahead(self: &Arc<Self>, dirs: Vec<PathBuf>) {
+        if !self.ahead {
+            return;
+        }
+        lock(&self.pace).want(dirs);
+        self.pump();
+    }
+
+    /// Starts the listings ahead that the walker's pace has room for, each
+    /// on a thread that waits for its moment (a listing is made about two
+    /// LISTs' time before the walker comes to it).
+    fn pump(self: &Arc<Self>) {
+        let lead = *lock(&self.list_time) * 2;
+        loop {
+            let next = lock(&self.pace).next(self.ttl, lead, |d| self.needless(d));
+            let Some((dir, wait)) = next else { return };
+            let me = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("novelfs-list".into())
+                .stack_size(LISTER_STACK)
+                .spawn(move || {
+                    std::thread::sleep(wait);
+                    // The walker may have come to it meanwhile.
+                    let made = match me.needless(&dir) {
+                        true => None,
+                        false => match me.find(&dir) {
+                            Found::Mine(flight) => {
+                                let begun = Instant::now();
+                                me.fly(&dir, &flight).is_ok().then_some(begun)
+                            }
+                            Found::Fresh(_) | Found::Theirs(_) => None,
+                        },
+                    };
+                    lock(&me.pace).listed(&dir, made);
+                    me.pump();
+                });
+            if spawned.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Whether `dir` is fresh or being listed: nothing to list ahead.
+    fn needless(&self, dir: &Path) -> bool {
+        self.fresh(dir).is_some() || lock(&self.making).contains_key(dir)
+    }
+
+    /// A reader used the listing of `dir`: when it was made ahead, there
+    /// is room for the next.
+    fn used(self: &Arc<Self>, dir: &Path) {
+        if self.ahead && lock(&self.pace).used(dir) {
+            self.pump();
+        }
+    }
+
+    fn keep(&self, dir: &Path, entries: Arc<Vec<Entry>>, begun: Instant) {
+        let mut made = lock(&self.made);
+        // Listings past their TTL and grace serve nothing: they go when
+        // there are many, so what is kept is what a TTL's reading listed.
+        if made.len() >= PRUNE_LISTINGS_AT {
+            made.retain(|_, l| l.at.elapsed() < self.ttl + self.grace);
+        }
+        made.insert(dir.to_path_buf(), Listed { at: begun, entries });
     }
 
     /// The listing of `dir` when one within its TTL is at hand.
@@ -135,8 +342,23 @@ impl Listings {
             .map(|l| l.entries.clone())
     }
 
+    /// Whether the last listing of `path`'s directory, however old, named
+    /// it as a file: then it is looked up in a new listing of its
+    /// directory first, not listed as a directory (a LIST that would most
+    /// likely find nothing). Only the order of the looks follows from it.
+    pub(super) fn listed_as_file(&self, path: &Path) -> bool {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        lock(&self.made).get(dir).is_some_and(|l| {
+            l.entries
+                .iter()
+                .any(|e| e.name == name && e.kind == Kind::File)
+        })
+    }
+
     /// The listed entry of `path`, from its directory's listing.
-    pub(super) fn entry(&self, path: &Path) -> io::Result<Option<Entry>> {
+    pub(super) fn entry(self: &Arc<Self>, path: &Path) -> io::Result<Option<Entry>> {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return Ok(None);
         };
@@ -160,7 +382,8 @@ impl Listings {
 
 /// Ends a flight: its waiters get its result, and the next reader after
 /// it lists again unless the result was kept. Dropped unlanded (the lister
-/// panicked), its waiters get an error rather than wait for ever.
+/// panicked or never started), its waiters get an error rather than wait
+/// for ever.
 struct Landing<'a> {
     listings: &'a Listings,
     dir: &'a Path,
@@ -197,13 +420,17 @@ mod tests {
 
     use super::*;
 
-    /// A storage whose listings take `delay`, counted, failing while
-    /// `failing` is set.
+    /// A storage whose listings take `delay`, counted (and the most under
+    /// way at once), failing while `failing` is set; the one chapter
+    /// listed has the ETag `generation`.
     #[derive(Debug, Default)]
     struct Slow {
         lists: AtomicUsize,
         failing: AtomicBool,
         delay: Duration,
+        generation: AtomicUsize,
+        in_flight: AtomicUsize,
+        max_in_flight: AtomicUsize,
     }
 
     impl Storage for Slow {
@@ -215,7 +442,11 @@ mod tests {
         }
         fn list(&self, _: &RelPath) -> Result<Vec<Entry>, StorageError> {
             self.lists.fetch_add(1, Ordering::SeqCst);
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(self.delay);
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let etag = format!("\"{}\"", self.generation.load(Ordering::SeqCst));
             if self.failing.load(Ordering::SeqCst) {
                 return Err(StorageError::Timeout {
                     what: "LIST".into(),
@@ -226,10 +457,7 @@ mod tests {
                 name: "第1章.md".into(),
                 kind: Kind::File,
                 size: 1,
-                version: Version::ETag {
-                    etag: "\"1\"".into(),
-                    size: 1,
-                },
+                version: Version::ETag { etag, size: 1 },
                 modified: std::time::UNIX_EPOCH,
             }])
         }
@@ -261,7 +489,7 @@ mod tests {
     }
 
     /// Eight readers of one directory at once: the results of one listing.
-    fn eight_at_once(listings: &Listings) -> Vec<io::Result<Arc<Vec<Entry>>>> {
+    fn eight_at_once(listings: &Arc<Listings>) -> Vec<io::Result<Arc<Vec<Entry>>>> {
         let start = std::sync::Barrier::new(8);
         std::thread::scope(|s| {
             let readers: Vec<_> = (0..8)
@@ -282,7 +510,7 @@ mod tests {
             delay: Duration::from_secs(1),
             ..Default::default()
         });
-        let listings = Listings::new(slow.clone(), Duration::from_secs(60));
+        let listings = Arc::new(Listings::new(slow.clone(), Duration::from_secs(60)));
         slow.failing.store(true, Ordering::SeqCst);
         let failed = eight_at_once(&listings);
         assert_eq!(slow.lists.load(Ordering::SeqCst), 1);
@@ -296,5 +524,149 @@ mod tests {
         for r in listed {
             assert_eq!(r.unwrap().len(), 1);
         }
+    }
+
+    fn slow(delay_ms: u64) -> Arc<Slow> {
+        Arc::new(Slow {
+            delay: Duration::from_millis(delay_ms),
+            ..Default::default()
+        })
+    }
+
+    fn listings(slow: &Arc<Slow>, ttl_ms: u64, grace_ms: u64) -> Arc<Listings> {
+        let ms = Duration::from_millis;
+        Arc::new(Listings::with(slow.clone(), ms(ttl_ms), ms(grace_ms), true))
+    }
+
+    /// The ETag of the one chapter `entries` list.
+    fn generation(entries: &[Entry]) -> String {
+        match &entries[0].version {
+            Version::ETag { etag, .. } => etag.trim_matches('"').to_string(),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    /// `of(dir)` and how long it took.
+    fn timed(listings: &Arc<Listings>, dir: &str) -> (io::Result<Arc<Vec<Entry>>>, Duration) {
+        let t = Instant::now();
+        (listings.of(Path::new(dir)), t.elapsed())
+    }
+
+    #[test]
+    fn a_listing_past_its_ttl_is_served_while_made_again() {
+        // A listing's age counts from when its LIST began: made at 0,
+        // here at 150 ms, past its TTL from 300 ms, its grace to 600 ms.
+        let slow = slow(150);
+        let listings = listings(&slow, 300, 300);
+        assert_eq!(generation(&timed(&listings, "novels/书").0.unwrap()), "0");
+        slow.generation.store(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(200));
+        // Past the TTL, within the grace: the old listing at once, and a
+        // LIST under way for the next reader.
+        let (old, took) = timed(&listings, "novels/书");
+        assert_eq!(generation(&old.unwrap()), "0");
+        assert!(took < Duration::from_millis(150), "waited {took:?}");
+        std::thread::sleep(Duration::from_millis(50));
+        let (again, _) = timed(&listings, "novels/书");
+        assert_eq!(generation(&again.unwrap()), "0");
+        assert_eq!(
+            slow.lists.load(Ordering::SeqCst),
+            2,
+            "one refresh at a time"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let (new, took) = timed(&listings, "novels/书");
+        assert_eq!(generation(&new.unwrap()), "1");
+        assert!(took < Duration::from_millis(150), "waited {took:?}");
+        assert_eq!(slow.lists.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn past_the_grace_or_with_none_a_reader_waits_for_the_new_listing() {
+        for grace in [100, 0] {
+            let slow = slow(200);
+            let listings = listings(&slow, 100, grace);
+            listings.of(Path::new("novels/书")).unwrap();
+            slow.generation.store(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(if grace == 0 { 150 } else { 250 }));
+            let (new, took) = timed(&listings, "novels/书");
+            assert_eq!(generation(&new.unwrap()), "1", "grace {grace}");
+            assert!(
+                took >= Duration::from_millis(200),
+                "grace {grace}: {took:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refresh_that_fails_is_kept_nowhere_and_the_grace_still_ends() {
+        let slow = slow(100);
+        let listings = listings(&slow, 100, 300);
+        listings.of(Path::new("novels/书")).unwrap();
+        slow.failing.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(150));
+        // Served old while the refresh fails in the background.
+        assert!(timed(&listings, "novels/书").0.is_ok());
+        std::thread::sleep(Duration::from_millis(300));
+        // Past the grace: the reader's own LIST, and its error.
+        let (failed, _) = timed(&listings, "novels/书");
+        assert_eq!(failed.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        slow.failing.store(false, Ordering::SeqCst);
+        slow.generation.store(2, Ordering::SeqCst);
+        assert_eq!(generation(&timed(&listings, "novels/书").0.unwrap()), "2");
+    }
+
+    #[test]
+    fn a_directory_forgotten_during_its_refresh_keeps_no_result() {
+        let slow = slow(200);
+        let listings = listings(&slow, 100, 300);
+        listings.of(Path::new("novels/书")).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        listings.of(Path::new("novels/书")).unwrap();
+        // The refresh is under way (LIST 2) when the directory is
+        // forgotten: what it lists is not kept.
+        listings.forget(Path::new("novels/书"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(listings.fresh(Path::new("novels/书")).is_none());
+        listings.of(Path::new("novels/书")).unwrap();
+        assert_eq!(slow.lists.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_walker_finds_its_directories_listed_ahead_many_at_once() {
+        let slow = slow(50);
+        let listings = listings(&slow, 5_000, 500);
+        let dirs: Vec<PathBuf> = (0..64)
+            .map(|i| PathBuf::from(format!("novels/{i}")))
+            .collect();
+        let t = Instant::now();
+        listings.ahead(dirs.clone());
+        for d in &dirs {
+            listings.of(d).unwrap();
+        }
+        let took = t.elapsed();
+        // One after another they take 64 × 50 ms = 3.2 s.
+        assert!(took < Duration::from_millis(1600), "{took:?}");
+        assert!(slow.max_in_flight.load(Ordering::SeqCst) > 4);
+        assert_eq!(slow.lists.load(Ordering::SeqCst), 64, "each listed once");
+    }
+
+    #[test]
+    fn with_no_listing_ahead_a_walker_lists_one_after_another() {
+        let slow = slow(20);
+        let listings = Arc::new(Listings::with(
+            slow.clone(),
+            Duration::from_secs(5),
+            Duration::ZERO,
+            false,
+        ));
+        let dirs: Vec<PathBuf> = (0..16)
+            .map(|i| PathBuf::from(format!("novels/{i}")))
+            .collect();
+        listings.ahead(dirs.clone());
+        for d in &dirs {
+            listings.of(d).unwrap();
+        }
+        assert_eq!(slow.max_in_flight.load(Ordering::SeqCst), 1);
     }
 }

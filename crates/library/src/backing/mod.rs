@@ -9,6 +9,7 @@
 
 mod bodies;
 mod bucket;
+mod list_pace;
 mod listings;
 mod local;
 mod ranged;
@@ -169,6 +170,13 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     /// Starts reading the files `paths` ahead of a reader: their bytes are
     /// at hand when opened. Never waits.
     fn read_ahead(&self, paths: Vec<std::path::PathBuf>);
+
+    /// A walker comes to the directories `dirs` next, in this order:
+    /// where a listing costs a request (a bucket), they are listed ahead
+    /// of it. Never waits; a local directory needs nothing.
+    fn list_ahead(&self, dirs: Vec<std::path::PathBuf>) {
+        let _ = dirs;
+    }
 
     /// The local directory the library is, when it is one: what inotify
     /// watches and `statfs` classifies. `None` for a bucket.
