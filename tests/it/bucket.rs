@@ -98,10 +98,11 @@ fn read_in_order(
     (start.elapsed(), bucket.server.counts())
 }
 
-/// At 20 ms a request, a reader going through a book in order waits for
+/// At 50 ms a request, a reader going through a book in order waits for
 /// a batch of GETs, not for each chapter's: against the same walk with
 /// the chapters fetched ahead switched off (`NOVELFS_AHEAD_OFF=disk`), in
-/// the same run, so a busy machine slows both.
+/// the same run, so a busy machine slows both (the latency is well above
+/// what a busy machine adds to each chapter's work).
 #[test]
 fn reading_a_book_in_order_pays_the_latency_once_per_batch() {
     require_fuse!();
@@ -110,7 +111,7 @@ fn reading_a_book_in_order_pays_the_latency_once_per_batch() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    bucket.server.set("latency_ms=20");
+    bucket.server.set("latency_ms=50");
     let one_by_one = {
         let m = bucket.mount_with_env(&["--ttl", "60"], &[("NOVELFS_AHEAD_OFF", "disk".into())]);
         read_in_order(&bucket, &m, chapters)
@@ -118,7 +119,7 @@ fn reading_a_book_in_order_pays_the_latency_once_per_batch() {
     let m = bucket.mount(&["--ttl", "60"]);
     let ahead = read_in_order(&bucket, &m, chapters);
     eprintln!(
-        "{chapters} chapters in order at 20 ms a request: {:?} with GETs ahead ({:?}), {:?} one by one ({:?})",
+        "{chapters} chapters in order at 50 ms a request: {:?} with GETs ahead ({:?}), {:?} one by one ({:?})",
         ahead.0, ahead.1, one_by_one.0, one_by_one.1
     );
     assert!(
@@ -336,9 +337,11 @@ fn readers_at_a_listings_expiry_share_one_listing() {
         });
         let counts = bucket.server.counts();
         eprintln!("round {round}: {counts:?}");
-        // The book's two pages, and perhaps novels/'s one.
+        // The book's two pages, and perhaps novels/'s one; on a busy
+        // machine, where a LIST may outlast the TTL, once more in the
+        // background (each reader making its own would be 16).
         assert!(
-            (2..=3).contains(&counts.list),
+            (2..=5).contains(&counts.list),
             "one listing of the book and of novels/: {counts:?}"
         );
     }

@@ -51,6 +51,10 @@ fn switched_off(mechanism: &str) -> bool {
 struct Listed {
     /// When the LIST that made it began: what it shows is at least as new.
     at: Instant,
+    /// When it was made: for a grace after, it is served however long its
+    /// LIST took (past the TTL, while it is made again), so readers that
+    /// come one after another share it even when LISTs outlast the TTL.
+    landed: Instant,
     entries: Arc<Vec<Entry>>,
 }
 
@@ -146,8 +150,9 @@ impl Listings {
     /// Within the grace past the TTL the old listing is served while it is
     /// made again in the background.
     pub(super) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
-        if let Some((entries, age)) = self.kept(dir)
-            && (age < self.ttl || (age < self.ttl + self.grace && self.refresh(dir)))
+        if let Some((entries, age, landed)) = self.kept(dir)
+            && (age < self.ttl
+                || ((age < self.ttl + self.grace || landed < self.grace) && self.refresh(dir)))
         {
             self.used(dir);
             return Ok(entries);
@@ -163,11 +168,12 @@ impl Listings {
         listed
     }
 
-    /// The kept listing of `dir` and its age, whatever it is.
-    fn kept(&self, dir: &Path) -> Option<(Arc<Vec<Entry>>, Duration)> {
+    /// The kept listing of `dir`, its age and how long ago it was made,
+    /// whatever they are.
+    fn kept(&self, dir: &Path) -> Option<(Arc<Vec<Entry>>, Duration, Duration)> {
         lock(&self.made)
             .get(dir)
-            .map(|l| (l.entries.clone(), l.at.elapsed()))
+            .map(|l| (l.entries.clone(), l.at.elapsed(), l.landed.elapsed()))
     }
 
     /// The flight of `dir`: another's, or a new one of this reader's.
@@ -331,7 +337,15 @@ impl Listings {
         if made.len() >= PRUNE_LISTINGS_AT {
             made.retain(|_, l| l.at.elapsed() < self.ttl + self.grace);
         }
-        made.insert(dir.to_path_buf(), Listed { at: begun, entries });
+        let landed = Instant::now();
+        made.insert(
+            dir.to_path_buf(),
+            Listed {
+                at: begun,
+                landed,
+                entries,
+            },
+        );
     }
 
     /// The listing of `dir` when one within its TTL is at hand.
@@ -596,6 +610,28 @@ mod tests {
                 "grace {grace}: {took:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_listing_just_made_is_served_though_its_list_outlasted_the_ttl() {
+        // Each LIST takes three TTLs: what one made is past its TTL and
+        // grace as it comes, yet the next reader is served it at once (and
+        // one LIST makes it again), rather than each list in turn.
+        let slow = slow(300);
+        let listings = listings(&slow, 100, 100);
+        listings.of(Path::new("novels/书")).unwrap();
+        slow.generation.store(1, Ordering::SeqCst);
+        let (old, took) = timed(&listings, "novels/书");
+        assert_eq!(generation(&old.unwrap()), "0");
+        assert!(took < Duration::from_millis(150), "waited {took:?}");
+        let (again, took) = timed(&listings, "novels/书");
+        assert_eq!(generation(&again.unwrap()), "0");
+        assert!(took < Duration::from_millis(150), "waited {took:?}");
+        // Past that grace the reader waits for the one under way.
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(slow.lists.load(Ordering::SeqCst), 2, "one refresh");
+        assert_eq!(generation(&timed(&listings, "novels/书").0.unwrap()), "1");
+        assert_eq!(slow.lists.load(Ordering::SeqCst), 2);
     }
 
     #[test]
