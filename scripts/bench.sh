@@ -1276,6 +1276,9 @@ bucket_figures() {
     echo "note	bucket: $objects objects ($((bytes / 1024)) KiB) put straight to moto, 8 at once, in $secs s ($put_rate PUTs/s, load $(load1))" >> "$RES"
     rate=$($LIB s3-rate "$PROXY_PORT" "$BUCKET_NAME" "$BROOT" 2000 --jobs 16)
     echo "note	bucket: the server's rate: $rate GETs/s (16 clients, straight through the proxy at 0 ms, load $(load1)): at that rate a GET of every chapter takes $(awk -v c="$chapters" -v r="$rate" 'BEGIN { printf "%.1f", c / r }') s (measured once: it moves with the load)" >> "$RES"
+    read -r lists lsecs lrate < <($LIB s3-list-rate "$PROXY_PORT" "$BUCKET_NAME" "$BROOT" --jobs 16)
+    echo "note	bucket: the server's LIST rate: $lrate LISTs/s (a LIST of each of the $lists books, 16 at once, straight through the proxy at 0 ms, load $(load1)): $lsecs s for them all (measured once)" >> "$RES"
+    printf 'bktlist\t%s\t%s\n' "$lists" "$lsecs" >> "$RES"
     printf 'bktinfo\t%s\t%s\t%s\t%s\t%s\n' "$books" "$chapters" "$keys" "$RUNS" "$S3FS_CAP" >> "$RES"
     [ "$S3FS_SIDE" = 1 ] || echo "note	bucket: novelfs over s3fs not measured (--no-s3fs)" >> "$RES"
     # moto takes any credentials; the daemon finds these in its environment.

@@ -15,6 +15,7 @@ Subcommands
   ops LOG                                         count FUSE requests in a fuser debug log
   s3-put ROOT PORT BUCKET [--jobs N]              create BUCKET and PUT every file under ROOT (key = path under ROOT)
   s3-rate PORT BUCKET ROOT COUNT [--jobs N]       GETs per second of COUNT objects (keys from ROOT's files)
+  s3-list-rate PORT BUCKET ROOT [--jobs N]        a LIST of every book's prefix: LISTs, seconds, LISTs/s
   s3-counts PORT                                  the proxy's counts: LIST GET RANGED_GET HEAD max_in_flight
   table RESULTS                                   the final table
 """
@@ -475,6 +476,17 @@ def cmd_s3_rate(a):
     print(f"{a.count / secs:.0f}")
 
 
+def cmd_s3_list_rate(a):
+    """LISTs each book's prefix under ROOT/novels (ListObjectsV2, delimiter
+    /, as novelfs lists a book), --jobs at once; prints the LISTs, the
+    seconds they took and the LISTs per second."""
+    from urllib.parse import quote
+    books = sorted(os.listdir(os.path.join(a.root, "novels")))
+    secs = s3_parallel(a.port, a.jobs, books, lambda conn, book: s3_request(
+        conn, "GET", f"/{a.bucket}?list-type=2&delimiter=%2F&prefix={quote('novels/' + book + '/')}"))
+    print(f"{len(books)} {secs:.3f} {len(books) / secs:.0f}")
+
+
 def cmd_s3_counts(a):
     import http.client
     import json
@@ -610,7 +622,7 @@ def cmd_table(a):
             sizes.append((parts[1], int(parts[2]), int(parts[3])))
         elif parts[0] == "note":
             notes.append(parts[1])
-        elif parts[0] in ("bkt", "bktinfo", "bktrss"):
+        elif parts[0] in ("bkt", "bktinfo", "bktrss", "bktlist"):
             bucket.append(parts)
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
     fails = bucket_table(bucket) if bucket else 0
@@ -681,11 +693,14 @@ def bucket_table(lines):
     one run (SIDE s3 = novelfs s3://, s3fs = novelfs over s3fs; FLAG cut =
     stopped at the cap, err = the workload failed; requests: first's with
     its mount, the others' from their mount's end);
-    bktrss LABEL KIB CACHE_BYTES: a daemon's VmHWM.
+    bktrss LABEL KIB CACHE_BYTES: a daemon's VmHWM;
+    bktlist LISTS SECONDS: the server's own time for a LIST of each book.
     Prints the workloads and the targets; returns the FAIL count."""
     info = None
     runs = {}
     rss = []
+    # The server's own time for a LIST of every book, 16 at once.
+    server_lists = None
     for p in lines:
         if p[0] == "bktinfo":
             info = dict(books=int(p[1]), chapters=int(p[2]), keys=int(p[3]), runs=int(p[4]), cap=p[5])
@@ -695,6 +710,8 @@ def bucket_table(lines):
                 (float(p[4]), tuple(int(x) for x in p[5:9]), float(p[9]), p[10] if len(p) > 10 else ""))
         elif p[0] == "bktrss":
             rss.append((p[1], int(p[2]), int(p[3])))
+        elif p[0] == "bktlist":
+            server_lists = (int(p[1]), float(p[2]))
     lats = sorted({k[1] for k in runs})
 
     def fig(side, lat, wl):
@@ -746,7 +763,7 @@ def bucket_table(lines):
     def target(text, measured, limit, ok):
         nonlocal fails
         res = ok if isinstance(ok, str) else ("PASS" if ok else "FAIL")
-        fails += res == "FAIL"
+        fails += res.startswith("FAIL")
         trows.append((text, measured, limit, res))
 
     books, chapters, keys = info["books"], info["chapters"], info["keys"]
@@ -788,10 +805,14 @@ def bucket_table(lines):
         f = fig("s3", lat, "published")
         if f:
             c = f[1]
+            ok = f[0] <= 2 and c[0] <= list_limit and c[1] + c[2] <= 2 and "err" not in f[2]
+            if not ok and server_lists and server_lists[1] > 2 and c[0] <= list_limit and c[1] + c[2] <= 2:
+                # Not a verdict on novelfs: the server itself takes longer
+                # than the target for these LISTs.
+                ok = f"FAIL (the server caps it: its {server_lists[0]:,} LISTs alone took {server_lists[1]:.1f} s)"
             target(f"{lat} ms: with a published index, the first novel_books.txt (its mount's one GET aside)",
                    f"{fmt_time(f[0])}, LIST {c[0]:,}, GET {c[1] + c[2]:,}",
-                   f"≤ 2 s, LIST ≤ {list_limit:,}, GET ≤ 2",
-                   f[0] <= 2 and c[0] <= list_limit and c[1] + c[2] <= 2 and "err" not in f[2])
+                   f"≤ 2 s, LIST ≤ {list_limit:,}, GET ≤ 2", ok)
     for lat in lats:
         for wl, text in BUCKET_WORKLOADS:
             a, b = fig("s3", lat, wl), fig("s3fs", lat, wl)
@@ -893,6 +914,11 @@ def main():
     sp.add_argument("port", type=int)
     sp.add_argument("bucket")
     sp.add_argument("--jobs", type=int, default=8)
+    sl = sub.add_parser("s3-list-rate")
+    sl.add_argument("port", type=int)
+    sl.add_argument("bucket")
+    sl.add_argument("root")
+    sl.add_argument("--jobs", type=int, default=16)
     sr = sub.add_parser("s3-rate")
     sr.add_argument("port", type=int)
     sr.add_argument("bucket")
@@ -919,7 +945,7 @@ def main():
         a.huge = min(a.huge, a.books)
     {"gen": cmd_gen, "gen-scale": cmd_gen_scale, "gen-big": cmd_gen_big, "pyread": cmd_pyread, "walk": cmd_walk, "lookups": cmd_lookups, "prewarm": cmd_prewarm, "statloop": cmd_statloop,
      "rss": cmd_rss, "ops": cmd_ops, "rtt": cmd_rtt, "table": cmd_table,
-     "s3-put": cmd_s3_put, "s3-rate": cmd_s3_rate, "s3-counts": cmd_s3_counts,
+     "s3-put": cmd_s3_put, "s3-rate": cmd_s3_rate, "s3-list-rate": cmd_s3_list_rate, "s3-counts": cmd_s3_counts,
      "failover": cmd_failover}[a.cmd](a)
 
 

@@ -395,18 +395,7 @@ impl Holder<'_> {
             }
             let sig = read_signal(&self.signals);
             if sig == libc::SIGCHLD as u32 {
-                let before = self.dying.len();
-                self.dying
-                    .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-                if self.dying.len() < before {
-                    // A thread of a killed server may have read a request
-                    // after the next server asked for a resend (it ends
-                    // once it runs, which on a busy machine can be late):
-                    // now that none is left, ask again. A request the
-                    // server is serving comes again too; its first answer
-                    // is refused, the second taken.
-                    self.resend();
-                }
+                self.reap_dying();
                 if let Some(Ok(Some(_))) = self.server.as_mut().map(Child::try_wait) {
                     return Event::Died(self.buried());
                 }
@@ -415,6 +404,20 @@ impl Holder<'_> {
             if sig != 0 {
                 return Event::Signal(sig);
             }
+        }
+    }
+
+    /// Reaps the killed servers that ended. A thread of one may have read
+    /// a request after the next server asked for a resend (it ends once it
+    /// runs, which on a busy machine can be late): when one ended, ask
+    /// again. A request the server is serving comes again too; its first
+    /// answer is refused, the second taken.
+    fn reap_dying(&mut self) {
+        let before = self.dying.len();
+        self.dying
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        if self.dying.len() < before {
+            self.resend();
         }
     }
 

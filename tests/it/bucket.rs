@@ -28,6 +28,25 @@ pub(crate) fn library(books: usize, chapters: usize) -> (tempfile::TempDir, std:
 }
 
 /// Reads every file under `dir` as `grep -r` does; the number of files.
+/// `novelfs index --publish` of `bucket`, built in `index_dir`: the
+/// index a fresh machine's mount then takes from the bucket.
+pub(crate) fn publish(bucket: &Bucket, index_dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args([
+            "index",
+            &bucket.url(),
+            "--endpoint-url",
+            &bucket.server.endpoint(),
+            "--publish",
+        ])
+        .arg("--index-dir")
+        .arg(index_dir)
+        .envs(credentials())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 fn read_all(dir: &Path) -> usize {
     let mut files = 0;
     let mut dirs = vec![dir.to_path_buf()];
@@ -264,21 +283,7 @@ fn a_published_index_lets_a_fresh_mount_count_the_library_without_a_get() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    let endpoint = bucket.server.endpoint();
-    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
-        .args([
-            "index",
-            &bucket.url(),
-            "--endpoint-url",
-            &endpoint,
-            "--publish",
-        ])
-        .arg("--index-dir")
-        .arg(dir.path().join("built-here"))
-        .envs(credentials())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    publish(&bucket, &dir.path().join("built-here"));
     let read_all_of =
         |m: &crate::common::Mount| std::fs::read(m.path().join("novel_books.txt")).unwrap();
     let expected = {

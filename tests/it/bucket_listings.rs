@@ -6,11 +6,10 @@
 //! (`NOVELFS_TEST_LISTINGS_OFF=stale` or `=ahead` in the test's
 //! environment, which the mount inherits).
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bucket::library;
-use crate::common::bucket::{Bucket, credentials};
+use crate::bucket::{library, publish};
+use crate::common::bucket::Bucket;
 
 /// At 100 ms a request, a reader that reads a page every 50 ms for four
 /// TTLs never waits a LIST (100 ms at least): each listing past its TTL is
@@ -82,21 +81,7 @@ fn a_published_index_lists_the_books_many_at_once() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    let endpoint = bucket.server.endpoint();
-    let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
-        .args([
-            "index",
-            &bucket.url(),
-            "--endpoint-url",
-            &endpoint,
-            "--publish",
-        ])
-        .arg("--index-dir")
-        .arg(dir.path().join("built-here"))
-        .envs(credentials())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    publish(&bucket, &dir.path().join("built-here"));
     let fresh = dir.path().join("fresh-machine");
     let m = bucket.mount(&["--index-dir", fresh.to_str().unwrap(), "--ttl", "60"]);
     std::fs::metadata(m.path()).unwrap();

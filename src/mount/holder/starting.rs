@@ -94,14 +94,7 @@ impl Holder<'_> {
     fn signalled_while_starting(&mut self) {
         let sig = read_signal(&self.signals);
         if sig == libc::SIGCHLD as u32 {
-            let before = self.dying.len();
-            self.dying
-                .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
-            if self.dying.len() < before {
-                // As in `wait_event`: a thread of a killed server may have
-                // read a request after the last resend; none is left now.
-                self.resend();
-            }
+            self.reap_dying();
         } else if sig != 0 {
             log::info!(
                 "holder: signal {sig} while a server starts: unmounting {}",

@@ -29,19 +29,7 @@ impl<T> Slab<T> {
     pub(super) fn push(&mut self, value: T) -> u64 {
         let id = self.next;
         self.next += 1;
-        let c = (id / CHUNK) as usize;
-        if self.chunks.len() <= c {
-            self.chunks.resize_with(c + 1, || None);
-        }
-        if self.chunks[c].is_none() {
-            self.live_chunks += 1;
-        }
-        let chunk = self.chunks[c].get_or_insert_with(|| Chunk {
-            slots: (0..CHUNK).map(|_| None).collect(),
-            used: 0,
-        });
-        chunk.slots[(id % CHUNK) as usize] = Some(value);
-        chunk.used += 1;
+        self.put(id, value);
         id
     }
 
@@ -49,6 +37,11 @@ impl<T> Slab<T> {
     /// restoring a table; `set_next` first).
     pub(super) fn place(&mut self, id: u64, value: T) {
         debug_assert!(id < self.next);
+        self.put(id, value);
+    }
+
+    /// Puts `value` under `id`, making its chunk when it has none.
+    fn put(&mut self, id: u64, value: T) {
         let c = (id / CHUNK) as usize;
         if self.chunks.len() <= c {
             self.chunks.resize_with(c + 1, || None);
