@@ -100,11 +100,13 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     };
     let bucket = bucket_options(&args.bucket, &options.bucket);
     // A bucket's bodies fetched ahead count in the one budget: an eighth
-    // of it, and the tree's caches the rest.
-    let ahead_bytes = if at.is_bucket() {
-        cache_bytes as u64 / 8
+    // of it; its directories' listings half that again (`BucketBacking`);
+    // the tree's caches the rest.
+    let (ahead_bytes, bucket_bytes) = if at.is_bucket() {
+        let ahead = cache_bytes as u64 / 8;
+        (ahead, ahead + ahead / 2)
     } else {
-        0
+        (0, 0)
     };
     let access = Access::from_options(options.allow_other, options.allow_root);
     let path_root = args.path_root.clone().or(options.path_root.clone());
@@ -131,7 +133,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         tree: FsConfig {
             ttl: Duration::from_secs_f64(ttl),
             state_file: state_file.as_deref().map(absolute),
-            cache_bytes: cache_bytes - ahead_bytes as usize,
+            cache_bytes: cache_bytes - bucket_bytes as usize,
             watch: !(args.no_watch || options.no_watch),
             source_fs_type: match at {
                 LibraryAt::Dir(_) => source_fs_type(&root),

@@ -97,7 +97,9 @@ impl BucketBacking {
     /// (a reader waits at most `wait` for one under way). A chapter bigger
     /// than a part (see `ranged::part_bytes`) is read in parts.
     pub fn new(storage: Arc<dyn Storage>, ttl: Duration, ahead_bytes: u64, wait: Duration) -> Self {
-        let listings = Arc::new(Listings::new(storage.clone(), ttl));
+        // The listings kept count in the budget beside the bodies: half
+        // as much again (the mount leaves the tree's caches the rest).
+        let listings = Arc::new(Listings::new(storage.clone(), ttl, ahead_bytes / 2));
         let store = Arc::new(Store::new(storage.clone(), ahead_bytes, wait));
         let part_bytes = ranged::part_bytes(store.held_limit());
         let big = Arc::new(ranged::Bucket {

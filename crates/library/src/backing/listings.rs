@@ -21,6 +21,23 @@ use super::list_pace::Pace;
 /// Listings kept before those past use are dropped.
 const PRUNE_LISTINGS_AT: usize = 1024;
 
+/// What a listing's entry holds besides its name and version's words.
+const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
+
+/// The bytes a listing of `entries` holds.
+fn listing_bytes(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .map(|e| {
+            let etag = match &e.version {
+                novelfs_storage::Version::ETag { etag, .. } => etag.len() as u64,
+                _ => 0,
+            };
+            ENTRY_BYTES + e.name.len() as u64 + etag
+        })
+        .sum()
+}
+
 /// The longest a listing is served past its TTL while it is made again:
 /// a change shows in every view within the TTL and this (the contract
 /// allows the TTL and 1 s).
@@ -56,6 +73,8 @@ struct Listed {
     /// come one after another share it even when LISTs outlast the TTL.
     landed: Instant,
     entries: Arc<Vec<Entry>>,
+    /// What `entries` holds, counted in the listings' bound.
+    bytes: u64,
 }
 
 /// A listing's result as its waiters share it: the entries, or the
@@ -108,7 +127,7 @@ pub(super) struct Listings {
     grace: Duration,
     /// Whether directories are listed ahead of a walker.
     ahead: bool,
-    made: Mutex<HashMap<PathBuf, Listed>>,
+    made: Mutex<Made>,
     making: Mutex<HashMap<PathBuf, Arc<Flight>>>,
     pace: Mutex<Pace>,
     /// A LIST's time, smoothed: how long before a walker comes to a
@@ -118,15 +137,22 @@ pub(super) struct Listings {
 }
 
 impl Listings {
-    /// Listings of `storage`'s directories, made again once past `ttl`;
-    /// the test switches of `OFF_ENV` apply.
-    pub(super) fn new(storage: Arc<dyn Storage>, ttl: Duration) -> Listings {
+    /// Listings of `storage`'s directories, made again once past `ttl`,
+    /// those kept holding at most about `limit` bytes; the test switches
+    /// of `OFF_ENV` apply.
+    pub(super) fn new(storage: Arc<dyn Storage>, ttl: Duration, limit: u64) -> Listings {
         let grace = if switched_off("stale") {
             Duration::ZERO
         } else {
             ttl.min(GRACE_MAX)
         };
-        Listings::with(storage, ttl, grace, !switched_off("ahead"))
+        let mut listings = Listings::with(storage, ttl, grace, !switched_off("ahead"));
+        listings
+            .made
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .limit = limit;
+        listings
     }
 
     fn with(storage: Arc<dyn Storage>, ttl: Duration, grace: Duration, ahead: bool) -> Listings {
@@ -135,7 +161,11 @@ impl Listings {
             ttl,
             grace,
             ahead,
-            made: Mutex::new(HashMap::new()),
+            made: Mutex::new(Made {
+                by_dir: HashMap::new(),
+                bytes: 0,
+                limit: u64::MAX,
+            }),
             making: Mutex::new(HashMap::new()),
             pace: Mutex::default(),
             list_time: Mutex::new(FIRST_LIST_TIME),
@@ -172,6 +202,7 @@ impl Listings {
     /// whatever they are.
     fn kept(&self, dir: &Path) -> Option<(Arc<Vec<Entry>>, Duration, Duration)> {
         lock(&self.made)
+            .by_dir
             .get(dir)
             .map(|l| (l.entries.clone(), l.at.elapsed(), l.landed.elapsed()))
     }
@@ -331,26 +362,20 @@ impl Listings {
     }
 
     fn keep(&self, dir: &Path, entries: Arc<Vec<Entry>>, begun: Instant) {
-        let mut made = lock(&self.made);
-        // Listings past their TTL and grace serve nothing: they go when
-        // there are many, so what is kept is what a TTL's reading listed.
-        if made.len() >= PRUNE_LISTINGS_AT {
-            made.retain(|_, l| l.at.elapsed() < self.ttl + self.grace);
-        }
-        let landed = Instant::now();
-        made.insert(
-            dir.to_path_buf(),
-            Listed {
-                at: begun,
-                landed,
-                entries,
-            },
-        );
+        let bytes = listing_bytes(&entries);
+        let listed = Listed {
+            at: begun,
+            landed: Instant::now(),
+            entries,
+            bytes,
+        };
+        lock(&self.made).keep(dir, listed, self.ttl + self.grace);
     }
 
     /// The listing of `dir` when one within its TTL is at hand.
     pub(super) fn fresh(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
         lock(&self.made)
+            .by_dir
             .get(dir)
             .filter(|l| l.at.elapsed() < self.ttl)
             .map(|l| l.entries.clone())
@@ -364,7 +389,7 @@ impl Listings {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
-        lock(&self.made).get(dir).is_some_and(|l| {
+        lock(&self.made).by_dir.get(dir).is_some_and(|l| {
             l.entries
                 .iter()
                 .any(|e| e.name == name && e.kind == Kind::File)
@@ -391,6 +416,54 @@ impl Listings {
             f.forgotten.store(true, Ordering::Release);
         }
         lock(&self.made).remove(dir);
+    }
+}
+
+/// The listings kept, by directory, within a bound in bytes.
+struct Made {
+    by_dir: HashMap<PathBuf, Listed>,
+    bytes: u64,
+    limit: u64,
+}
+
+impl Made {
+    /// Keeps `listed` as `dir`'s listing. Past many listings, those past
+    /// `served` (their TTL and grace: they serve nothing) go; past the
+    /// bound in bytes, the least recently made go too, but never the one
+    /// just kept.
+    fn keep(&mut self, dir: &Path, listed: Listed, served: Duration) {
+        self.bytes += listed.bytes;
+        if let Some(old) = self.by_dir.insert(dir.to_path_buf(), listed) {
+            self.bytes -= old.bytes;
+        }
+        if self.by_dir.len() >= PRUNE_LISTINGS_AT || self.bytes > self.limit {
+            let bytes = &mut self.bytes;
+            self.by_dir.retain(|_, l| {
+                let keep = l.at.elapsed() < served;
+                if !keep {
+                    *bytes -= l.bytes;
+                }
+                keep
+            });
+        }
+        while self.bytes > self.limit && self.by_dir.len() > 1 {
+            let oldest = self
+                .by_dir
+                .iter()
+                .filter(|(d, _)| d.as_path() != dir)
+                .min_by_key(|(_, l)| l.landed)
+                .map(|(d, _)| d.clone());
+            match oldest {
+                Some(d) => self.remove(&d),
+                None => break,
+            }
+        }
+    }
+
+    fn remove(&mut self, dir: &Path) {
+        if let Some(l) = self.by_dir.remove(dir) {
+            self.bytes -= l.bytes;
+        }
     }
 }
 
@@ -524,7 +597,11 @@ mod tests {
             delay: Duration::from_secs(1),
             ..Default::default()
         });
-        let listings = Arc::new(Listings::new(slow.clone(), Duration::from_secs(60)));
+        let listings = Arc::new(Listings::new(
+            slow.clone(),
+            Duration::from_secs(60),
+            1 << 20,
+        ));
         slow.failing.store(true, Ordering::SeqCst);
         let failed = eight_at_once(&listings);
         assert_eq!(slow.lists.load(Ordering::SeqCst), 1);
@@ -610,6 +687,68 @@ mod tests {
                 "grace {grace}: {took:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_listings_kept_stay_within_their_bound_in_bytes() {
+        let entries: Vec<Entry> = (0..100)
+            .map(|i| Entry {
+                name: format!("第{i}章.md").into(),
+                kind: Kind::File,
+                size: 1,
+                version: Version::ETag {
+                    etag: format!("\"{i:032}\""),
+                    size: 1,
+                },
+                modified: std::time::UNIX_EPOCH,
+            })
+            .collect();
+        let one = listing_bytes(&entries);
+        let mut made = Made {
+            by_dir: HashMap::new(),
+            bytes: 0,
+            limit: one * 3 + one / 2,
+        };
+        let entries = Arc::new(entries);
+        let start = Instant::now();
+        for i in 0..10 {
+            let listed = Listed {
+                at: start,
+                landed: start + Duration::from_millis(i),
+                entries: entries.clone(),
+                bytes: one,
+            };
+            made.keep(
+                Path::new(&format!("novels/{i}")),
+                listed,
+                Duration::from_secs(60),
+            );
+            assert!(
+                made.bytes <= made.limit,
+                "{} over {}",
+                made.bytes,
+                made.limit
+            );
+            assert_eq!(made.bytes, one * made.by_dir.len() as u64);
+        }
+        // The most recently made are the ones kept.
+        let mut kept: Vec<_> = made.by_dir.keys().cloned().collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            ["novels/7", "novels/8", "novels/9"].map(PathBuf::from)
+        );
+        // One listing over the whole bound is still kept, alone.
+        made.limit = one / 2;
+        let listed = Listed {
+            at: Instant::now(),
+            landed: Instant::now(),
+            entries,
+            bytes: one,
+        };
+        made.keep(Path::new("novels/big"), listed, Duration::from_secs(60));
+        assert_eq!(made.by_dir.len(), 1);
+        assert_eq!(made.bytes, one);
     }
 
     #[test]
