@@ -41,9 +41,14 @@ fn held_mount(env: &[(&str, &std::ffi::OsStr)]) -> (tempfile::TempDir, Mount, Pa
     if let Ok(more) = std::env::var("NOVELFS_TEST_FAILOVER_OFF") {
         off = format!("{off},{more}");
     }
+    // No work ahead of the reader: the load held is the reader's own (a
+    // load begun ahead, say by the outliner, would be held with the
+    // reader's request still unread, and that request held again by the
+    // next server).
     let mut all = vec![
         ("NOVELFS_TEST_HOLD_LOADS", hold.as_os_str()),
         ("NOVELFS_TEST_FAILOVER_OFF", std::ffi::OsStr::new(&off)),
+        ("NOVELFS_AHEAD_OFF", std::ffi::OsStr::new("disk,outlines,kernel")),
     ];
     all.extend_from_slice(env);
     let mount = Mount::with_env(&root, &["-o", "failover"], "info", &all);
