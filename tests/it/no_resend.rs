@@ -48,7 +48,10 @@ fn held_mount(env: &[(&str, &std::ffi::OsStr)]) -> (tempfile::TempDir, Mount, Pa
     let mut all = vec![
         ("NOVELFS_TEST_HOLD_LOADS", hold.as_os_str()),
         ("NOVELFS_TEST_FAILOVER_OFF", std::ffi::OsStr::new(&off)),
-        ("NOVELFS_AHEAD_OFF", std::ffi::OsStr::new("disk,outlines,kernel")),
+        (
+            "NOVELFS_AHEAD_OFF",
+            std::ffi::OsStr::new("disk,outlines,kernel"),
+        ),
     ];
     all.extend_from_slice(env);
     let mount = Mount::with_env(&root, &["-o", "failover"], "info", &all);
