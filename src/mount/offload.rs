@@ -42,7 +42,12 @@ impl Pool {
     fn run(self: &Arc<Self>, job: Job) {
         let mut q = lock(&self.queue);
         q.jobs.push_back(job);
-        if q.idle > 0 {
+        // An idle thread counts as idle until it wakes and takes a job:
+        // one woken for an earlier job that has not taken it yet is not
+        // free for this one, which would otherwise wait behind that job
+        // (a big chapter's load, for seconds). So a thread is started
+        // whenever the jobs queued outnumber the idle threads.
+        if q.jobs.len() <= q.idle {
             drop(q);
             self.ready.notify_one();
             return;
@@ -205,6 +210,38 @@ mod tests {
         blocker.join().unwrap();
         assert_eq!(finished.recv().unwrap(), "slow");
         assert_eq!(offload.inline.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn requests_handed_over_at_once_never_wait_behind_each_other() {
+        // A spare thread left idle by an earlier request, then two requests
+        // handed over before it wakes (a busy machine's wake-up is slower
+        // than a worker's next hand-over): each may hold its thread for as
+        // long as a big load takes, so each must get one of its own.
+        for _ in 0..20 {
+            let pool = Arc::new(Pool::default());
+            let (done, finished) = mpsc::channel();
+            pool.run(Box::new(move || done.send(()).unwrap()));
+            finished.recv().unwrap();
+            while lock(&pool.queue).idle == 0 {
+                std::thread::yield_now();
+            }
+            let (started, starts) = mpsc::channel();
+            let mut gates = Vec::new();
+            for _ in 0..2 {
+                let started = started.clone();
+                let (gate, held) = mpsc::channel::<()>();
+                gates.push(gate);
+                pool.run(Box::new(move || {
+                    started.send(()).unwrap();
+                    let _ = held.recv();
+                }));
+            }
+            let both = (0..2).all(|_| starts.recv_timeout(Duration::from_secs(20)).is_ok());
+            // Dropping the gates ends the held requests either way.
+            drop(gates);
+            assert!(both, "the second request waited for the first to end");
+        }
     }
 
     #[test]
