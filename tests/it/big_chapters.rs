@@ -270,7 +270,7 @@ fn a_small_page_answers_while_two_big_loads_are_held() {
         }
     }
     let release = Release(hold.clone());
-    let readers: Vec<_> = big
+    let mut readers: Vec<_> = big
         .iter()
         .map(|(file, _)| {
             let page = m.path().join(BOOK).join(file).join("offset-1.txt");
@@ -279,6 +279,15 @@ fn a_small_page_answers_while_two_big_loads_are_held() {
         .collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::fs::read_dir(&hold).unwrap().count() < 2 {
+        // A read answered before its load was held was answered without
+        // it: an error (EIO once it waited a whole source timeout).
+        if let Some(i) = readers.iter().position(|r| r.is_finished()) {
+            let ended = readers.remove(i).join().unwrap().map(|page| page.len());
+            panic!(
+                "the read of {} ended before its load started: {ended:?}",
+                big[i].0
+            );
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "the two big loads did not start"
