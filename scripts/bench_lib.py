@@ -739,7 +739,7 @@ def bucket_table(lines):
 
     print(f"A library in a bucket: {info['books']} books x {info['chapters'] // max(info['books'], 1)} chapters "
           f"= {info['chapters']:,} chapters ({info['keys']:,} keys), moto behind tests/s3/proxy.py; "
-          f"novelfs s3:// median of {info['runs']} runs, novelfs over s3fs 1 run "
+          f"novelfs s3:// median of {info['runs']} runs, novelfs over s3fs 1 run (its first page: the median of 3) "
           f"; requests counted by the proxy, the first page's with its mount, the others' from their mount's end "
           + ("(each workload cut at 21× the s3:// median, at least 30 s)" if info["cap"] == "auto"
              else f"(each workload cut at {info['cap']} s)"))
