@@ -72,7 +72,6 @@ pub(crate) fn push_changes(fs: &NovelFs, notifier: &fuser::Notifier) {
     let poll = fs
         .ttl()
         .clamp(Duration::from_millis(10), Duration::from_secs(1));
-    fs.switch_flipped();
     loop {
         let mut changes = watch.wait(poll);
         if fs.switch_flipped() {

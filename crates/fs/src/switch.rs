@@ -45,7 +45,9 @@ pub(crate) struct Switch {
     current: AtomicU8,
     checked_at: AtomicU64,
     start: Instant,
-    /// The switches as last reported by `flipped` (0 = not yet).
+    /// The switches as last reported by `flipped`, from the first reading
+    /// taken (0 = none yet): a change after the reading that a request was
+    /// served with is a flip, however late `flipped` first looks.
     seen: AtomicU8,
 }
 
@@ -118,12 +120,15 @@ impl Switch {
         };
         self.current.store(flag(on), Ordering::Release);
         self.checked_at.store(self.now_micros(), Ordering::Release);
+        let _ = self
+            .seen
+            .compare_exchange(0, flag(on), Ordering::AcqRel, Ordering::Acquire);
         on
     }
 
-    /// Whether a switch flipped since the previous call (the first call
-    /// only records it). Always looks at the file, so that what requests
-    /// see is never older than what the caller acts on.
+    /// Whether a switch flipped since the previous call, or before it
+    /// since the first reading of all. Always looks at the file, so that
+    /// what requests see is never older than what the caller acts on.
     pub(crate) fn flipped(&self) -> bool {
         let now = flag(self.check());
         let before = self.seen.swap(now, Ordering::Relaxed);
@@ -156,5 +161,22 @@ mod tests {
         assert!(switch.flipped(), "each tool's switch counts");
         assert!(switch.switched_on() && !switch.tool_on(Tool::Books));
         assert!(switch.tool_on(Tool::Chapters));
+    }
+
+    #[test]
+    fn a_flip_before_the_first_call_of_flipped_counts() {
+        // A request reads the switch, the file changes, and only then does
+        // the watch thread (started late on a busy machine) first look: it
+        // must still see a flip, or what the kernel holds is never dropped.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state.json");
+        let switch = Switch::new(Some(file.clone()));
+        assert!(switch.switched_on());
+        std::fs::write(&file, r#"{"tools":{"novel_read":false}}"#).unwrap();
+        assert!(switch.flipped(), "the change after the first reading");
+        assert!(!switch.flipped());
+        // With no reading before it, the first call only records.
+        let fresh = Switch::new(Some(file));
+        assert!(!fresh.flipped());
     }
 }
