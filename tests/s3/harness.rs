@@ -43,7 +43,8 @@ pub struct Counts {
 
 /// One request the proxy forwarded, as its log gives it: the kind (as
 /// counted), and the wall clock's seconds since the epoch at its arrival
-/// and at its answer's end (`None` while unanswered).
+/// and just before its answer is written (`None` while unanswered or cut):
+/// a request sent on having another's answer starts at or after its end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     pub kind: String,

@@ -20,7 +20,10 @@ Control requests (never forwarded, never counted):
                          order they came: KIND, START, END and the request's
                          path, tab-separated; START and END are the wall
                          clock's seconds (time.time()) at its arrival and
-                         at its answer's last byte (END "-" while unanswered)
+                         just before its answer is written (END "-" while
+                         unanswered or cut): the client cannot have the
+                         answer before END, so a request it sent on
+                         having it always STARTs at or after that END
   POST /__proxy/reset    counts back to zero (settings stay)
   POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
                          latency added before forwarding each request;
@@ -238,6 +241,11 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             with STATE.lock:
                 STATE.in_flight -= 1
+        if not cut:
+            # Taken before the first byte goes out, never after the last:
+            # on a busy machine this thread may run again only after the
+            # client has read the answer and sent its next request.
+            logged[3] = time.time()
         self.send_response(status, reason)
         for k, v in headers:
             if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
@@ -247,7 +255,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", length)
             self.end_headers()
             self.wfile.flush()
-            logged[3] = time.time()
             return
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -258,7 +265,6 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
         self.wfile.flush()
-        logged[3] = time.time()
 
     def close_now(self):
         """Ends the connection at once, without a proper close of HTTP."""
