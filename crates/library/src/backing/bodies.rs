@@ -3,35 +3,38 @@
 //! parts of big ones read with ranged GETs. The fetching of what a reader
 //! comes to next into them, many GETs in flight, is here too.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use novelfs_storage::{InFlight, ReadRequest, RelPath, Storage, StorageError, Version};
 
-/// GETs under way at once for the chapters ahead of a reader. Latency is
-/// paid once per this many chapters; more than a few dozen only queue at
-/// the server.
-pub(super) const GETS_IN_FLIGHT: usize = 16;
+/// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
+/// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in
+/// flight whenever that many bodies are wanted, whichever readers want
+/// them (a reader at its book's end and another at its book's start alike).
+/// More than a few dozen only queue at the server.
+pub(super) const FETCHERS: usize = 8;
 
-/// Batches fetched at once (each with up to `GETS_IN_FLIGHT` GETs) by
-/// threads of their own, besides the one the queue's thread fetches itself
-/// when these are all busy.
-pub(super) const BATCHES_AT_ONCE: usize = 3;
+/// GETs a fetcher has under way at once: the bodies it takes from the
+/// queue at a time. A small share each, so that a fetcher waiting for its
+/// slowest GET holds few of the GETs in flight idle.
+pub(super) const GETS_A_FETCHER: usize = 8;
+
+/// The stack of a fetcher: it only waits for GETs and files their bodies.
+const FETCHER_STACK: usize = 256 * 1024;
 
 /// The bodies' share of the budget is split in two: half for the bodies
-/// held, half for those in flight, shared evenly by every batch that may
-/// be under way at once. A body bigger than a batch's part still goes,
-/// alone in its batch (a big chapter's part is a quarter of the share).
+/// held, half for those in flight, shared evenly by the fetchers. A body
+/// bigger than a fetcher's part still goes, alone (a big chapter's part is
+/// a quarter of the share).
 fn split(share: u64) -> (u64, u64) {
     let held = share / 2;
-    let per_batch = (share - held) / (BATCHES_AT_ONCE as u64 + 1);
-    (held, per_batch.max(1))
+    let per_fetcher = (share - held) / FETCHERS as u64;
+    (held, per_fetcher.max(1))
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,13 +75,26 @@ pub(super) struct Bodies {
     order: BTreeMap<u64, Key>,
     tick: u64,
     bytes: u64,
-    /// Keys queued for the fetch thread and not yet asked for: a reader of
-    /// one takes it off the queue and asks itself, and the fetch thread
-    /// skips it, so no object is asked for twice.
+    /// Keys queued for the fetchers and not yet asked for: a reader of
+    /// one takes it off the queue and asks itself, and the fetchers skip
+    /// it, so no object is asked for twice.
     queued: HashSet<Key>,
     /// Keys whose GET is under way: a reader of one waits for it rather
     /// than asking for the same bytes again.
     fetching: HashSet<Key>,
+    /// The batches queued, in the order they came, each with how many of
+    /// its bodies the fetchers took.
+    pending: VecDeque<Pending>,
+    /// The keys in `pending` (some may have been taken off by readers).
+    pending_keys: usize,
+    /// Fetcher threads running.
+    fetchers: usize,
+}
+
+/// A batch queued for the fetchers.
+struct Pending {
+    wanted: VecDeque<(Key, Version)>,
+    taken: usize,
 }
 
 impl Bodies {
@@ -104,6 +120,34 @@ impl Bodies {
             .is_some_and(|(held, _, _)| held == version)
             || self.fetching.contains(key)
             || self.queued.contains(key)
+    }
+
+    /// The next bodies for a fetcher to ask for, up to `GETS_A_FETCHER`,
+    /// marked under way: from the batch it took the fewest of (the oldest
+    /// of those), so that a batch queued behind a long one (the next
+    /// book's first chapters behind the end of the last) is not kept
+    /// waiting for it. Empty when nothing is left to ask for.
+    fn take(&mut self) -> Batch {
+        let mut chunk = Batch::new();
+        while chunk.len() < GETS_A_FETCHER {
+            let Some(at) = (0..self.pending.len()).min_by_key(|&i| self.pending[i].taken) else {
+                break;
+            };
+            let pending = &mut self.pending[at];
+            let Some((key, version)) = pending.wanted.pop_front() else {
+                self.pending.remove(at);
+                continue;
+            };
+            pending.taken += 1;
+            self.pending_keys -= 1;
+            if self.queued.remove(&key)
+                && !self.held.contains_key(&key)
+                && self.fetching.insert(key.clone())
+            {
+                chunk.push((key, version));
+            }
+        }
+        chunk
     }
 
     /// Keeps `body` unless it alone is over `limit`, giving up the least
@@ -167,13 +211,11 @@ pub(super) struct Store {
     storage: Arc<dyn Storage>,
     /// At most this many bytes of bodies held.
     limit: u64,
-    /// At most this many bytes of bodies in flight for each batch fetched
-    /// ahead.
+    /// At most this many bytes of bodies in flight for each fetcher.
     batch_bytes: u64,
     /// How long a reader waits for a GET already under way.
     wait: Duration,
     bodies: Arc<(Mutex<Bodies>, Condvar)>,
-    queue: OnceLock<Mutex<Sender<Batch>>>,
 }
 
 impl Store {
@@ -187,7 +229,6 @@ impl Store {
             batch_bytes,
             wait,
             bodies: Arc::default(),
-            queue: OnceLock::new(),
         }
     }
 
@@ -219,81 +260,74 @@ impl Store {
         lock(&self.bodies.0).put(key, version, body, self.limit);
     }
 
-    /// Queues for the fetch thread what of `wanted` is neither held nor
-    /// coming already. Never waits.
+    /// Queues for the fetchers what of `wanted` is neither held nor
+    /// coming already, and starts fetchers for it. Never waits.
     pub(super) fn ahead(&self, wanted: Batch) {
-        let batch: Batch = {
+        let start = {
             let mut b = lock(&self.bodies.0);
-            wanted
+            let batch: VecDeque<(Key, Version)> = wanted
                 .into_iter()
                 .filter(|(k, v)| !b.coming(k, v) && b.queued.insert(k.clone()))
-                .collect()
+                .collect();
+            if batch.is_empty() {
+                return;
+            }
+            b.pending_keys += batch.len();
+            b.pending.push_back(Pending {
+                wanted: batch,
+                taken: 0,
+            });
+            // A fetcher running is busy (an idle one ends): one more for
+            // each fetcher's share of the keys waiting, up to the bound.
+            let start = b
+                .pending_keys
+                .div_ceil(GETS_A_FETCHER)
+                .min(FETCHERS - b.fetchers);
+            b.fetchers += start;
+            start
         };
-        if !batch.is_empty() {
-            let _ = lock(self.sender()).send(batch);
-        }
-    }
-
-    fn sender(&self) -> &Mutex<Sender<Batch>> {
-        self.queue.get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<Batch>();
-            let storage = self.storage.clone();
-            let bodies = self.bodies.clone();
-            let (limit, batch_bytes) = (self.limit, self.batch_bytes);
+        for _ in 0..start {
+            let (storage, bodies) = (self.storage.clone(), self.bodies.clone());
+            let limits = (self.limit, self.batch_bytes);
             let spawned = std::thread::Builder::new()
                 .name("novelfs-fetch".into())
-                .spawn(move || {
-                    // A batch queued while others are under way starts at
-                    // once (up to `BATCHES_AT_ONCE`): a reader's next batch
-                    // goes out before the tail of the one it is reading
-                    // has come, so GETs stay in flight.
-                    let running = Arc::new(AtomicUsize::new(0));
-                    for batch in rx {
-                        if running.load(Ordering::Acquire) >= BATCHES_AT_ONCE {
-                            fetch(&*storage, &bodies, (limit, batch_bytes), batch);
-                            continue;
-                        }
-                        running.fetch_add(1, Ordering::AcqRel);
-                        let (storage, bodies, done) =
-                            (storage.clone(), bodies.clone(), running.clone());
-                        let spawned = std::thread::Builder::new()
-                            .name("novelfs-fetch".into())
-                            .spawn(move || {
-                                fetch(&*storage, &bodies, (limit, batch_bytes), batch);
-                                done.fetch_sub(1, Ordering::AcqRel);
-                            });
-                        if spawned.is_err() {
-                            running.fetch_sub(1, Ordering::AcqRel);
-                        }
-                    }
-                });
+                .stack_size(FETCHER_STACK)
+                .spawn(move || fetcher(&*storage, &bodies, limits));
             if let Err(e) = spawned {
                 log::warn!("no thread fetching chapters ahead: {e}");
+                lock(&self.bodies.0).fetchers -= 1;
             }
-            Mutex::new(tx)
-        })
+        }
     }
 }
 
-/// Fetches `batch` with many GETs under way, at most `batch_bytes` of
-/// bodies in flight, keeping what fits in `limit`.
+/// A fetcher: asks for the bodies queued, a few at a time, until none are
+/// left, then ends.
+fn fetcher(storage: &dyn Storage, bodies: &(Mutex<Bodies>, Condvar), limits: (u64, u64)) {
+    loop {
+        let chunk = {
+            let mut b = lock(&bodies.0);
+            let chunk = b.take();
+            if chunk.is_empty() {
+                b.fetchers -= 1;
+                return;
+            }
+            chunk
+        };
+        fetch(storage, bodies, limits, chunk);
+    }
+}
+
+/// Fetches `wanted` (marked under way) with its GETs under way at once,
+/// at most `batch_bytes` of bodies in flight, keeping what fits in
+/// `limit`.
 fn fetch(
     storage: &dyn Storage,
     bodies: &(Mutex<Bodies>, Condvar),
     (limit, batch_bytes): (u64, u64),
-    batch: Batch,
+    wanted: Batch,
 ) {
     let (lock_, done) = bodies;
-    let wanted: Batch = {
-        let mut b = lock(lock_);
-        let mut wanted = Vec::new();
-        for (k, v) in batch {
-            if b.queued.remove(&k) && !b.held.contains_key(&k) && b.fetching.insert(k.clone()) {
-                wanted.push((k, v));
-            }
-        }
-        wanted
-    };
     let requests: Vec<ReadRequest> = wanted
         .iter()
         .filter_map(|(k, v)| {
@@ -305,7 +339,7 @@ fn fetch(
         })
         .collect();
     let limits = InFlight {
-        requests: GETS_IN_FLIGHT,
+        requests: GETS_A_FETCHER,
         bytes: batch_bytes,
     };
     if requests.len() == wanted.len() {
@@ -335,19 +369,21 @@ fn fetch(
 #[cfg(test)]
 mod tests {
     use std::ops::Range;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
     use novelfs_storage::{Entry, Object, ReadMany};
 
     use super::*;
 
-    /// A storage whose batches take a while, adding up the bytes every
-    /// batch under way may keep in flight.
+    /// A storage whose GETs take a while (each call's at once), adding up
+    /// the GETs and the bytes every call under way may keep in flight.
     #[derive(Debug, Default)]
     struct Batches {
         in_flight: AtomicU64,
         most_in_flight: AtomicU64,
-        batches: AtomicUsize,
+        gets_in_flight: AtomicUsize,
+        most_gets_in_flight: AtomicUsize,
+        gets: AtomicUsize,
     }
 
     fn none<T>(p: &RelPath) -> Result<T, StorageError> {
@@ -386,8 +422,12 @@ mod tests {
         ) -> Result<Object, StorageError> {
             self.read(p, v)
         }
+        /// Every GET of the call under way at once (as many as `limits`
+        /// lets be), for 200 ms.
         fn read_many(&self, requests: Vec<ReadRequest>, limits: InFlight) -> ReadMany<'_> {
-            self.batches.fetch_add(1, Ordering::SeqCst);
+            let gets = requests.len().min(limits.requests);
+            let now = self.gets_in_flight.fetch_add(gets, Ordering::SeqCst) + gets;
+            self.most_gets_in_flight.fetch_max(now, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(limits.bytes, Ordering::SeqCst) + limits.bytes;
             self.most_in_flight.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(200));
@@ -395,43 +435,69 @@ mod tests {
                 .iter()
                 .map(|r| self.read(&r.path, r.version.as_ref()))
                 .collect();
+            self.gets.fetch_add(results.len(), Ordering::SeqCst);
             self.in_flight.fetch_sub(limits.bytes, Ordering::SeqCst);
+            self.gets_in_flight.fetch_sub(gets, Ordering::SeqCst);
             Box::new(results.into_iter())
         }
     }
 
-    fn batch(n: usize) -> Batch {
-        (0..8)
+    /// Chapters `chapters` of book `n`, as a read-ahead asks for them.
+    fn batch(n: usize, chapters: Range<usize>) -> Batch {
+        chapters
             .map(|i| {
-                let key = Key::whole(Path::new(&format!("novels/书/第{n}-{i}章.md")));
+                let key = Key::whole(Path::new(&format!("novels/书{n}/第{i}章.md")));
                 let etag = format!("\"{n}-{i}\"");
                 (key, Version::ETag { etag, size: 1024 })
             })
             .collect()
     }
 
+    /// Waits until `gets` GETs were answered and none is under way.
+    fn settled(storage: &Batches, gets: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while storage.gets.load(Ordering::SeqCst) < gets
+            || storage.gets_in_flight.load(Ordering::SeqCst) > 0
+        {
+            assert!(Instant::now() < deadline, "the GETs never ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     #[test]
-    fn every_batch_at_once_and_the_bodies_held_fit_in_the_share() {
+    fn every_fetcher_at_once_and_the_bodies_held_fit_in_the_share() {
         let share = 8 << 20;
         let storage = Arc::new(Batches::default());
         let store = Store::new(storage.clone(), share, Duration::from_secs(5));
         for n in 0..6 {
-            store.ahead(batch(n));
+            store.ahead(batch(n, 0..16));
         }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while storage.batches.load(Ordering::SeqCst) < 6
-            || storage.in_flight.load(Ordering::SeqCst) > 0
-        {
-            assert!(Instant::now() < deadline, "the batches never ended");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        settled(&storage, 6 * 16);
         let most = storage.most_in_flight.load(Ordering::SeqCst);
         assert!(
             store.held_limit() + most <= share,
             "held {} + in flight {most} over the share {share}",
             store.held_limit()
         );
-        // Batches did run at once: the bound is not met by running one.
-        assert!(most > split(share).1, "one batch at a time: {most}");
+        // Fetchers did run at once: the bound is not met by running one.
+        assert!(most > split(share).1, "one fetcher at a time: {most}");
+    }
+
+    /// The end of one book's chapters and the start of the next, asked
+    /// for by a walk's two readers: together they keep every GET the
+    /// fetchers may have in flight, rather than one batch's share each,
+    /// and every chapter is asked for once.
+    #[test]
+    fn the_gets_in_flight_reach_the_bound_across_a_book_boundary() {
+        let storage = Arc::new(Batches::default());
+        let store = Store::new(storage.clone(), 8 << 20, Duration::from_secs(5));
+        let bound = FETCHERS * GETS_A_FETCHER;
+        let tail = bound * 3 / 4;
+        store.ahead(batch(1, 100 - tail..100));
+        store.ahead(batch(2, 0..bound - tail));
+        settled(&storage, bound);
+        let most = storage.most_gets_in_flight.load(Ordering::SeqCst);
+        assert_eq!(most, bound, "GETs in flight at most {most} of {bound}");
+        assert_eq!(storage.gets.load(Ordering::SeqCst), bound);
     }
 }
