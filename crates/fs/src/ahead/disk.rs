@@ -56,9 +56,11 @@ impl Prefetcher {
         position: usize,
     ) -> Range<usize> {
         let from = position + 1;
-        // The wide window only for a reader well into the book: one who
-        // reads a page or two of its start costs no more GETs than that.
-        let window = match from < READ_AHEAD {
+        // The wide window only for a reader well into the book, or one a
+        // walk said reads all of it (its window opened whole,
+        // `queue_start`): one who reads a page or two of its start costs
+        // no more GETs than that.
+        let window = match from < READ_AHEAD && track.disk.end() <= READ_AHEAD {
             true => READ_AHEAD,
             false => self.window,
         };
@@ -67,6 +69,20 @@ impl Prefetcher {
         }
         let Some(chapters) = track.top_up(&track.disk, from, window, window / 2) else {
             return from..from;
+        };
+        track.disk.queued(&chapters);
+        chapters
+    }
+
+    /// The chapters to ask for from the start of `track`'s book, which a
+    /// walk reads whole next: the whole window (none already asked for),
+    /// marked asked for. Read them with `read`, out of the tracks' lock.
+    pub(crate) fn queue_start<P: PagePlace>(&self, track: &mut Track<P>) -> Range<usize> {
+        if super::switched_off("disk") || track.disk.end() > 0 {
+            return 0..0;
+        }
+        let Some(chapters) = track.top_up(&track.disk, 0, self.window, self.window / 2) else {
+            return 0..0;
         };
         track.disk.queued(&chapters);
         chapters
@@ -158,5 +174,32 @@ mod tests {
         assert_eq!(ahead(0), 1..17, "a jump back asks again from there");
         assert!(ahead(39).is_empty(), "the last chapter");
         assert_eq!(track.disk.end(), 40);
+    }
+
+    /// A book a walk reads whole next has its window opened whole from its
+    /// start, and its reader's loads keep it whole: asked for again only
+    /// once half of it is read, never narrowed to a start's window.
+    #[test]
+    fn a_book_coming_to_a_walk_is_asked_for_whole_and_kept_whole() {
+        let prefetcher = Prefetcher::start(true);
+        let index = Arc::new(BookIndex::new(
+            (1..=100)
+                .map(|i| Chapter::new(format!("第{i:03}章.md").into()))
+                .collect(),
+        ));
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let mut track = Track::new(&book, &index);
+        assert_eq!(prefetcher.queue_start(&mut track), 0..READ_AHEAD_REQUESTED);
+        assert_eq!(prefetcher.queue_start(&mut track), 0..0, "asked once");
+        let half = READ_AHEAD_REQUESTED / 2;
+        for i in 0..half {
+            assert!(prefetcher.queue(&mut track, i).is_empty(), "{i}");
+            assert_eq!(track.disk.end(), READ_AHEAD_REQUESTED, "{i}");
+        }
+        assert_eq!(
+            prefetcher.queue(&mut track, half),
+            READ_AHEAD_REQUESTED..half + 1 + READ_AHEAD_REQUESTED,
+            "topped up once fewer than half are ahead"
+        );
     }
 }

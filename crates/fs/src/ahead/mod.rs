@@ -56,7 +56,7 @@ use crate::source::{ChapterLoad, LoadObserver, Source};
 use disk::Prefetcher;
 use kernel::Place;
 use kernel::StoreAhead;
-use novelfs_library::BookIndex;
+use novelfs_library::{BookIndex, Library};
 #[cfg(not(test))]
 use outlines::Outliner;
 use track::Tracks;
@@ -289,6 +289,16 @@ impl LoadObserver for Ahead {
         };
         self.disk
             .read(load.library, load.book, load.index, chapters);
+    }
+
+    /// A walk comes to `book` next: the disk's window of its reader is
+    /// opened from its start, whole, as for a reader well into a book.
+    fn book_coming(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
+        let chapters = {
+            let mut tracks = lock(&self.tracks);
+            self.disk.queue_start(tracks.of(book, index))
+        };
+        self.disk.read(library, book, index, chapters);
     }
 }
 

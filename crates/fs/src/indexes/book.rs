@@ -83,7 +83,7 @@ impl IndexFiles {
         outlines: &Outlines,
         book: &Arc<OsStr>,
         mut look: BookLook,
-        walk: Walk,
+        walk: Walk<'_>,
     ) -> WalkedBook {
         let mut attempts = 1;
         loop {

@@ -32,6 +32,9 @@ pub(crate) struct ChapterLoad<'a> {
 /// callers ask for and leaves what follows from a read to its observer.
 pub(crate) trait LoadObserver: Send + Sync {
     fn chapter_loaded(&self, load: &ChapterLoad<'_>);
+    /// A walk reads every chapter of `book` (its chapters `index`) from
+    /// its start next.
+    fn book_coming(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>);
 }
 
 impl Source {
@@ -40,6 +43,20 @@ impl Source {
     pub(crate) fn observe(&self, observer: Weak<dyn LoadObserver>) {
         if self.observer.set(observer).is_err() {
             log::warn!("a second observer of chapter loads is ignored");
+        }
+    }
+
+    /// A walk comes to every chapter of `book` next: its look is taken
+    /// (listed, in a bucket) and its observer told, so that its first
+    /// chapters are on their way before the walk is done with the book
+    /// it is on. Nothing when the book cannot be looked at: the walk
+    /// finds why itself.
+    pub(crate) fn book_coming(&self, book: &OsStr) {
+        let Ok(now) = self.book(book) else {
+            return;
+        };
+        if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
+            observer.book_coming(&self.library, &Arc::from(book), &now.index);
         }
     }
 
