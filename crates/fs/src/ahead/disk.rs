@@ -75,7 +75,7 @@ impl Prefetcher {
     }
 
     /// The chapters to ask for from the start of `track`'s book, which a
-    /// walk reads whole next: the whole window (none already asked for),
+    /// walk reads whole from there: the whole window (none asked for yet),
     /// marked asked for. Read them with `read`, out of the tracks' lock.
     pub(crate) fn queue_start<P: PagePlace>(&self, track: &mut Track<P>) -> Range<usize> {
         if super::switched_off("disk") || track.disk.end() > 0 {
@@ -176,11 +176,11 @@ mod tests {
         assert_eq!(track.disk.end(), 40);
     }
 
-    /// A book a walk reads whole next has its window opened whole from its
+    /// A book a walk reads whole has its window opened whole from its
     /// start, and its reader's loads keep it whole: asked for again only
     /// once half of it is read, never narrowed to a start's window.
     #[test]
-    fn a_book_coming_to_a_walk_is_asked_for_whole_and_kept_whole() {
+    fn a_book_a_walk_begins_is_asked_for_whole_and_kept_whole() {
         let prefetcher = Prefetcher::start(true);
         let index = Arc::new(BookIndex::new(
             (1..=100)

@@ -36,7 +36,8 @@
 //! source has cached), never by a look at the book.
 //!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
-//! environment switches members off, to measure what each one pays for.
+//! environment switches members off, to measure what each one pays for;
+//! `walks` switches off a walk's window opened whole (`walk_begins`).
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -291,9 +292,13 @@ impl LoadObserver for Ahead {
             .read(load.library, load.book, load.index, chapters);
     }
 
-    /// A walk comes to `book` next: the disk's window of its reader is
-    /// opened from its start, whole, as for a reader well into a book.
-    fn book_coming(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
+    /// A walk reads `book` whole from its start: the disk's window of its
+    /// reader is opened whole at once, as for a reader well into a book,
+    /// rather than a chapter read alone and then a start's narrow window.
+    fn walk_begins(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
+        if switched_off("walks") {
+            return;
+        }
         let chapters = {
             let mut tracks = lock(&self.tracks);
             self.disk.queue_start(tracks.of(book, index))

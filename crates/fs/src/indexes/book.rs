@@ -83,7 +83,7 @@ impl IndexFiles {
         outlines: &Outlines,
         book: &Arc<OsStr>,
         mut look: BookLook,
-        walk: Walk<'_>,
+        walk: Walk,
     ) -> WalkedBook {
         let mut attempts = 1;
         loop {

@@ -4,7 +4,6 @@
 use std::ffi::{OsStr, OsString};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use novelfs_library::NovelError;
 use novelfs_library::index::{self, BOOKS_TOOL, BookTotals, LibraryBooks};
@@ -71,25 +70,7 @@ impl IndexFiles {
         // books held at once was more than the whole cache budget. A book
         // whose totals are not known for this look is indexed right away,
         // from the same look.
-        //
-        // The workers take the books in order. A worker near the end of
-        // its book asks for the look and first chapters of the first book
-        // neither begun nor asked for, so that the GETs in flight do not
-        // drain at each book's end: each book is asked for once, and the
-        // next worker to end its book takes the one asked first.
-        let begun = AtomicUsize::new(0);
-        let asked = AtomicUsize::new(0);
-        let next_book = || {
-            let next = begun
-                .load(Ordering::Acquire)
-                .max(asked.load(Ordering::Acquire));
-            if next < names.len() && asked.fetch_max(next + 1, Ordering::AcqRel) <= next {
-                source.book_coming(&names[next]);
-            }
-        };
-        let numbered: Vec<(usize, &OsString)> = names.iter().enumerate().collect();
-        let counted: Vec<Option<CountedBook>> = map_spread(&numbered, |&(at, name)| {
-            begun.fetch_max(at + 1, Ordering::AcqRel);
+        let counted: Vec<Option<CountedBook>> = map_spread(&names, |name| {
             let book: Arc<OsStr> = Arc::from(name.as_os_str());
             let known_at = |version: u64| {
                 lock(&self.totals)
@@ -112,10 +93,9 @@ impl IndexFiles {
                     // Only the totals: the book's own index is rendered
                     // when it is read.
                     let counts = known_at(seen.version).unwrap_or_else(|| {
-                        let walk = Walk::Library {
-                            next_book: &next_book,
-                        };
-                        self.walk_settled(source, outlines, &book, look, walk)
+                        // Read whole: its chapters are asked for at once.
+                        source.walk_begins(&book, &look.book.index);
+                        self.walk_settled(source, outlines, &book, look, Walk::Library)
                             .totals()
                     });
                     (seen, counts)

@@ -60,7 +60,7 @@ pub(super) fn walk_book(
     outlines: &Outlines,
     book: &Arc<OsStr>,
     look: &BookLook,
-    walk: Walk<'_>,
+    walk: Walk,
 ) -> WalkedBook {
     let index = &look.book.index;
     let count_of = |position: &usize| {
@@ -74,27 +74,13 @@ pub(super) fn walk_book(
             Walk::Book => outlines
                 .outline_keeping(source, &chapter, now, KeepText::Yes)
                 .map(ChapterCount::of),
-            Walk::Library { .. } => outlines.count(source, &chapter, now),
+            Walk::Library => outlines.count(source, &chapter, now),
         }
     };
     let positions: Vec<usize> = (0..index.chapters.len()).collect();
     let read = match walk {
         Walk::Book => map_spread(&positions, count_of),
-        Walk::Library { next_book } => {
-            // The next book is asked for once what is left of this one is
-            // fetched ahead already: its first chapters come while these
-            // are read.
-            let ask_at = positions.len().saturating_sub(NEXT_BOOK_AT);
-            positions
-                .iter()
-                .map(|position| {
-                    if *position == ask_at {
-                        next_book();
-                    }
-                    count_of(position)
-                })
-                .collect()
-        }
+        Walk::Library => positions.iter().map(count_of).collect(),
     };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;
@@ -132,21 +118,14 @@ pub(super) fn walk_book(
 /// What a walk of one book is for, which decides where it reads its
 /// chapters and whether their texts stay cached.
 #[derive(Clone, Copy)]
-pub(super) enum Walk<'a> {
+pub(super) enum Walk {
     /// `novel_chapters` of one book: on both CPUs; the texts stay, for a
     /// reader of the book.
     Book,
     /// One of the books `novel_books` walks on both CPUs already: on the
     /// calling thread; each text is needed once, for its outline.
-    /// `next_book` is called when `NEXT_BOOK_AT` chapters are left.
-    Library { next_book: &'a (dyn Fn() + Sync) },
+    Library,
 }
-
-/// The chapters left of a book when a library's walk asks for the next
-/// book's: half the read-ahead window of a bucket (`ahead::disk`), those
-/// the walker has asked for already and reads while the next book is
-/// listed and its first chapters fetched.
-pub(super) const NEXT_BOOK_AT: usize = 32;
 
 /// `updated` of a chapter whose mtime is `t`.
 fn iso_of(t: SystemTime) -> String {

@@ -33,8 +33,8 @@ pub(crate) struct ChapterLoad<'a> {
 pub(crate) trait LoadObserver: Send + Sync {
     fn chapter_loaded(&self, load: &ChapterLoad<'_>);
     /// A walk reads every chapter of `book` (its chapters `index`) from
-    /// its start next.
-    fn book_coming(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>);
+    /// its start now.
+    fn walk_begins(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>);
 }
 
 impl Source {
@@ -46,17 +46,12 @@ impl Source {
         }
     }
 
-    /// A walk comes to every chapter of `book` next: its look is taken
-    /// (listed, in a bucket) and its observer told, so that its first
-    /// chapters are on their way before the walk is done with the book
-    /// it is on. Nothing when the book cannot be looked at: the walk
-    /// finds why itself.
-    pub(crate) fn book_coming(&self, book: &OsStr) {
-        let Ok(now) = self.book(book) else {
-            return;
-        };
+    /// A walk reads every chapter of `book` (`index`, of the look it
+    /// took) from its start now: its observer is told, so that the
+    /// chapters' files are asked for before the walk comes to each.
+    pub(crate) fn walk_begins(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
         if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
-            observer.book_coming(&self.library, &Arc::from(book), &now.index);
+            observer.walk_begins(&self.library, book, index);
         }
     }
 
