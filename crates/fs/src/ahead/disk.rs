@@ -58,7 +58,7 @@ impl Prefetcher {
         let from = position + 1;
         // The wide window only for a reader well into the book, or one a
         // walk said reads all of it (its window opened whole,
-        // `queue_start`): one who reads a page or two of its start costs
+        // `queue_whole`): one who reads a page or two of its start costs
         // no more GETs than that.
         let window = match from < READ_AHEAD && track.disk.end() <= READ_AHEAD {
             true => READ_AHEAD,
@@ -74,15 +74,20 @@ impl Prefetcher {
         chapters
     }
 
-    /// The chapters to ask for from the start of `track`'s book, which a
-    /// walk reads whole from there: the whole window (none asked for yet),
-    /// marked asked for. Read them with `read`, out of the tracks' lock.
-    pub(crate) fn queue_start<P: PagePlace>(&self, track: &mut Track<P>) -> Range<usize> {
-        if super::switched_off("disk") || track.disk.end() > 0 {
-            return 0..0;
+    /// The chapters to ask for from `from` in `track`'s book, which a walk
+    /// reads from there to its end: the whole window (unless some are
+    /// asked for from there already), marked asked for. Read them with
+    /// `read`, out of the tracks' lock.
+    pub(crate) fn queue_whole<P: PagePlace>(
+        &self,
+        track: &mut Track<P>,
+        from: usize,
+    ) -> Range<usize> {
+        if super::switched_off("disk") || track.disk.end() > from {
+            return from..from;
         }
-        let Some(chapters) = track.top_up(&track.disk, 0, self.window, self.window / 2) else {
-            return 0..0;
+        let Some(chapters) = track.top_up(&track.disk, from, self.window, self.window / 2) else {
+            return from..from;
         };
         track.disk.queued(&chapters);
         chapters
@@ -180,7 +185,7 @@ mod tests {
     /// start, and its reader's loads keep it whole: asked for again only
     /// once half of it is read, never narrowed to a start's window.
     #[test]
-    fn a_book_a_walk_begins_is_asked_for_whole_and_kept_whole() {
+    fn a_book_a_walk_reads_is_asked_for_whole_and_kept_whole() {
         let prefetcher = Prefetcher::start(true);
         let index = Arc::new(BookIndex::new(
             (1..=100)
@@ -189,8 +194,11 @@ mod tests {
         ));
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
         let mut track = Track::new(&book, &index);
-        assert_eq!(prefetcher.queue_start(&mut track), 0..READ_AHEAD_REQUESTED);
-        assert_eq!(prefetcher.queue_start(&mut track), 0..0, "asked once");
+        assert_eq!(
+            prefetcher.queue_whole(&mut track, 0),
+            0..READ_AHEAD_REQUESTED
+        );
+        assert_eq!(prefetcher.queue_whole(&mut track, 0), 0..0, "asked once");
         let half = READ_AHEAD_REQUESTED / 2;
         for i in 0..half {
             assert!(prefetcher.queue(&mut track, i).is_empty(), "{i}");

@@ -37,7 +37,7 @@
 //!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
 //! environment switches members off, to measure what each one pays for;
-//! `walks` switches off a walk's window opened whole (`walk_begins`).
+//! `walks` switches off a walk's window opened whole (`walk_reads`).
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -292,16 +292,23 @@ impl LoadObserver for Ahead {
             .read(load.library, load.book, load.index, chapters);
     }
 
-    /// A walk reads `book` whole from its start: the disk's window of its
-    /// reader is opened whole at once, as for a reader well into a book,
-    /// rather than a chapter read alone and then a start's narrow window.
-    fn walk_begins(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
+    /// A walk reads `book` from `position` on: the disk's window of its
+    /// reader is opened whole there at once, as for a reader well into a
+    /// book, rather than a chapter read alone and then a start's narrow
+    /// window.
+    fn walk_reads(
+        &self,
+        library: &Library,
+        book: &Arc<OsStr>,
+        index: &Arc<BookIndex>,
+        position: usize,
+    ) {
         if switched_off("walks") {
             return;
         }
         let chapters = {
             let mut tracks = lock(&self.tracks);
-            self.disk.queue_start(tracks.of(book, index))
+            self.disk.queue_whole(tracks.of(book, index), position)
         };
         self.disk.read(library, book, index, chapters);
     }

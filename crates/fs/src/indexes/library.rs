@@ -93,8 +93,6 @@ impl IndexFiles {
                     // Only the totals: the book's own index is rendered
                     // when it is read.
                     let counts = known_at(seen.version).unwrap_or_else(|| {
-                        // Read whole: its chapters are asked for at once.
-                        source.walk_begins(&book, &look.book.index);
                         self.walk_settled(source, outlines, &book, look, Walk::Library)
                             .totals()
                     });

@@ -63,6 +63,10 @@ pub(super) fn walk_book(
     walk: Walk,
 ) -> WalkedBook {
     let index = &look.book.index;
+    // The first chapter the library's walk reads (its figures neither
+    // cached nor stored) begins the reading of the book: the chapters from
+    // there on are read, so they are asked for at once.
+    let reading = std::sync::Once::new();
     let count_of = |position: &usize| {
         let c = &index.chapters[*position];
         let meta = look.metas[*position].clone().ok_or(Error::NotFound)?;
@@ -74,7 +78,9 @@ pub(super) fn walk_book(
             Walk::Book => outlines
                 .outline_keeping(source, &chapter, now, KeepText::Yes)
                 .map(ChapterCount::of),
-            Walk::Library => outlines.count(source, &chapter, now),
+            Walk::Library => outlines.count(source, &chapter, now, || {
+                reading.call_once(|| source.walk_reads(book, index, *position));
+            }),
         }
     };
     let positions: Vec<usize> = (0..index.chapters.len()).collect();

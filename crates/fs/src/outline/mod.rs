@@ -194,12 +194,13 @@ impl Outlines {
     /// counts every chapter of the library): its stored figures are taken
     /// as they are, without decoding its pages or caching an outline
     /// nobody may list, and a text it has to read is not kept (it is
-    /// needed once).
+    /// needed once). `to_read` is called before a chapter is read.
     pub(crate) fn count(
         &self,
         source: &Source,
         c: &ChapterRef,
         now: ChapterFile,
+        to_read: impl FnOnce(),
     ) -> Result<ChapterCount> {
         let version = now.version();
         let cached = lock(&self.cache).get(&(c.clone(), version));
@@ -218,6 +219,7 @@ impl Outlines {
                 mtime: now.mtime(),
             });
         }
+        to_read();
         let (loaded, outline) = self.outline_read(source, c, now, KeepText::No)?;
         Ok(ChapterCount {
             version: loaded.version,

@@ -32,9 +32,15 @@ pub(crate) struct ChapterLoad<'a> {
 /// callers ask for and leaves what follows from a read to its observer.
 pub(crate) trait LoadObserver: Send + Sync {
     fn chapter_loaded(&self, load: &ChapterLoad<'_>);
-    /// A walk reads every chapter of `book` (its chapters `index`) from
-    /// its start now.
-    fn walk_begins(&self, library: &Library, book: &Arc<OsStr>, index: &Arc<BookIndex>);
+    /// A walk reads the chapters of `book` (its chapters `index`) from
+    /// `position` on, now.
+    fn walk_reads(
+        &self,
+        library: &Library,
+        book: &Arc<OsStr>,
+        index: &Arc<BookIndex>,
+        position: usize,
+    );
 }
 
 impl Source {
@@ -46,12 +52,12 @@ impl Source {
         }
     }
 
-    /// A walk reads every chapter of `book` (`index`, of the look it
-    /// took) from its start now: its observer is told, so that the
-    /// chapters' files are asked for before the walk comes to each.
-    pub(crate) fn walk_begins(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>) {
+    /// A walk reads the chapters of `book` (`index`, of the look it took)
+    /// from `position` on, now: its observer is told, so that their files
+    /// are asked for before the walk comes to each.
+    pub(crate) fn walk_reads(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>, position: usize) {
         if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
-            observer.walk_begins(&self.library, book, index);
+            observer.walk_reads(&self.library, book, index, position);
         }
     }
 
