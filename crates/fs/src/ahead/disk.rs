@@ -58,9 +58,9 @@ impl Prefetcher {
         let from = position + 1;
         // The wide window only for a reader well into the book, or one a
         // walk said reads all of it (its window opened whole,
-        // `queue_whole`): one who reads a page or two of its start costs
-        // no more GETs than that.
-        let window = match from < READ_AHEAD && track.disk.end() <= READ_AHEAD {
+        // `queue_whole`, reaching past a narrow one): one who reads a page
+        // or two of its start costs no more GETs than that.
+        let window = match from < READ_AHEAD && track.disk.end() <= from + READ_AHEAD {
             true => READ_AHEAD,
             false => self.window,
         };
@@ -208,6 +208,31 @@ mod tests {
             prefetcher.queue(&mut track, half),
             READ_AHEAD_REQUESTED..half + 1 + READ_AHEAD_REQUESTED,
             "topped up once fewer than half are ahead"
+        );
+    }
+
+    /// In a bucket, a reader of a book's first pages (its first chapter,
+    /// then the next ones loaded from what was fetched ahead) has the
+    /// narrow window, topped up by halves, until it is well into the book.
+    #[test]
+    fn a_reader_at_a_books_start_gets_the_narrow_window_in_a_bucket() {
+        let prefetcher = Prefetcher::start(true);
+        let index = Arc::new(BookIndex::new(
+            (1..=100)
+                .map(|i| Chapter::new(format!("第{i:03}章.md").into()))
+                .collect(),
+        ));
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let mut track = Track::new(&book, &index);
+        assert_eq!(prefetcher.queue(&mut track, 0), 1..17);
+        for i in 1..=8 {
+            assert!(prefetcher.queue(&mut track, i).is_empty(), "{i}");
+        }
+        assert_eq!(prefetcher.queue(&mut track, 9), 17..26, "7 left: topped up");
+        assert_eq!(
+            prefetcher.queue(&mut track, 16),
+            26..17 + READ_AHEAD_REQUESTED,
+            "well into the book: the wide window"
         );
     }
 }
