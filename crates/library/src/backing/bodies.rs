@@ -91,8 +91,10 @@ pub(super) struct Bodies {
     fetchers: usize,
 }
 
-/// A batch queued for the fetchers.
+/// A batch queued for the fetchers: one reader's (its book's) next
+/// bodies.
 struct Pending {
+    book: Option<PathBuf>,
     wanted: VecDeque<(Key, Version)>,
     taken: usize,
 }
@@ -122,15 +124,55 @@ impl Bodies {
             || self.queued.contains(key)
     }
 
+    /// Queues what of `wanted` is neither held nor coming already, as one
+    /// batch; whether anything was.
+    fn queue(&mut self, wanted: Batch) -> bool {
+        let batch: VecDeque<(Key, Version)> = wanted
+            .into_iter()
+            .filter(|(k, v)| !self.coming(k, v) && self.queued.insert(k.clone()))
+            .collect();
+        let Some((first, _)) = batch.front() else {
+            return false;
+        };
+        self.pending_keys += batch.len();
+        self.pending.push_back(Pending {
+            book: first.path.parent().map(Path::to_path_buf),
+            wanted: batch,
+            taken: 0,
+        });
+        true
+    }
+
+    /// The batch to take from next: of the book whose pending batches were
+    /// taken from least (the first queued of those), so that a book's
+    /// first chapters queued behind another book's end are not kept
+    /// waiting for it; its oldest batch, which its reader comes to first.
+    fn next_batch(&self) -> Option<usize> {
+        let mut best: Option<(usize, usize)> = None;
+        for (at, p) in self.pending.iter().enumerate() {
+            if self.pending.iter().take(at).any(|q| q.book == p.book) {
+                continue;
+            }
+            let taken: usize = self
+                .pending
+                .iter()
+                .filter(|q| q.book == p.book)
+                .map(|q| q.taken)
+                .sum();
+            if best.is_none_or(|(least, _)| taken < least) {
+                best = Some((taken, at));
+            }
+        }
+        best.map(|(_, at)| at)
+    }
+
     /// The next bodies for a fetcher to ask for, up to `GETS_A_FETCHER`,
-    /// marked under way: from the batch it took the fewest of (the oldest
-    /// of those), so that a batch queued behind a long one (the next
-    /// book's first chapters behind the end of the last) is not kept
-    /// waiting for it. Empty when nothing is left to ask for.
+    /// marked under way (see `next_batch`). Empty when nothing is left to
+    /// ask for.
     fn take(&mut self) -> Batch {
         let mut chunk = Batch::new();
         while chunk.len() < GETS_A_FETCHER {
-            let Some(at) = (0..self.pending.len()).min_by_key(|&i| self.pending[i].taken) else {
+            let Some(at) = self.next_batch() else {
                 break;
             };
             let pending = &mut self.pending[at];
@@ -265,18 +307,9 @@ impl Store {
     pub(super) fn ahead(&self, wanted: Batch) {
         let start = {
             let mut b = lock(&self.bodies.0);
-            let batch: VecDeque<(Key, Version)> = wanted
-                .into_iter()
-                .filter(|(k, v)| !b.coming(k, v) && b.queued.insert(k.clone()))
-                .collect();
-            if batch.is_empty() {
+            if !b.queue(wanted) {
                 return;
             }
-            b.pending_keys += batch.len();
-            b.pending.push_back(Pending {
-                wanted: batch,
-                taken: 0,
-            });
             // A fetcher running is busy (an idle one ends): one more for
             // each fetcher's share of the keys waiting, up to the bound.
             let start = b
@@ -499,5 +532,35 @@ mod tests {
         let most = storage.most_gets_in_flight.load(Ordering::SeqCst);
         assert_eq!(most, bound, "GETs in flight at most {most} of {bound}");
         assert_eq!(storage.gets.load(Ordering::SeqCst), bound);
+    }
+
+    /// A reader's batches go out in the order it asked for them (the one
+    /// it comes to first first), and another book's batch beside them, a
+    /// body each in turn.
+    #[test]
+    fn a_readers_batches_in_its_order_and_another_books_beside_them() {
+        let mut b = Bodies::default();
+        assert!(b.queue(batch(1, 0..24)));
+        assert!(b.queue(batch(1, 24..32)));
+        assert!(b.queue(batch(2, 0..8)));
+        assert!(!b.queue(batch(2, 0..8)), "queued already");
+        let mut taken = Vec::new();
+        loop {
+            let chunk = b.take();
+            if chunk.is_empty() {
+                break;
+            }
+            assert!(chunk.len() <= GETS_A_FETCHER);
+            taken.extend(chunk.into_iter().map(|(k, _)| k));
+        }
+        let keys =
+            |n: usize, chapters: Range<usize>| batch(n, chapters).into_iter().map(|(k, _)| k);
+        let expected: Vec<Key> = keys(1, 0..8)
+            .zip(keys(2, 0..8))
+            .flat_map(|(one, two)| [one, two])
+            .chain(keys(1, 8..32))
+            .collect();
+        assert_eq!(taken, expected);
+        assert_eq!(b.pending_keys, 0);
     }
 }
