@@ -87,3 +87,64 @@ fn a_walk_of_the_books_fetches_each_books_first_chapters_together() {
     assert!(counts.list <= books as u64 + 1, "{counts:?}");
     assert_eq!(counts.head, 0, "{counts:?}");
 }
+
+/// The LISTs of book `b`'s directory in `log`.
+fn lists_of(log: &[Request], b: usize) -> usize {
+    let book = url_path(&format!("书{b:02}"));
+    log.iter()
+        .filter(|r| r.kind == "LIST" && r.path.contains(&book))
+        .count()
+}
+
+/// Two books of 400 chapters at 200 ms a request with `--ttl 1`: each
+/// book's walk (its LIST to its last chapter's GET) outlasts the TTL, yet
+/// each book is listed once, since the GETs that bring its chapters are
+/// as fresh as a new listing would be (each body is read well within the
+/// TTL of its GET: a few round trips). With that switched off
+/// (`NOVELFS_TEST_LISTINGS_OFF=listed`), in the same run, a book read
+/// past its listing's TTL is listed again.
+#[test]
+fn a_book_walked_past_its_listings_ttl_is_listed_once() {
+    require_fuse!();
+    let (books, chapters) = (2, 400);
+    let (_dir, root) = library(books, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    bucket.server.set("latency_ms=200");
+    let walk = |env: &[(&'static str, std::ffi::OsString)]| {
+        let m = bucket.mount_with_env(&["--ttl", "1"], env);
+        std::fs::metadata(m.path()).unwrap();
+        bucket.server.reset_counts();
+        let text = std::fs::read_to_string(m.path().join("novel_books.txt")).unwrap();
+        assert!(text.contains(&format!("书{:02}", books - 1)), "{text}");
+        let log = bucket.server.log();
+        (0..books)
+            .map(|b| {
+                let gets = gets_of(&log, b);
+                assert_eq!(gets.len(), chapters, "book {b}: one GET a chapter");
+                let first = log
+                    .iter()
+                    .find(|r| r.kind == "LIST" && r.path.contains(&url_path(&format!("书{b:02}"))))
+                    .expect("the book's LIST");
+                let last = gets.iter().filter_map(|r| r.end).fold(0.0, f64::max);
+                (lists_of(&log, b), last - first.start)
+            })
+            .collect::<Vec<_>>()
+    };
+    let again = walk(&[("NOVELFS_TEST_LISTINGS_OFF", "listed".into())]);
+    eprintln!("switched off: (LISTs, seconds from LIST to last GET) a book: {again:?}");
+    assert!(
+        again.iter().any(|(lists, _)| *lists > 1),
+        "switched off: {again:?}"
+    );
+    let once = walk(&[]);
+    eprintln!("(LISTs, seconds from LIST to last GET) a book: {once:?}");
+    for (b, (lists, took)) in once.iter().enumerate() {
+        assert!(
+            *took > 1.0,
+            "book {b}'s walk within the TTL shows nothing: {once:?}"
+        );
+        assert_eq!(*lists, 1, "book {b}: {once:?}");
+    }
+}

@@ -70,7 +70,7 @@ impl Key {
 /// pages) pays one GET.
 #[derive(Default)]
 pub(super) struct Bodies {
-    held: HashMap<Key, (Version, Arc<Vec<u8>>, u64)>,
+    held: HashMap<Key, Held>,
     /// The keys held, by when they were last used.
     order: BTreeMap<u64, Key>,
     tick: u64,
@@ -91,6 +91,16 @@ pub(super) struct Bodies {
     fetchers: usize,
 }
 
+/// A body held: its version, its bytes, when it was last used (its tick)
+/// and when the GET that brought it began (the object was this version
+/// then or later).
+struct Held {
+    version: Version,
+    body: Arc<Vec<u8>>,
+    used: u64,
+    got: Instant,
+}
+
 /// A batch queued for the fetchers: one reader's (its book's) next
 /// bodies.
 struct Pending {
@@ -100,18 +110,24 @@ struct Pending {
 }
 
 impl Bodies {
-    /// The body of `key` in `version`, marked as just used.
-    fn get(&mut self, key: &Key, version: &Version) -> Option<Arc<Vec<u8>>> {
+    /// The body of `key` in `version`, got by a GET begun at or after
+    /// `got_since` when that is given, marked as just used.
+    fn get(
+        &mut self,
+        key: &Key,
+        version: &Version,
+        got_since: Option<Instant>,
+    ) -> Option<Arc<Vec<u8>>> {
         self.tick += 1;
         let tick = self.tick;
-        let (held, body, used) = self.held.get_mut(key)?;
-        if held != version {
+        let held = self.held.get_mut(key)?;
+        if held.version != *version || got_since.is_some_and(|since| held.got < since) {
             return None;
         }
-        self.order.remove(used);
-        *used = tick;
+        self.order.remove(&held.used);
+        held.used = tick;
         self.order.insert(tick, key.clone());
-        Some(body.clone())
+        Some(held.body.clone())
     }
 
     /// Whether `key` is held in `version`, under way or queued: nothing to
@@ -119,7 +135,7 @@ impl Bodies {
     fn coming(&self, key: &Key, version: &Version) -> bool {
         self.held
             .get(key)
-            .is_some_and(|(held, _, _)| held == version)
+            .is_some_and(|held| held.version == *version)
             || self.fetching.contains(key)
             || self.queued.contains(key)
     }
@@ -194,27 +210,37 @@ impl Bodies {
 
     /// Keeps `body` unless it alone is over `limit`, giving up the least
     /// recently used bodies to make room.
-    fn put(&mut self, key: &Key, version: Version, body: Arc<Vec<u8>>, limit: u64) {
+    fn put(&mut self, key: &Key, got: (Version, Instant), body: Arc<Vec<u8>>, limit: u64) {
         let len = body.len() as u64;
         if len > limit {
             return;
         }
-        if let Some((_, old, used)) = self.held.remove(key) {
-            self.order.remove(&used);
-            self.bytes -= old.len() as u64;
+        if let Some(old) = self.held.remove(key) {
+            self.order.remove(&old.used);
+            self.bytes -= old.body.len() as u64;
         }
         while self.bytes + len > limit {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };
-            if let Some((_, old, _)) = self.held.remove(&oldest) {
-                self.bytes -= old.len() as u64;
+            if let Some(old) = self.held.remove(&oldest) {
+                self.bytes -= old.body.len() as u64;
             }
         }
         self.tick += 1;
         self.bytes += len;
         self.order.insert(self.tick, key.clone());
-        self.held.insert(key.clone(), (version, body, self.tick));
+        let (version, got) = got;
+        let used = self.tick;
+        self.held.insert(
+            key.clone(),
+            Held {
+                version,
+                body,
+                used,
+                got,
+            },
+        );
     }
 }
 
@@ -283,6 +309,18 @@ impl Store {
     /// The body of `key` in `version` when it is held, waiting for its
     /// GET if one is under way.
     pub(super) fn held(&self, key: &Key, version: &Version) -> Option<Arc<Vec<u8>>> {
+        self.held_since(key, version, None)
+    }
+
+    /// The body of `key` in `version` when it is held and its GET began at
+    /// or after `got_since` (any time, `None`), waiting for its GET if one
+    /// is under way.
+    pub(super) fn held_since(
+        &self,
+        key: &Key,
+        version: &Version,
+        got_since: Option<Instant>,
+    ) -> Option<Arc<Vec<u8>>> {
         let (bodies, done) = &*self.bodies;
         let deadline = Instant::now() + self.wait;
         let mut b = lock(bodies);
@@ -294,12 +332,18 @@ impl Store {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        b.get(key, version)
+        b.get(key, version, got_since)
     }
 
-    /// Keeps `body` of `key` for the next reader.
-    pub(super) fn put(&self, key: &Key, version: Version, body: Arc<Vec<u8>>) {
-        lock(&self.bodies.0).put(key, version, body, self.limit);
+    /// Whether a body of `key` is held, in any version.
+    pub(super) fn holds(&self, key: &Key) -> bool {
+        lock(&self.bodies.0).held.contains_key(key)
+    }
+
+    /// Keeps `body` of `key`, in the version a GET begun at `got` gave,
+    /// for the next reader.
+    pub(super) fn put(&self, key: &Key, got: (Version, Instant), body: Arc<Vec<u8>>) {
+        lock(&self.bodies.0).put(key, got, body, self.limit);
     }
 
     /// Queues for the fetchers what of `wanted` is neither held nor
@@ -379,12 +423,13 @@ fn fetch(
         // Each body is kept, and its waiting reader woken, as it arrives:
         // a reader of the first chapters of a batch does not wait for the
         // last.
+        let begun = Instant::now();
         let results = storage.read_many(requests, limits);
         for ((key, version), result) in wanted.iter().zip(results) {
             let mut b = lock(lock_);
             // Read with If-Match: the bytes are of the version asked for.
             if let Ok(object) = result {
-                b.put(key, version.clone(), Arc::new(object.bytes), limit);
+                b.put(key, (version.clone(), begun), Arc::new(object.bytes), limit);
             }
             b.fetching.remove(key);
             drop(b);
@@ -562,5 +607,25 @@ mod tests {
             .collect();
         assert_eq!(taken, expected);
         assert_eq!(b.pending_keys, 0);
+    }
+
+    /// A body is given for a freshness bound only when its GET began at
+    /// or after it: what `BucketBacking::open` trusts past a listing's
+    /// TTL.
+    #[test]
+    fn a_body_got_before_the_bound_asked_for_is_not_given_for_it() {
+        let store = Store::new(Arc::new(Batches::default()), 1 << 20, Duration::ZERO);
+        let key = Key::whole(Path::new("novels/书/第1章.md"));
+        let version = Version::ETag {
+            etag: "\"1\"".into(),
+            size: 3,
+        };
+        let got = Instant::now();
+        store.put(&key, (version.clone(), got), Arc::new(b"abc".to_vec()));
+        assert!(store.held_since(&key, &version, Some(got)).is_some());
+        let later = got + Duration::from_millis(1);
+        assert!(store.held_since(&key, &version, Some(later)).is_none());
+        assert!(store.held(&key, &version).is_some(), "any age");
+        assert!(store.holds(&key));
     }
 }

@@ -11,12 +11,12 @@ use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use novelfs_storage::{Entry, Kind, Storage, Version};
+use novelfs_storage::{Entry, Kind, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
-use super::listings::Listings;
+use super::listings::{self, Listings};
 use super::ranged::{self, Ranged};
 use super::{Backing, EntryKind, Meta, Opened};
 
@@ -157,6 +157,7 @@ impl BucketBacking {
                 at_hand: true,
             })));
         }
+        let begun = Instant::now();
         let object = match self.storage.read(&rel(path)?, None) {
             Ok(o) => o,
             Err(e) if e.is_not_found() => return Ok(None),
@@ -171,12 +172,64 @@ impl BucketBacking {
         };
         let meta = file_meta(&object.version, object.bytes.len() as u64, modified);
         let bytes = Arc::new(object.bytes);
-        self.store.put(&key, object.version, bytes.clone());
+        self.store.put(&key, (object.version, begun), bytes.clone());
         Ok(Some(Box::new(Fetched {
             bytes,
             meta,
             at_hand: false,
         })))
+    }
+}
+
+impl BucketBacking {
+    /// A small chapter its directory's last listing names, however old
+    /// that listing is: held from a GET begun within the TTL, or read now
+    /// with a GET pinned to the listed version. Either GET saw the object
+    /// as a listing made then would have, so a walk of the books that
+    /// outlasts a book's listing reads the rest of the book without
+    /// listing it again. `None` when it is not known so, or is held only
+    /// from a GET older than the TTL (a LIST, not a GET, says whether it
+    /// is still that version), or was replaced since (a new listing says
+    /// what it is now).
+    fn open_listed_before(&self, path: &Path) -> Option<io::Result<Option<Box<dyn Opened>>>> {
+        if self.ttl.is_zero() || listings::switched_off("listed") {
+            return None;
+        }
+        let listed = self.listings.kept_entry(path)?;
+        if listed.kind != Kind::File || listed.size > self.big.part_bytes {
+            return None;
+        }
+        let key = Key::whole(path);
+        let since = Instant::now().checked_sub(self.ttl)?;
+        if let Some(bytes) = self.store.held_since(&key, &listed.version, Some(since)) {
+            let meta = file_meta(&listed.version, bytes.len() as u64, listed.modified);
+            return Some(Ok(Some(Box::new(Fetched {
+                bytes,
+                meta,
+                at_hand: true,
+            }))));
+        }
+        if self.store.holds(&key) {
+            return None;
+        }
+        let begun = Instant::now();
+        let object = match self.storage.read(&rel(path).ok()?, Some(&listed.version)) {
+            Ok(object) => object,
+            Err(e) if e.is_not_found() => return Some(Ok(None)),
+            Err(StorageError::Changed { .. }) => {
+                self.listings.forget(path.parent()?);
+                return None;
+            }
+            Err(e) => return Some(Err(to_io(e))),
+        };
+        let meta = file_meta(&listed.version, object.bytes.len() as u64, listed.modified);
+        let bytes = Arc::new(object.bytes);
+        self.store.put(&key, (listed.version, begun), bytes.clone());
+        Some(Ok(Some(Box::new(Fetched {
+            bytes,
+            meta,
+            at_hand: false,
+        }))))
     }
 }
 
@@ -234,6 +287,9 @@ impl Backing for BucketBacking {
     }
 
     fn open(&self, path: &Path) -> io::Result<Option<Box<dyn Opened>>> {
+        if let Some(opened) = self.open_listed_before(path) {
+            return opened;
+        }
         let Some(listed) = self.listings.entry(path)? else {
             return Ok(None);
         };
@@ -258,7 +314,14 @@ impl Backing for BucketBacking {
         let batch = paths
             .into_iter()
             .filter_map(|p| {
-                let e = self.listings.entry(&p).ok()??;
+                // The last listing's versions, however old: a body of one
+                // replaced since is refused by its GET (If-Match) and read
+                // again when its reader comes to it, and a book's listing
+                // is not made again for what is only fetched ahead.
+                let e = match self.listings.kept_entry(&p) {
+                    Some(e) => e,
+                    None => self.listings.entry(&p).ok()??,
+                };
                 if e.kind != Kind::File {
                     return None;
                 }

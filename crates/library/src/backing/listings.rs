@@ -56,11 +56,12 @@ const LISTER_STACK: usize = 256 << 10;
 
 /// The environment variable naming the mechanisms switched off, for the
 /// tests that show each one matters: `stale` (a listing past its TTL is
-/// made again before it is served) and `ahead` (no directory is listed
-/// ahead of a walker).
+/// made again before it is served), `ahead` (no directory is listed
+/// ahead of a walker) and `listed` (a chapter is opened from its
+/// directory's listing within its TTL only: `BucketBacking::open`).
 pub(super) const OFF_ENV: &str = "NOVELFS_TEST_LISTINGS_OFF";
 
-fn switched_off(mechanism: &str) -> bool {
+pub(super) fn switched_off(mechanism: &str) -> bool {
     std::env::var(OFF_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
 }
 
@@ -394,6 +395,15 @@ impl Listings {
                 .iter()
                 .any(|e| e.name == name && e.kind == Kind::File)
         })
+    }
+
+    /// The entry of `path` in its directory's last listing, however old:
+    /// nothing is listed for it.
+    pub(super) fn kept_entry(&self, path: &Path) -> Option<Entry> {
+        let (dir, name) = (path.parent()?, path.file_name()?);
+        let made = lock(&self.made);
+        let listed = made.by_dir.get(dir)?;
+        listed.entries.iter().find(|e| e.name == name).cloned()
     }
 
     /// The listed entry of `path`, from its directory's listing.

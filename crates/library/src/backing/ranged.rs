@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use novelfs_storage::{RelPath, Storage, StorageError, Version};
 
@@ -115,10 +116,12 @@ impl Ranged {
             return Ok(body);
         }
         let want = range.end - range.start;
+        let begun = Instant::now();
         match b.storage.read_range(&self.rel, range, Some(&self.version)) {
             Ok(object) if object.bytes.len() as u64 == want => {
                 let body = Arc::new(object.bytes);
-                b.store.put(&key, self.version.clone(), body.clone());
+                b.store
+                    .put(&key, (self.version.clone(), begun), body.clone());
                 Ok(body)
             }
             Ok(_) => Err(io::Error::new(
