@@ -45,6 +45,16 @@ pub fn prepare_patterns() {
     number::compile_patterns();
     lookup::compile_patterns();
     scan::load_collator();
+    PATTERNS_PREPARED.store(true, std::sync::atomic::Ordering::Release);
+}
+
+static PATTERNS_PREPARED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `prepare_patterns` has run to its end in this process: a mount
+/// of a bucket starts it while the bucket is checked, and the tree then
+/// has none left to wait for.
+pub fn patterns_prepared() -> bool {
+    PATTERNS_PREPARED.load(std::sync::atomic::Ordering::Acquire)
 }
 
 /// Chapters above this size are refused rather than read into memory.

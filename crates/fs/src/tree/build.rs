@@ -62,11 +62,16 @@ impl Default for FsConfig {
 impl NovelFs {
     pub fn new(library: Library, config: FsConfig) -> Self {
         let budget = Budget::split(config.cache_bytes);
-        // On the other core while the mount is attached (see `prepared`).
-        let preparing = std::thread::Builder::new()
-            .name("novelfs-prepare".into())
-            .spawn(novelfs_library::prepare_patterns)
-            .ok();
+        // On the other core while the mount is attached (see `prepared`),
+        // unless done already: a thread started only to be joined can wait
+        // for a CPU on a busy machine, and the mount is ready only then.
+        let preparing = match novelfs_library::patterns_prepared() {
+            true => None,
+            false => std::thread::Builder::new()
+                .name("novelfs-prepare".into())
+                .spawn(novelfs_library::prepare_patterns)
+                .ok(),
+        };
         // The library's filesystem, worked out once for all that depends
         // on it.
         let novels_dir = library.novels_dir();
@@ -191,5 +196,27 @@ impl NovelFs {
     /// Bytes of names recorded as missing (inside the cache budget).
     pub fn negatives_bytes(&self) -> usize {
         self.negatives.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mount whose file-name patterns are compiled already (a bucket's,
+    /// while its check was on its round trip) starts no thread to compile
+    /// them, which it would wait for before it is ready.
+    #[test]
+    fn no_thread_compiles_patterns_compiled_already() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
+        novelfs_library::prepare_patterns();
+        let config = FsConfig {
+            watch: false,
+            ..FsConfig::default()
+        };
+        let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        assert!(lock(&fs.preparing).is_none(), "a thread was started");
+        fs.prepared();
     }
 }
