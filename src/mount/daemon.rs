@@ -188,6 +188,7 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
     }
     // Before any other thread starts: the holder may ask it to step down.
     super::step_down::watch(h.generation);
+    h.start_sentinel();
     // The arguments are parsed; nothing is kept busy.
     let _ = std::env::set_current_dir("/");
     let cli = h.cli.take();

@@ -109,6 +109,9 @@ pub(crate) struct Handoff {
     pub generation: u64,
     pub holder: u32,
     pub go: Option<std::fs::File>,
+    /// The id the thread the holder watches once this server serves
+    /// tells when it first runs (see `start_sentinel`).
+    sentinel: Option<std::sync::mpsc::Receiver<libc::pid_t>>,
 }
 
 impl Handoff {
@@ -131,6 +134,7 @@ impl Handoff {
                 generation: f.generation,
                 holder: f.holder,
                 go: (f.go >= 0).then(|| std::fs::File::from_raw_fd(f.go)),
+                sentinel: None,
             })
         }
     }
@@ -177,12 +181,26 @@ impl Handoff {
         }
     }
 
-    /// Tells the holder this server serves, and which thread to watch:
-    /// one that only waits, so that it ends as soon as the server is
-    /// killed (the main thread's end is not told until every thread has
-    /// ended, and one may wait in the kernel for the next server).
-    pub(crate) fn serving(&mut self) {
+    /// Starts the thread the holder watches once this server serves: one
+    /// that only waits, so that it ends as soon as the server is killed
+    /// (the main thread's end is not told until every thread has ended,
+    /// and one may wait in the kernel for the next server). Started while
+    /// the library opens, and not waited for here, so that `serving` has
+    /// nothing left to wait for: on a busy machine a new thread's first
+    /// run can wait milliseconds for a CPU.
+    pub(crate) fn start_sentinel(&mut self) {
         let (tell, told) = std::sync::mpsc::channel();
+        // It starts with every signal blocked (a thread starts with its
+        // maker's mask): a termination signal is the signal thread's to
+        // take, which `session::serve` starts later, with them blocked.
+        // SAFETY: plain signal-mask calls on local sets.
+        let kept = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut kept: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut kept);
+            kept
+        };
         let spawned = std::thread::Builder::new()
             .name("novelfs-sentinel".into())
             .spawn(move || {
@@ -192,7 +210,22 @@ impl Handoff {
                     std::thread::park();
                 }
             });
-        let tid = spawned.ok().and_then(|_| told.recv().ok()).unwrap_or(0);
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &kept, std::ptr::null_mut()) };
+        self.sentinel = spawned.ok().map(|_| told);
+    }
+
+    /// Tells the holder this server serves, and which thread to watch
+    /// (see `start_sentinel`; started here when it was not yet).
+    pub(crate) fn serving(&mut self) {
+        if self.sentinel.is_none() {
+            self.start_sentinel();
+        }
+        let tid = self
+            .sentinel
+            .take()
+            .and_then(|told| told.recv().ok())
+            .unwrap_or(0);
         // One write (a pipe keeps a write this small whole): the holder
         // reads the line at once.
         let _ = self.status.write_all(format!("serving {tid}\n").as_bytes());

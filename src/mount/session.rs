@@ -193,10 +193,13 @@ pub(crate) fn serve(
         );
     }
     fs.prepared();
-    ready(Ok(()));
+    // The holder first, then the waiting CLI, which returns once both
+    // have let go of its pipe: the holder lets go on the `serving` line,
+    // and reads it while the CLI's `ok` is written.
     if let Some(h) = handoff.as_mut() {
         h.serving();
     }
+    ready(Ok(()));
 
     let _ = listing_notifier.set(session.notifier());
     let notifier = session.notifier();
