@@ -28,7 +28,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 ttl: ONE_SHOT_TTL,
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
             };
-            at.open(&bucket, reading).map_err(io)?
+            at.open(&bucket, reading, None).map_err(io)?
         }
     };
     match &args.path_root {

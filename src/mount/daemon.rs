@@ -11,8 +11,9 @@ use super::config::MountConfig;
 use super::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
 use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
-use super::process::{Forked, Writer, detach_stdio, fork_with_pipe, report_failure};
+use super::process::{Forked, detach_stdio, fork_with_socket, report_failure};
 use super::session::{Start, serve};
+use super::verdict;
 use super::watchdog::Watchdog;
 use novelfs_fs::MMAP_THRESHOLD;
 use novelfs_library::Library;
@@ -20,8 +21,9 @@ use novelfs_library::Library;
 /// The checks that turn a failing mount into a sentence.
 fn preflight(config: &MountConfig) -> Result<(), String> {
     super::transport::preflight(config.io_uring)?;
-    // A bucket is checked by the daemon (`open_library`), after the fork:
-    // its client's threads would not survive one.
+    // A bucket is checked after the fork (its client's threads would not
+    // survive one): by the waiting CLI, beside the daemon's start, or in
+    // the foreground by the daemon (`open_library`).
     match LibraryAt::parse(&config.root)? {
         at @ LibraryAt::Dir(_) => at.check(&config.bucket, config.source_timeout)?,
         LibraryAt::Bucket(_) => {}
@@ -91,7 +93,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     let given_in = std::env::current_dir().ok();
     let mut ready_pipe: Option<OwnedFd> = None;
     if !config.foreground {
-        match fork_with_pipe(Writer::Child) {
+        match fork_with_socket() {
             Err(e) => {
                 eprintln!("novelfs: cannot start the daemon: {e}");
                 return 1;
@@ -104,7 +106,17 @@ pub(crate) fn run(config: MountConfig) -> i32 {
                 let _ = std::env::set_current_dir("/");
                 ready_pipe = Some(write_end);
             }
-            Ok(Forked::Parent(read_end)) => return wait_for_daemon(read_end),
+            Ok(Forked::Parent(daemon)) => {
+                // The bucket is checked here, while the daemon mounts and
+                // starts its server, which waits for the word (`verdict`).
+                if let Ok(at @ LibraryAt::Bucket(_)) = LibraryAt::parse(&config.root)
+                    && verdict::by_cli()
+                {
+                    let checked = at.check(&config.bucket, config.source_timeout);
+                    verdict::tell(&daemon, &checked);
+                }
+                return wait_for_daemon(daemon);
+            }
         }
     }
 
@@ -138,7 +150,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.
-    let library = match open_library(&config) {
+    let library = match open_library(&config, ready_pipe.as_ref()) {
         Ok(l) => l,
         Err(msg) => {
             report_failure(ready_pipe, &msg);
@@ -194,7 +206,7 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
     let cli = h.cli.take();
     // Never stat'ed: while no server runs, that would wait on this one.
     let mountpoint = config.mountpoint.clone();
-    let library = match open_library(&config) {
+    let library = match open_library(&config, cli.as_ref()) {
         Ok(l) => l,
         Err(msg) => {
             report_failure(cli, &msg);
@@ -218,7 +230,13 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
     )
 }
 
-fn open_library(config: &MountConfig) -> Result<Library, String> {
+/// A fault for tests (`NOVELFS_TEST_SLOW_START_MS=N`): the daemon opens
+/// its library N ms late, as on a machine too busy to start it at once.
+const SLOW_START_VAR: &str = "NOVELFS_TEST_SLOW_START_MS";
+
+/// The library; a bucket is checked here unless a waiting CLI (`cli`)
+/// checks it and tells how it went (see `verdict`).
+fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, String> {
     let reading = BucketReading {
         timeout: config.source_timeout,
         ttl: config.tree.ttl,
@@ -233,7 +251,19 @@ fn open_library(config: &MountConfig) -> Result<Library, String> {
             .name("novelfs-prepare".into())
             .spawn(novelfs_library::prepare_patterns);
     }
-    let mut library = at.open(&config.bucket, reading)?;
+    if let Some(ms) = std::env::var(SLOW_START_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    let heard = cli
+        .filter(|_| verdict::by_cli())
+        .map(|fd| move || verdict::hear(fd));
+    let checked_elsewhere = heard
+        .as_ref()
+        .map(|hear| hear as &dyn Fn() -> Result<(), String>);
+    let mut library = at.open(&config.bucket, reading, checked_elsewhere)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     let library = match &config.path_root {
         Some(root) => library.with_path_root(root)?,

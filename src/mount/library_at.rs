@@ -171,18 +171,28 @@ impl LibraryAt {
 
     /// The library, read through its backing. A bucket's is checked first
     /// (as `check` does, in its one LIST) through the client that then
-    /// reads it; a directory is the caller's to check.
+    /// reads it, unless `checked_elsewhere` says how it went (the waiting
+    /// CLI checks it while the daemon starts); a directory is the caller's
+    /// to check.
     pub(crate) fn open(
         &self,
         options: &BucketOptions,
         reading: BucketReading,
+        checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
     ) -> Result<Library, String> {
         match self {
             LibraryAt::Dir(root) => Library::open(root)
                 .map_err(|e| format!("cannot open library {}: {e}", root.display())),
             LibraryAt::Bucket(url) => {
-                let storage: Arc<dyn Storage> =
-                    Arc::new(Self::checked_storage(url, options, reading.timeout)?);
+                let storage = match checked_elsewhere {
+                    None => Self::checked_storage(url, options, reading.timeout)?,
+                    Some(verdict) => {
+                        let storage = Self::storage(url, options, reading.timeout)?;
+                        verdict()?;
+                        storage
+                    }
+                };
+                let storage: Arc<dyn Storage> = Arc::new(storage);
                 let backing =
                     BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
                 Ok(Library::in_bucket(backing, &url.to_string()))

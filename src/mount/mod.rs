@@ -35,4 +35,5 @@ mod step_down;
 pub(crate) mod transport;
 pub(crate) mod unanswered;
 pub(crate) mod upgrade;
+mod verdict;
 mod watchdog;

@@ -1,5 +1,5 @@
 //! Process plumbing shared by daemonizing and the auto_unmount watchdog:
-//! who we run as, and a fork with a pipe between the two sides.
+//! who we run as, and a fork with a pipe or a socket between the two sides.
 
 use std::os::fd::OwnedFd;
 
@@ -10,7 +10,7 @@ pub(crate) fn euid_egid() -> (u32, u32) {
     (Uid::as_raw(geteuid()), Gid::as_raw(getegid()))
 }
 
-/// One side of a fork, holding its end of the pipe between the two.
+/// One side of a fork, holding its end of the pipe (or socket) between the two.
 pub(crate) enum Forked {
     Parent(OwnedFd),
     Child(OwnedFd),
@@ -20,7 +20,6 @@ pub(crate) enum Forked {
 #[derive(Clone, Copy)]
 pub(crate) enum Writer {
     Parent,
-    Child,
 }
 
 /// Forks, with a close-on-exec pipe from the `writer` side to the other.
@@ -36,9 +35,22 @@ pub(crate) fn fork_with_pipe(writer: Writer) -> std::io::Result<Forked> {
     let side = unsafe { fork() }?;
     Ok(match (side, writer) {
         (ForkResult::Parent { .. }, Writer::Parent) => Forked::Parent(write_end),
-        (ForkResult::Parent { .. }, Writer::Child) => Forked::Parent(read_end),
         (ForkResult::Child, Writer::Parent) => Forked::Child(read_end),
-        (ForkResult::Child, Writer::Child) => Forked::Child(write_end),
+    })
+}
+
+/// Forks, with a close-on-exec socket pair between the two sides: each
+/// reads what the other writes, and sees end of file once every process
+/// holding the other's end has exited. Refuses as `fork_with_pipe` does.
+pub(crate) fn fork_with_socket() -> std::io::Result<Forked> {
+    single_threaded()?;
+    let (parent, child) = std::os::unix::net::UnixStream::pair()?;
+    // SAFETY: the process has one thread, checked just above; only that
+    // thread could have started another since, and it has not.
+    let side = unsafe { fork() }?;
+    Ok(match side {
+        ForkResult::Parent { .. } => Forked::Parent(parent.into()),
+        ForkResult::Child => Forked::Child(child.into()),
     })
 }
 

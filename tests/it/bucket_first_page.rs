@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::bucket::Bucket;
+use crate::common::bucket::{Bucket, credentials};
+use crate::common::is_mounted;
 use crate::common::s3_server::Request;
 
 const LATENCY: Duration = Duration::from_millis(100);
@@ -93,5 +94,56 @@ fn a_fresh_mount_waits_for_three_round_trips_to_its_first_page() {
     assert!(
         took < 3 * LATENCY + Duration::from_millis(1500),
         "mount + first page took {took:?}"
+    );
+}
+
+/// A daemonized mount checks its bucket from the waiting command, beside
+/// the daemon's fork, exec and start, not once its server has started:
+/// with the server's start held back (`NOVELFS_TEST_SLOW_START_MS`) by as
+/// long as a request takes, the mount is ready in about one of them, not
+/// two, and the server does not check again (one LIST in all). With
+/// `NOVELFS_TEST_S3_CHECK_IN_DAEMON=1` the server checks once started, as
+/// a foreground mount does, and the mount takes both.
+#[test]
+fn a_daemonized_mount_checks_its_bucket_while_the_daemon_starts() {
+    require_fuse!();
+    const WAIT: Duration = Duration::from_secs(2);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("lib");
+    let book = root.join("novels/书");
+    std::fs::create_dir_all(&book).unwrap();
+    std::fs::write(book.join("第1章.md"), "第1章\n天地玄黄。\n").unwrap();
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    bucket
+        .server
+        .set(&format!("latency_ms={}", WAIT.as_millis()));
+    bucket.server.reset_counts();
+    let mnt = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .args(["mount", &bucket.url()])
+        .arg(mnt.path())
+        .args(["--endpoint-url", &bucket.server.endpoint()])
+        .args(["--no-index", "--io-uring", "off", "--source-timeout", "30"])
+        .envs(credentials())
+        .env("NOVELFS_TEST_SLOW_START_MS", WAIT.as_millis().to_string())
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let mounted = is_mounted(mnt.path());
+    let lists = bucket.server.counts().list;
+    let _ = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("unmount")
+        .arg(mnt.path())
+        .output();
+    assert!(out.status.success() && mounted, "{out:?}");
+    assert_eq!(lists, 1, "the command's check, and no other");
+    // One wait and the processes' start, however busy the machine; both
+    // waits one after the other would be twice the wait.
+    assert!(
+        took < WAIT + WAIT / 2,
+        "the mount took {took:?}: its check waited for the daemon's start"
     );
 }
