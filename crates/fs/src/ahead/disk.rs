@@ -128,9 +128,14 @@ mod tests {
     use novelfs_library::Chapter;
 
     fn index() -> Arc<BookIndex> {
+        index_of(40)
+    }
+
+    /// A book of `chapters` chapters.
+    fn index_of(chapters: usize) -> Arc<BookIndex> {
         Arc::new(BookIndex::new(
-            (1..=40)
-                .map(|i| Chapter::new(format!("第{i}章.md").into()))
+            (1..=chapters)
+                .map(|i| Chapter::new(format!("第{i:03}章.md").into()))
                 .collect(),
         ))
     }
@@ -187,11 +192,7 @@ mod tests {
     #[test]
     fn a_book_a_walk_reads_is_asked_for_whole_and_kept_whole() {
         let prefetcher = Prefetcher::start(true);
-        let index = Arc::new(BookIndex::new(
-            (1..=100)
-                .map(|i| Chapter::new(format!("第{i:03}章.md").into()))
-                .collect(),
-        ));
+        let index = index_of(100);
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
         let mut track = Track::new(&book, &index);
         assert_eq!(
@@ -217,11 +218,7 @@ mod tests {
     #[test]
     fn a_reader_at_a_books_start_gets_the_narrow_window_in_a_bucket() {
         let prefetcher = Prefetcher::start(true);
-        let index = Arc::new(BookIndex::new(
-            (1..=100)
-                .map(|i| Chapter::new(format!("第{i:03}章.md").into()))
-                .collect(),
-        ));
+        let index = index_of(100);
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
         let mut track = Track::new(&book, &index);
         assert_eq!(prefetcher.queue(&mut track, 0), 1..17);
