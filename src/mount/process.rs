@@ -16,26 +16,20 @@ pub(crate) enum Forked {
     Child(OwnedFd),
 }
 
-/// Which side of the pipe writes.
-#[derive(Clone, Copy)]
-pub(crate) enum Writer {
-    Parent,
-}
-
-/// Forks, with a close-on-exec pipe from the `writer` side to the other.
-/// A reader sees end of file once the writer exits, however it exits.
+/// Forks, with a close-on-exec pipe from the parent to the child. The
+/// child sees end of file once the parent exits, however it exits.
 /// Refuses (see `single_threaded`) unless the process has one thread: after
 /// `fork` only the calling thread exists in the child, and any lock another
 /// thread held stays held.
-pub(crate) fn fork_with_pipe(writer: Writer) -> std::io::Result<Forked> {
+pub(crate) fn fork_with_pipe() -> std::io::Result<Forked> {
     single_threaded()?;
     let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // SAFETY: the process has one thread, checked just above; only that
     // thread could have started another since, and it has not.
     let side = unsafe { fork() }?;
-    Ok(match (side, writer) {
-        (ForkResult::Parent { .. }, Writer::Parent) => Forked::Parent(write_end),
-        (ForkResult::Child, Writer::Parent) => Forked::Child(read_end),
+    Ok(match side {
+        ForkResult::Parent { .. } => Forked::Parent(write_end),
+        ForkResult::Child => Forked::Child(read_end),
     })
 }
 
@@ -143,7 +137,7 @@ mod tests {
             let _ = wait.recv();
         });
         let refused = single_threaded();
-        let forked = fork_with_pipe(Writer::Parent);
+        let forked = fork_with_pipe();
         release.send(()).unwrap();
         second.join().unwrap();
         let err = refused.unwrap_err();

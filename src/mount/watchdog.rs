@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use super::fusermount::fusermount;
 use super::mountinfo::mount_id;
-use super::process::{Forked, Writer, fork_with_pipe};
+use super::process::{Forked, fork_with_pipe};
 
 /// auto_unmount: a process forked before the mount that outlives the
 /// daemon and unmounts the mount if the daemon died without doing so
@@ -26,7 +26,7 @@ impl Watchdog {
     /// Forks the watchdog for the mount about to be made at `mountpoint`;
     /// refuses unless the process has a single thread (see `fork_with_pipe`).
     pub(crate) fn start(mountpoint: &Path) -> std::io::Result<Watchdog> {
-        match fork_with_pipe(Writer::Parent)? {
+        match fork_with_pipe()? {
             Forked::Child(read_end) => {
                 watch_and_clean(read_end, mountpoint);
                 // SAFETY: leaving the child without running the parent's

@@ -150,12 +150,12 @@ impl BucketBacking {
     fn open_whole(&self, path: &Path, listed: Entry) -> io::Result<Option<Box<dyn Opened>>> {
         let key = Key::whole(path);
         if let Some(bytes) = self.store.held(&key, &listed.version) {
-            let meta = file_meta(&listed.version, bytes.len() as u64, listed.modified);
-            return Ok(Some(Box::new(Fetched {
+            return Ok(Some(Fetched::opened(
                 bytes,
-                meta,
-                at_hand: true,
-            })));
+                &listed.version,
+                listed.modified,
+                true,
+            )));
         }
         let begun = Instant::now();
         let object = match self.storage.read(&rel(path)?, None) {
@@ -170,18 +170,12 @@ impl BucketBacking {
         } else {
             SystemTime::now()
         };
-        let meta = file_meta(&object.version, object.bytes.len() as u64, modified);
         let bytes = Arc::new(object.bytes);
-        self.store.put(&key, (object.version, begun), bytes.clone());
-        Ok(Some(Box::new(Fetched {
-            bytes,
-            meta,
-            at_hand: false,
-        })))
+        let opened = Fetched::opened(bytes.clone(), &object.version, modified, false);
+        self.store.put(&key, (object.version, begun), bytes);
+        Ok(Some(opened))
     }
-}
 
-impl BucketBacking {
     /// A small chapter its directory's last listing names, however old
     /// that listing is: held from a GET begun within the TTL, or read now
     /// with a GET pinned to the listed version. Either GET saw the object
@@ -202,12 +196,8 @@ impl BucketBacking {
         let key = Key::whole(path);
         let since = Instant::now().checked_sub(self.ttl)?;
         if let Some(bytes) = self.store.held_since(&key, &listed.version, Some(since)) {
-            let meta = file_meta(&listed.version, bytes.len() as u64, listed.modified);
-            return Some(Ok(Some(Box::new(Fetched {
-                bytes,
-                meta,
-                at_hand: true,
-            }))));
+            let opened = Fetched::opened(bytes, &listed.version, listed.modified, true);
+            return Some(Ok(Some(opened)));
         }
         if self.store.holds(&key) {
             return None;
@@ -222,14 +212,10 @@ impl BucketBacking {
             }
             Err(e) => return Some(Err(to_io(e))),
         };
-        let meta = file_meta(&listed.version, object.bytes.len() as u64, listed.modified);
         let bytes = Arc::new(object.bytes);
-        self.store.put(&key, (listed.version, begun), bytes.clone());
-        Some(Ok(Some(Box::new(Fetched {
-            bytes,
-            meta,
-            at_hand: false,
-        }))))
+        let opened = Fetched::opened(bytes.clone(), &listed.version, listed.modified, false);
+        self.store.put(&key, (listed.version, begun), bytes);
+        Some(Ok(Some(opened)))
     }
 }
 
@@ -351,6 +337,24 @@ struct Fetched {
     bytes: Arc<Vec<u8>>,
     meta: Meta,
     at_hand: bool,
+}
+
+impl Fetched {
+    /// `bytes` opened as a file of `version`, changed at `modified`;
+    /// `at_hand` when no GET was waited for.
+    fn opened(
+        bytes: Arc<Vec<u8>>,
+        version: &Version,
+        modified: SystemTime,
+        at_hand: bool,
+    ) -> Box<dyn Opened> {
+        let meta = file_meta(version, bytes.len() as u64, modified);
+        Box::new(Fetched {
+            bytes,
+            meta,
+            at_hand,
+        })
+    }
 }
 
 impl Opened for Fetched {
