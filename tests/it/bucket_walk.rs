@@ -19,12 +19,6 @@ fn gets_of(log: &[Request], b: usize) -> Vec<&Request> {
     gets
 }
 
-/// Three books (walked in turn: fewer than a walk spreads over both CPUs)
-/// at 100 ms a request: each book's first chapters are fetched together,
-/// its second under way before its first is answered (with the walk's
-/// window switched off, `NOVELFS_AHEAD_OFF=walks`, the first is read
-/// alone, its reader waiting for it, and the next asked for once it came).
-/// Every chapter is fetched once and every book listed once.
 /// Whether each book's second chapter was asked for before its first
 /// was answered, in a walk of `novel_books.txt` through a fresh mount of
 /// `bucket` (with `env` in the daemon's environment); the requests made.
@@ -64,6 +58,10 @@ fn walked(
 /// window switched off (`NOVELFS_AHEAD_OFF=walks`), in the same run, the
 /// first is read alone, its reader waiting for it, and the next asked for
 /// once it came. Every chapter is fetched once and every book listed once.
+/// The proxy holds each book's first chapter until another GET of its book
+/// comes (or 1.5 s): how soon a fetcher thread runs on a busy machine does
+/// not decide the order, only whether it was asked for before the first
+/// was answered.
 #[test]
 fn a_walk_of_the_books_fetches_each_books_first_chapters_together() {
     require_fuse!();
@@ -72,7 +70,10 @@ fn a_walk_of_the_books_fetches_each_books_first_chapters_together() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    bucket.server.set("latency_ms=100");
+    let first = url_path("第0001章");
+    bucket
+        .server
+        .set(&format!("latency_ms=100&hold={first}&hold_ms=1500"));
     let (alone, _) = walked(
         &bucket,
         books,
@@ -122,7 +123,9 @@ fn a_book_walked_past_its_listings_ttl_is_listed_once() {
         (0..books)
             .map(|b| {
                 let gets = gets_of(&log, b);
-                assert_eq!(gets.len(), chapters, "book {b}: one GET a chapter");
+                // A body a starved reader comes to past its GET's TTL is
+                // read again (a GET pinned to its version, not a LIST).
+                assert!(gets.len() >= chapters, "book {b}: a GET a chapter");
                 let first = log
                     .iter()
                     .find(|r| r.kind == "LIST" && r.path.contains(&url_path(&format!("书{b:02}"))))

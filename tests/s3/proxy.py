@@ -39,6 +39,11 @@ Control requests (never forwarded, never counted):
                          kind (LIST, GET, RANGED_GET, ...; empty: to all);
                          stall_after: the next N requests the faults apply
                          to pass before the stall starts
+  POST /__proxy/set?hold=TEXT&hold_ms=N
+                         a request whose path, decoded, holds TEXT waits,
+                         before its latency, until another request of its
+                         directory has come since the reset (before or
+                         after it), or N ms; empty: none waits
 """
 
 import argparse
@@ -50,7 +55,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 HOP_BY_HOP = {
     "connection",
@@ -82,11 +87,15 @@ class State:
         self.only = ""
         self.stall_after = 0
         self.generation = 0
+        self.hold = ""
+        self.hold_ms = 0
 
     def reset(self):
         self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
         self.counts["max_in_flight"] = 0
         self.log = []
+        # Requests come since the reset, by directory (what `hold` waits on).
+        self.arrived = {}
 
     def take(self, name):
         """Whether this request gets the fault `name`, using up one."""
@@ -189,11 +198,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply_json({"ok": True})
         if path == "/__proxy/set":
             with STATE.lock:
-                for name in ("latency_ms", "stall", "cut", "drop", "stall_after"):
+                for name in ("latency_ms", "stall", "cut", "drop", "stall_after", "hold_ms"):
                     if name in q:
                         setattr(STATE, name, int(q[name]))
                 if "only" in q:
                     STATE.only = q["only"]
+                if "hold" in q:
+                    STATE.hold = q["hold"]
                 if STATE.stall == 0:
                     STATE.generation += 1
                     STATE.released.notify_all()
@@ -207,9 +218,19 @@ class Handler(BaseHTTPRequestHandler):
             return self.control(split.path, split.query)
         kind = kind_of(self.command, split.path, split.query, self.headers)
         logged = [kind, self.path, time.time(), None]
+        directory = split.path.rsplit("/", 1)[0]
         with STATE.lock:
             STATE.counts[kind] += 1
             STATE.log.append(logged)
+            STATE.arrived[directory] = STATE.arrived.get(directory, 0) + 1
+            STATE.released.notify_all()
+            if STATE.hold and STATE.hold in unquote(split.path):
+                deadline = time.monotonic() + STATE.hold_ms / 1000
+                while STATE.arrived.get(directory, 0) < 2:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    STATE.released.wait(timeout=left)
             latency = STATE.latency_ms
             faulted = STATE.only in ("", kind)
             passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
