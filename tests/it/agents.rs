@@ -1,8 +1,10 @@
 //! The mount handed to agents the way the README says: bound read-only
 //! into a bubblewrap sandbox at /library, and served by the official MCP
 //! filesystem server (`@modelcontextprotocol/server-filesystem`, driven
-//! over stdio JSON-RPC). Pages are written with `--path-root /library`, so
-//! nothing in them names the host's directory.
+//! over stdio JSON-RPC), and a published bucket mounted as a fresh machine
+//! mounts it, bound into the same sandbox. Pages are written with
+//! `--path-root /library`, so nothing in them names the host's directory
+//! or the bucket.
 //!
 //! Skips with a message where bwrap, node or the MCP server is missing;
 //! `.ci/run` installs them (the server into
@@ -15,6 +17,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common::Mount;
+use crate::common::bucket::{Bucket, credentials};
 use serde_json::{Value, json};
 
 fn sample_library() -> PathBuf {
@@ -49,16 +52,10 @@ fn found(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-#[test]
-fn bubblewrap_reads_the_mount_read_only_at_library() {
-    require_fuse!();
-    if !found("bwrap") {
-        crate::common::skip("bwrap is missing (apt-get install bubblewrap; .ci/run does)");
-        return;
-    }
-    let root = sample_library();
-    let state = "/nonexistent/s.json";
-    let mount = Mount::new(&root, &["--path-root", "/library", "--state-file", state]);
+/// Runs `script` (`sh -c`, with `arg` as `$1`) in the README's bubblewrap
+/// sandbox: /usr and the system's links read-only, `mount` read-only at
+/// /library, nothing else of the host.
+fn in_sandbox(mount: &Path, script: &str, arg: &Path) -> std::process::Output {
     let mut cmd = Command::new("bwrap");
     cmd.args(["--ro-bind", "/usr", "/usr"]);
     // Merged-/usr systems link these; others have real directories.
@@ -75,21 +72,36 @@ fn bubblewrap_reads_the_mount_read_only_at_library() {
     }
     cmd.args(["--proc", "/proc", "--dev", "/dev"])
         .arg("--ro-bind")
-        .arg(mount.path())
+        .arg(mount)
         .arg("/library")
         .args(["--unshare-all", "--die-with-parent", "--new-session"])
-        .args(["/bin/sh", "-c"])
-        .arg(concat!(
-            "cat '/library/西游记/1/offset-401.txt' && ",
-            "cat '/library/唐诗选/静夜思/offset-1.json' && ",
-            "ls /library && ",
-            "if (echo x > '/library/唐诗选/new') 2>&1; then echo WROTE; fi; ",
-            "test -e \"$1\" && echo HOST-PATH-VISIBLE; ",
-            "grep -F ' /library ' /proc/self/mountinfo; true"
-        ))
-        .arg("sh")
-        .arg(&root);
-    let out = cmd.output().expect("bwrap runs");
+        .args(["/bin/sh", "-c", script, "sh"])
+        .arg(arg);
+    cmd.output().expect("bwrap runs")
+}
+
+/// What the sandboxes run: two pages, the root's listing, a write, a look
+/// for the host's path (`$1`) and the mount's line of mountinfo.
+const SANDBOX_READS: &str = concat!(
+    "cat '/library/西游记/1/offset-401.txt' && ",
+    "cat '/library/唐诗选/静夜思/offset-1.json' && ",
+    "ls /library && ",
+    "if (echo x > '/library/唐诗选/new') 2>&1; then echo WROTE; fi; ",
+    "test -e \"$1\" && echo HOST-PATH-VISIBLE; ",
+    "grep -F ' /library ' /proc/self/mountinfo; true"
+);
+
+#[test]
+fn bubblewrap_reads_the_mount_read_only_at_library() {
+    require_fuse!();
+    if !found("bwrap") {
+        crate::common::skip("bwrap is missing (apt-get install bubblewrap; .ci/run does)");
+        return;
+    }
+    let root = sample_library();
+    let state = "/nonexistent/s.json";
+    let mount = Mount::new(&root, &["--path-root", "/library", "--state-file", state]);
+    let out = in_sandbox(mount.path(), SANDBOX_READS, &root);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -113,6 +125,96 @@ fn bubblewrap_reads_the_mount_read_only_at_library() {
         "mountinfo: {rest}"
     );
     assert!(!stdout.contains(root.to_str().unwrap()), "{stdout}");
+}
+
+/// The sample library in a bucket (moto on 127.0.0.1), its index
+/// published, mounted as a fresh machine mounts it (an empty index folder)
+/// with `--path-root /library` and bound into the sandbox: the sandbox
+/// reads `novel_books.txt` from the listings and the published index
+/// without a chapter's GET, the same pages as from disk, cannot write, and
+/// sees neither the bucket's URL nor its endpoint, in the pages or in
+/// mountinfo.
+#[test]
+fn bubblewrap_reads_a_published_bucket_at_library() {
+    require_fuse!();
+    if !found("bwrap") {
+        crate::common::skip("bwrap is missing (apt-get install bubblewrap; .ci/run does)");
+        return;
+    }
+    let root = sample_library();
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = bucket.server.endpoint();
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
+            .args(args)
+            .args(["--endpoint-url", &endpoint, "--path-root", "/library"])
+            .envs(credentials())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let built = dir.path().join("built-by-the-writer");
+    cli(&[
+        "index",
+        &bucket.url(),
+        "--publish",
+        "--index-dir",
+        built.to_str().unwrap(),
+    ]);
+    let fresh = dir.path().join("fresh-machine");
+    let mount = bucket.mount(&[
+        "--path-root",
+        "/library",
+        "--index-dir",
+        fresh.to_str().unwrap(),
+        "--state-file",
+        "/nonexistent/s.json",
+    ]);
+    std::fs::metadata(mount.path()).unwrap();
+    bucket.server.reset_counts();
+    let books = in_sandbox(mount.path(), "cat /library/novel_books.txt", &root);
+    let counted = bucket.server.counts();
+    assert!(books.status.success(), "{books:?}");
+    assert_eq!((counted.get, counted.head), (0, 0), "{counted:?}");
+    let books = String::from_utf8(books.stdout).unwrap();
+    let out = in_sandbox(mount.path(), SANDBOX_READS, &root);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bwrap failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        books,
+        cli(&[
+            "books",
+            "--root",
+            &bucket.url(),
+            "--state-file",
+            "/nonexistent/s.json"
+        ])
+    );
+    let want = cli_page(&root, &["西游记", "1", "--offset", "401"])
+        + &cli_page(&root, &["唐诗选", "静夜思", "--json"])
+        + "novel_books.json\nnovel_books.txt\n唐诗选\n西游记\n";
+    assert!(stdout.starts_with(&want), "sandbox read:\n{stdout}");
+    let rest = &stdout[want.len()..];
+    assert!(rest.contains("Read-only file system"), "write: {rest}");
+    assert!(!rest.contains("WROTE") && !rest.contains("HOST-PATH-VISIBLE"));
+    assert!(
+        rest.contains(" - fuse.novelfs /library "),
+        "mountinfo: {rest}"
+    );
+    let host = endpoint.trim_start_matches("http://");
+    for seen in [books.as_str(), &stdout] {
+        for hidden in [bucket.url().as_str(), &bucket.name, host] {
+            assert!(!seen.contains(hidden), "{hidden} seen: {seen}");
+        }
+    }
 }
 
 /// Where .ci/run installs the MCP server, unless NOVELFS_MCP_SERVER names
