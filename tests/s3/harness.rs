@@ -50,6 +50,8 @@ pub struct Request {
     pub kind: String,
     pub start: f64,
     pub end: Option<f64>,
+    /// The access key ID the request was signed with ("-": unsigned).
+    pub key_id: String,
     pub path: String,
 }
 
@@ -331,16 +333,18 @@ impl S3Server {
         let body = String::from_utf8(self.control("GET", "/__proxy/log")).unwrap();
         body.lines()
             .map(|line| {
-                let mut f = line.splitn(4, '\t');
+                let mut f = line.splitn(5, '\t');
                 let mut next = || f.next().unwrap_or_else(|| panic!("proxy log line: {line}"));
                 let kind = next().to_string();
                 let start = next().parse().unwrap();
                 let end = next().parse().ok();
+                let key_id = next().to_string();
                 let path = next().to_string();
                 Request {
                     kind,
                     start,
                     end,
+                    key_id,
                     path,
                 }
             })

@@ -17,8 +17,10 @@ Control requests (never forwarded, never counted):
                          max_in_flight, the most requests forwarded to the
                          server at once
   GET  /__proxy/log      the requests since the reset, one a line in the
-                         order they came: KIND, START, END and the request's
-                         path, tab-separated; START and END are the wall
+                         order they came: KIND, START, END, the access key
+                         ID the request was signed with ("-": unsigned) and
+                         the request's path, tab-separated; START and END
+                         are the wall
                          clock's seconds (time.time()) at its arrival and
                          just before its answer is written (END "-" while
                          unanswered or cut): the client cannot have the
@@ -133,6 +135,13 @@ def kind_of(method, path, query, headers):
     return "OTHER"
 
 
+def access_key_of(headers):
+    """The access key ID of a SigV4 Authorization header ("-": none)."""
+    auth = headers.get("Authorization", "")
+    _, found, rest = auth.partition("Credential=")
+    return rest.split("/", 1)[0] if found and rest else "-"
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     upstream_port = 0
@@ -182,8 +191,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__proxy/log":
             with STATE.lock:
                 lines = [
-                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{p}\n"
-                    for k, p, s, e in STATE.log
+                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{a}\t{p}\n"
+                    for k, p, s, e, a in STATE.log
                 ]
             data = "".join(lines).encode()
             self.send_response(200)
@@ -217,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
         if split.path.startswith("/__proxy/"):
             return self.control(split.path, split.query)
         kind = kind_of(self.command, split.path, split.query, self.headers)
-        logged = [kind, self.path, time.time(), None]
+        logged = [kind, self.path, time.time(), None, access_key_of(self.headers)]
         directory = split.path.rsplit("/", 1)[0]
         with STATE.lock:
             STATE.counts[kind] += 1
