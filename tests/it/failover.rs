@@ -1,7 +1,7 @@
 //! `-o failover` through real mounts: a holder keeps the connection, and
 //! a server SIGKILLed under readers is replaced without a reader seeing an
-//! error or a wrong byte, only a pause; a server that cannot start makes
-//! the holder give up with EIO rather than loop.
+//! error or a wrong byte, only a pause (a bucket mount's too); a server
+//! that cannot start makes the holder give up with EIO rather than loop.
 //!
 //! `NOVELFS_TEST_FAILOVER_OFF=resend|journal|restart|give_up|dev_fuse|lean|drop_code`
 //! in the tests' environment reaches the mount (see `src/mount/handoff.rs`) and turns
@@ -351,6 +351,43 @@ fn readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed() {
         "{status:?}"
     );
     assert_eq!(count("servers started"), 21, "{status:?}");
+}
+
+/// The same through a mount of a bucket (moto on 127.0.0.1): each next
+/// server opens the bucket again (its own client, with the credentials of
+/// the environment the holder keeps, its listings and bodies fetched
+/// anew), and readers see no error and no wrong byte, only a pause.
+#[test]
+fn a_bucket_mounts_readers_see_no_error_while_its_server_is_killed() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(6);
+    let Some(bucket) = crate::common::bucket::Bucket::with(&root) else {
+        return;
+    };
+    let mut mount = bucket.mount(&["-o", "failover", "--ttl", "1"]);
+    let log = follow_log(&mut mount);
+    let (o, killed) = readers_under_kills(&mut mount, &log, 8, 10);
+    println!(
+        "failover of a bucket mount: {killed} SIGKILLs, {} reads, failed {:?}, wrong {}, longest pause {:?}; {:?}",
+        o.reads,
+        o.failed,
+        o.wrong,
+        o.longest,
+        bucket.server.counts()
+    );
+    assert_eq!(killed, 10, "a server to kill each time");
+    assert!(o.reads > 50, "{} reads", o.reads);
+    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
+    assert_eq!(o.wrong, 0, "reads with wrong bytes");
+    assert!(
+        o.longest < Duration::from_secs(5),
+        "a pause of {:?}",
+        o.longest
+    );
+    assert!(mount.alive(), "the holder serves on");
+    assert_eq!(holder_count(mount.path(), "servers started"), 11);
 }
 
 /// What `novelfs status MNT` says of the mount's holder, by name.
