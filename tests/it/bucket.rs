@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::bucket::{Bucket, credentials};
 use crate::common::errno;
+use crate::common::s3_server::url_path;
 
 /// A library of `books` books of `chapters` chapters each, every chapter a
 /// few hundred bytes with a word `grep` finds once per chapter.
@@ -234,6 +235,54 @@ fn a_missing_bucket_an_unreachable_endpoint_or_no_library_is_one_clear_line() {
     assert!(err.contains("unreachable"), "{err}");
     let err = mount_fails(&format!("{}/elsewhere", bucket.url()), &endpoint);
     assert!(err.contains("novels/"), "{err}");
+}
+
+/// A bucket in another region than the one the mount signs for: AWS
+/// answers `PermanentRedirect` (a 301 whose body names an endpoint of the
+/// bucket's region, which object_store does not pass on) or
+/// `AuthorizationHeaderMalformed` (a 400 naming the region), which the
+/// proxy sends in moto's stead. The mount fails with one line saying so
+/// and naming `--region` (and the region, where the answer reaches
+/// novelfs with it), after one request: none is retried.
+#[test]
+fn a_bucket_in_another_region_is_one_line_naming_its_region() {
+    require_fuse!();
+    let (_dir, root) = library(1, 1);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let endpoint = bucket.server.endpoint();
+    let redirect = concat!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Error><Code>PermanentRedirect</Code>"#,
+        "<Message>The bucket you are attempting to access must be addressed using the ",
+        "specified endpoint. Please send all future requests to this endpoint.</Message>",
+        "<Endpoint>novelfs-test.s3.eu-west-3.amazonaws.com</Endpoint>",
+        "<Bucket>novelfs-test</Bucket><RequestId>R</RequestId><HostId>H</HostId></Error>"
+    );
+    let malformed = concat!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Error><Code>AuthorizationHeaderMalformed</Code>"#,
+        "<Message>The authorization header is malformed; the region 'us-east-1' is wrong; ",
+        "expecting 'eu-west-3'</Message><Region>eu-west-3</Region>",
+        "<RequestId>R</RequestId><HostId>H</HostId></Error>"
+    );
+    for (status, body, said) in [
+        (301, redirect, "in another region: give its --region"),
+        (
+            400,
+            malformed,
+            "in region eu-west-3: give --region eu-west-3",
+        ),
+    ] {
+        bucket.server.set(&format!(
+            "reply=-1&reply_status={status}&reply_body={}",
+            url_path(body)
+        ));
+        bucket.server.reset_counts();
+        let err = mount_fails(&bucket.url(), &endpoint);
+        assert!(err.contains(said), "{status}: {err}");
+        let counts = bucket.server.counts();
+        assert_eq!(counts.list + counts.get, 1, "{status}: {counts:?}");
+    }
 }
 
 #[test]

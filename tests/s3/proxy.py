@@ -41,6 +41,11 @@ Control requests (never forwarded, never counted):
                          kind (LIST, GET, RANGED_GET, ...; empty: to all);
                          stall_after: the next N requests the faults apply
                          to pass before the stall starts
+  POST /__proxy/set?reply=N&reply_status=S&reply_body=TEXT
+                         answer the next N requests (-1: every one until
+                         reply=0 is set) with status S and TEXT as an XML
+                         body, without forwarding them (what a server that
+                         is not moto says: AWS's PermanentRedirect, ...)
   POST /__proxy/set?hold=TEXT&hold_ms=N
                          a request whose path, decoded, holds TEXT waits,
                          before its latency, until another request of its
@@ -91,6 +96,9 @@ class State:
         self.generation = 0
         self.hold = ""
         self.hold_ms = 0
+        self.reply = 0
+        self.reply_status = 200
+        self.reply_body = ""
 
     def reset(self):
         self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
@@ -207,13 +215,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply_json({"ok": True})
         if path == "/__proxy/set":
             with STATE.lock:
-                for name in ("latency_ms", "stall", "cut", "drop", "stall_after", "hold_ms"):
+                for name in ("latency_ms", "stall", "cut", "drop", "stall_after", "hold_ms",
+                             "reply", "reply_status"):
                     if name in q:
                         setattr(STATE, name, int(q[name]))
                 if "only" in q:
                     STATE.only = q["only"]
                 if "hold" in q:
                     STATE.hold = q["hold"]
+                if "reply_body" in q:
+                    STATE.reply_body = q["reply_body"]
                 if STATE.stall == 0:
                     STATE.generation += 1
                     STATE.released.notify_all()
@@ -248,6 +259,9 @@ class Handler(BaseHTTPRequestHandler):
             stall = faulted and not passes and STATE.take("stall")
             drop = faulted and not stall and STATE.take("drop")
             cut = faulted and not stall and not drop and STATE.take("cut")
+            reply = None
+            if faulted and not (stall or drop or cut) and STATE.take("reply"):
+                reply = (STATE.reply_status, STATE.reply_body.encode())
             if stall:
                 STATE.counts["stalled"] += 1
                 generation = STATE.generation
@@ -260,6 +274,16 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.counts["cut"] += 1
         if drop:
             self.close_now()
+            return
+        if reply is not None:
+            status, data = reply
+            logged[3] = time.time()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
             return
         with STATE.lock:
             STATE.in_flight += 1

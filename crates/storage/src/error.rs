@@ -19,6 +19,13 @@ pub enum StorageError {
     Changed { path: String },
     /// The bucket itself does not exist.
     NoBucket { bucket: String },
+    /// The bucket is in another region than the one its requests were
+    /// signed for and sent to (S3's `PermanentRedirect` or
+    /// `AuthorizationHeaderMalformed`); `region` when the answer names it.
+    WrongRegion {
+        bucket: String,
+        region: Option<String>,
+    },
     /// The storage refused the credentials (S3's error code says how).
     AccessDenied { what: String, code: String },
     /// The endpoint could not be reached: connection refused, a name that
@@ -45,6 +52,7 @@ impl StorageError {
             StorageError::Changed { .. } => libc::ESTALE,
             StorageError::AccessDenied { .. } => libc::EACCES,
             StorageError::NoBucket { .. }
+            | StorageError::WrongRegion { .. }
             | StorageError::Unreachable { .. }
             | StorageError::Timeout { .. }
             | StorageError::Other(_) => libc::EIO,
@@ -62,6 +70,7 @@ impl StorageError {
         matches!(
             self,
             StorageError::NoBucket { .. }
+                | StorageError::WrongRegion { .. }
                 | StorageError::AccessDenied { .. }
                 | StorageError::Unreachable { .. }
                 | StorageError::Timeout { .. }
@@ -81,6 +90,17 @@ impl fmt::Display for StorageError {
                 write!(f, "{path}: changed since it was listed (version mismatch)")
             }
             StorageError::NoBucket { bucket } => write!(f, "bucket {bucket} does not exist"),
+            StorageError::WrongRegion {
+                bucket,
+                region: Some(region),
+            } => write!(
+                f,
+                "bucket {bucket} is in region {region}: give --region {region}"
+            ),
+            StorageError::WrongRegion {
+                bucket,
+                region: None,
+            } => write!(f, "bucket {bucket} is in another region: give its --region"),
             StorageError::AccessDenied { what, code } => {
                 write!(f, "{what}: access denied ({code}); check the credentials")
             }
@@ -126,6 +146,13 @@ mod tests {
             (
                 StorageError::NoBucket {
                     bucket: "library".into(),
+                },
+                libc::EIO,
+            ),
+            (
+                StorageError::WrongRegion {
+                    bucket: "library".into(),
+                    region: Some("eu-west-3".into()),
                 },
                 libc::EIO,
             ),

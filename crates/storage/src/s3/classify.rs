@@ -18,6 +18,43 @@ pub fn s3_code(text: &str) -> Option<&str> {
     Some(&text[start..start + len])
 }
 
+/// The region an S3 error body names: its `<Region>` (an
+/// `AuthorizationHeaderMalformed`'s), or the one in its `<Endpoint>` (a
+/// `PermanentRedirect`'s: `BUCKET.s3.REGION.amazonaws.com`, the older
+/// `s3-REGION.amazonaws.com`, or `s3.amazonaws.com`, us-east-1). Only a
+/// name of a region's letters, digits and dashes is taken: the text is
+/// the server's.
+fn region_in(text: &str) -> Option<String> {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let len = text[start..].find(&format!("</{name}>"))?;
+        Some(&text[start..start + len])
+    };
+    let region = match tag("Region") {
+        Some(r) => r,
+        None => {
+            let host = tag("Endpoint")?;
+            let labels: Vec<&str> = host.split('.').collect();
+            let s3 = labels
+                .iter()
+                .position(|l| *l == "s3" || l.starts_with("s3-"))?;
+            match labels[s3].strip_prefix("s3-") {
+                Some(r) => r,
+                None => match labels.get(s3 + 1) {
+                    Some(&"amazonaws") | None => "us-east-1",
+                    Some(r) => r,
+                },
+            }
+        }
+    };
+    let plausible = (2..=32).contains(&region.len())
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    plausible.then(|| region.to_string())
+}
+
 /// The HTTP status in object_store's text (`status code: 404`).
 fn status(text: &str) -> Option<u16> {
     let at = text.find("status code: ")? + "status code: ".len();
@@ -65,6 +102,12 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
                 bucket: bucket.to_string(),
             };
         }
+        Some("PermanentRedirect" | "AuthorizationHeaderMalformed") => {
+            return StorageError::WrongRegion {
+                bucket: bucket.to_string(),
+                region: region_in(&text),
+            };
+        }
         Some("NoSuchKey") => return StorageError::not_found(path),
         Some("PreconditionFailed") => {
             return StorageError::Changed {
@@ -103,6 +146,15 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
             };
         }
         _ => {}
+    }
+    // object_store answers a redirect without a Location (S3's
+    // PermanentRedirect: its body names the endpoint, which object_store
+    // drops) with an error of its own, a private type: read from its text.
+    if status(&text) == Some(301) || text.contains("redirect without LOCATION") {
+        return StorageError::WrongRegion {
+            bucket: bucket.to_string(),
+            region: region_in(&text),
+        };
     }
     match status(&text) {
         Some(404) => return StorageError::not_found(path),
@@ -152,5 +204,54 @@ mod tests {
         assert_eq!(status(text), Some(404));
         assert_eq!(s3_code("no code here"), None);
         assert_eq!(status("no status"), None);
+    }
+
+    /// The bodies AWS sends for a bucket asked for in the wrong region.
+    #[test]
+    fn a_wrong_regions_answer_names_the_buckets_region() {
+        let malformed = "Server returned non-2xx status code: 400 Bad Request: <Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-3'</Message><Region>eu-west-3</Region><RequestId>X</RequestId></Error>";
+        assert_eq!(region_in(malformed).as_deref(), Some("eu-west-3"));
+        let redirect = |endpoint: &str| {
+            format!(
+                "Server returned non-2xx status code: 301 Moved Permanently: <Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint.</Message><Endpoint>{endpoint}</Endpoint><Bucket>shelf</Bucket></Error>"
+            )
+        };
+        for (endpoint, region) in [
+            (
+                "shelf.s3.ap-northeast-1.amazonaws.com",
+                Some("ap-northeast-1"),
+            ),
+            ("s3.eu-west-3.amazonaws.com", Some("eu-west-3")),
+            ("shelf.s3-us-west-2.amazonaws.com", Some("us-west-2")),
+            ("shelf.s3.amazonaws.com", Some("us-east-1")),
+            ("shelf.s3.<script>.amazonaws.com", None),
+            ("elsewhere.example", None),
+        ] {
+            assert_eq!(
+                region_in(&redirect(endpoint)).as_deref(),
+                region,
+                "{endpoint}"
+            );
+        }
+        assert_eq!(region_in("no region at all"), None);
+        let cx = Context {
+            bucket: "shelf",
+            endpoint: "https://s3.us-east-1.amazonaws.com",
+            timeout: Duration::from_secs(5),
+        };
+        let as_error = |text: &str| object_store::Error::Generic {
+            store: "S3",
+            source: text.to_string().into(),
+        };
+        let bare = "Error performing GET https://s3.us-east-1.amazonaws.com/shelf?list-type=2 in 20ms, after 0 retries - Received redirect without LOCATION, this normally indicates an incorrectly configured region";
+        for (text, region) in [(bare, None), (malformed, Some("eu-west-3".to_string()))] {
+            assert_eq!(
+                classify(&as_error(text), "LIST s3://shelf/novels/", "novels/", &cx),
+                StorageError::WrongRegion {
+                    bucket: "shelf".into(),
+                    region
+                }
+            );
+        }
     }
 }
