@@ -102,7 +102,15 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
                 bucket: bucket.to_string(),
             };
         }
-        Some("PermanentRedirect" | "AuthorizationHeaderMalformed") => {
+        Some("PermanentRedirect") => {
+            return StorageError::WrongRegion {
+                bucket: bucket.to_string(),
+                region: region_in(&text),
+            };
+        }
+        // Malformed by the region it was signed for (the answer names the
+        // bucket's), or else by its credential (no access key, say).
+        Some("AuthorizationHeaderMalformed") if region_in(&text).is_some() => {
             return StorageError::WrongRegion {
                 bucket: bucket.to_string(),
                 region: region_in(&text),
@@ -116,6 +124,7 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
         }
         Some(
             c @ ("AccessDenied"
+            | "AuthorizationHeaderMalformed"
             | "InvalidAccessKeyId"
             | "SignatureDoesNotMatch"
             | "ExpiredToken"
@@ -253,5 +262,13 @@ mod tests {
                 }
             );
         }
+        let no_key = "Server returned non-2xx status code: 400 Bad Request: <Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; a non-empty Access Key (AKID) must be provided in the credential.</Message></Error>";
+        assert_eq!(
+            classify(&as_error(no_key), "LIST s3://shelf/novels/", "novels/", &cx),
+            StorageError::AccessDenied {
+                what: "LIST s3://shelf/novels/".into(),
+                code: "AuthorizationHeaderMalformed".into()
+            }
+        );
     }
 }
