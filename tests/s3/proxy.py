@@ -20,12 +20,11 @@ Control requests (never forwarded, never counted):
                          order they came: KIND, START, END, the access key
                          ID the request was signed with ("-": unsigned) and
                          the request's path, tab-separated; START and END
-                         are the wall
-                         clock's seconds (time.time()) at its arrival and
-                         just before its answer is written (END "-" while
-                         unanswered or cut): the client cannot have the
-                         answer before END, so a request it sent on
-                         having it always STARTs at or after that END
+                         are the wall clock's seconds (time.time()) at its
+                         arrival and just before its answer is written (END
+                         "-" while unanswered or cut): the client cannot
+                         have the answer before END, so a request it sent
+                         on having it always STARTs at or after that END
   POST /__proxy/reset    counts back to zero (settings stay)
   POST /__proxy/set?latency_ms=N&stall=N&cut=N&drop=N
                          latency added before forwarding each request;
