@@ -122,6 +122,27 @@ struct Workspace {
     bin: PathBuf,
 }
 
+/// What a test of a private user mount holds: /dev/fuse open to users
+/// and no `user_allow_other`, the sample library's workspace, and the
+/// machine (its lock let go last, the fields dropping in order).
+struct UserMounts {
+    _system: SystemSetting,
+    ws: Workspace,
+    machine: Machine,
+}
+
+fn user_mounts() -> Option<UserMounts> {
+    if !prerequisites() {
+        return None;
+    }
+    let machine = Machine::take();
+    Some(UserMounts {
+        _system: SystemSetting::new(&machine, 0o666, false),
+        ws: workspace(),
+        machine,
+    })
+}
+
 fn workspace() -> Workspace {
     let dir = tempfile::Builder::new()
         .prefix("novelfs-access")
@@ -352,13 +373,11 @@ fn wait_unmounted(mnt: &Path) -> bool {
 
 #[test]
 fn a_user_who_is_not_root_mounts_reads_and_unmounts() {
-    if !prerequisites() {
+    let Some(setup) = user_mounts() else {
         return;
-    }
-    let machine = Machine::take();
-    let (owner, third) = (machine.owner, machine.third);
-    let _system = SystemSetting::new(&machine, 0o666, false);
-    let ws = workspace();
+    };
+    let ws = &setup.ws;
+    let (owner, third) = (setup.machine.owner, setup.machine.third);
     let mnt = ws.mountpoint("mnt", owner);
     let m = ws.mount(owner, &mnt, &[]);
     let (fstype, source, options) = mountinfo(&mnt);
@@ -371,7 +390,7 @@ fn a_user_who_is_not_root_mounts_reads_and_unmounts() {
     assert!(!options.contains("allow_other"), "{options}");
 
     let page = page_in(&mnt);
-    assert_eq!(reads(owner, &mnt, &page).unwrap(), expected_page(&ws));
+    assert_eq!(reads(owner, &mnt, &page).unwrap(), expected_page(ws));
     // Without allow_other the kernel lets in the mounting user only: not a
     // third user, and not root either.
     assert_refused(third, &mnt, &page, "on a private user mount");
@@ -608,13 +627,11 @@ fn root_mounts_name_their_type_and_library() {
 /// it, exit 1, nothing mounted, no request made.
 #[test]
 fn a_user_who_is_not_root_mounts_a_bucket_with_a_profile_of_their_own() {
-    if !prerequisites() {
+    let Some(setup) = user_mounts() else {
         return;
-    }
-    let machine = Machine::take();
-    let (owner, third) = (machine.owner, machine.third);
-    let _system = SystemSetting::new(&machine, 0o666, false);
-    let ws = workspace();
+    };
+    let ws = &setup.ws;
+    let (owner, third) = (setup.machine.owner, setup.machine.third);
     let Some(bucket) = crate::common::bucket::Bucket::with(&ws.lib) else {
         return;
     };

@@ -142,6 +142,20 @@ pub(crate) struct Outcome {
     pub(crate) longest: Duration,
 }
 
+impl Outcome {
+    /// Asserts that no read failed or gave a wrong byte, and none paused
+    /// 5 s or more.
+    fn assert_unharmed(&self) {
+        assert!(self.failed.is_empty(), "failed reads: {:?}", self.failed);
+        assert_eq!(self.wrong, 0, "reads with wrong bytes");
+        assert!(
+            self.longest < Duration::from_secs(5),
+            "a pause of {:?}",
+            self.longest
+        );
+    }
+}
+
 /// `readers` threads reading random pages, checking every byte, while
 /// `kills` SIGKILLs hit the server at random moments; each kill waits for
 /// the next server first.
@@ -332,13 +346,7 @@ fn readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed() {
     );
     assert_eq!(killed, 20, "a server to kill each time");
     assert!(o.reads > 100, "{} reads", o.reads);
-    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
-    assert_eq!(o.wrong, 0, "reads with wrong bytes");
-    assert!(
-        o.longest < Duration::from_secs(5),
-        "a pause of {:?}",
-        o.longest
-    );
+    o.assert_unharmed();
     assert!(mount.alive(), "the holder serves on");
     // The holder saw every kill, and started a server for each: as a
     // death, or, for a server killed as it said it serves (before the
@@ -379,13 +387,7 @@ fn a_bucket_mounts_readers_see_no_error_while_its_server_is_killed() {
     );
     assert_eq!(killed, 10, "a server to kill each time");
     assert!(o.reads > 50, "{} reads", o.reads);
-    assert!(o.failed.is_empty(), "failed reads: {:?}", o.failed);
-    assert_eq!(o.wrong, 0, "reads with wrong bytes");
-    assert!(
-        o.longest < Duration::from_secs(5),
-        "a pause of {:?}",
-        o.longest
-    );
+    o.assert_unharmed();
     assert!(mount.alive(), "the holder serves on");
     assert_eq!(holder_count(mount.path(), "servers started"), 11);
 }
