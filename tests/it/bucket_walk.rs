@@ -19,9 +19,11 @@ fn gets_of(log: &[Request], b: usize) -> Vec<&Request> {
     gets
 }
 
-/// Whether each book's second chapter was asked for before its first
+/// Whether another of each book's chapters was asked for before its first
 /// was answered, in a walk of `novel_books.txt` through a fresh mount of
 /// `bucket` (with `env` in the daemon's environment); the requests made.
+/// Any other: the window's GETs go out from several fetcher threads, and
+/// on a busy machine the one with the second chapter may run last.
 fn walked(
     bucket: &Bucket,
     books: usize,
@@ -38,15 +40,15 @@ fn walked(
         .map(|b| {
             let gets = gets_of(&log, b);
             assert_eq!(gets.len(), chapters, "book {b}: one GET a chapter");
-            let (first, second) = (gets[0], gets[1]);
+            let first = gets[0];
             assert!(first.path.contains(&url_path("第0001章")), "{first:?}");
+            let next = gets[1..].iter().map(|r| r.start).fold(f64::MAX, f64::min);
             eprintln!(
-                "book {b}: its second chapter's GET at {:.3} s, its first's {:.3}-{:.3} s",
-                second.start,
+                "book {b}: its next GET at {next:.3} s, its first chapter's {:.3}-{:.3} s",
                 first.start,
                 first.end.unwrap()
             );
-            second.start < first.end.unwrap()
+            next < first.end.unwrap()
         })
         .collect();
     (together, bucket.server.counts())
@@ -54,14 +56,14 @@ fn walked(
 
 /// Three books (walked in turn: fewer than a walk spreads over both CPUs)
 /// at 100 ms a request: each book's first chapters are fetched together,
-/// its second under way before its first is answered; with the walk's
+/// others under way before its first is answered; with the walk's
 /// window switched off (`NOVELFS_AHEAD_OFF=walks`), in the same run, the
 /// first is read alone, its reader waiting for it, and the next asked for
 /// once it came. Every chapter is fetched once and every book listed once.
 /// The proxy holds each book's first chapter until another GET of its book
-/// comes (or 1.5 s): how soon a fetcher thread runs on a busy machine does
-/// not decide the order, only whether it was asked for before the first
-/// was answered.
+/// comes (or 2 s): how soon a fetcher thread runs on a busy machine does
+/// not decide the order, only whether another chapter was asked for before
+/// the first was answered.
 #[test]
 fn a_walk_of_the_books_fetches_each_books_first_chapters_together() {
     require_fuse!();
@@ -73,7 +75,7 @@ fn a_walk_of_the_books_fetches_each_books_first_chapters_together() {
     let first = url_path("第0001章");
     bucket
         .server
-        .set(&format!("latency_ms=100&hold={first}&hold_ms=1500"));
+        .set(&format!("latency_ms=100&hold={first}&hold_ms=2000"));
     let (alone, _) = walked(
         &bucket,
         books,
