@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use novelfs_storage::{Entry, Kind, Storage, StorageError, Version};
+use novelfs_storage::{Entry, Kind, RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
 use super::listings::{self, Listings};
@@ -157,23 +157,36 @@ impl BucketBacking {
                 true,
             )));
         }
-        let begun = Instant::now();
-        let object = match self.storage.read(&rel(path)?, None) {
-            Ok(o) => o,
+        let (bytes, version) = match self.get_whole(&key, &rel(path)?, None) {
+            Ok(got) => got,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(to_io(e)),
         };
         // A version newer than the listing's is read as it is: its time is
         // not known before the next listing, so it is now.
-        let modified = if object.version == listed.version {
+        let modified = if version == listed.version {
             listed.modified
         } else {
             SystemTime::now()
         };
+        Ok(Some(Fetched::opened(bytes, &version, modified, false)))
+    }
+
+    /// One GET of the whole object at `rel`, pinned to a version (its
+    /// bytes are then of that version: If-Match) or of any, its body kept
+    /// for `key` as of when the GET began; the body and its version.
+    fn get_whole(
+        &self,
+        key: &Key,
+        rel: &RelPath,
+        pinned: Option<&Version>,
+    ) -> Result<(Arc<Vec<u8>>, Version), StorageError> {
+        let begun = Instant::now();
+        let object = self.storage.read(rel, pinned)?;
+        let version = pinned.cloned().unwrap_or(object.version);
         let bytes = Arc::new(object.bytes);
-        let opened = Fetched::opened(bytes.clone(), &object.version, modified, false);
-        self.store.put(&key, (object.version, begun), bytes);
-        Ok(Some(opened))
+        self.store.put(key, (version.clone(), begun), bytes.clone());
+        Ok((bytes, version))
     }
 
     /// A small chapter its directory's last listing names, however old
@@ -202,9 +215,8 @@ impl BucketBacking {
         if self.store.holds(&key) {
             return None;
         }
-        let begun = Instant::now();
-        let object = match self.storage.read(&rel(path).ok()?, Some(&listed.version)) {
-            Ok(object) => object,
+        let bytes = match self.get_whole(&key, &rel(path).ok()?, Some(&listed.version)) {
+            Ok((bytes, _)) => bytes,
             Err(e) if e.is_not_found() => return Some(Ok(None)),
             Err(StorageError::Changed { .. }) => {
                 self.listings.forget(path.parent()?);
@@ -212,9 +224,7 @@ impl BucketBacking {
             }
             Err(e) => return Some(Err(to_io(e))),
         };
-        let bytes = Arc::new(object.bytes);
-        let opened = Fetched::opened(bytes.clone(), &listed.version, listed.modified, false);
-        self.store.put(&key, (listed.version, begun), bytes);
+        let opened = Fetched::opened(bytes, &listed.version, listed.modified, false);
         Some(Ok(Some(opened)))
     }
 }
