@@ -75,7 +75,7 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
 /// Without `foreground`, the calling process returns as soon as the mount
 /// is ready (or failed), and a detached child serves it. Daemonizing and
 /// auto_unmount's watchdog fork: they fail unless the process has a single
-/// thread (see `fork_with_pipe`).
+/// thread (see `fork_with_socket`).
 pub(crate) fn run(config: MountConfig) -> i32 {
     if let Some(h) = Handoff::from_env() {
         return serve_for_holder(config, h);

@@ -1,41 +1,27 @@
 //! Process plumbing shared by daemonizing and the auto_unmount watchdog:
-//! who we run as, and a fork with a pipe or a socket between the two sides.
+//! who we run as, and a fork with a socket between the two sides.
 
 use std::os::fd::OwnedFd;
 
-use nix::unistd::{ForkResult, Gid, Uid, fork, getegid, geteuid, pipe2};
+use nix::unistd::{ForkResult, Gid, Uid, fork, getegid, geteuid};
 
 /// The effective uid and gid, which the kernel checks mounts against.
 pub(crate) fn euid_egid() -> (u32, u32) {
     (Uid::as_raw(geteuid()), Gid::as_raw(getegid()))
 }
 
-/// One side of a fork, holding its end of the pipe (or socket) between the two.
+/// One side of a fork, holding its end of the socket between the two.
 pub(crate) enum Forked {
     Parent(OwnedFd),
     Child(OwnedFd),
 }
 
-/// Forks, with a close-on-exec pipe from the parent to the child. The
-/// child sees end of file once the parent exits, however it exits.
-/// Refuses (see `single_threaded`) unless the process has one thread: after
-/// `fork` only the calling thread exists in the child, and any lock another
-/// thread held stays held.
-pub(crate) fn fork_with_pipe() -> std::io::Result<Forked> {
-    single_threaded()?;
-    let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    // SAFETY: the process has one thread, checked just above; only that
-    // thread could have started another since, and it has not.
-    let side = unsafe { fork() }?;
-    Ok(match side {
-        ForkResult::Parent { .. } => Forked::Parent(write_end),
-        ForkResult::Child => Forked::Child(read_end),
-    })
-}
-
 /// Forks, with a close-on-exec socket pair between the two sides: each
 /// reads what the other writes, and sees end of file once every process
-/// holding the other's end has exited. Refuses as `fork_with_pipe` does.
+/// holding the other's end has exited, however it exits. Refuses (see
+/// `single_threaded`) unless the process has one thread: after `fork`
+/// only the calling thread exists in the child, and any lock another
+/// thread held stays held.
 pub(crate) fn fork_with_socket() -> std::io::Result<Forked> {
     single_threaded()?;
     let (parent, child) = std::os::unix::net::UnixStream::pair()?;
@@ -137,7 +123,7 @@ mod tests {
             let _ = wait.recv();
         });
         let refused = single_threaded();
-        let forked = fork_with_pipe();
+        let forked = fork_with_socket();
         release.send(()).unwrap();
         second.join().unwrap();
         let err = refused.unwrap_err();
@@ -145,6 +131,6 @@ mod tests {
             err.to_string().contains("forking needs exactly one"),
             "{err}"
         );
-        assert!(forked.is_err(), "fork_with_pipe forked with two threads");
+        assert!(forked.is_err(), "fork_with_socket forked with two threads");
     }
 }

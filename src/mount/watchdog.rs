@@ -10,12 +10,12 @@ use std::process::{Command, Stdio};
 
 use super::fusermount::fusermount;
 use super::mountinfo::mount_id;
-use super::process::{Forked, fork_with_pipe};
+use super::process::{Forked, fork_with_socket};
 
 /// auto_unmount: a process forked before the mount that outlives the
 /// daemon and unmounts the mount if the daemon died without doing so
 /// (killed, crashed). It learns the mount's id once mounted, then waits
-/// for the pipe to close, which the kernel does when the daemon exits,
+/// for its socket to close, which the kernel does when the daemon exits,
 /// however it exits. It unmounts only a mount that still has that id at
 /// that path, never a later one.
 pub(crate) struct Watchdog {
@@ -24,9 +24,9 @@ pub(crate) struct Watchdog {
 
 impl Watchdog {
     /// Forks the watchdog for the mount about to be made at `mountpoint`;
-    /// refuses unless the process has a single thread (see `fork_with_pipe`).
+    /// refuses unless the process has a single thread (see `fork_with_socket`).
     pub(crate) fn start(mountpoint: &Path) -> std::io::Result<Watchdog> {
-        match fork_with_pipe()? {
+        match fork_with_socket()? {
             Forked::Child(read_end) => {
                 watch_and_clean(read_end, mountpoint);
                 // SAFETY: leaving the child without running the parent's
@@ -39,7 +39,7 @@ impl Watchdog {
         }
     }
 
-    /// The pipe whose closing tells the watchdog the daemon is gone, for
+    /// The socket whose closing tells the watchdog the daemon is gone, for
     /// the holder to keep across its re-exec.
     pub(crate) fn into_fd(self) -> OwnedFd {
         self.tell.into()
@@ -53,7 +53,7 @@ impl Watchdog {
 
 fn watch_and_clean(read_end: OwnedFd, mountpoint: &Path) {
     let keep = read_end.as_raw_fd();
-    // Hold nothing of the daemon's: not its /dev/fuse, not the pipe that
+    // Hold nothing of the daemon's: not its /dev/fuse, not the socket that
     // tells the CLI the mount is ready, not the caller's terminal, and not
     // the working directory; ignore the signals meant for the daemon, so
     // that only the daemon's end decides when this one acts.
