@@ -13,8 +13,14 @@ use crate::StorageError;
 
 /// The S3 error code in an error body, e.g. `NoSuchBucket`.
 pub fn s3_code(text: &str) -> Option<&str> {
-    let start = text.find("<Code>")? + "<Code>".len();
-    let len = text[start..].find("</Code>")?;
+    element(text, "Code")
+}
+
+/// The text of the first element `name` of an S3 error body.
+fn element<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let len = text[start..].find(&format!("</{name}>"))?;
     Some(&text[start..start + len])
 }
 
@@ -25,16 +31,10 @@ pub fn s3_code(text: &str) -> Option<&str> {
 /// name of a region's letters, digits and dashes is taken: the text is
 /// the server's.
 fn region_in(text: &str) -> Option<String> {
-    let tag = |name: &str| {
-        let open = format!("<{name}>");
-        let start = text.find(&open)? + open.len();
-        let len = text[start..].find(&format!("</{name}>"))?;
-        Some(&text[start..start + len])
-    };
-    let region = match tag("Region") {
+    let region = match element(text, "Region") {
         Some(r) => r,
         None => {
-            let host = tag("Endpoint")?;
+            let host = element(text, "Endpoint")?;
             let labels: Vec<&str> = host.split('.').collect();
             let s3 = labels
                 .iter()
@@ -96,6 +96,8 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
     let (bucket, endpoint) = (cx.bucket, cx.endpoint);
     let text = e.to_string();
     let code = s3_code(&text);
+    // Named by the two answers to a request sent to the wrong region.
+    let region = region_in(&text);
     match code {
         Some("NoSuchBucket") => {
             return StorageError::NoBucket {
@@ -105,15 +107,15 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
         Some("PermanentRedirect") => {
             return StorageError::WrongRegion {
                 bucket: bucket.to_string(),
-                region: region_in(&text),
+                region,
             };
         }
         // Malformed by the region it was signed for (the answer names the
         // bucket's), or else by its credential (no access key, say).
-        Some("AuthorizationHeaderMalformed") if region_in(&text).is_some() => {
+        Some("AuthorizationHeaderMalformed") if region.is_some() => {
             return StorageError::WrongRegion {
                 bucket: bucket.to_string(),
-                region: region_in(&text),
+                region,
             };
         }
         Some("NoSuchKey") => return StorageError::not_found(path),
@@ -162,7 +164,7 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
     if status(&text) == Some(301) || text.contains("redirect without LOCATION") {
         return StorageError::WrongRegion {
             bucket: bucket.to_string(),
-            region: region_in(&text),
+            region,
         };
     }
     match status(&text) {
