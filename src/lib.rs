@@ -15,3 +15,4 @@ pub mod mount;
 pub use novelfs_fs as fs;
 pub use novelfs_fs::events;
 pub use novelfs_library as library;
+pub use novelfs_storage as storage;

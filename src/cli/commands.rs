@@ -20,7 +20,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
         LibraryAt::Dir(root) => {
             // Written as `mount` writes its root: absolute, without `.` or `//`.
             Library::check_root(&mountpoint::absolute(root))?;
-            Library::open(root).map_err(|e| io(e.to_string()))?
+            novelfs_storage::open_local(root).map_err(|e| io(e.to_string()))?
         }
         LibraryAt::Bucket(_) => {
             let reading = BucketReading {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use novelfs_fs::persist;
-use novelfs_library::backing::BucketBacking;
 use novelfs_library::{Library, NovelError};
+use novelfs_storage::backing::BucketBacking;
 use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage};
 
 /// Set (to anything), a mount checks its bucket in two round trips, the
@@ -181,7 +181,7 @@ impl LibraryAt {
         checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
     ) -> Result<Library, String> {
         match self {
-            LibraryAt::Dir(root) => Library::open(root)
+            LibraryAt::Dir(root) => novelfs_storage::open_local(root)
                 .map_err(|e| format!("cannot open library {}: {e}", root.display())),
             LibraryAt::Bucket(url) => {
                 let storage = match checked_elsewhere {
@@ -195,7 +195,7 @@ impl LibraryAt {
                 let storage: Arc<dyn Storage> = Arc::new(storage);
                 let backing =
                     BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
-                Ok(Library::in_bucket(backing, &url.to_string()))
+                Ok(novelfs_storage::open_bucket(backing, &url.to_string()))
             }
         }
     }

@@ -120,7 +120,7 @@ fn big_chapters_read_through_the_mount_as_decoded_whole() {
         ],
     );
     // Library::read decodes whole: chapters this size are never streamed.
-    let lib = Library::open(&root).unwrap();
+    let lib = novelfs::storage::open_local(&root).unwrap();
     assert!(!lib.streams(files[0].1.len() as u64));
     for (file, _) in &files {
         let chapter = chapter_of(&lib, file);
@@ -196,12 +196,12 @@ fn a_chapter_bigger_than_the_cache_is_never_held_whole() {
             "16M",
         ],
     );
-    let lib = Library::open(&root).unwrap();
+    let lib = novelfs::storage::open_local(&root).unwrap();
     let chapter = chapter_of(&lib, &files[0].0);
     let dir = m.path().join(BOOK).join(&files[0].0);
     let first = std::fs::read(dir.join("offset-1.txt")).unwrap();
     let first_want = {
-        let mut small = Library::open(&root).unwrap();
+        let mut small = novelfs::storage::open_local(&root).unwrap();
         small.stream_above = 0;
         let streamed = small.load_chapter(OsStr::new(BOOK), &chapter).unwrap();
         let total = streamed.total_lines();
@@ -308,7 +308,7 @@ fn a_small_page_answers_while_two_big_loads_are_held() {
     assert!(!hold.join("release").exists());
     assert!(readers.iter().all(|r| !r.is_finished()));
     drop(release);
-    let lib = Library::open(&root).unwrap();
+    let lib = novelfs::storage::open_local(&root).unwrap();
     for ((file, _), reader) in big.iter().zip(readers) {
         let got = reader.join().unwrap().unwrap();
         let want = lib

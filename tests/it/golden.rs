@@ -9,7 +9,6 @@ use std::process::Command;
 use crate::common::golden::{Refusal, Stat, Tree, Way, check_every_case, page_name};
 use crate::common::{Case, Mount};
 use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
-use novelfs::library::Library;
 use serde_json::Value;
 
 /// Writes the switch file for `state` (or makes sure there is none).
@@ -114,7 +113,7 @@ impl InProcess {
             state_file: Some(state_file.to_path_buf()),
             ..FsConfig::default()
         };
-        NovelFs::new(Library::open(root).unwrap(), config)
+        NovelFs::new(novelfs::storage::open_local(root).unwrap(), config)
     }
 
     /// The inode of `path` and its kind; with `follow_last`, an alias at

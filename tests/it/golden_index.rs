@@ -8,7 +8,6 @@ use std::process::Command;
 
 use crate::common::{Mount, pretty_json};
 use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
-use novelfs::library::Library;
 use serde_json::Value;
 use std::ffi::OsStr;
 
@@ -243,7 +242,7 @@ impl InProcess {
             state_file: Some(state_file),
             ..FsConfig::default()
         };
-        let mut library = Library::open(root).unwrap();
+        let mut library = novelfs::storage::open_local(root).unwrap();
         if let Some(p) = path_root {
             library = library.with_path_root(p).unwrap();
         }

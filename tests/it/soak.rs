@@ -520,7 +520,7 @@ fn mutator(lib: Arc<Library>, versions: &mut [Version], stop: Arc<AtomicBool>) -
 /// With the mutator stopped, every chapter's listing and pages through the
 /// mount equal what the library computes from the files now.
 fn check_at_rest(mnt: &Path, root: &Path) {
-    let lib = novelfs::library::Library::open(root).unwrap();
+    let lib = novelfs::storage::open_local(root).unwrap();
     let index = lib.scan_book(BOOK).unwrap();
     assert_eq!(index.chapters.len(), CHAPTERS as usize);
     for chapter in &index.chapters {

@@ -55,10 +55,8 @@ pub fn parse_int_arg(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use super::*;
-    use crate::Library;
 
     #[test]
     fn sanitize() {
@@ -96,8 +94,7 @@ mod tests {
         assert_eq!(normalize_path_root("/").unwrap(), "/");
         assert!(normalize_path_root("library").is_err());
         assert!(normalize_path_root("/a\nb").is_err());
-        let lib = Library::open(Path::new("/"))
-            .unwrap()
+        let lib = crate::backing::for_tests::library_at("/")
             .with_path_root("/library")
             .unwrap();
         assert_eq!(lib.display_path("书", "1.md"), "/library/novels/书/1.md");

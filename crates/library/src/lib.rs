@@ -91,8 +91,6 @@ pub struct ReadArgs<'a> {
 }
 
 impl Library {
-    /// Opens a library; the root is made absolute and canonical because
-    /// every page prints it.
     /// Whether `root` is a library root at all (it holds a `novels/`
     /// directory): the one rule of every command that takes a root.
     /// `root` is written in the error as given.
@@ -105,16 +103,21 @@ impl Library {
         }
     }
 
-    pub fn open(root: &Path) -> std::io::Result<Library> {
-        let root = std::fs::canonicalize(root)?;
-        let root_display = root.to_string_lossy().into_owned();
-        Ok(Library {
-            backing: std::sync::Arc::new(backing::LocalBacking::new(root.clone())),
+    /// A library read through `backing`, rooted at `root` (a local
+    /// directory, canonical, or a bucket's URL) and written as `display` in
+    /// every page until `with_path_root` says otherwise.
+    pub fn new(
+        backing: std::sync::Arc<dyn backing::Backing>,
+        root: PathBuf,
+        display: &str,
+    ) -> Library {
+        Library {
+            backing,
             root,
-            root_display,
+            root_display: display.to_string(),
             max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
             stream_above: DEFAULT_STREAM_ABOVE,
-        })
+        }
     }
 
     /// Writes `root` instead of the canonical host root in every page's
@@ -125,20 +128,6 @@ impl Library {
         // `/` writes `/novels/…`, not `//novels/…`.
         self.root_display = normalize_path_root(root)?.trim_end_matches('/').to_string();
         Ok(self)
-    }
-
-    /// A library in a bucket, read through `storage` (see
-    /// `backing::BucketBacking`); its root is written as `display` (the
-    /// `s3://` URL) until `with_path_root` says otherwise.
-    pub fn in_bucket(bucket: backing::BucketBacking, display: &str) -> Library {
-        let display = display.trim_end_matches('/').to_string();
-        Library {
-            backing: std::sync::Arc::new(bucket),
-            root: PathBuf::from(&display),
-            root_display: display,
-            max_chapter_bytes: DEFAULT_MAX_CHAPTER_BYTES,
-            stream_above: DEFAULT_STREAM_ABOVE,
-        }
     }
 
     /// The library's root directory as the host names it (the `s3://` URL

@@ -144,7 +144,7 @@ mod tests {
     /// page rendered in each format, for names that JSON escapes.
     #[test]
     fn page_lens_are_the_rendered_pages_lengths() {
-        let lib = Library::open(std::path::Path::new("/")).unwrap();
+        let lib = crate::backing::for_tests::library_at("/");
         let mut text = String::new();
         for i in 0..1500 {
             text.push_str(&format!("第{i}行 \"引\" \\ 😀{}\n", "长".repeat(i % 7)));

@@ -203,9 +203,8 @@ mod tests {
 
     #[test]
     fn a_chapter_path_is_its_book_dir_joined_with_its_file() {
-        let dir = tempfile::tempdir().unwrap();
-        for root in [std::path::Path::new("/"), dir.path()] {
-            let lib = Library::open(root).unwrap();
+        for root in ["/", "/srv/书库"] {
+            let lib = crate::backing::for_tests::library_at(root);
             let (book, file) = (OsStr::new("书 一"), OsStr::new("第1章 起.md"));
             assert_eq!(lib.chapter_path(book, file), lib.book_dir(book).join(file));
         }

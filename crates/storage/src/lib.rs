@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::time::SystemTime;
 
 pub mod access;
+pub mod backing;
 mod error;
 mod local;
 mod path;
@@ -21,6 +22,23 @@ pub use error::StorageError;
 pub use local::LocalStorage;
 pub use path::{RelPath, is_plain_name};
 pub use s3::{Credentials, S3Options, S3Storage, S3Url};
+
+/// The library in the local directory `root`, made absolute and canonical
+/// because every page prints it.
+pub fn open_local(root: &std::path::Path) -> std::io::Result<novelfs_library::Library> {
+    let root = std::fs::canonicalize(root)?;
+    let display = root.to_string_lossy().into_owned();
+    let backing = std::sync::Arc::new(backing::LocalBacking::new(root.clone()));
+    Ok(novelfs_library::Library::new(backing, root, &display))
+}
+
+/// The library in a bucket, read through `bucket`; its root is written as
+/// `url` (the `s3://` URL) until `with_path_root` says otherwise.
+pub fn open_bucket(bucket: backing::BucketBacking, url: &str) -> novelfs_library::Library {
+    let display = url.trim_end_matches('/');
+    let backing = std::sync::Arc::new(bucket);
+    novelfs_library::Library::new(backing, std::path::PathBuf::from(display), display)
+}
 
 /// What a directory entry is. Anything else on a local disk (a symlink, a
 /// device, a socket) is left out of listings: a symlink is never followed,

@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn a_sequential_reader_queues_half_a_window_every_half_window() {
         let dir = tempfile::tempdir().unwrap();
-        let library = Library::open(dir.path()).unwrap();
+        let library = novelfs_storage::open_local(dir.path()).unwrap();
         let prefetcher = Prefetcher::start(false);
         let index = index();
         let book: Arc<OsStr> = Arc::from(OsStr::new("书"));

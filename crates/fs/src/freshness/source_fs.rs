@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::racy::{self, COARSE_GRANULARITY, FINE_GRANULARITY, NETWORK_CACHES};
 use crate::cache::Stamp;
-use novelfs_library::backing::access;
+use novelfs_storage::access;
 
 /// Filesystems whose changes may come from elsewhere than this kernel.
 const REMOTE: [i64; 12] = [

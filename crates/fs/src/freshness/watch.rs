@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use novelfs_library::backing::access;
 use novelfs_library::scan::is_chapter_file_name;
+use novelfs_storage::access;
 
 use super::source_fs::{self, SourceFs};
 

@@ -28,7 +28,7 @@ fn library_with(chapters: &[(&str, &str)]) -> (tempfile::TempDir, Library) {
     }
     // Outside the racy window of the writes above.
     std::thread::sleep(FINE * 2);
-    let library = Library::open(dir.path()).unwrap();
+    let library = novelfs_storage::open_local(dir.path()).unwrap();
     (dir, library)
 }
 
@@ -172,7 +172,7 @@ fn another_path_root_does_not_use_the_entries() {
     let dir = tempfile::tempdir().unwrap();
     let index = PersistentIndex::open(dir.path(), &library, 1 << 20, FINE).unwrap();
     store(&index, &[record(&library, "第1章.txt", SystemTime::now())]);
-    let rooted = Library::open(library.root())
+    let rooted = novelfs_storage::open_local(library.root())
         .unwrap()
         .with_path_root("/library")
         .unwrap();

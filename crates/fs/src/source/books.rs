@@ -85,7 +85,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let novels = dir.path().join("novels");
         std::fs::create_dir_all(novels.join("甲")).unwrap();
-        let library = Library::open(dir.path()).unwrap();
+        let library = novelfs_storage::open_local(dir.path()).unwrap();
         let freshness = Freshness::new(&novels, Duration::from_secs(1), false, None);
         let list = BookList::default();
         let changed = crate::freshness::racy::changed(&stamp_of_path(&novels).unwrap());

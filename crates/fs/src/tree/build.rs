@@ -215,7 +215,7 @@ mod tests {
             watch: false,
             ..FsConfig::default()
         };
-        let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+        let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
         assert!(lock(&fs.preparing).is_none(), "a thread was started");
         fs.prepared();
     }

@@ -152,7 +152,7 @@ mod tests {
         let loaded = walk(&f.fs, "书/3/offset-1.txt").unwrap();
         assert!(read_all(&f.fs, loaded.ino).starts_with(b"<path>"));
         let file = std::fs::File::open(f.book_dir.join("第5章.md")).unwrap();
-        if novelfs_library::backing::in_page_cache(&file, 1) {
+        if novelfs_storage::backing::in_page_cache(&file, 1) {
             assert_eq!(
                 queued(),
                 None,
@@ -164,7 +164,7 @@ mod tests {
         use std::os::fd::AsRawFd;
         // SAFETY: advice on an open descriptor; no memory involved.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if novelfs_library::backing::in_page_cache(&file, 1) {
+        if novelfs_storage::backing::in_page_cache(&file, 1) {
             return; // tmpfs, or a kernel that cannot tell.
         }
         walk(&f.fs, "书/5/offset-1.txt").unwrap();

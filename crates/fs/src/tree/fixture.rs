@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::node::{Attr, ChapterRef, Kind, ROOT_INO, chapter_ref};
 use crate::source::Seams;
-use novelfs_library::Library;
 
 use super::{FsConfig, NovelFs};
 
@@ -38,7 +37,7 @@ pub(super) fn fixture_with_cache(files: &[(&str, &str)], cache_bytes: usize) -> 
         cache_bytes,
         ..FsConfig::default()
     };
-    let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+    let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
     Fixture {
         _dir: dir,
         book_dir,

@@ -10,7 +10,7 @@ use crate::freshness::{self, Change, Invalidation};
 use crate::node::ROOT_INO;
 use crate::source::stamp_of_path;
 use crate::tree::FsConfig;
-use novelfs_library::{Library, NovelError};
+use novelfs_library::NovelError;
 
 struct Lib {
     dir: tempfile::TempDir,
@@ -40,7 +40,7 @@ fn library(books: &[(&str, Vec<(String, String)>)]) -> Lib {
         state_file: Some(dir.path().join("state.json")),
         ..FsConfig::default()
     };
-    let fs = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+    let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
     Lib { dir, fs }
 }
 
@@ -413,7 +413,7 @@ fn novel_books_over_an_indexed_library_decodes_nothing_and_caches_no_outline() {
     let index_dir = lib.dir.path().join("index");
     // Recorded outside the racy window of the files' last change.
     std::thread::sleep(std::time::Duration::from_millis(50));
-    let library = || Library::open(lib.dir.path()).unwrap();
+    let library = || novelfs_storage::open_local(lib.dir.path()).unwrap();
     crate::persist::refresh(&library(), &index_dir, &mut |_| {}).unwrap();
     let config = || FsConfig {
         state_file: Some(lib.state_file()),

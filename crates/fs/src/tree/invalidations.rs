@@ -175,7 +175,7 @@ mod tests {
             ttl: std::time::Duration::from_millis(1500),
             ..Default::default()
         };
-        let fs = NovelFs::new(novelfs_library::Library::open(dir.path()).unwrap(), config);
+        let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
         assert_eq!(
             fs.lookup_entry(ROOT_INO, OsStr::new("新书")),
             Ok(crate::tree::Entry::Missing(
@@ -196,7 +196,7 @@ mod tests {
             ttl: std::time::Duration::from_millis(1500),
             ..Default::default()
         };
-        let fs = NovelFs::new(novelfs_library::Library::open(dir.path()).unwrap(), config);
+        let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
         let chapter = walk(&fs, "书/1").unwrap();
         let missing = |name: &str| fs.lookup_entry(chapter.ino, OsStr::new(name));
         use crate::tree::Entry::Missing;

@@ -471,7 +471,7 @@ fn one_track_drives_the_disk_the_outlines_and_the_stores() {
         use std::os::fd::AsRawFd;
         // SAFETY: advice on an open descriptor; no memory involved.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        evicted &= !novelfs_library::backing::in_page_cache(&file, 1);
+        evicted &= !novelfs_storage::backing::in_page_cache(&file, 1);
     }
     let chapters = list_plus(fs, book(&lib));
     crate::tree::fixture::outlined_ahead(fs);

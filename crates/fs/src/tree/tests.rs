@@ -6,7 +6,6 @@ use super::*;
 use crate::freshness::{self, WATCHED_TTL};
 use crate::node::{ROOT_INO, chapter_ref};
 use crate::source::stamp_of_path;
-use novelfs_library::Library;
 use std::time::Duration;
 
 #[test]
@@ -106,11 +105,11 @@ fn ttls_are_long_only_where_the_watch_reports_changes() {
         watch: false,
         ..FsConfig::default()
     };
-    let unwatched = NovelFs::new(Library::open(dir.path()).unwrap(), config);
+    let unwatched = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
     assert!(!unwatched.watching());
     assert_eq!(walk(&unwatched, "书").unwrap().ttl, Duration::from_secs(1));
     let strict = NovelFs::new(
-        Library::open(dir.path()).unwrap(),
+        novelfs_storage::open_local(dir.path()).unwrap(),
         FsConfig {
             ttl: Duration::ZERO,
             ..FsConfig::default()
@@ -195,7 +194,7 @@ fn under_ttl_0_the_kernel_caches_no_listing() {
     std::fs::create_dir_all(&book_dir).unwrap();
     std::fs::write(book_dir.join("第1章 起.md"), "甲").unwrap();
     let strict = NovelFs::new(
-        Library::open(dir.path()).unwrap(),
+        novelfs_storage::open_local(dir.path()).unwrap(),
         FsConfig {
             ttl: Duration::ZERO,
             state_file: Some(dir.path().join("no-state.json")),

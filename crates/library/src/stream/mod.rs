@@ -70,7 +70,6 @@ pub struct TextLayout {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
 
     use proptest::prelude::*;
 
@@ -83,9 +82,8 @@ mod tests {
     /// The bytes, streamed and decoded whole: the same pages, sizes and
     /// chain, or the same error.
     fn assert_same(bytes: &[u8], what: &str) {
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(bytes).unwrap();
-        let streamed = StreamedText::open(crate::backing::opened_file(file).unwrap()).unwrap();
+        let streamed =
+            StreamedText::open(crate::backing::for_tests::opened(bytes.to_vec())).unwrap();
         let whole = decode_owned(bytes.to_vec());
         let (streamed, text) = match (streamed, whole) {
             (Ok(s), Ok(t)) => (ChapterText::streamed(s), ChapterText::new(t)),

@@ -124,7 +124,7 @@ fn a_file_digest_covers_every_byte_and_the_length() {
     let digest = |bytes: &[u8]| {
         std::fs::write(&p, bytes).unwrap();
         novelfs_library::backing::digest(
-            &*novelfs_library::backing::opened_file(std::fs::File::open(&p).unwrap()).unwrap(),
+            &*novelfs_storage::backing::opened_file(std::fs::File::open(&p).unwrap()).unwrap(),
         )
         .unwrap()
     };

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use novelfs_storage::{RelPath, Storage, StorageError, Version};
+use crate::{RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, rel, to_io};
 use super::listings::Listings;

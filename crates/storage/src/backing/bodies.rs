@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use novelfs_storage::{InFlight, ReadRequest, RelPath, Storage, StorageError, Version};
+use crate::{InFlight, ReadRequest, RelPath, Storage, StorageError, Version};
 
 /// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
 /// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in
@@ -449,7 +449,7 @@ mod tests {
     use std::ops::Range;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-    use novelfs_storage::{Entry, Object, ReadMany};
+    use crate::{Entry, Object, ReadMany};
 
     use super::*;
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use novelfs_storage::{Entry, Kind, RelPath, Storage, StorageError, Version};
+use crate::{Entry, Kind, RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
 use super::listings::{self, Listings};

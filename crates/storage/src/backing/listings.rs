@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use novelfs_storage::{Entry, Kind, Storage};
+use crate::{Entry, Kind, Storage};
 
 use super::bodies::{lock, rel, to_io};
 use super::list_pace::Pace;
@@ -30,7 +30,7 @@ fn listing_bytes(entries: &[Entry]) -> u64 {
         .iter()
         .map(|e| {
             let etag = match &e.version {
-                novelfs_storage::Version::ETag { etag, .. } => etag.len() as u64,
+                crate::Version::ETag { etag, .. } => etag.len() as u64,
                 _ => 0,
             };
             ENTRY_BYTES + e.name.len() as u64 + etag
@@ -513,7 +513,7 @@ mod tests {
     use std::ops::Range;
     use std::sync::atomic::AtomicUsize;
 
-    use novelfs_storage::{Kind, Object, RelPath, StorageError, Version};
+    use crate::{Kind, Object, RelPath, StorageError, Version};
 
     use super::*;
 

@@ -1,29 +1,17 @@
 //! Where a library's bytes are: the one seam between the tool's semantics
 //! and a library's storage. Everything above it (the rules here, the tree,
 //! the mount) asks the `Library` for names, metadata and chapter bytes and
-//! never learns whether they came from a local directory (`local`, with
-//! the kernel's page cache, `lstat` stamps and inotify) or from an S3
-//! bucket (`bucket`: LIST for names and versions, GET for bytes).
+//! never learns whether they came from a local directory or from a bucket.
+//! This crate only names the seam; `novelfs_storage::backing` implements
+//! it (a local directory, an object store), so the semantics carry no I/O
+//! runtime.
 //!
 //! Paths here are relative to the library root (`novels/书/第1章.md`).
-
-mod bodies;
-mod bucket;
-mod list_pace;
-mod listings;
-mod local;
-mod ranged;
 
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-pub use bucket::BucketBacking;
-pub use local::{LocalBacking, in_page_cache, opened_file};
-/// Each system call on a local library's files is one access, marked for
-/// the mount's `--source-timeout` (see `novelfs_storage::access`).
-pub use novelfs_storage::access;
 
 /// What a name in a library directory is: only files and directories count
 /// (a symlink is never followed, so nothing outside the library is read).
@@ -186,4 +174,75 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     /// `None` when a look is cheap and exact (a local directory's stamp),
     /// else the time a listing is kept before it is made again.
     fn listing_ttl(&self) -> Option<Duration>;
+}
+
+/// What the crate's own tests read through: a library with nothing in it,
+/// and bytes in memory opened as a file.
+#[cfg(test)]
+pub(crate) mod for_tests {
+    use super::*;
+
+    /// A library that holds nothing, for the rules that need only a root.
+    #[derive(Debug)]
+    pub(crate) struct Empty;
+
+    impl Backing for Empty {
+        fn list(&self, _: &Path) -> io::Result<Vec<(OsString, EntryKind)>> {
+            Err(io::ErrorKind::NotFound.into())
+        }
+        fn stat(&self, _: &Path) -> io::Result<Option<Meta>> {
+            Ok(None)
+        }
+        fn open(&self, _: &Path) -> io::Result<Option<Box<dyn Opened>>> {
+            Ok(None)
+        }
+        fn read_ahead(&self, _: Vec<std::path::PathBuf>) {}
+        fn local_root(&self) -> Option<&Path> {
+            None
+        }
+        fn listing_ttl(&self) -> Option<Duration> {
+            None
+        }
+    }
+
+    /// A library rooted (and written) at `root` that holds nothing.
+    pub(crate) fn library_at(root: &str) -> crate::Library {
+        crate::Library::new(std::sync::Arc::new(Empty), root.into(), root)
+    }
+
+    /// `bytes` as an opened file.
+    pub(crate) struct InMemory {
+        bytes: Vec<u8>,
+        meta: Meta,
+    }
+
+    pub(crate) fn opened(bytes: Vec<u8>) -> Box<dyn Opened> {
+        let meta = Meta {
+            kind: EntryKind::File,
+            len: bytes.len() as u64,
+            dev: 0,
+            ino: 0,
+            mtime: (0, 0),
+            ctime: (0, 0),
+        };
+        Box::new(InMemory { bytes, meta })
+    }
+
+    impl Opened for InMemory {
+        fn meta(&self) -> &Meta {
+            &self.meta
+        }
+        fn at_hand(&self) -> bool {
+            true
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            let start = (offset as usize).min(self.bytes.len());
+            let n = buf.len().min(self.bytes.len() - start);
+            buf[..n].copy_from_slice(&self.bytes[start..start + n]);
+            Ok(n)
+        }
+        fn unchanged(&self) -> io::Result<bool> {
+            Ok(true)
+        }
+    }
 }
