@@ -124,7 +124,7 @@ pub trait Opened: Send + Sync {
 /// wherever they are read from.
 pub fn digest(opened: &dyn Opened) -> io::Result<u64> {
     use std::hash::Hasher;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = crate::stable_hash::StableHasher::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut at = 0u64;
     loop {

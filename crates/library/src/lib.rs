@@ -23,6 +23,7 @@ pub mod page;
 mod paths;
 pub mod render;
 pub mod scan;
+pub mod stable_hash;
 pub mod stream;
 pub mod switch;
 

@@ -62,7 +62,7 @@ impl IndexFiles {
         // of the workers, many at once, rather than one after another.
         library.list_ahead(names.iter().map(|n| n.as_os_str()));
         let novels_stamp = stamp_of(library, None);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = novelfs_library::stable_hash::StableHasher::new();
         ("books", &novels_stamp, library.root_display()).hash(&mut h);
         let mut mtime = dir_mtime(library, None);
         // One book per worker at a time, on both CPUs: a look holds the

@@ -10,8 +10,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 /// The layout of the tables (`PRAGMA user_version`). A file with a higher
 /// one is from a newer novelfs and is left alone; one with a lower one is
 /// made anew when it can be written (it is a cache), and not used when it
-/// cannot.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+/// cannot. 3: the versions and stamps in rows are `stable_hash`'s (XXH3).
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's transaction (two mounts
 /// and `novelfs index` may share the file) before giving up on a batch.

@@ -59,7 +59,7 @@ impl BookList {
         if let Some(stamp) = stamp {
             let digest = {
                 use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
+                let mut h = novelfs_library::stable_hash::StableHasher::new();
                 names.hash(&mut h);
                 h.finish()
             };

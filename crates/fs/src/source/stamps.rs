@@ -39,14 +39,14 @@ pub(crate) fn stamp_of_path(path: &std::path::Path) -> Option<Stamp> {
 /// A version number for a source stamp (a 64-bit digest: two versions of
 /// one file colliding is not a practical concern).
 pub(crate) fn version_of(stamp: &Stamp) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = novelfs_library::stable_hash::StableHasher::new();
     stamp.hash(&mut hasher);
     hasher.finish()
 }
 
 /// The version of a book's index: of its directory's stamp and its names.
 pub(super) fn index_version(stamp: &Stamp, index: &BookIndex) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = novelfs_library::stable_hash::StableHasher::new();
     stamp.hash(&mut hasher);
     for c in &index.chapters {
         c.os_name.hash(&mut hasher);

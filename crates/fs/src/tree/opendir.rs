@@ -23,7 +23,7 @@ pub enum DirCache {
 
 /// A digest of what a directory's listing depends on (see `opendir`).
 pub(super) fn digest(of: &impl Hash) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = novelfs_library::stable_hash::StableHasher::new();
     of.hash(&mut hasher);
     hasher.finish()
 }

@@ -7,7 +7,7 @@
 //! bodies, so latency is paid once per batch.
 
 use std::ffi::OsString;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,10 +48,11 @@ fn stamp_of_time(t: SystemTime) -> (i64, i64) {
     }
 }
 
+/// Inode numbers and directory stamps reach the persistent index and the
+/// inode journal, and every machine of a fleet must give one version the
+/// same: the hash is the stable one.
 fn hash64(v: &impl Hash) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    v.hash(&mut h);
-    h.finish()
+    novelfs_library::stable_hash::stable_hash(v)
 }
 
 /// An object's metadata from its version: a new ETag is a new inode.
@@ -391,4 +392,24 @@ impl Opened for Fetched {
         let n = (self.bytes.len() as u64).min(max + 1) as usize;
         Ok(self.bytes[..n].to_vec())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An object's inode is the same on every machine and with every
+    /// build: it is pinned here (a mount and a published index made by
+    /// another toolchain agree on it).
+    #[test]
+    fn a_versions_inode_is_pinned() {
+        let version = Version::ETag {
+            etag: "\"9b2cf535f27731c974343645a3985328\"".into(),
+            size: 1234,
+        };
+        let meta = file_meta(&version, 1234, UNIX_EPOCH);
+        assert_eq!(meta.ino, PINNED_INO);
+    }
+
+    const PINNED_INO: u64 = 12010008029579623612;
 }

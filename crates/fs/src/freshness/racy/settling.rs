@@ -13,7 +13,7 @@ use crate::lock;
 /// A version for contents that differ from those of `previous` under the
 /// same stamp.
 pub(crate) fn mix(previous: u64, digest: u64) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = novelfs_library::stable_hash::StableHasher::new();
     (previous, digest).hash(&mut hasher);
     hasher.finish()
 }
