@@ -22,7 +22,7 @@ const READ_AHEAD: usize = 16;
 /// is several batches of GETs in flight, so a reader faster than one
 /// batch's round trip (`grep -r` at 20 ms a request) does not wait for
 /// each; their bodies count in the bodies' share of `--cache-size`.
-const READ_AHEAD_REQUESTED: usize = 64;
+pub(super) const READ_AHEAD_REQUESTED: usize = 64;
 
 /// The reading itself is the library's (`Library::read_ahead`: the
 /// kernel's page cache for a local library, GETs under way for a bucket);
@@ -64,10 +64,14 @@ impl Prefetcher {
             true => READ_AHEAD,
             false => self.window,
         };
-        if super::switched_off("disk") {
+        // In a bucket, no further than its reader has earned by reading in
+        // order (`Reach`): a reader reading here and there pays for what
+        // it reads alone.
+        let window = track.reach(window);
+        if super::switched_off("disk") || window == 0 {
             return from..from;
         }
-        let Some(chapters) = track.top_up(&track.disk, from, window, window / 2) else {
+        let Some(chapters) = track.top_up(&track.disk, from, window, window.div_ceil(2)) else {
             return from..from;
         };
         track.disk.queued(&chapters);
@@ -83,6 +87,7 @@ impl Prefetcher {
         track: &mut Track<P>,
         from: usize,
     ) -> Range<usize> {
+        track.walked();
         if super::switched_off("disk") || track.disk.end() > from {
             return from..from;
         }

@@ -86,6 +86,10 @@ pub(crate) struct Ahead {
     /// Where a page read in a book without a track finds the book's
     /// chapters: the index cached with it.
     source: Weak<Source>,
+    /// Whether each chapter read is a request (a bucket): the chapters
+    /// fetched ahead of a reader are then as many as its reach
+    /// (`window::Reach`), grown while it reads in order.
+    requested: bool,
     disk: Prefetcher,
     outlines: Outliner,
     kernel: StoreAhead,
@@ -101,10 +105,12 @@ impl Ahead {
         outlines: &Arc<Outlines>,
         outlines_budget: usize,
     ) -> Arc<Ahead> {
+        let requested = source.library().listing_ttl().is_some();
         let ahead = Arc::new(Ahead {
-            tracks: Mutex::new(Tracks::default()),
+            tracks: Mutex::new(Tracks::new(requested)),
             source: Arc::downgrade(source),
-            disk: Prefetcher::start(source.library().listing_ttl().is_some()),
+            requested,
+            disk: Prefetcher::start(requested),
             outlines: Outliner::start(source.clone(), outlines.clone(), outlines_budget),
             kernel: StoreAhead::new(),
         });
@@ -132,10 +138,51 @@ impl Ahead {
         index: &Arc<BookIndex>,
         position: usize,
     ) {
-        let mut tracks = lock(&self.tracks);
-        let track = tracks.of(book, index);
-        track.on(position);
-        self.outlines.reached(track);
+        let asked = {
+            let mut tracks = lock(&self.tracks);
+            let track = tracks.of(book, index);
+            track.on(position);
+            self.outlines.reached(track);
+            self.reached(track, position)
+        };
+        self.fetch(asked);
+    }
+
+    /// A page of `chapter` is looked up (before its chapter is loaded to
+    /// answer): in a bucket its reader is on that chapter from now, so
+    /// that the load fetches ahead only what the reader's reach takes (a
+    /// lone read in a book, nothing).
+    pub(crate) fn chapter_entered(&self, chapter: &ChapterRef) {
+        if !self.requested {
+            return;
+        }
+        let asked = {
+            let mut tracks = lock(&self.tracks);
+            self.place(&mut tracks, chapter)
+                .and_then(|position| self.reached(tracks.find(&chapter.book)?, position))
+        };
+        self.fetch(asked);
+    }
+
+    /// The reader on `track` is on chapter `position` now: in a bucket,
+    /// the chapters its reach takes that were not asked for yet (its loads
+    /// ask for them too, later: a reader in order is ahead of its loads).
+    fn reached(&self, track: &mut track::Track<Place>, position: usize) -> Option<Asked> {
+        if !track.bounded() {
+            return None;
+        }
+        let chapters = self.disk.queue(track, position);
+        (!chapters.is_empty()).then(|| (track.book.clone(), track.index.clone(), chapters))
+    }
+
+    /// Asks the library for the files of `asked` (out of the tracks' lock).
+    fn fetch(&self, asked: Option<Asked>) {
+        let Some((book, index, chapters)) = asked else {
+            return;
+        };
+        if let Some(source) = self.source.upgrade() {
+            self.disk.read(source.library(), &book, &index, chapters);
+        }
     }
 
     /// Whether a READDIR may concern a reader (cheap: no lock), before the
@@ -163,11 +210,18 @@ impl Ahead {
         version: u64,
         ino: Option<u64>,
     ) {
-        if page.limit.is_none() && !switched_off("kernel") {
+        if page.limit.is_none() {
             let mut tracks = lock(&self.tracks);
             if let Some(position) = self.place(&mut tracks, chapter) {
-                self.kernel
-                    .read(&mut tracks, chapter, position, page, version);
+                let asked = tracks
+                    .find(&chapter.book)
+                    .and_then(|track| self.reached(track, position));
+                if !switched_off("kernel") {
+                    self.kernel
+                        .read(&mut tracks, chapter, position, page, version);
+                }
+                drop(tracks);
+                self.fetch(asked);
             }
         }
         if let Some(ino) = ino {
@@ -262,6 +316,10 @@ impl Ahead {
         &self.kernel
     }
 }
+
+/// Chapters of a book to ask the library for: the book, its chapters and
+/// which of them.
+type Asked = (Arc<OsStr>, Arc<BookIndex>, std::ops::Range<usize>);
 
 /// A test's view of one track (`Ahead::track_of`).
 #[cfg(test)]
