@@ -217,6 +217,38 @@ mod tests {
         );
     }
 
+    /// In a bucket, what is asked for ahead of a reader's track is its
+    /// reach (`Reach`): the whole window while no reader is on it, nothing
+    /// after a lone read, more as it reads in order, nothing after a jump,
+    /// the whole window again for a walk. A local library's ignores it.
+    #[test]
+    fn a_readers_reach_bounds_what_is_asked_for_in_a_bucket() {
+        let prefetcher = Prefetcher::start(true);
+        let index = index_of(200);
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let mut tracks = Tracks::<super::super::kernel::Place>::new(true);
+        let track = tracks.of(&book, &index);
+        assert_eq!(prefetcher.queue(track, 50), 51..51 + READ_AHEAD_REQUESTED);
+        track.on(100);
+        assert!(prefetcher.queue(track, 100).is_empty(), "a lone read");
+        track.on(101);
+        assert_eq!(prefetcher.queue(track, 101), 102..103, "in order: 1");
+        track.on(102);
+        assert_eq!(prefetcher.queue(track, 102), 103..105, "2");
+        track.on(103);
+        assert_eq!(prefetcher.queue(track, 103), 105..108, "4");
+        track.on(150);
+        assert!(prefetcher.queue(track, 150).is_empty(), "a jump");
+        assert_eq!(prefetcher.queue_whole(track, 150), 150..200, "a walk");
+        assert!(prefetcher.queue(track, 160).is_empty(), "all of it asked");
+        assert_eq!(track.disk.end(), 200);
+        let local = Prefetcher::start(false);
+        let mut tracks = Tracks::<super::super::kernel::Place>::new(false);
+        let track = tracks.of(&book, &index);
+        track.on(100);
+        assert_eq!(local.queue(track, 100), 101..101 + READ_AHEAD, "local");
+    }
+
     /// In a bucket, a reader of a book's first pages (its first chapter,
     /// then the next ones loaded from what was fetched ahead) has the
     /// narrow window, topped up by halves, until it is well into the book.

@@ -35,9 +35,21 @@
 //! A READ finds its chapter in the track's chapters (or the index the
 //! source has cached), never by a look at the book.
 //!
+//! In a bucket each chapter fetched ahead is a GET, come the reader or
+//! not: there `disk` and `kernel` reach no further ahead than the track's
+//! `Reach` (`window`), which its reader earns by reading in order, as
+//! mountpoint-s3's prefetcher grows its requests: nothing after a lone
+//! read, then 1, 2, 4, … chapters up to the window, and nothing again
+//! after a jump. A page's LOOKUP also puts the reader on its chapter (in a
+//! bucket), before the load that answers it asks for what follows; a
+//! track no reader was put on (a walk's, an index's loads) has the whole
+//! window, as in a local library, where reading ahead is cheap.
+//!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
 //! environment switches members off, to measure what each one pays for;
-//! `walks` switches off a walk's window opened whole (`walk_reads`).
+//! `walks` switches off a walk's window opened whole (`walk_reads`), and
+//! `reach` a bucket's reader's reach (`window::Reach`): each chapter read
+//! has the whole window fetched after it.
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};

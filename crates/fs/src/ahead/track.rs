@@ -82,9 +82,10 @@ impl<P: PagePlace> Track<P> {
     }
 
     /// Chapters of `window` to fetch ahead of the reader: all of it where
-    /// the reach is not heeded (a local library), else its reach.
+    /// the reach is not heeded (a local library, or `reach` switched off
+    /// by `NOVELFS_AHEAD_OFF`), else its reach.
     pub(super) fn reach(&self, window: usize) -> usize {
-        match self.bounded {
+        match self.bounded && !super::switched_off("reach") {
             true => self.reach.chapters(window),
             false => window,
         }

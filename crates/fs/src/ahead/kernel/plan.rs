@@ -393,6 +393,18 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_reaches_no_further_than_it_is_told() {
+        let one: &[(u64, u64)] = &[(1, 100), (401, 100)];
+        let book = vec![one; 3 * AHEAD_CHAPTERS];
+        let alone = plan(1, 0, chains(&book));
+        let got: Vec<(usize, u64)> = alone.iter().map(|w| (w.ahead, w.offset)).collect();
+        assert_eq!(got, [(0, 401)], "a lone read: the rest of its chapter");
+        assert_eq!(plan(1, 2, chains(&book)).last().unwrap().ahead, 2);
+        let wide = plan(1, 10 * AHEAD_CHAPTERS, chains(&book));
+        assert_eq!(wide.last().unwrap().ahead, AHEAD_CHAPTERS, "at most");
+    }
+
+    #[test]
     fn a_plan_stops_before_its_bytes() {
         let page = 300 << 10;
         let big: Vec<(u64, u64)> = (0..20).map(|i| (1 + 400 * i, page)).collect();
