@@ -135,3 +135,27 @@ fn an_in_order_reader_has_many_gets_in_flight_and_each_chapter_once() {
         "{per_chapter:.2} GETs a chapter: {counts:?}"
     );
 }
+
+/// A book's own index read after a lone page of it (its reader's reach:
+/// nothing ahead) still has its chapters fetched many at once, as a walk's
+/// (8 GETs in flight at some point at 20 ms a request), each once.
+#[test]
+fn a_books_index_after_a_lone_read_fetches_its_chapters_together() {
+    require_fuse!();
+    let chapters = 100;
+    let (_dir, root) = library(1, chapters);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    bucket.server.set("latency_ms=20");
+    let m = bucket.mount(&["--ttl", "60"]);
+    read_first_pages(m.path(), &[(0, 50)]);
+    settled(&bucket.server);
+    bucket.server.reset_counts();
+    let text = std::fs::read_to_string(m.path().join("书00/novel_chapters.txt")).unwrap();
+    assert!(text.contains("第0100章"), "{text}");
+    let counts = settled(&bucket.server);
+    eprintln!("novel_chapters.txt after a lone read: {counts:?}");
+    assert!(counts.max_in_flight >= 8, "{counts:?}");
+    assert!(counts.get <= chapters as u64, "a GET a chapter: {counts:?}");
+}

@@ -382,6 +382,14 @@ impl LoadObserver for Ahead {
         };
         self.disk.read(library, book, index, chapters);
     }
+
+    /// A walk reads all of `book` (its own index): whatever reader was on
+    /// its track, its loads each have the whole window after them again.
+    fn walk_begins(&self, book: &OsStr) {
+        if let Some(track) = lock(&self.tracks).find(book) {
+            track.walked();
+        }
+    }
 }
 
 /// The environment variable naming the members switched off.
