@@ -10,6 +10,7 @@ mod bucket;
 mod bucket_big;
 mod bucket_first_page;
 mod bucket_listings;
+mod bucket_random;
 mod bucket_walk;
 mod cli_errors;
 mod cli_usage;

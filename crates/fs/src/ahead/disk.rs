@@ -22,7 +22,7 @@ const READ_AHEAD: usize = 16;
 /// is several batches of GETs in flight, so a reader faster than one
 /// batch's round trip (`grep -r` at 20 ms a request) does not wait for
 /// each; their bodies count in the bodies' share of `--cache-size`.
-const READ_AHEAD_REQUESTED: usize = 64;
+pub(super) const READ_AHEAD_REQUESTED: usize = 64;
 
 /// The reading itself is the library's (`Library::read_ahead`: the
 /// kernel's page cache for a local library, GETs under way for a bucket);
@@ -64,10 +64,14 @@ impl Prefetcher {
             true => READ_AHEAD,
             false => self.window,
         };
-        if super::switched_off("disk") {
+        // In a bucket, no further than its reader has earned by reading in
+        // order (`Reach`): a reader reading here and there pays for what
+        // it reads alone.
+        let window = track.reach(window);
+        if super::switched_off("disk") || window == 0 {
             return from..from;
         }
-        let Some(chapters) = track.top_up(&track.disk, from, window, window / 2) else {
+        let Some(chapters) = track.top_up(&track.disk, from, window, window.div_ceil(2)) else {
             return from..from;
         };
         track.disk.queued(&chapters);
@@ -83,6 +87,7 @@ impl Prefetcher {
         track: &mut Track<P>,
         from: usize,
     ) -> Range<usize> {
+        track.walked();
         if super::switched_off("disk") || track.disk.end() > from {
             return from..from;
         }
@@ -210,6 +215,38 @@ mod tests {
             READ_AHEAD_REQUESTED..half + 1 + READ_AHEAD_REQUESTED,
             "topped up once fewer than half are ahead"
         );
+    }
+
+    /// In a bucket, what is asked for ahead of a reader's track is its
+    /// reach (`Reach`): the whole window while no reader is on it, nothing
+    /// after a lone read, more as it reads in order, nothing after a jump,
+    /// the whole window again for a walk. A local library's ignores it.
+    #[test]
+    fn a_readers_reach_bounds_what_is_asked_for_in_a_bucket() {
+        let prefetcher = Prefetcher::start(true);
+        let index = index_of(200);
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let mut tracks = Tracks::<super::super::kernel::Place>::new(true);
+        let track = tracks.of(&book, &index);
+        assert_eq!(prefetcher.queue(track, 50), 51..51 + READ_AHEAD_REQUESTED);
+        track.on(100);
+        assert!(prefetcher.queue(track, 100).is_empty(), "a lone read");
+        track.on(101);
+        assert_eq!(prefetcher.queue(track, 101), 102..103, "in order: 1");
+        track.on(102);
+        assert_eq!(prefetcher.queue(track, 102), 103..105, "2");
+        track.on(103);
+        assert_eq!(prefetcher.queue(track, 103), 105..108, "4");
+        track.on(150);
+        assert!(prefetcher.queue(track, 150).is_empty(), "a jump");
+        assert_eq!(prefetcher.queue_whole(track, 150), 150..200, "a walk");
+        assert!(prefetcher.queue(track, 160).is_empty(), "all of it asked");
+        assert_eq!(track.disk.end(), 200);
+        let local = Prefetcher::start(false);
+        let mut tracks = Tracks::<super::super::kernel::Place>::new(false);
+        let track = tracks.of(&book, &index);
+        track.on(100);
+        assert_eq!(local.queue(track, 100), 101..101 + READ_AHEAD, "local");
     }
 
     /// In a bucket, a reader of a book's first pages (its first chapter,

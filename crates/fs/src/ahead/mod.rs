@@ -35,9 +35,21 @@
 //! A READ finds its chapter in the track's chapters (or the index the
 //! source has cached), never by a look at the book.
 //!
+//! In a bucket each chapter fetched ahead is a GET, come the reader or
+//! not: there `disk` and `kernel` reach no further ahead than the track's
+//! `Reach` (`window`), which its reader earns by reading in order, as
+//! mountpoint-s3's prefetcher grows its requests: nothing after a lone
+//! read, then 1, 2, 4, … chapters up to the window, and nothing again
+//! after a jump. A page's LOOKUP also puts the reader on its chapter (in a
+//! bucket), before the load that answers it asks for what follows; a
+//! track no reader was put on (a walk's, an index's loads) has the whole
+//! window, as in a local library, where reading ahead is cheap.
+//!
 //! `NOVELFS_AHEAD_OFF=disk,outlines,kernel` (any of them) in the daemon's
 //! environment switches members off, to measure what each one pays for;
-//! `walks` switches off a walk's window opened whole (`walk_reads`).
+//! `walks` switches off a walk's window opened whole (`walk_reads`), and
+//! `reach` a bucket's reader's reach (`window::Reach`): each chapter read
+//! has the whole window fetched after it.
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -86,6 +98,10 @@ pub(crate) struct Ahead {
     /// Where a page read in a book without a track finds the book's
     /// chapters: the index cached with it.
     source: Weak<Source>,
+    /// Whether each chapter read is a request (a bucket): the chapters
+    /// fetched ahead of a reader are then as many as its reach
+    /// (`window::Reach`), grown while it reads in order.
+    requested: bool,
     disk: Prefetcher,
     outlines: Outliner,
     kernel: StoreAhead,
@@ -101,10 +117,12 @@ impl Ahead {
         outlines: &Arc<Outlines>,
         outlines_budget: usize,
     ) -> Arc<Ahead> {
+        let requested = source.library().listing_ttl().is_some();
         let ahead = Arc::new(Ahead {
-            tracks: Mutex::new(Tracks::default()),
+            tracks: Mutex::new(Tracks::new(requested)),
             source: Arc::downgrade(source),
-            disk: Prefetcher::start(source.library().listing_ttl().is_some()),
+            requested,
+            disk: Prefetcher::start(requested),
             outlines: Outliner::start(source.clone(), outlines.clone(), outlines_budget),
             kernel: StoreAhead::new(),
         });
@@ -132,10 +150,51 @@ impl Ahead {
         index: &Arc<BookIndex>,
         position: usize,
     ) {
-        let mut tracks = lock(&self.tracks);
-        let track = tracks.of(book, index);
-        track.on(position);
-        self.outlines.reached(track);
+        let asked = {
+            let mut tracks = lock(&self.tracks);
+            let track = tracks.of(book, index);
+            track.on(position);
+            self.outlines.reached(track);
+            self.reached(track, position)
+        };
+        self.fetch(asked);
+    }
+
+    /// A page of `chapter` is looked up (before its chapter is loaded to
+    /// answer): in a bucket its reader is on that chapter from now, so
+    /// that the load fetches ahead only what the reader's reach takes (a
+    /// lone read in a book, nothing).
+    pub(crate) fn chapter_entered(&self, chapter: &ChapterRef) {
+        if !self.requested {
+            return;
+        }
+        let asked = {
+            let mut tracks = lock(&self.tracks);
+            self.place(&mut tracks, chapter)
+                .and_then(|position| self.reached(tracks.find(&chapter.book)?, position))
+        };
+        self.fetch(asked);
+    }
+
+    /// The reader on `track` is on chapter `position` now: in a bucket,
+    /// the chapters its reach takes that were not asked for yet (its loads
+    /// ask for them too, later: a reader in order is ahead of its loads).
+    fn reached(&self, track: &mut track::Track<Place>, position: usize) -> Option<Asked> {
+        if !track.bounded() {
+            return None;
+        }
+        let chapters = self.disk.queue(track, position);
+        (!chapters.is_empty()).then(|| (track.book.clone(), track.index.clone(), chapters))
+    }
+
+    /// Asks the library for the files of `asked` (out of the tracks' lock).
+    fn fetch(&self, asked: Option<Asked>) {
+        let Some((book, index, chapters)) = asked else {
+            return;
+        };
+        if let Some(source) = self.source.upgrade() {
+            self.disk.read(source.library(), &book, &index, chapters);
+        }
     }
 
     /// Whether a READDIR may concern a reader (cheap: no lock), before the
@@ -163,11 +222,18 @@ impl Ahead {
         version: u64,
         ino: Option<u64>,
     ) {
-        if page.limit.is_none() && !switched_off("kernel") {
+        if page.limit.is_none() {
             let mut tracks = lock(&self.tracks);
             if let Some(position) = self.place(&mut tracks, chapter) {
-                self.kernel
-                    .read(&mut tracks, chapter, position, page, version);
+                let asked = tracks
+                    .find(&chapter.book)
+                    .and_then(|track| self.reached(track, position));
+                if !switched_off("kernel") {
+                    self.kernel
+                        .read(&mut tracks, chapter, position, page, version);
+                }
+                drop(tracks);
+                self.fetch(asked);
             }
         }
         if let Some(ino) = ino {
@@ -263,6 +329,10 @@ impl Ahead {
     }
 }
 
+/// Chapters of a book to ask the library for: the book, its chapters and
+/// which of them.
+type Asked = (Arc<OsStr>, Arc<BookIndex>, std::ops::Range<usize>);
+
 /// A test's view of one track (`Ahead::track_of`).
 #[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
@@ -311,6 +381,14 @@ impl LoadObserver for Ahead {
             self.disk.queue_whole(tracks.of(book, index), position)
         };
         self.disk.read(library, book, index, chapters);
+    }
+
+    /// A walk reads all of `book` (its own index): whatever reader was on
+    /// its track, its loads each have the whole window after them again.
+    fn walk_begins(&self, book: &OsStr) {
+        if let Some(track) = lock(&self.tracks).find(book) {
+            track.walked();
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::window::Window;
+use super::window::{Reach, Window};
 use novelfs_library::BookIndex;
 
 /// Tracks kept at once, the most recent first: a reader or two, a walk
@@ -43,6 +43,11 @@ pub(crate) struct Track<P> {
     /// What `kernel` stores ahead of: the page read last, one per format
     /// (the reader's page, where a chapter is not place enough).
     pub(super) pages: Vec<P>,
+    /// How far ahead of the reader the members that make requests reach
+    /// (`Reach`): heeded only in a bucket (`bounded`), where each chapter
+    /// fetched ahead is a GET whether the reader comes to it or not.
+    reach: Reach,
+    bounded: bool,
 }
 
 impl<P: PagePlace> Track<P> {
@@ -54,17 +59,42 @@ impl<P: PagePlace> Track<P> {
             disk: Window::default(),
             outlines: Window::default(),
             pages: Vec::new(),
+            reach: Reach::default(),
+            bounded: false,
         }
     }
 
     /// The reader listed the book: it is at its start.
     pub(crate) fn at_start(&mut self) {
         self.next = 0;
+        self.reach.at_start();
     }
 
     /// The reader is on the chapter at `position` (it listed or read it).
     pub(crate) fn on(&mut self, position: usize) {
         self.next = position + 1;
+        self.reach.on(position);
+    }
+
+    /// Whether what is fetched ahead is bounded by the reader's reach.
+    pub(super) fn bounded(&self) -> bool {
+        self.bounded
+    }
+
+    /// Chapters of `window` to fetch ahead of the reader: all of it where
+    /// the reach is not heeded (a local library, or `reach` switched off
+    /// by `NOVELFS_AHEAD_OFF`), else its reach.
+    pub(super) fn reach(&self, window: usize) -> usize {
+        match self.bounded && !super::switched_off("reach") {
+            true => self.reach.chapters(window),
+            false => window,
+        }
+    }
+
+    /// A walk reads the book from where it is on: it is fetched ahead in
+    /// full (`Reach::walked`).
+    pub(super) fn walked(&mut self) {
+        self.reach.walked();
     }
 
     /// The chapters to queue into `window` ahead of chapter `from` (`size`
@@ -89,6 +119,7 @@ impl<P: PagePlace> Track<P> {
         self.next = 0;
         self.disk = Window::default();
         self.outlines = Window::default();
+        self.reach = Reach::default();
         self.pages
             .retain_mut(|p| match index.exact(p.file().as_bytes()) {
                 Some(position) => {
@@ -104,12 +135,23 @@ impl<P: PagePlace> Track<P> {
 /// to each member with the event it follows.
 pub(crate) struct Tracks<P> {
     tracks: VecDeque<Track<P>>,
+    /// Whether each track's members heed its reader's reach (a bucket).
+    bounded: bool,
 }
 
 impl<P> Default for Tracks<P> {
     fn default() -> Tracks<P> {
+        Tracks::new(false)
+    }
+}
+
+impl<P> Tracks<P> {
+    /// Tracks whose members heed their readers' reach (`bounded`: a
+    /// bucket's, where each chapter fetched ahead is a request) or not.
+    pub(crate) fn new(bounded: bool) -> Tracks<P> {
         Tracks {
             tracks: VecDeque::new(),
+            bounded,
         }
     }
 }
@@ -129,7 +171,9 @@ impl<P: PagePlace> Tracks<P> {
     /// (made if none is kept; placed in `index` again if it had others).
     pub(crate) fn of(&mut self, book: &Arc<OsStr>, index: &Arc<BookIndex>) -> &mut Track<P> {
         if self.find(book).is_none() {
-            self.tracks.push_front(Track::new(book, index));
+            let mut track = Track::new(book, index);
+            track.bounded = self.bounded;
+            self.tracks.push_front(track);
             if self.tracks.len() > TRACKS {
                 // The least recent that no page read holds; a track with
                 // pages goes only when every track has some.

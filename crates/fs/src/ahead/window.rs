@@ -51,9 +51,115 @@ impl Window {
     }
 }
 
+/// Chapters a reader may skip and still go on in order: one who reads
+/// every other chapter, or skips one it read before, is still going
+/// through the book.
+const NEAR: usize = 2;
+
+/// How far ahead of a reader whose every chapter is a request (a bucket)
+/// its chapters are fetched, as mountpoint-s3's prefetcher sizes its
+/// requests: nothing after a first read with no chapter before it, then
+/// doubling (1, 2, 4, …, `MAX_REACH`) while the reader goes on in order,
+/// and nothing again after a jump. A reader who reads chapters here and
+/// there costs their GETs alone; one going through a book soon has the
+/// whole window ahead of it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Reach {
+    /// The chapter a reader going on in order comes to next: past the one
+    /// it was on (`None`: no reader was placed, or a walk reads the book).
+    expected: Option<usize>,
+    chapters: usize,
+}
+
+/// The widest reach: the bucket's window.
+const MAX_REACH: usize = super::disk::READ_AHEAD_REQUESTED;
+
+impl Reach {
+    /// Chapters to fetch ahead of the reader, at most: all of `window`
+    /// where no reader was placed (loads no reader made: a walk's, an
+    /// index's), else what its reading in order has earned.
+    pub(super) fn chapters(&self, window: usize) -> usize {
+        match self.expected {
+            None => window,
+            Some(_) => self.chapters.min(window),
+        }
+    }
+
+    /// The book was listed: a reader not placed yet begins at its start
+    /// (its first chapter then goes on in order). A placed reader stays
+    /// where it is: an agent lists the book between its chapters.
+    pub(super) fn at_start(&mut self) {
+        self.expected.get_or_insert(0);
+    }
+
+    /// The reader is on chapter `position`: the same chapter changes
+    /// nothing, the next ones (within `NEAR`) double the reach, anything
+    /// else (a first read, a jump) starts it again from nothing.
+    pub(super) fn on(&mut self, position: usize) {
+        self.chapters = match self.expected {
+            Some(e) if position + 1 == e => return,
+            Some(e) if (e..=e + NEAR).contains(&position) => {
+                (self.chapters * 2).clamp(1, MAX_REACH)
+            }
+            _ => 0,
+        };
+        self.expected = Some(position + 1);
+    }
+
+    /// A walk reads the book from where it is on: its loads are fetched
+    /// ahead in full, as where no reader was placed.
+    pub(super) fn walked(&mut self) {
+        *self = Reach::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reach_grows_in_order_and_starts_again_on_a_jump() {
+        let mut r = Reach::default();
+        assert_eq!(r.chapters(64), 64, "no reader: the whole window");
+        r.on(40);
+        assert_eq!(r.chapters(64), 0, "a first read with nothing before it");
+        r.on(40);
+        assert_eq!(r.chapters(64), 0, "the same chapter again");
+        let mut grown = Vec::new();
+        for position in 41..50 {
+            r.on(position);
+            grown.push(r.chapters(64));
+        }
+        assert_eq!(grown, [1, 2, 4, 8, 16, 32, 64, 64, 64], "doubling");
+        assert_eq!(r.chapters(16), 16, "never past the window asked for");
+        r.on(49);
+        assert_eq!(r.chapters(64), 64, "its own chapter again");
+        r.on(51 + NEAR);
+        assert_eq!(r.chapters(64), 0, "skipping more than NEAR is a jump");
+        r.on(54);
+        r.on(54 + NEAR);
+        assert_eq!(r.chapters(64), 2, "within NEAR: still in order");
+        r.on(10);
+        assert_eq!(r.chapters(64), 0, "a jump back");
+        r.walked();
+        assert_eq!(r.chapters(64), 64, "a walk reads the whole book");
+    }
+
+    #[test]
+    fn a_listed_book_starts_a_reader_at_its_first_chapter() {
+        let mut r = Reach::default();
+        r.at_start();
+        r.on(0);
+        assert_eq!(r.chapters(64), 1, "the first chapter of a listed book");
+        r.on(1);
+        r.at_start();
+        r.on(2);
+        assert_eq!(r.chapters(64), 4, "listing the book again moves nobody");
+        let mut fresh = Reach::default();
+        fresh.at_start();
+        fresh.on(30);
+        assert_eq!(fresh.chapters(64), 0, "a listed book, then a jump");
+    }
 
     #[test]
     fn a_window_is_topped_up_when_fewer_than_low_are_ahead() {

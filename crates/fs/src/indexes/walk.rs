@@ -83,6 +83,9 @@ pub(super) fn walk_book(
             }),
         }
     };
+    if let Walk::Book = walk {
+        source.walk_begins(book);
+    }
     let positions: Vec<usize> = (0..index.chapters.len()).collect();
     let read = match walk {
         Walk::Book => map_spread(&positions, count_of),

@@ -41,6 +41,9 @@ pub(crate) trait LoadObserver: Send + Sync {
         index: &Arc<BookIndex>,
         position: usize,
     );
+    /// A walk reads all of `book` now, in no set order (a book's own
+    /// index, on both CPUs): its loads are its, not a reader's.
+    fn walk_begins(&self, book: &OsStr);
 }
 
 impl Source {
@@ -58,6 +61,14 @@ impl Source {
     pub(crate) fn walk_reads(&self, book: &Arc<OsStr>, index: &Arc<BookIndex>, position: usize) {
         if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
             observer.walk_reads(&self.library, book, index, position);
+        }
+    }
+
+    /// A walk reads all of `book` now, in no set order: its observer is
+    /// told, so that its loads are fetched ahead as a walk's.
+    pub(crate) fn walk_begins(&self, book: &OsStr) {
+        if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
+            observer.walk_begins(book);
         }
     }
 

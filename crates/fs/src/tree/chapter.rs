@@ -85,6 +85,9 @@ pub(super) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<
         };
         return Ok(error(fs, chapter, now.version, &e, now.mtime));
     }
+    // A page is looked up before it is read: its reader is on the chapter
+    // before the chapter's load, which fetches ahead as far as it reaches.
+    fs.ahead.chapter_entered(&chapter);
     page::found(fs, chapter, name)
 }
 

@@ -80,6 +80,10 @@ impl PagePlace for Place {
 pub(super) struct Reader {
     pub(super) index: Arc<BookIndex>,
     pub(super) place: Place,
+    /// Chapters after its own the plan reaches: `AHEAD_CHAPTERS`, or in a
+    /// bucket no more than the reader's reach (each chapter rendered
+    /// ahead is fetched first).
+    pub(super) chapters: usize,
 }
 
 /// A reader's plan with the chapters it reaches.
@@ -156,14 +160,18 @@ pub(super) struct Wanted {
 
 /// The pages to push ahead of a reader who read page `offset` of a
 /// chapter, in reading order: the pages of that chapter after it, then
-/// those of the next `AHEAD_CHAPTERS` chapters, until the next page would
-/// pass `AHEAD_BYTES`. `chain(i)` gives the reading chain (offset, size in
+/// those of the next `chapters` chapters (`AHEAD_CHAPTERS` at most),
+/// until the next page would pass `AHEAD_BYTES`. `chain(i)` gives the reading chain (offset, size in
 /// the format read) of the chapter `i` after the one read (0: that one),
 /// `None` past the book's end; a chapter that cannot be read has none.
-fn plan(offset: u64, mut chain: impl FnMut(usize) -> Option<Vec<(u64, u64)>>) -> Vec<Wanted> {
+fn plan(
+    offset: u64,
+    chapters: usize,
+    mut chain: impl FnMut(usize) -> Option<Vec<(u64, u64)>>,
+) -> Vec<Wanted> {
     let mut wanted = Vec::new();
     let mut total = 0u64;
-    for ahead in 0..=AHEAD_CHAPTERS {
+    for ahead in 0..=chapters.min(AHEAD_CHAPTERS) {
         let Some(pages) = chain(ahead) else { break };
         for (page_offset, bytes) in pages {
             if ahead == 0 && page_offset <= offset {
@@ -224,7 +232,7 @@ impl StoreAhead {
         let mut chapters: Vec<Option<PlannedChapter>> = Vec::new();
         let (book_index, position) = (&r.index, r.place.position);
         let place = &r.place;
-        let wanted = plan(place.offset, |ahead| {
+        let wanted = plan(place.offset, r.chapters, |ahead| {
             if let Some(c) = known.and_then(|k| k.chapters.get(ahead)) {
                 chapters.push(c.clone());
                 return Some(c.as_ref().map_or_else(Vec::new, |c| c.chain.to_vec()));
@@ -360,6 +368,7 @@ mod tests {
     fn a_plan_takes_the_rest_of_the_chapter_then_the_next_ones() {
         let wanted = plan(
             401,
+            AHEAD_CHAPTERS,
             chains(&[
                 &[(1, 10), (401, 10), (801, 10)],
                 &[(1, 20), (401, 5)],
@@ -375,24 +384,40 @@ mod tests {
     fn a_plan_reaches_at_most_the_chapters_ahead() {
         let one: &[(u64, u64)] = &[(1, 100)];
         let book = vec![one; 3 * AHEAD_CHAPTERS];
-        let wanted = plan(1, chains(&book));
+        let wanted = plan(1, AHEAD_CHAPTERS, chains(&book));
         assert_eq!(wanted.len(), AHEAD_CHAPTERS, "only the chapters after");
         assert_eq!(wanted.last().unwrap().ahead, AHEAD_CHAPTERS);
         assert!(wanted.iter().all(|w| w.ahead > 0), "page 1 was read");
-        let from_start = plan(0, chains(&book));
+        let from_start = plan(0, AHEAD_CHAPTERS, chains(&book));
         assert_eq!(from_start.len(), AHEAD_CHAPTERS + 1, "offset 0: all of it");
+    }
+
+    #[test]
+    fn a_plan_reaches_no_further_than_it_is_told() {
+        let one: &[(u64, u64)] = &[(1, 100), (401, 100)];
+        let book = vec![one; 3 * AHEAD_CHAPTERS];
+        let alone = plan(1, 0, chains(&book));
+        let got: Vec<(usize, u64)> = alone.iter().map(|w| (w.ahead, w.offset)).collect();
+        assert_eq!(got, [(0, 401)], "a lone read: the rest of its chapter");
+        assert_eq!(plan(1, 2, chains(&book)).last().unwrap().ahead, 2);
+        let wide = plan(1, 10 * AHEAD_CHAPTERS, chains(&book));
+        assert_eq!(wide.last().unwrap().ahead, AHEAD_CHAPTERS, "at most");
     }
 
     #[test]
     fn a_plan_stops_before_its_bytes() {
         let page = 300 << 10;
         let big: Vec<(u64, u64)> = (0..20).map(|i| (1 + 400 * i, page)).collect();
-        let wanted = plan(1, chains(&[&big, &big]));
+        let wanted = plan(1, AHEAD_CHAPTERS, chains(&[&big, &big]));
         let total: u64 = wanted.iter().map(|w| w.bytes).sum();
         assert!(total <= AHEAD_BYTES, "{total}");
         assert_eq!(wanted.len() as u64, AHEAD_BYTES / page);
         assert!(wanted.iter().all(|w| w.ahead == 0));
-        let huge = plan(0, chains(&[&[(1, AHEAD_BYTES + 1)], &[(1, 1)]]));
+        let huge = plan(
+            0,
+            AHEAD_CHAPTERS,
+            chains(&[&[(1, AHEAD_BYTES + 1)], &[(1, 1)]]),
+        );
         assert!(
             huge.is_empty(),
             "a page over the bound is not pushed: {huge:?}"

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::super::track::Tracks;
-use super::plan::{Place, Reader};
+use super::plan::{AHEAD_CHAPTERS, Place, Reader};
 use super::{Parts, Store, StoreAhead, StoreOutcome};
 use crate::lock;
 
@@ -124,6 +124,7 @@ impl StoreAhead {
                 t.pages.iter().map(|p| Reader {
                     index: t.index.clone(),
                     place: p.clone(),
+                    chapters: t.reach(AHEAD_CHAPTERS),
                 })
             })
             .collect();
