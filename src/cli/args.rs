@@ -327,6 +327,14 @@ pub struct MountCmd {
     /// 1 to 256 [default: 2]. Same as -o threads=N.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub threads: Option<String>,
+    /// How a bucket's names, sizes and versions stay fresh: `published`
+    /// follows the snapshot `novelfs index --publish` wrote beside the
+    /// library (no LIST; one conditional GET per --ttl asks whether a newer
+    /// one was published), `listing` lists each directory again once per
+    /// --ttl. Default: published where a snapshot exists. Same as
+    /// -o freshness=published|listing.
+    #[arg(long, value_name = "RULE", value_parser = ["published", "listing"])]
+    pub freshness: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
     pub force: bool,
@@ -383,12 +391,19 @@ pub struct IndexCmd {
     /// The mount's --max-chapter-bytes.
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
-    /// Also write the index into the bucket (ROOT s3://…, at
-    /// .novelfs/index.sqlite under its prefix): a fresh machine's mount
-    /// starts from it, and lists and sizes without reading a chapter
-    /// (mounts with the same --path-root and --max-chapter-bytes).
+    /// Also write the index and the library's snapshot into the bucket
+    /// (ROOT s3://…, under .novelfs/ below its prefix): a fresh machine's
+    /// mount starts from the index, and every mount serves names, sizes
+    /// and versions from the snapshot with no LIST, checking once per TTL
+    /// whether a newer one was published.
     #[arg(long)]
     pub publish: bool,
+    /// With --publish: keep publishing, every SECONDS: list the library,
+    /// write a new snapshot (and index) only when something changed, and
+    /// confirm the snapshot otherwise. A mount stops following a snapshot
+    /// not confirmed for twice this.
+    #[arg(long, value_name = "SECONDS", requires = "publish", value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: Option<u64>,
 }
 
 #[derive(Args, Debug)]

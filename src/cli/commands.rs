@@ -27,6 +27,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 timeout: ONE_SHOT_TIMEOUT,
                 ttl: ONE_SHOT_TTL,
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
+                follow: None,
             };
             at.open(&bucket, reading, None).map_err(io)?
         }
@@ -39,6 +40,43 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 path: root.clone(),
                 reason,
             }),
+    }
+}
+
+/// `index --publish --every SECONDS`: the fleet's one publisher. Each
+/// round lists the library; when it changed since the snapshot, the index
+/// is refreshed and both are published anew, else the snapshot is only
+/// confirmed. A round that fails is said and the next one tries again.
+fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCode {
+    let Ok(at) = LibraryAt::parse(&cmd.root) else {
+        return ExitCode::FAILURE;
+    };
+    let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(every));
+        let round = || -> Result<String, String> {
+            if !at.changed_since_published(&bucket, ONE_SHOT_TIMEOUT)? {
+                at.publish(&bucket, ONE_SHOT_TIMEOUT, None, Some(every))?;
+                return Ok("unchanged: the snapshot is confirmed".into());
+            }
+            let args = LibraryArgs {
+                root: cmd.root.clone(),
+                bucket: cmd.bucket.clone(),
+                path_root: cmd.path_root.clone(),
+            };
+            let mut library = open_library(&args).map_err(|e| e.to_string())?;
+            library.max_chapter_bytes = cmd.max_chapter_bytes;
+            persist::refresh(&library, dir, &mut |_| {})?;
+            let index = persist::export(dir, &library)?;
+            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(index), Some(every))?;
+            Ok(format!(
+                "changed: the index and a snapshot of {files} files published"
+            ))
+        };
+        match round() {
+            Ok(said) => eprintln!("novelfs: {said}"),
+            Err(e) => eprintln!("novelfs: this round failed: {e}"),
+        }
     }
 }
 
@@ -204,8 +242,12 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
         if cmd.publish {
             let at = LibraryAt::parse(&cmd.root)?;
             let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
-            at.publish(&bucket, ONE_SHOT_TIMEOUT, persist::export(&dir, &library)?)?;
-            eprintln!("published at {}/{}", cmd.root.display(), persist::PUBLISHED);
+            let index = persist::export(&dir, &library)?;
+            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(index), cmd.every)?;
+            eprintln!(
+                "published at {}/.novelfs/: the index and a snapshot of {files} files",
+                cmd.root.display()
+            );
         }
         Ok(summary)
     });
@@ -225,7 +267,10 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
                 line += &format!(", {} changed too recently to record", s.too_recent);
             }
             println!("{line} in {:.2} s", s.elapsed.as_secs_f64());
-            ExitCode::SUCCESS
+            match cmd.every {
+                Some(every) => keep_publishing(&cmd, &dir, every),
+                None => ExitCode::SUCCESS,
+            }
         }
         Err(msg) => {
             eprintln!("novelfs: {msg}");

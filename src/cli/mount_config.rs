@@ -157,6 +157,10 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         root,
         bucket,
         ahead_bytes,
+        follow_published: match args.freshness.as_deref() {
+            Some(v) => value::freshness(v).map_err(|e| format!("--freshness: {e}"))?,
+            None => options.freshness.unwrap_or(true),
+        },
     })
 }
 
@@ -240,6 +244,7 @@ mod tests {
             cache_size: None,
             max_chapter_bytes: None,
             threads: None,
+            freshness: None,
             force: false,
             no_watch: false,
             log_file: None,

@@ -52,6 +52,9 @@ pub(crate) struct MountConfig {
     /// Bytes of chapters a bucket's backing may hold fetched ahead of
     /// readers: taken from `--cache-size`, the tree gets the rest.
     pub(crate) ahead_bytes: u64,
+    /// Whether a bucket's published snapshot is followed where one exists
+    /// (`--freshness published`), rather than its directories listed.
+    pub(crate) follow_published: bool,
     /// Why there is no persistent index though none was refused (no
     /// folder to keep it in), said once the mount is made.
     pub(crate) no_index_because: Option<String>,

@@ -237,12 +237,25 @@ const SLOW_START_VAR: &str = "NOVELFS_TEST_SLOW_START_MS";
 /// The library; a bucket is checked here unless a waiting CLI (`cli`)
 /// checks it and tells how it went (see `verdict`).
 fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, String> {
+    let at = LibraryAt::parse(&config.root)?;
+    // The snapshot's head is read first: it says where the index is, and
+    // a mount that follows it lists nothing.
+    let head = match at.is_bucket() && config.follow_published {
+        true => match at.published_head(&config.bucket, config.source_timeout) {
+            Ok(head) => head,
+            Err(e) => {
+                log::warn!("no published snapshot followed: {e}");
+                None
+            }
+        },
+        false => None,
+    };
     let reading = BucketReading {
         timeout: config.source_timeout,
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
+        follow: head.clone(),
     };
-    let at = LibraryAt::parse(&config.root)?;
     // The file-name patterns, which the mount waits for before it reports
     // ready (`NovelFs::prepared`), compile on the other core while the
     // bucket's check is on its round trip, not after it.
@@ -273,7 +286,8 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     // library; a mount without one, or that cannot fetch it, reads
     // chapters as they are asked for.
     if let Some(dir) = &config.tree.index_dir {
-        match at.fetch_published(&config.bucket, config.source_timeout, dir, &library) {
+        let index = head.as_ref().map(|h| h.index.clone());
+        match at.fetch_published(&config.bucket, config.source_timeout, dir, &library, index) {
             Ok(true) => log::info!("index published in {} taken", config.root.display()),
             Ok(false) => {}
             Err(e) => log::warn!("no published index: {e}"),

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use novelfs_fs::persist;
 use novelfs_library::{Library, NovelError};
-use novelfs_storage::backing::BucketBacking;
-use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage};
+use novelfs_storage::backing::{BucketBacking, snapshot};
+use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage, StorageError, Version};
 
 /// Set (to anything), a mount checks its bucket in two round trips, the
 /// bucket's then `novels/`'s, as it would without `S3Storage::check_dir`:
@@ -37,11 +37,13 @@ pub(crate) enum LibraryAt {
 
 /// How a library in a bucket is read: what bounds one access, how long a
 /// listing is kept, and how many bytes of chapters may be fetched ahead.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct BucketReading {
     pub(crate) timeout: Duration,
     pub(crate) ttl: Duration,
     pub(crate) ahead_bytes: u64,
+    /// The published snapshot to follow (its head, as read at mount).
+    pub(crate) follow: Option<snapshot::Head>,
 }
 
 impl LibraryAt {
@@ -112,20 +114,72 @@ impl LibraryAt {
         }
     }
 
-    /// Writes `index` (an exported persistent index) beside the library in
-    /// its bucket, for fresh machines to start from.
+    /// Publishes beside the library in its bucket, for every mount of a
+    /// fleet: `index` (an exported persistent index) when given, then the
+    /// snapshot of the library's listing with the cadence `every` (see
+    /// `novelfs_storage::backing::snapshot`). Whether the snapshot changed,
+    /// and how many files it holds.
     pub(crate) fn publish(
         &self,
         options: &BucketOptions,
         timeout: Duration,
-        index: Vec<u8>,
-    ) -> Result<(), String> {
+        index: Option<Vec<u8>>,
+        every: Option<u64>,
+    ) -> Result<(bool, u64), String> {
         let LibraryAt::Bucket(url) = self else {
             return Err("--publish: ROOT must be an s3:// bucket".into());
         };
         let storage = Self::storage(url, options, timeout)?;
-        let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-        storage.put(&key, index).map_err(|e| format!("{url}: {e}"))
+        let fail = |e: StorageError| format!("{url}: {e}");
+        let before = snapshot::published_head(&storage).map_err(fail)?;
+        let listing = snapshot::walk(&storage).map_err(fail)?;
+        let index_etag = match index {
+            Some(bytes) => {
+                let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
+                storage.put(&key, bytes).map_err(fail)?;
+                match storage.stat(&key).map_err(fail)?.version {
+                    Version::ETag { etag, .. } => Some(etag),
+                    _ => None,
+                }
+            }
+            None => before.as_ref().and_then(|h| h.index.clone()),
+        };
+        let files = listing.files;
+        let changed = snapshot::publish(&storage, listing, before.as_ref(), index_etag, every)
+            .map_err(fail)?;
+        Ok((changed, files))
+    }
+
+    /// Whether the library's listing differs from the published snapshot's
+    /// (one LIST per directory, one GET).
+    pub(crate) fn changed_since_published(
+        &self,
+        options: &BucketOptions,
+        timeout: Duration,
+    ) -> Result<bool, String> {
+        let LibraryAt::Bucket(url) = self else {
+            return Ok(true);
+        };
+        let storage = Self::storage(url, options, timeout)?;
+        let fail = |e: StorageError| format!("{url}: {e}");
+        let before = snapshot::published_head(&storage).map_err(fail)?;
+        let listing = snapshot::walk(&storage).map_err(fail)?;
+        Ok(before.is_none_or(|h| h.listing != listing.digest))
+    }
+
+    /// The head of the snapshot published beside a bucket's library
+    /// (one GET), `None` when none is published or the root is a
+    /// directory.
+    pub(crate) fn published_head(
+        &self,
+        options: &BucketOptions,
+        timeout: Duration,
+    ) -> Result<Option<snapshot::Head>, String> {
+        let LibraryAt::Bucket(url) = self else {
+            return Ok(None);
+        };
+        let storage = Self::storage(url, options, timeout)?;
+        snapshot::published_head(&storage).map_err(|e| format!("{url}: {e}"))
     }
 
     /// The index published beside a bucket's library, put in place of the
@@ -138,34 +192,52 @@ impl LibraryAt {
         timeout: Duration,
         dir: &Path,
         library: &Library,
+        from_head: Option<Option<String>>,
     ) -> Result<bool, String> {
         let LibraryAt::Bucket(url) = self else {
             return Ok(false);
         };
         let storage = Self::storage(url, options, timeout)?;
         let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-        let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
-        let listed = match storage.list(&folder) {
-            Ok(entries) => entries,
-            Err(e) if e.is_not_found() => return Ok(false),
-            Err(e) => return Err(format!("{url}: {e}")),
+        // The snapshot's head names the index's ETag; without one, the
+        // publisher's folder is listed for it.
+        let etag = match from_head {
+            Some(etag) => etag,
+            None => {
+                let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
+                let listed = match storage.list(&folder) {
+                    Ok(entries) => entries,
+                    Err(e) if e.is_not_found() => return Ok(false),
+                    Err(e) => return Err(format!("{url}: {e}")),
+                };
+                listed
+                    .into_iter()
+                    .find(|e| e.name == "index.sqlite")
+                    .and_then(|e| match e.version {
+                        Version::ETag { etag, .. } => Some(etag),
+                        _ => None,
+                    })
+            }
         };
-        let Some(entry) = listed.iter().find(|e| e.name == "index.sqlite") else {
+        let Some(etag) = etag else {
             return Ok(false);
         };
-        let seen = format!("{:?}", entry.version);
         let file = persist::index_file(dir, library);
         let mut mark = file.clone().into_os_string();
         mark.push(".published");
         let mark = PathBuf::from(mark);
-        if file.exists() && std::fs::read_to_string(&mark).is_ok_and(|m| m == seen) {
+        if file.exists() && std::fs::read_to_string(&mark).is_ok_and(|m| m == etag) {
             return Ok(true);
         }
+        let pinned = Version::ETag {
+            etag: etag.clone(),
+            size: 0,
+        };
         let object = storage
-            .read(&key, Some(&entry.version))
+            .read(&key, Some(&pinned))
             .map_err(|e| format!("{url}: {e}"))?;
         persist::import(dir, library, &object.bytes)?;
-        std::fs::write(&mark, &seen).map_err(|e| format!("{}: {e}", mark.display()))?;
+        std::fs::write(&mark, &etag).map_err(|e| format!("{}: {e}", mark.display()))?;
         Ok(true)
     }
 
@@ -195,6 +267,12 @@ impl LibraryAt {
                 let storage: Arc<dyn Storage> = Arc::new(storage);
                 let backing =
                     BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
+                if let Some(head) = reading.follow
+                    && let Err(e) = backing.follow(head)
+                {
+                    log::warn!("the published snapshot is not followed ({e}): the mount lists");
+                }
+                log::info!("freshness: {}", backing.freshness());
                 Ok(novelfs_storage::open_bucket(backing, &url.to_string()))
             }
         }

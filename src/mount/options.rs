@@ -31,6 +31,9 @@ pub(crate) struct MountOptions {
     /// `failover[=auto|on|off]`, `nofailover`: whether a holder keeps the
     /// connection (see `failover`).
     pub failover: Option<super::failover::Failover>,
+    /// `freshness=published|listing`: whether a bucket's published
+    /// snapshot is followed (`true`) where one exists.
+    pub freshness: Option<bool>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -93,6 +96,7 @@ pub(crate) mod value {
     pub(crate) const THREADS: &str = "a whole number from 1 to 256";
     pub(crate) const IO_URING: &str = "auto, on or off";
     pub(crate) const FAILOVER: &str = "auto, on or off";
+    pub(crate) const FRESHNESS: &str = "published or listing";
     pub(crate) const PATH_ROOT: &str = "an absolute path such as /library";
     pub(crate) const SUBTYPE: &str = "a plain word (letters, digits, _ - . +)";
     pub(crate) const NAME: &str = "a name";
@@ -149,6 +153,16 @@ pub(crate) mod value {
 
     pub(crate) fn failover(v: &str) -> Result<super::super::failover::Failover, &'static str> {
         super::super::failover::Failover::parse(v).map_err(|_| FAILOVER)
+    }
+
+    /// `published`: follow a bucket's published snapshot (`true`);
+    /// `listing`: list its directories once per TTL.
+    pub(crate) fn freshness(v: &str) -> Result<bool, &'static str> {
+        match v {
+            "published" => Ok(true),
+            "listing" => Ok(false),
+            _ => Err(FRESHNESS),
+        }
     }
 
     pub(crate) fn path_root(v: &str) -> Result<String, &'static str> {
@@ -264,6 +278,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "log_file" => o.log_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
             "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
             "failover" => o.failover = Some(value::failover(v).map_err(bad)?),
+            "freshness" => o.freshness = Some(value::freshness(v).map_err(bad)?),
             "cache_size" => o.cache_size = Some(value::cache_size(v).map_err(bad)?),
             "max_chapter_bytes" => {
                 o.max_chapter_bytes = Some(value::max_chapter_bytes(v).map_err(bad)?)
@@ -297,6 +312,7 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "log_file" => value::FILE,
         "io_uring" => value::IO_URING,
         "failover" => value::FAILOVER,
+        "freshness" => value::FRESHNESS,
         "cache_size" => value::SIZE,
         "max_chapter_bytes" => value::CHAPTER_SIZE,
         "threads" => value::THREADS,

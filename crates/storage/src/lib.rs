@@ -204,6 +204,19 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// unless the bytes are of that version.
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError>;
 
+    /// The object at `path`, whole, unless its ETag is still `etag`
+    /// (`If-None-Match`): `None` when it is (a 304, no body). What a mount
+    /// following a published snapshot asks once per TTL. A store without
+    /// ETags reads the object.
+    fn read_if_none_match(
+        &self,
+        path: &RelPath,
+        etag: Option<&str>,
+    ) -> Result<Option<Object>, StorageError> {
+        let _ = etag;
+        self.read(path, None).map(Some)
+    }
+
     /// The bytes `range` of the object at `path` (fewer at its end). With
     /// `version`, fails with `Changed` unless they are of that version.
     fn read_range(

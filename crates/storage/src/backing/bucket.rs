@@ -16,8 +16,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::{Entry, Kind, RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
+use super::follow::Follower;
 use super::listings::{self, Listings};
 use super::ranged::{self, Ranged};
+use super::snapshot;
 use super::{Backing, EntryKind, Meta, Opened};
 
 /// A library under `s3://BUCKET/PREFIX`.
@@ -121,6 +123,22 @@ impl BucketBacking {
         }
     }
 
+    /// Serves names, sizes and versions from the snapshot `head` names
+    /// from now on, with no LIST, checking once per TTL for a newer one
+    /// (see `follow`); an error, and listings as before, when its listing
+    /// cannot be had or its publisher stopped.
+    pub fn follow(&self, head: snapshot::Head) -> Result<(), StorageError> {
+        let follower = Follower::start(self.storage.clone(), self.ttl, head)?;
+        self.listings.follow(Arc::new(follower));
+        Ok(())
+    }
+
+    /// The freshness rule in force, in words: the snapshot followed, or
+    /// listings made again once per TTL.
+    pub fn freshness(&self) -> String {
+        self.listings.freshness()
+    }
+
     /// A big chapter, read in parts, in its listed version; when that
     /// version is gone, in the one a new listing gives.
     fn open_big(&self, path: &Path, listed: Entry) -> io::Result<Option<Box<dyn Opened>>> {
@@ -218,6 +236,11 @@ impl BucketBacking {
         }
         let bytes = match self.get_whole(&key, &rel(path).ok()?, Some(&listed.version)) {
             Ok((bytes, _)) => bytes,
+            // Gone since a snapshot: its directory is listed.
+            Err(e) if e.is_not_found() && self.listings.following() => {
+                self.listings.forget(path.parent()?);
+                return None;
+            }
             Err(e) if e.is_not_found() => return Some(Ok(None)),
             Err(StorageError::Changed { .. }) => {
                 self.listings.forget(path.parent()?);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::{Entry, Kind, Storage};
 
 use super::bodies::{lock, rel, to_io};
+use super::follow::{Follower, Said};
 use super::list_pace::Pace;
 
 /// Listings kept before those past use are dropped.
@@ -135,6 +136,9 @@ pub(super) struct Listings {
     /// directory its listing ahead is begun (twice this).
     list_time: Mutex<Duration>,
     refreshing: AtomicUsize,
+    /// The published snapshot followed, when the mount follows one: its
+    /// directories are served from it, not listed.
+    follow: std::sync::OnceLock<Arc<Follower>>,
 }
 
 impl Listings {
@@ -171,7 +175,31 @@ impl Listings {
             pace: Mutex::default(),
             list_time: Mutex::new(FIRST_LIST_TIME),
             refreshing: AtomicUsize::new(0),
+            follow: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Serves directories from `follower`'s snapshot from now on.
+    pub(super) fn follow(&self, follower: Arc<Follower>) {
+        let _ = self.follow.set(follower);
+    }
+
+    /// Whether a published snapshot is followed (it may have lapsed since).
+    pub(super) fn following(&self) -> bool {
+        self.follow.get().is_some()
+    }
+
+    /// The freshness rule in force: the snapshot's, or listings'.
+    pub(super) fn freshness(&self) -> String {
+        match self.follow.get() {
+            Some(f) => f.describe(),
+            None => "listings".to_string(),
+        }
+    }
+
+    /// What the followed snapshot says of `dir`, when it answers for it.
+    fn in_snapshot(&self, dir: &Path) -> Option<Said> {
+        self.follow.get()?.dir(dir)
     }
 
     /// The listing of `dir`, made again once it is older than the TTL. One
@@ -181,6 +209,16 @@ impl Listings {
     /// Within the grace past the TTL the old listing is served while it is
     /// made again in the background.
     pub(super) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
+        match self.in_snapshot(dir) {
+            Some(Said::Entries(entries)) => return Ok(entries),
+            Some(Said::Absent) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{}: not in the published snapshot", dir.display()),
+                ));
+            }
+            None => {}
+        }
         if let Some((entries, age, landed)) = self.kept(dir)
             && (age < self.ttl
                 || ((age < self.ttl + self.grace || landed < self.grace) && self.refresh(dir)))
@@ -375,6 +413,11 @@ impl Listings {
 
     /// The listing of `dir` when one within its TTL is at hand.
     pub(super) fn fresh(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
+        match self.in_snapshot(dir) {
+            Some(Said::Entries(entries)) => return Some(entries),
+            Some(Said::Absent) => return None,
+            None => {}
+        }
         lock(&self.made)
             .by_dir
             .get(dir)
@@ -390,6 +433,11 @@ impl Listings {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
+        if let Some(Said::Entries(entries)) = self.in_snapshot(dir) {
+            return entries
+                .iter()
+                .any(|e| e.name == name && e.kind == Kind::File);
+        }
         lock(&self.made).by_dir.get(dir).is_some_and(|l| {
             l.entries
                 .iter()
@@ -401,6 +449,13 @@ impl Listings {
     /// nothing is listed for it.
     pub(super) fn kept_entry(&self, path: &Path) -> Option<Entry> {
         let (dir, name) = (path.parent()?, path.file_name()?);
+        match self.in_snapshot(dir) {
+            Some(Said::Entries(entries)) => {
+                return entries.iter().find(|e| e.name == name).cloned();
+            }
+            Some(Said::Absent) => return None,
+            None => {}
+        }
         let made = lock(&self.made);
         let listed = made.by_dir.get(dir)?;
         listed.entries.iter().find(|e| e.name == name).cloned()
@@ -422,6 +477,9 @@ impl Listings {
     /// the next look lists it again rather than trust it for the rest of
     /// its TTL.
     pub(super) fn forget(&self, dir: &Path) {
+        if let Some(f) = self.follow.get() {
+            f.behind(dir);
+        }
         if let Some(f) = lock(&self.making).get(dir) {
             f.forgotten.store(true, Ordering::Release);
         }

@@ -10,10 +10,12 @@
 
 mod bodies;
 mod bucket;
+mod follow;
 mod list_pace;
 mod listings;
 mod local;
 mod ranged;
+pub mod snapshot;
 
 use novelfs_library::backing::{Backing, EntryKind, Meta, Opened};
 

@@ -203,6 +203,48 @@ impl Storage for S3Storage {
             .block_on(self.access().read(path, version.cloned(), None))
     }
 
+    /// One GET with `If-None-Match`: a 304 is `None`.
+    fn read_if_none_match(
+        &self,
+        path: &RelPath,
+        etag: Option<&str>,
+    ) -> Result<Option<Object>, StorageError> {
+        let access = self.access();
+        let etag = etag.map(str::to_string);
+        self.rt.block_on(async move {
+            let shown = path.to_string();
+            let key = access
+                .url
+                .key(path)
+                .ok_or_else(|| StorageError::not_found(&shown))?;
+            let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
+            let what = format!("GET {}", access.url.display_key(&key));
+            let store = access.store.clone();
+            let got = async move {
+                let opts = GetOptions {
+                    if_none_match: etag,
+                    ..Default::default()
+                };
+                match store.get_opts(&kp, opts).await {
+                    Ok(result) => {
+                        let meta = result.meta.clone();
+                        let bytes = result.bytes().await?.to_vec();
+                        Ok(Some(Object {
+                            bytes,
+                            version: Version::ETag {
+                                etag: meta.e_tag.unwrap_or_default(),
+                                size: meta.size,
+                            },
+                        }))
+                    }
+                    Err(object_store::Error::NotModified { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            };
+            access.bounded(what, &shown, got).await
+        })
+    }
+
     /// One ranged GET (`If-Match` with `version`). A range that is empty,
     /// or starts at or past the end of an object of known size, is empty
     /// without a request.
