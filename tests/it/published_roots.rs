@@ -162,8 +162,8 @@ fn an_index_published_without_a_path_root_serves_a_mount_with_one() {
         "no chapter is read: {counted:?}"
     );
     assert!(from_bucket.len() > 100, "{} entries", from_bucket.len());
-    let page = std::fs::read_to_string(mount.path().join("星河旧梦/第02章 故人.md/offset-1.txt"))
-        .unwrap();
+    let page =
+        std::fs::read_to_string(mount.path().join("星河旧梦/第02章 故人.md/offset-1.txt")).unwrap();
     assert!(
         page.contains(&format!("<path>{PATH_ROOT}/novels/星河旧梦/")),
         "pages print the mount's root: {page}"
@@ -196,7 +196,10 @@ fn an_index_published_with_the_default_limit_serves_a_mount_with_a_smaller_one()
     // The chapter over the limit is opened as without an index (and
     // refused), and its read sets off the read-ahead of a few chapters
     // after it; every other is counted from the index.
-    let chapters = from_disk.iter().filter(|l| l.contains("/offset-1.txt ")).count() as u64;
+    let chapters = from_disk
+        .iter()
+        .filter(|l| l.contains("/offset-1.txt "))
+        .count() as u64;
     assert!(chapters > 40, "{chapters} chapters");
     assert!(
         (1..chapters / 4).contains(&(counted.get + counted.ranged_get)),

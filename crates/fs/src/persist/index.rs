@@ -118,10 +118,8 @@ impl PersistentIndex {
         let identity = Identity::of(stamp)?;
         let max = self.library.max_chapter_bytes.min(MAX_CHAPTER_BYTES_CAP);
         let within = u64::try_from(row.identity.size).is_ok_and(|size| size <= max);
-        (within
-            && row.identity == identity
-            && trusted(stamp, row.recorded_ns, self.granularity))
-        .then_some(())
+        (within && row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
+            .then_some(())
     }
 
     /// The row stored for `book/file`: found in `rows` (the book's, from

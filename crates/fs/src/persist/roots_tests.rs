@@ -119,7 +119,13 @@ fn the_names_share_is_in_bytes_of_utf8_with_what_json_escapes() {
 #[test]
 fn a_row_made_under_one_root_sizes_the_pages_of_every_other() {
     let (_dir, root) = library();
-    let roots = [None, Some("/"), Some("/library"), Some("/图书馆/😀"), Some("/a\"b\\c d")];
+    let roots = [
+        None,
+        Some("/"),
+        Some("/library"),
+        Some("/图书馆/😀"),
+        Some("/a\"b\\c d"),
+    ];
     for maker in roots {
         let dir = tempfile::tempdir().unwrap();
         record_in(dir.path(), &opened(&root, maker, None));
@@ -135,7 +141,13 @@ fn a_row_made_under_one_root_sizes_the_pages_of_every_other() {
             assert!(found.pages.len() > 2, "{}", found.pages.len());
             for p in &found.pages {
                 let page = library
-                    .page_output(OsStr::new(BOOK), OsStr::new(FILE), &text, p.offset, READ_LIMIT)
+                    .page_output(
+                        OsStr::new(BOOK),
+                        OsStr::new(FILE),
+                        &text,
+                        p.offset,
+                        READ_LIMIT,
+                    )
                     .unwrap();
                 let rendered = (page.text().len() as u64, page.json().len() as u64);
                 assert_eq!(
