@@ -38,6 +38,7 @@ mod object_storage;
 mod options;
 mod persist;
 mod properties;
+mod published_roots;
 mod python_reader;
 mod sandbox_failover;
 mod slow_source;

@@ -31,7 +31,7 @@ fn index(root: &Path, dir: &Path) -> String {
 
 /// Every name under `dir` with what it is: a directory's entries, a
 /// file's size and bytes, a link's target, or the errno of each.
-fn tree(dir: &Path) -> Vec<String> {
+pub(crate) fn tree(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     walk(dir, Path::new(""), &mut out);
     out

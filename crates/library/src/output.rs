@@ -108,6 +108,26 @@ impl Library {
         offsets: &[u64],
         limit: u32,
     ) -> Vec<(u64, u64)> {
+        let (text_names, json_names) = self.names_lens(book, file);
+        let total = text.total_lines();
+        offsets
+            .iter()
+            .map(|&offset| {
+                let layout = text.layout(offset, limit);
+                let lines = text.line_stats(&layout);
+                (
+                    text_names + render::text_page_len(total, &layout, lines) as u64,
+                    json_names + render::json_page_len(total, &layout, lines) as u64,
+                )
+            })
+            .collect()
+    }
+
+    /// What the names a page of `file` in `book` prints (the book, the
+    /// file and its path under this library's root) add to its size, in
+    /// bytes, as text and as JSON: the only part of a page's size that
+    /// depends on the names and on `with_path_root`.
+    pub fn names_lens(&self, book: &OsStr, file: &OsStr) -> (u64, u64) {
         let book = book.to_string_lossy();
         let file = file.to_string_lossy();
         let path = self.display_path(&book, &file);
@@ -116,22 +136,10 @@ impl Library {
             file: &file,
             path: &path,
         };
-        let (text_names, json_names) = (
-            render::text_names_len(&source),
-            render::json_names_len(&source),
-        );
-        let total = text.total_lines();
-        offsets
-            .iter()
-            .map(|&offset| {
-                let layout = text.layout(offset, limit);
-                let lines = text.line_stats(&layout);
-                (
-                    (text_names + render::text_page_len(total, &layout, lines)) as u64,
-                    (json_names + render::json_page_len(total, &layout, lines)) as u64,
-                )
-            })
-            .collect()
+        (
+            render::text_names_len(&source) as u64,
+            render::json_names_len(&source) as u64,
+        )
     }
 }
 

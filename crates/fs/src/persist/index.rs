@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+use super::bare::{NamesLen, dressed};
 use super::identity::{Identity, trusted};
 use super::pages::decode_pages;
 use super::profile::{profile_id, profile_of};
@@ -18,8 +19,8 @@ use super::{Recorder, Refused, store};
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
 use crate::lock;
-use novelfs_library::Library;
 use novelfs_library::index::ChapterStats;
+use novelfs_library::{Library, MAX_CHAPTER_BYTES_CAP};
 
 /// A library's persistent index, open for lookups (and, when the file is
 /// writable, for a `Recorder`).
@@ -30,6 +31,9 @@ pub(crate) struct PersistentIndex {
     writable: bool,
     pub(super) profile: i64,
     pub(super) granularity: Duration,
+    /// The library as this mount serves it: the root its pages print, which
+    /// sizes the names of every page (`bare`), and its size limit.
+    library: Library,
 }
 
 impl PersistentIndex {
@@ -45,12 +49,10 @@ impl PersistentIndex {
         let root = library.root().to_path_buf();
         let path = store::file_for(dir, &root);
         let opened = store::open(&path, &root, cache_bytes)?;
-        let profile =
-            profile_id(&opened.conn, profile_of(library), opened.writable).map_err(|e| {
-                Refused::Unusable {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                }
+        let profile = profile_id(&opened.conn, profile_of(library), opened.writable, &path)
+            .map_err(|e| Refused::Unusable {
+                path: path.clone(),
+                reason: e.to_string(),
             })?;
         Ok(PersistentIndex {
             path,
@@ -59,7 +61,13 @@ impl PersistentIndex {
             writable: opened.writable,
             profile,
             granularity,
+            library: library.clone(),
         })
+    }
+
+    /// What the names of `book/file` add to each of its pages here.
+    pub(super) fn names(&self, book: &OsStr, file: &OsStr) -> NamesLen {
+        NamesLen::of(&self.library, book, file)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -75,7 +83,9 @@ impl PersistentIndex {
     /// and a refresh look up through a book's rows (`lookup_in`).
     #[cfg(test)]
     pub(crate) fn lookup(&self, key: &[u8], stamp: &Stamp) -> Option<Outline> {
-        self.trust(&self.stored_row(key)?, stamp)
+        let (book, file) = rows::split_key(key)?;
+        let (book, file) = (OsStr::from_bytes(book), OsStr::from_bytes(file));
+        self.trust(&self.stored_row(key)?, book, file, stamp)
     }
 
     /// The row stored for the chapter at `key`.
@@ -87,22 +97,28 @@ impl PersistentIndex {
         })
     }
 
-    /// The outline `row` holds when it proves the bytes of the file whose
-    /// stamp is `stamp`: the same identity, recorded outside the racy
-    /// window of its last change.
-    fn trust(&self, row: &Row, stamp: &Stamp) -> Option<Outline> {
+    /// The outline `row` (of `book/file`) holds when it proves the bytes
+    /// of the file whose stamp is `stamp`: the same identity, recorded
+    /// outside the racy window of its last change. Its pages' sizes are
+    /// those of this mount's names.
+    fn trust(&self, row: &Row, book: &OsStr, file: &OsStr, stamp: &Stamp) -> Option<Outline> {
         self.proves(row, stamp)?;
+        let pages = decode_pages(&row.pages)?;
         Some(Outline {
-            pages: decode_pages(&row.pages)?,
+            pages: dressed(&pages, self.names(book, file))?,
             stats: row.stats,
         })
     }
 
     /// Whether `row` proves the bytes of the file whose stamp is `stamp`
-    /// (see `trust`).
+    /// (see `trust`) and the chapter is one this mount reads: a chapter
+    /// over its size limit (the row's size is the file's) is read as
+    /// without an index, and refused there.
     fn proves(&self, row: &Row, stamp: &Stamp) -> Option<()> {
         let identity = Identity::of(stamp)?;
-        (row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
+        let max = self.library.max_chapter_bytes.min(MAX_CHAPTER_BYTES_CAP);
+        let within = u64::try_from(row.identity.size).is_ok_and(|size| size <= max);
+        (within && row.identity == identity && trusted(stamp, row.recorded_ns, self.granularity))
             .then_some(())
     }
 
@@ -125,7 +141,7 @@ impl PersistentIndex {
         stamp: &Stamp,
     ) -> Option<Outline> {
         let row = self.row_in(rows, book, file)?;
-        self.trust(&row, stamp)
+        self.trust(&row, book, file, stamp)
     }
 
     /// The stored figures of `book/file` when its row is trusted for

@@ -7,8 +7,12 @@
 //! mtime and ctime in nanoseconds) and is trusted only when all of it
 //! matches and it was recorded outside the racy window of the file's last
 //! change (`freshness::racy`: git's rule for its index). What an outline
-//! depends on besides the bytes (the path root pages print, the size limit,
-//! this build's paging and rendering) is its `profile`.
+//! depends on besides the bytes (this build's decoding, paging and
+//! rendering) is its `profile`. Rows hold nothing of the mount's options:
+//! page sizes are kept without what the names add (`bare`), and a row's
+//! size is its chapter's, judged against the mount's size limit at lookup,
+//! so one index (a published one) serves every `--path-root` and
+//! `--max-chapter-bytes`.
 //!
 //! `identity` holds that rule, `pages` the codec of a chapter's pages,
 //! `profile` what an outline depends on, `rows` the SQL of the chapters'
@@ -16,6 +20,7 @@
 //! it; `store` opens the file, `recorder` writes on its own thread,
 //! `refresh` is `novelfs index`.
 
+mod bare;
 mod identity;
 mod index;
 mod mount;
@@ -23,6 +28,8 @@ mod pages;
 mod profile;
 mod recorder;
 mod refresh;
+#[cfg(test)]
+mod roots_tests;
 mod rows;
 mod shared;
 mod store;

@@ -157,6 +157,7 @@ impl MountIndex {
                 key: chapter_key(book, file),
                 stamp: reading.stamp,
                 read_at: reading.at,
+                names: self.index.names(book, file),
                 outline,
             });
         }

@@ -2,37 +2,35 @@
 //! chapter, hashed, and the number that hash has in an index file.
 
 use std::ffi::OsStr;
+use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::bare::{NamesLen, bare};
 use super::pages::encode_pages;
 use super::store;
 use crate::chapter_shape::Outline;
 use novelfs_library::{ChapterText, Library};
 
-/// What an outline depends on besides the bytes of its chapter: the path
-/// root pages print, the chapter size limit, and how this build decodes,
-/// pages and renders — the outlines of a few fixed probe texts, so that a
-/// build that pages or sizes differently never trusts another's entries.
+/// What a row depends on besides the bytes of its chapter: how this build
+/// decodes, pages and renders — the outlines of a few fixed probe texts,
+/// as rows keep them (`bare`), so that a build that pages or sizes
+/// differently never trusts another's entries. Not the mount's path root
+/// (rows keep no names' share) nor its size limit (judged at lookup).
 pub(crate) fn profile_of(library: &Library) -> i64 {
     let mut hash = store::FNV_OFFSET;
     let mut feed = |bytes: &[u8]| hash = store::fnv1a(bytes, hash);
     feed(&store::SCHEMA_VERSION.to_le_bytes());
-    feed(library.display_path("", "").as_bytes());
-    feed(&library.max_chapter_bytes.to_le_bytes());
     for (i, bytes) in probe_texts().iter().enumerate() {
         let decoded = novelfs_library::decode::decode_text(bytes);
         feed(format!("{decoded:?}").as_bytes());
         let Ok(decoded) = decoded else { continue };
         let file = format!("第{i}章 探针\"\\.txt");
-        let outline = Outline::compute(
-            library,
-            OsStr::new("探针 book"),
-            OsStr::new(&file),
-            &ChapterText::new(decoded),
-        );
+        let (book, file) = (OsStr::new("探针 book"), OsStr::new(&file));
+        let outline = Outline::compute(library, book, file, &ChapterText::new(decoded));
         feed(format!("{:?}", outline.stats).as_bytes());
-        feed(&encode_pages(&outline.pages));
+        let pages = bare(&outline.pages, NamesLen::of(library, book, file));
+        feed(&encode_pages(pages.as_deref().unwrap_or_default()));
     }
     hash as i64
 }
@@ -72,15 +70,41 @@ fn probe_texts() -> Vec<Vec<u8>> {
     ]
 }
 
-/// The number the profile whose hash is `hash` has in this file: made
-/// when the file can be written, else -1 when it has none (no row has it).
-pub(super) fn profile_id(conn: &Connection, hash: i64, writable: bool) -> rusqlite::Result<i64> {
+/// The number the profile whose hash is `hash` has in the file at `path`:
+/// made when the file can be written, else -1 when it has none (no row
+/// has it). A file whose rows are all of other profiles (made by a
+/// novelfs that pages or sizes differently, e.g. an index published by
+/// another version) is said in the log, since none of it is used.
+pub(super) fn profile_id(
+    conn: &Connection,
+    hash: i64,
+    writable: bool,
+    path: &Path,
+) -> rusqlite::Result<i64> {
+    let known = |conn: &Connection| {
+        conn.query_row("SELECT id FROM profiles WHERE hash = ?1", [hash], |r| {
+            r.get::<_, i64>(0)
+        })
+        .optional()
+    };
+    if let Some(id) = known(conn)? {
+        return Ok(id);
+    }
+    let others: i64 = conn.query_row("SELECT count(*) FROM chapters", [], |r| r.get(0))?;
+    if others > 0 {
+        log::warn!(
+            "index {}: none of its {others} entries is used: they were made by a novelfs \
+             that decodes, pages or sizes differently from this one{}",
+            path.display(),
+            if writable {
+                "; chapters are read and recorded anew"
+            } else {
+                " (read-only); chapters are read as without an index"
+            }
+        );
+    }
     if writable {
         conn.execute("INSERT OR IGNORE INTO profiles(hash) VALUES (?1)", [hash])?;
     }
-    conn.query_row("SELECT id FROM profiles WHERE hash = ?1", [hash], |r| {
-        r.get(0)
-    })
-    .optional()
-    .map(|id| id.unwrap_or(-1))
+    Ok(known(conn)?.unwrap_or(-1))
 }

@@ -181,6 +181,7 @@ fn index_chapter(
         stamp,
         read_at,
         outline: Arc::new(outline),
+        names: index.names(book, &chapter.os_name),
     })
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::bare::{NamesLen, bare};
 use super::identity::{Identity, trusted, unix_nanos};
 use super::pages::encode_pages;
 use crate::cache::Stamp;
@@ -39,6 +40,8 @@ pub(crate) struct Record {
     /// When its bytes were read (or earlier).
     pub read_at: SystemTime,
     pub outline: Arc<Outline>,
+    /// What the chapter's names add to each of its pages (`bare`).
+    pub names: NamesLen,
 }
 
 #[derive(Clone)]
@@ -143,7 +146,8 @@ fn book_id(tx: &rusqlite::Transaction, name: &[u8]) -> rusqlite::Result<i64> {
 
 /// Writes `records` in one transaction (those whose bytes were not read
 /// outside the racy window, or whose identity does not fit, are left
-/// out); how many were written.
+/// out), each page's size without its names' share (`bare`); how many
+/// were written.
 pub(super) fn write_batch(
     conn: &mut Connection,
     profile: i64,
@@ -161,10 +165,11 @@ pub(super) fn write_batch(
         )?;
         let mut books: HashMap<&[u8], i64> = HashMap::new();
         for r in records {
-            let (Some(id), Some(at), Some((book, file))) = (
+            let (Some(id), Some(at), Some((book, file)), Some(pages)) = (
                 Identity::of(&r.stamp),
                 unix_nanos(r.read_at),
                 split_key(&r.key),
+                bare(&r.outline.pages, r.names),
             ) else {
                 continue;
             };
@@ -193,7 +198,7 @@ pub(super) fn write_batch(
                 at.saturating_sub(id.mtime_ns).div_euclid(1_000_000),
                 r.outline.stats.chars as i64,
                 r.outline.stats.lines as i64,
-                encode_pages(&r.outline.pages),
+                encode_pages(&pages),
             ])?;
             written += 1;
         }

@@ -10,7 +10,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 /// The layout of the tables (`PRAGMA user_version`). A file with a higher
 /// one is from a newer novelfs and is left alone; one with a lower one is
 /// made anew when it can be written (it is a cache), and not used when it
-/// cannot. 3: the versions and stamps in rows are `stable_hash`'s (XXH3).
+/// cannot. 3: the versions and stamps in rows are `stable_hash`'s (XXH3),
+/// and page sizes are kept without their names' share (`bare`).
 pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's transaction (two mounts
@@ -158,7 +159,7 @@ fn open_checked(path: &Path, root: &Path, cache_bytes: usize) -> Result<Opened, 
         )));
     }
     if opened.writable {
-        make_schema(conn, root).map_err(failure)?;
+        make_schema(conn, root, path).map_err(failure)?;
     }
     check_root(conn, root)?;
     Ok(opened)
@@ -186,12 +187,21 @@ fn check_root(conn: &Connection, root: &Path) -> Result<(), Failure> {
 
 /// Makes the tables, in one transaction: another process may be making
 /// them at the same moment, and the statements are idempotent.
-fn make_schema(conn: &Connection, root: &Path) -> rusqlite::Result<()> {
+fn make_schema(conn: &Connection, root: &Path, path: &Path) -> rusqlite::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version != SCHEMA_VERSION {
-        // An older layout: its entries are dropped with it.
+        // An older layout: its entries are dropped with it (a file just
+        // made has version 0 and nothing to drop).
+        if version != 0 {
+            log::warn!(
+                "index {} is from an older novelfs (schema {version}; this one writes \
+                 {SCHEMA_VERSION}): its entries are not used, and chapters are read and \
+                 recorded anew",
+                path.display()
+            );
+        }
         tx.execute_batch(
             "DROP TABLE IF EXISTS chapters;
              DROP TABLE IF EXISTS books;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::bare::NamesLen;
 use super::identity::{Identity, unix_nanos};
 use super::index::PersistentIndex;
 use super::pages::{decode_pages, encode_pages};
@@ -56,6 +57,7 @@ fn record(library: &Library, file: &str, read_at: SystemTime) -> Record {
         stamp: stamp_of(library, file),
         read_at,
         outline: Arc::new(outline_of(library, file)),
+        names: NamesLen::of(library, OsStr::new("书"), OsStr::new(file)),
     }
 }
 
@@ -167,7 +169,7 @@ fn an_entry_whose_identity_differs_is_not_trusted() {
 }
 
 #[test]
-fn another_path_root_does_not_use_the_entries() {
+fn another_path_root_uses_the_entries_with_its_own_sizes() {
     let (_lib, library) = library_with(&[("第1章.txt", "一\n")]);
     let dir = tempfile::tempdir().unwrap();
     let index = PersistentIndex::open(dir.path(), &library, 1 << 20, FINE).unwrap();
@@ -177,7 +179,9 @@ fn another_path_root_does_not_use_the_entries() {
         .with_path_root("/library")
         .unwrap();
     let other = PersistentIndex::open(dir.path(), &rooted, 1 << 20, FINE).unwrap();
-    assert!(lookup(&other, &rooted, "第1章.txt").is_none());
+    let found = lookup(&other, &rooted, "第1章.txt").expect("the same row");
+    assert!(same(&found, &outline_of(&rooted, "第1章.txt")));
+    assert!(!same(&found, &outline_of(&library, "第1章.txt")));
     assert!(lookup(&index, &library, "第1章.txt").is_some());
 }
 
