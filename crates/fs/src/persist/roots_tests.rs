@@ -36,7 +36,7 @@ fn library() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn opened(root: &Path, path_root: Option<&str>, max: Option<u64>) -> Library {
-    let mut library = Library::open(root).unwrap();
+    let mut library = novelfs_storage::open_local(root).unwrap();
     if let Some(max) = max {
         library.max_chapter_bytes = max;
     }
