@@ -73,6 +73,7 @@ impl LibraryAt {
             profile: options.profile.clone(),
             force_path_style: options.force_path_style,
             timeout,
+            counters: super::counted::shared(),
             ..S3Options::default()
         };
         S3Storage::new(url.clone(), &s3).map_err(|e| e.to_string())
@@ -181,8 +182,13 @@ impl LibraryAt {
         checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
     ) -> Result<Library, String> {
         match self {
-            LibraryAt::Dir(root) => Library::open(root)
-                .map_err(|e| format!("cannot open library {}: {e}", root.display())),
+            LibraryAt::Dir(root) => {
+                if let Some(c) = super::counted::shared() {
+                    c.set_remote(novelfs_storage::counters::Remote::Local);
+                }
+                Library::open(root)
+                    .map_err(|e| format!("cannot open library {}: {e}", root.display()))
+            }
             LibraryAt::Bucket(url) => {
                 let storage = match checked_elsewhere {
                     None => Self::checked_storage(url, options, reading.timeout)?,
