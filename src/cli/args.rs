@@ -190,8 +190,13 @@ pub enum Command {
     /// One `name: value` a line (`holder`, `server` (`PID (starting)` while
     /// one starts, `none` when none serves), `servers started`, `servers died`, `died before serving`,
     /// `upgrades`, `gave up` (`no`, or the reason), `inode journal bytes`
-    /// (the memory the journal of the inodes the kernel holds takes)).
-    /// Exits 1 with the reason for a mount without a holder.
+    /// (the memory the journal of the inodes the kernel holds takes)),
+    /// then what the library's storage has cost since the mount, across
+    /// its servers: `storage`, and for a bucket the requests sent by kind
+    /// (retries included), `not modified`, `retries`, `errors`, `bytes
+    /// fetched`, the bodies' `cache hits` and `cache misses`, `stale
+    /// serves` and the `snapshot` in use. Exits 1 with the reason for a
+    /// mount without a holder.
     Status(StatusCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
@@ -428,6 +433,15 @@ pub struct UpgradeCmd {
 pub struct StatusCmd {
     /// The mountpoint of a novelfs mount made with -o failover.
     pub mountpoint: PathBuf,
+    /// Print one JSON object: every `name: value` line as a key (spaces
+    /// as `_`), numbers as numbers.
+    #[arg(long, conflicts_with = "prometheus")]
+    pub json: bool,
+    /// Print the storage's counters in Prometheus' text exposition format
+    /// (`novelfs_requests_total{kind="list",mountpoint="/mnt"} 3`), for
+    /// node_exporter's textfile collector.
+    #[arg(long)]
+    pub prometheus: bool,
 }
 
 #[derive(Args, Debug)]

@@ -98,7 +98,14 @@ pub fn main() -> ExitCode {
             };
         }
         Command::Status(cmd) => {
-            return match crate::mount::status::run(&cmd.mountpoint) {
+            let shown = if cmd.json {
+                crate::mount::status::Shown::Json
+            } else if cmd.prometheus {
+                crate::mount::status::Shown::Prometheus
+            } else {
+                crate::mount::status::Shown::Lines
+            };
+            return match crate::mount::status::run(&cmd.mountpoint, shown) {
                 0 => ExitCode::SUCCESS,
                 _ => ExitCode::FAILURE,
             };

@@ -204,6 +204,7 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
     // The arguments are parsed; nothing is kept busy.
     let _ = std::env::set_current_dir("/");
     let cli = h.cli.take();
+    super::counted::attach(&h.state);
     // Never stat'ed: while no server runs, that would wait on this one.
     let mountpoint = config.mountpoint.clone();
     let library = match open_library(&config, cli.as_ref()) {

@@ -75,6 +75,7 @@ impl LibraryAt {
             profile: options.profile.clone(),
             force_path_style: options.force_path_style,
             timeout,
+            counters: super::counted::shared(),
             ..S3Options::default()
         };
         S3Storage::new(url.clone(), &s3).map_err(|e| e.to_string())
@@ -253,8 +254,13 @@ impl LibraryAt {
         checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
     ) -> Result<Library, String> {
         match self {
-            LibraryAt::Dir(root) => novelfs_storage::open_local(root)
-                .map_err(|e| format!("cannot open library {}: {e}", root.display())),
+            LibraryAt::Dir(root) => {
+                if let Some(c) = super::counted::shared() {
+                    c.set_remote(novelfs_storage::counters::Remote::Local);
+                }
+                novelfs_storage::open_local(root)
+                    .map_err(|e| format!("cannot open library {}: {e}", root.display()))
+            }
             LibraryAt::Bucket(url) => {
                 let storage = match checked_elsewhere {
                     None => Self::checked_storage(url, options, reading.timeout)?,

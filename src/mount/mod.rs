@@ -8,6 +8,7 @@ pub(crate) mod access;
 mod ask_holder;
 mod attach;
 pub(crate) mod config;
+mod counted;
 pub(crate) mod daemon;
 mod deadline;
 pub(crate) mod failover;

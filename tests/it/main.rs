@@ -44,5 +44,6 @@ mod sandbox_failover;
 mod slow_source;
 mod soak;
 mod source_down;
+mod status_counters;
 mod store_ahead;
 mod upgrade;

@@ -13,11 +13,13 @@ use std::time::SystemTime;
 
 pub mod access;
 pub mod backing;
+pub mod counters;
 mod error;
 mod local;
 mod path;
 mod s3;
 
+pub use counters::{Counter, Counters};
 pub use error::StorageError;
 pub use local::LocalStorage;
 pub use path::{RelPath, is_plain_name};
@@ -225,6 +227,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         range: Range<u64>,
         version: Option<&Version>,
     ) -> Result<Object, StorageError>;
+
+    /// Where what it costs is counted, for storage that is remote.
+    fn counters(&self) -> Option<std::sync::Arc<Counters>> {
+        None
+    }
 
     /// Reads many objects, keeping up to `limits` of them under way at
     /// once, and gives their results in the order of `requests`. This

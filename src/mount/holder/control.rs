@@ -1,7 +1,8 @@
 //! The holder's socket (`novelfs-holder/MAJOR:MINOR`, named after the
 //! mount's device): `novelfs upgrade` asks on it for a new server
-//! (`upgrade`), `novelfs status` for what the holder has seen (`Tally`).
-//! Only the holder's own user and root are answered.
+//! (`upgrade`), `novelfs status` for what the holder has seen (`Tally`)
+//! and what the library's storage has cost (`counted`). Only the holder's
+//! own user and root are answered.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -143,15 +144,17 @@ impl Holder<'_> {
         // The memory the inode journal takes (its file is sparse: the
         // pages before its start are let go).
         let journal = nix::sys::stat::fstat(&self.journal).map_or(0, |st| st.st_blocks * 512);
+        let counted = crate::mount::counted::read(&self.state);
         format!(
             "holder: {}\nserver: {server}\nservers started: {}\nservers died: {}\n\
-             died before serving: {}\nupgrades: {}\ngave up: {}\ninode journal bytes: {journal}",
+             died before serving: {}\nupgrades: {}\ngave up: {}\ninode journal bytes: {journal}\n{}",
             std::process::id(),
             self.generation,
             self.tally.died,
             self.tally.died_before_serving,
             self.tally.upgrades,
             self.tally.gave_up.as_deref().unwrap_or("no"),
+            crate::mount::counted::said(counted.as_ref()),
         )
     }
 }

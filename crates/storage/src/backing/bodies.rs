@@ -284,6 +284,8 @@ pub(super) struct Store {
     /// How long a reader waits for a GET already under way.
     wait: Duration,
     bodies: Arc<(Mutex<Bodies>, Condvar)>,
+    /// Where its hits and misses are counted.
+    counters: Option<Arc<crate::Counters>>,
 }
 
 impl Store {
@@ -292,6 +294,7 @@ impl Store {
     pub(super) fn new(storage: Arc<dyn Storage>, share: u64, wait: Duration) -> Store {
         let (limit, batch_bytes) = split(share);
         Store {
+            counters: storage.counters(),
             storage,
             limit,
             batch_bytes,
@@ -314,8 +317,26 @@ impl Store {
 
     /// The body of `key` in `version` when it is held and its GET began at
     /// or after `got_since` (any time, `None`), waiting for its GET if one
-    /// is under way.
+    /// is under way. Counted as a hit or a miss.
     pub(super) fn held_since(
+        &self,
+        key: &Key,
+        version: &Version,
+        got_since: Option<Instant>,
+    ) -> Option<Arc<Vec<u8>>> {
+        use crate::Counter::{CacheHits, CacheMisses};
+        let got = self.look_up(key, version, got_since);
+        if let Some(c) = &self.counters {
+            c.count(if got.is_some() {
+                CacheHits
+            } else {
+                CacheMisses
+            });
+        }
+        got
+    }
+
+    fn look_up(
         &self,
         key: &Key,
         version: &Version,

@@ -66,6 +66,7 @@ impl Follower {
             return Err(StorageError::Other(why));
         }
         let snapshot = snapshot::read_snapshot(&*storage, head.clone())?;
+        shown(&*storage, Some(&snapshot.head));
         Ok(Follower {
             storage,
             ttl,
@@ -192,6 +193,7 @@ impl Follower {
                     snapshot.head.files
                 );
                 state.head = snapshot.head.clone();
+                shown(&*self.storage, Some(&snapshot.head));
                 state.snapshot = Some(Arc::new(snapshot));
                 state.behind.clear();
                 state.not_followed = None;
@@ -212,10 +214,22 @@ impl Follower {
     }
 
     fn stop(&self, state: &mut State, why: String) {
+        shown(&*self.storage, None);
         if state.snapshot.take().is_some() || state.not_followed.is_none() {
             log::warn!("the published snapshot is no longer followed ({why}): the mount lists");
         }
         state.behind.clear();
         state.not_followed = Some(why);
+    }
+}
+
+/// Names the snapshot in use in the storage's counters (`novelfs status`):
+/// its head's ETag and when it was made; "none" while none is followed.
+fn shown(storage: &dyn Storage, head: Option<&Head>) {
+    if let Some(counters) = storage.counters() {
+        match head {
+            Some(h) => counters.set_snapshot(&format!("{} made {}", h.etag, h.published)),
+            None => counters.set_snapshot("none"),
+        }
     }
 }

@@ -14,10 +14,12 @@ use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as KeyPath;
 use object_store::{BackoffConfig, ClientOptions, RetryConfig, StaticCredentialProvider};
 
+use crate::counters::{Counters, Remote};
 use crate::{RelPath, StorageError};
 
 mod classify;
 mod ops;
+mod wire;
 
 use ops::Access;
 mod profile;
@@ -74,6 +76,8 @@ pub struct S3Options {
     pub timeout: Duration,
     /// Worker threads of the store's runtime.
     pub worker_threads: usize,
+    /// Where its requests are counted: counters of its own when `None`.
+    pub counters: Option<Arc<Counters>>,
 }
 
 impl Default for S3Options {
@@ -86,6 +90,7 @@ impl Default for S3Options {
             credentials: Credentials::Chain,
             timeout: Duration::from_secs(5),
             worker_threads: 2,
+            counters: None,
         }
     }
 }
@@ -100,6 +105,7 @@ pub struct S3Storage {
     /// or credential is told at once, not after a timeout's worth of tries.
     probe: Arc<AmazonS3>,
     rt: tokio::runtime::Runtime,
+    counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -233,8 +239,13 @@ impl S3Storage {
             .clone()
             .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
 
+        let counters = opts.counters.clone().unwrap_or_else(Counters::new);
+        counters.set_remote(Remote::Bucket);
         let build = |retries: bool| -> Result<AmazonS3, StorageError> {
             let mut b = AmazonS3Builder::from_env()
+                .with_http_connector(wire::Counting {
+                    counters: counters.clone(),
+                })
                 .with_bucket_name(url.bucket())
                 .with_region(&region)
                 // One try may take half the access's bound, so that a
@@ -326,6 +337,7 @@ impl S3Storage {
             store,
             probe,
             rt,
+            counters,
         })
     }
 
@@ -335,7 +347,13 @@ impl S3Storage {
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
             timeout: self.timeout,
+            counters: self.counters.clone(),
         }
+    }
+
+    /// What its requests have cost.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
     }
 
     pub fn url(&self) -> &S3Url {
@@ -420,16 +438,17 @@ impl S3Storage {
     ) -> Result<T, StorageError> {
         // The timer is made inside the runtime, whose clock it needs.
         let timeout = self.timeout;
-        match self
-            .rt
-            .block_on(async move { tokio::time::timeout(timeout, fut).await })
-        {
+        let result = match self.rt.block_on(wire::scope(async move {
+            tokio::time::timeout(timeout, fut).await
+        })) {
             Ok(r) => r.map_err(|e| self.classify(&e, what, path)),
             Err(_) => Err(StorageError::Timeout {
                 what: what.to_string(),
                 after: self.timeout,
             }),
-        }
+        };
+        wire::count_error(&self.counters, &result);
+        result
     }
 }
 

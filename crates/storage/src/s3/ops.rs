@@ -16,7 +16,8 @@ use crate::{
     Entry, InFlight, Kind, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError, Version,
 };
 
-use super::{S3Storage, S3Url, classify};
+use super::{S3Storage, S3Url, classify, wire};
+use crate::counters::{Counter, Counters};
 
 /// The If-Match value for reading `version`; `Err(())` for a version no
 /// object of a bucket can have.
@@ -31,6 +32,7 @@ fn if_match(version: Option<&Version>) -> Result<Option<String>, ()> {
 /// One GET of `key` (a range of it, with `range`), body and all.
 async fn get(
     store: &AmazonS3,
+    counters: &Counters,
     key: &KeyPath,
     if_match: Option<String>,
     range: Option<Range<u64>>,
@@ -46,7 +48,9 @@ async fn get(
     let mut bytes = Vec::with_capacity(len as usize);
     let mut stream = result.into_stream();
     while let Some(chunk) = stream.next().await {
-        bytes.extend_from_slice(&chunk?);
+        let chunk = chunk?;
+        counters.add(Counter::BytesFetched, chunk.len() as u64);
+        bytes.extend_from_slice(&chunk);
     }
     Ok(Object {
         bytes,
@@ -60,6 +64,10 @@ async fn get(
 impl Storage for S3Storage {
     fn describe(&self) -> String {
         self.url.to_string()
+    }
+
+    fn counters(&self) -> Option<Arc<Counters>> {
+        Some(self.counters().clone())
     }
 
     /// One LIST of at most one key, not retried: tells a missing bucket,
@@ -326,6 +334,7 @@ pub(super) struct Access {
     pub(super) url: S3Url,
     pub(super) endpoint: String,
     pub(super) timeout: Duration,
+    pub(super) counters: Arc<Counters>,
 }
 
 impl Access {
@@ -363,8 +372,12 @@ impl Access {
             ),
             None => format!("GET {}", self.url.display_key(&key)),
         };
-        self.bounded(what, &shown, get(&self.store, &kp, m, range))
-            .await
+        self.bounded(
+            what,
+            &shown,
+            get(&self.store, &self.counters, &kp, m, range),
+        )
+        .await
     }
 
     /// `access` (what it is and the path it is of, for the error), bounded
@@ -375,7 +388,7 @@ impl Access {
         shown: &str,
         access: impl std::future::Future<Output = object_store::Result<T>>,
     ) -> Result<T, StorageError> {
-        match tokio::time::timeout(self.timeout, access).await {
+        let result = match wire::scope(tokio::time::timeout(self.timeout, access)).await {
             Ok(r) => r.map_err(|e| {
                 let cx = classify::Context {
                     bucket: self.url.bucket(),
@@ -388,7 +401,9 @@ impl Access {
                 what,
                 after: self.timeout,
             }),
-        }
+        };
+        wire::count_error(&self.counters, &result);
+        result
     }
 }
 

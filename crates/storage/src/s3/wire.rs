@@ -1,0 +1,98 @@
+//! The counting of requests where they are sent: an HTTP client around
+//! object_store's own (reqwest's), which counts every attempt as it goes
+//! on the wire, by kind as the tests' proxy sorts them (a GET of the
+//! bucket with `list-type=2` a LIST, a GET with `Range` a ranged GET), and
+//! each `304 Not Modified`. object_store's retries, and its resumption of
+//! a body cut short, are attempts of the same access: an access runs in
+//! `scope`, and an attempt after its first is a retry; an access that
+//! fails, once its retries are spent, is an error (`count_error`).
+
+use std::sync::Arc;
+
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+};
+use object_store::{ClientOptions, Result};
+
+use crate::StorageError;
+use crate::counters::{Counter, Counters};
+
+tokio::task_local! {
+    /// The attempts made so far of the access the task runs.
+    static ATTEMPTS: std::cell::Cell<u64>;
+}
+
+/// Runs `access` as one access: its attempts after the first count as
+/// retries.
+pub(super) async fn scope<F: Future>(access: F) -> F::Output {
+    ATTEMPTS.scope(std::cell::Cell::new(0), access).await
+}
+
+/// Makes reqwest's client and counts what it sends into `counters`.
+#[derive(Debug)]
+pub(super) struct Counting {
+    pub(super) counters: Arc<Counters>,
+}
+
+impl HttpConnector for Counting {
+    fn connect(&self, options: &ClientOptions) -> Result<HttpClient> {
+        let inner = ReqwestConnector::default().connect(options)?;
+        Ok(HttpClient::new(CountingService {
+            inner,
+            counters: self.counters.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct CountingService {
+    inner: HttpClient,
+    counters: Arc<Counters>,
+}
+
+/// The kind of `req`, as `tests/s3/proxy.py` counts it.
+fn kind(req: &HttpRequest) -> Counter {
+    let method = req.method().as_str();
+    match method {
+        "GET" => {
+            let query = req.uri().query().unwrap_or("");
+            if query.split('&').any(|kv| kv == "list-type=2") {
+                Counter::List
+            } else if req.headers().contains_key("range") {
+                Counter::RangedGet
+            } else {
+                Counter::Get
+            }
+        }
+        "HEAD" => Counter::Head,
+        "PUT" => Counter::Put,
+        _ => Counter::Other,
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpService for CountingService {
+    async fn call(&self, req: HttpRequest) -> std::result::Result<HttpResponse, HttpError> {
+        self.counters.count(kind(&req));
+        let earlier = ATTEMPTS.try_with(|a| a.replace(a.get() + 1)).unwrap_or(0);
+        if earlier > 0 {
+            self.counters.count(Counter::Retries);
+        }
+        let response = self.inner.execute(req).await?;
+        if response.status().as_u16() == 304 {
+            self.counters.count(Counter::NotModified);
+        }
+        Ok(response)
+    }
+}
+
+/// Counts `result` of an access among the errors when it is one other than
+/// a missing or changed object.
+pub(super) fn count_error<T>(counters: &Counters, result: &std::result::Result<T, StorageError>) {
+    if let Err(e) = result
+        && !e.is_not_found()
+        && !matches!(e, StorageError::Changed { .. })
+    {
+        counters.count(Counter::Errors);
+    }
+}
