@@ -15,6 +15,7 @@ mod bucket_walk;
 mod cli_errors;
 mod cli_usage;
 mod failover;
+mod fleet;
 mod faults;
 mod fuzz_regressions;
 mod gave_up;
