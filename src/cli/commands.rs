@@ -27,7 +27,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 timeout: ONE_SHOT_TIMEOUT,
                 ttl: ONE_SHOT_TTL,
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
-                follow: None,
+                follow: false,
             };
             at.open(&bucket, reading, None).map_err(io)?
         }

@@ -239,23 +239,11 @@ const SLOW_START_VAR: &str = "NOVELFS_TEST_SLOW_START_MS";
 /// checks it and tells how it went (see `verdict`).
 fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, String> {
     let at = LibraryAt::parse(&config.root)?;
-    // The snapshot's head is read first: it says where the index is, and
-    // a mount that follows it lists nothing.
-    let head = match at.is_bucket() && config.follow_published {
-        true => match at.published_head(&config.bucket, config.source_timeout) {
-            Ok(head) => head,
-            Err(e) => {
-                log::warn!("no published snapshot followed: {e}");
-                None
-            }
-        },
-        false => None,
-    };
     let reading = BucketReading {
         timeout: config.source_timeout,
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
-        follow: head.clone(),
+        follow: config.follow_published,
     };
     // The file-name patterns, which the mount waits for before it reports
     // ready (`NovelFs::prepared`), compile on the other core while the
@@ -277,7 +265,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     let checked_elsewhere = heard
         .as_ref()
         .map(|hear| hear as &dyn Fn() -> Result<(), String>);
-    let mut library = at.open(&config.bucket, reading, checked_elsewhere)?;
+    let (mut library, head) = at.open_following(&config.bucket, reading, checked_elsewhere)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     let library = match &config.path_root {
         Some(root) => library.with_path_root(root)?,
@@ -287,7 +275,8 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     // library; a mount without one, or that cannot fetch it, reads
     // chapters as they are asked for.
     if let Some(dir) = &config.tree.index_dir {
-        let index = head.as_ref().map(|h| h.index.clone());
+        // The snapshot's head names the index (no LIST for it).
+        let index = head.and_then(|h| h.get()).map(|h| h.index);
         match at.fetch_published(&config.bucket, config.source_timeout, dir, &library, index) {
             Ok(true) => log::info!("index published in {} taken", config.root.display()),
             Ok(false) => {}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use novelfs_fs::persist;
 use novelfs_library::{Library, NovelError};
-use novelfs_storage::backing::{BucketBacking, snapshot};
+use novelfs_storage::backing::{BucketBacking, PendingHead, snapshot};
 use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage, StorageError, Version};
 
 /// Set (to anything), a mount checks its bucket in two round trips, the
@@ -42,8 +42,8 @@ pub(crate) struct BucketReading {
     pub(crate) timeout: Duration,
     pub(crate) ttl: Duration,
     pub(crate) ahead_bytes: u64,
-    /// The published snapshot to follow (its head, as read at mount).
-    pub(crate) follow: Option<snapshot::Head>,
+    /// Whether the published snapshot is followed where there is one.
+    pub(crate) follow: bool,
 }
 
 impl LibraryAt {
@@ -100,13 +100,19 @@ impl LibraryAt {
         timeout: Duration,
     ) -> Result<S3Storage, String> {
         let storage = Self::storage(url, options, timeout)?;
+        Self::check_library(&storage, url)?;
+        Ok(storage)
+    }
+
+    /// One LIST of `novels/` (see `checked_storage`).
+    fn check_library(storage: &S3Storage, url: &S3Url) -> Result<(), String> {
         if std::env::var_os(CHECK_APART_VAR).is_some() {
             // The test switch: the bucket first, in a round trip of its own.
             storage.check().map_err(|e| format!("{url}: {e}"))?;
         }
         let novels = RelPath::new("novels").map_err(|e| e.to_string())?;
         match storage.check_dir(&novels) {
-            Ok(()) => Ok(storage),
+            Ok(()) => Ok(()),
             Err(e) if e.is_not_found() => Err(NovelError::NotALibrary {
                 root: url.to_string(),
             }
@@ -166,21 +172,6 @@ impl LibraryAt {
         let before = snapshot::published_head(&storage).map_err(fail)?;
         let listing = snapshot::walk(&storage).map_err(fail)?;
         Ok(before.is_none_or(|h| h.listing != listing.digest))
-    }
-
-    /// The head of the snapshot published beside a bucket's library
-    /// (one GET), `None` when none is published or the root is a
-    /// directory.
-    pub(crate) fn published_head(
-        &self,
-        options: &BucketOptions,
-        timeout: Duration,
-    ) -> Result<Option<snapshot::Head>, String> {
-        let LibraryAt::Bucket(url) = self else {
-            return Ok(None);
-        };
-        let storage = Self::storage(url, options, timeout)?;
-        snapshot::published_head(&storage).map_err(|e| format!("{url}: {e}"))
     }
 
     /// The index published beside a bucket's library, put in place of the
@@ -253,33 +244,52 @@ impl LibraryAt {
         reading: BucketReading,
         checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
     ) -> Result<Library, String> {
+        self.open_following(options, reading, checked_elsewhere)
+            .map(|(library, _)| library)
+    }
+
+    /// `open`, and with `reading.follow` the bucket's published snapshot
+    /// followed: its head is asked for beside the check (no round trip
+    /// more before the mount is ready), and given back (it names the
+    /// published index).
+    pub(crate) fn open_following(
+        &self,
+        options: &BucketOptions,
+        reading: BucketReading,
+        checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
+    ) -> Result<(Library, Option<Arc<PendingHead>>), String> {
         match self {
             LibraryAt::Dir(root) => {
                 if let Some(c) = super::counted::shared() {
                     c.set_remote(novelfs_storage::counters::Remote::Local);
                 }
-                novelfs_storage::open_local(root)
-                    .map_err(|e| format!("cannot open library {}: {e}", root.display()))
+                let library = novelfs_storage::open_local(root)
+                    .map_err(|e| format!("cannot open library {}: {e}", root.display()))?;
+                Ok((library, None))
             }
             LibraryAt::Bucket(url) => {
-                let storage = match checked_elsewhere {
-                    None => Self::checked_storage(url, options, reading.timeout)?,
-                    Some(verdict) => {
-                        let storage = Self::storage(url, options, reading.timeout)?;
-                        verdict()?;
-                        storage
-                    }
+                let storage = Arc::new(Self::storage(url, options, reading.timeout)?);
+                let head = match reading.follow {
+                    true => PendingHead::ask(storage.clone() as Arc<dyn Storage>),
+                    false => None,
                 };
-                let storage: Arc<dyn Storage> = Arc::new(storage);
-                let backing =
-                    BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
-                if let Some(head) = reading.follow
-                    && let Err(e) = backing.follow(head)
-                {
-                    log::warn!("the published snapshot is not followed ({e}): the mount lists");
+                match checked_elsewhere {
+                    None => Self::check_library(&storage, url)?,
+                    Some(verdict) => verdict()?,
                 }
-                log::info!("freshness: {}", backing.freshness());
-                Ok(novelfs_storage::open_bucket(backing, &url.to_string()))
+                let backing = BucketBacking::new(
+                    storage as Arc<dyn Storage>,
+                    reading.ttl,
+                    reading.ahead_bytes,
+                    reading.timeout,
+                );
+                if let Some(head) = &head {
+                    backing.follow_pending(head.clone());
+                }
+                Ok((
+                    novelfs_storage::open_bucket(backing, &url.to_string()),
+                    head,
+                ))
             }
         }
     }

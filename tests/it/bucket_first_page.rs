@@ -33,9 +33,11 @@ fn round_trips_in_turn(answered: &[Request]) -> Vec<Request> {
 }
 
 /// The mount checks the bucket in one LIST (`novels/`'s, which tells a
-/// missing bucket, refused credentials and no library apart), then the
-/// book is listed and its chapter fetched: three round trips in turn, two
-/// LISTs and one GET answered before the page is, nothing else. At 100 ms
+/// missing bucket, refused credentials and no library apart) and, beside
+/// it, asks for the published snapshot's head (a GET: none is published
+/// here), then the book is listed and its chapter fetched: three round
+/// trips in turn, two LISTs and two GETs answered before the page is,
+/// nothing else. At 100 ms
 /// a request, nothing but those and the processes' start is waited for.
 /// With `NOVELFS_TEST_S3_CHECK_APART=1` in the tests' environment (the
 /// daemon inherits it) the mount checks the bucket and `novels/` in two
@@ -84,8 +86,9 @@ fn a_fresh_mount_waits_for_three_round_trips_to_its_first_page() {
     let kinds = |kind: &str| answered.iter().filter(|r| r.kind == kind).count();
     assert_eq!(
         (kinds("LIST"), kinds("GET"), answered.len()),
-        (2, 1, 3),
-        "the check's LIST, the book's, the chapter's GET: {answered:?}"
+        (2, 2, 4),
+        "the check's LIST and beside it the published snapshot's head (none \
+         here), the book's LIST, the chapter's GET: {answered:?}"
     );
     assert_eq!(in_turn.len(), 3, "round trips in turn: {in_turn:?}");
     // The three round trips, and the processes' start and the kernel's

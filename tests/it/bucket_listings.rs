@@ -83,7 +83,16 @@ fn a_published_index_lists_the_books_many_at_once() {
     };
     publish(&bucket, &dir.path().join("built-here"));
     let fresh = dir.path().join("fresh-machine");
-    let m = bucket.mount(&["--index-dir", fresh.to_str().unwrap(), "--ttl", "60"]);
+    // A mount that lists (one that follows the published snapshot lists
+    // nothing: tests/it/fleet.rs).
+    let m = bucket.mount(&[
+        "--index-dir",
+        fresh.to_str().unwrap(),
+        "--ttl",
+        "60",
+        "--freshness",
+        "listing",
+    ]);
     std::fs::metadata(m.path()).unwrap();
     bucket.server.set("latency_ms=200");
     bucket.server.reset_counts();

@@ -152,14 +152,18 @@ fn a_chapter_published_again_shows_in_every_mount_within_the_ttl() {
     let published = Instant::now();
     // Every mount is read as its agent reads it, all the while.
     let mut shown: Vec<Option<f64>> = vec![None; mounts.len()];
-    eventually_within("the published chapter shows", Duration::from_secs(15), || {
-        for (i, m) in mounts.iter().enumerate() {
-            if shown[i].is_none() && page(m).contains("春眠") {
-                shown[i] = Some(published.elapsed().as_secs_f64());
+    eventually_within(
+        "the published chapter shows",
+        Duration::from_secs(15),
+        || {
+            for (i, m) in mounts.iter().enumerate() {
+                if shown[i].is_none() && page(m).contains("春眠") {
+                    shown[i] = Some(published.elapsed().as_secs_f64());
+                }
             }
-        }
-        shown.iter().all(Option::is_some).then_some(())
-    });
+            shown.iter().all(Option::is_some).then_some(())
+        },
+    );
     eprintln!("the new chapter shows in each mount after {shown:.2?} s");
     // TTL (1 s) and 2 s, with room for a busy machine's slower mounts.
     assert!(published.elapsed() < Duration::from_secs(6));
@@ -196,7 +200,11 @@ fn a_mount_lists_again_once_its_publisher_stops_confirming() {
         round(m.path(), r % 3, 1 + r % 5);
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert_eq!(mounts_requests(&bucket, "LIST"), 0, "followed while confirmed");
+    assert_eq!(
+        mounts_requests(&bucket, "LIST"),
+        0,
+        "followed while confirmed"
+    );
     let _ = running.kill();
     let _ = running.wait();
     let stopped = Instant::now();
@@ -213,6 +221,12 @@ fn a_mount_lists_again_once_its_publisher_stops_confirming() {
         },
     );
     let after = stopped.elapsed();
-    eprintln!("{listed} LISTs, the first within {:.1} s of the stop", after.as_secs_f64());
-    assert!(after >= Duration::from_secs(2), "not before twice the cadence");
+    eprintln!(
+        "{listed} LISTs, the first within {:.1} s of the stop",
+        after.as_secs_f64()
+    );
+    assert!(
+        after >= Duration::from_secs(2),
+        "not before twice the cadence"
+    );
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::{Entry, Kind, RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
-use super::follow::Follower;
+use super::follow::{Follower, PendingHead};
 use super::listings::{self, Listings};
 use super::ranged::{self, Ranged};
 use super::snapshot;
@@ -131,6 +131,12 @@ impl BucketBacking {
         let follower = Follower::start(self.storage.clone(), self.ttl, head)?;
         self.listings.follow(Arc::new(follower));
         Ok(())
+    }
+
+    /// Follows the snapshot `head` names once it is answered: the first
+    /// look that needs a listing waits for it (see `PendingHead`).
+    pub fn follow_pending(&self, head: Arc<PendingHead>) {
+        self.listings.follow_pending(head);
     }
 
     /// The freshness rule in force, in words: the snapshot followed, or

@@ -233,3 +233,55 @@ fn shown(storage: &dyn Storage, head: Option<&Head>) {
         }
     }
 }
+
+/// The head of a published snapshot, asked for on a thread of its own
+/// beside the mount's check, so that the mount is ready without waiting
+/// for it: whoever needs it first (a listing, the published index) waits
+/// for what is left of its round trip.
+pub struct PendingHead {
+    state: Mutex<Pending>,
+}
+
+enum Pending {
+    Asking(std::thread::JoinHandle<Result<Option<Head>, StorageError>>),
+    Answered(Option<Head>),
+}
+
+impl PendingHead {
+    /// Asks `storage` for the head now; `None` when no thread could.
+    pub fn ask(storage: Arc<dyn Storage>) -> Option<Arc<PendingHead>> {
+        let thread = std::thread::Builder::new()
+            .name("novelfs-head".into())
+            .stack_size(256 << 10)
+            .spawn(move || snapshot::published_head(&*storage))
+            .ok()?;
+        Some(Arc::new(PendingHead {
+            state: Mutex::new(Pending::Asking(thread)),
+        }))
+    }
+
+    /// The head, once answered (`None`: none published, or the question
+    /// failed, which is logged).
+    pub fn get(&self) -> Option<Head> {
+        let mut state = lock(&self.state);
+        if let Pending::Asking(_) = &*state {
+            let Pending::Asking(thread) = std::mem::replace(&mut *state, Pending::Answered(None))
+            else {
+                unreachable!("matched above")
+            };
+            let head = match thread.join() {
+                Ok(Ok(head)) => head,
+                Ok(Err(e)) => {
+                    log::warn!("no published snapshot followed: {e}");
+                    None
+                }
+                Err(_) => None,
+            };
+            *state = Pending::Answered(head);
+        }
+        match &*state {
+            Pending::Answered(head) => head.clone(),
+            Pending::Asking(_) => None,
+        }
+    }
+}

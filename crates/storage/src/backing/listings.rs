@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::{Entry, Kind, Storage};
 
 use super::bodies::{lock, rel, to_io};
-use super::follow::{Follower, Said};
+use super::follow::{Follower, PendingHead, Said};
 use super::list_pace::Pace;
 
 /// Listings kept before those past use are dropped.
@@ -139,6 +139,11 @@ pub(super) struct Listings {
     /// The published snapshot followed, when the mount follows one: its
     /// directories are served from it, not listed.
     follow: std::sync::OnceLock<Arc<Follower>>,
+    /// The head of the snapshot to follow, while it is asked for: the
+    /// first look that needs a listing waits for it.
+    pending: Mutex<Option<Arc<PendingHead>>>,
+    /// Whether `pending` may hold a head still to take.
+    pending_any: AtomicBool,
 }
 
 impl Listings {
@@ -176,6 +181,8 @@ impl Listings {
             list_time: Mutex::new(FIRST_LIST_TIME),
             refreshing: AtomicUsize::new(0),
             follow: std::sync::OnceLock::new(),
+            pending: Mutex::new(None),
+            pending_any: AtomicBool::new(false),
         }
     }
 
@@ -184,8 +191,39 @@ impl Listings {
         let _ = self.follow.set(follower);
     }
 
+    /// Follows the snapshot `head` names once it is answered (see
+    /// `take_pending`).
+    pub(super) fn follow_pending(&self, head: Arc<PendingHead>) {
+        *lock(&self.pending) = Some(head);
+        self.pending_any.store(true, Ordering::Release);
+    }
+
+    /// Takes the pending head, waiting for its answer, and follows its
+    /// snapshot when there is one: readers that come meanwhile wait too,
+    /// so none lists what the snapshot holds.
+    fn take_pending(&self) {
+        if !self.pending_any.load(Ordering::Acquire) {
+            return;
+        }
+        let mut pending = lock(&self.pending);
+        let Some(head) = pending.take() else { return };
+        if let Some(head) = head.get() {
+            match Follower::start(self.storage.clone(), self.ttl, head) {
+                Ok(f) => {
+                    let _ = self.follow.set(Arc::new(f));
+                }
+                Err(e) => {
+                    log::warn!("the published snapshot is not followed ({e}): the mount lists")
+                }
+            }
+        }
+        log::info!("freshness: {}", self.freshness());
+        self.pending_any.store(false, Ordering::Release);
+    }
+
     /// Whether a published snapshot is followed (it may have lapsed since).
     pub(super) fn following(&self) -> bool {
+        self.take_pending();
         self.follow.get().is_some()
     }
 
@@ -199,6 +237,7 @@ impl Listings {
 
     /// What the followed snapshot says of `dir`, when it answers for it.
     fn in_snapshot(&self, dir: &Path) -> Option<Said> {
+        self.take_pending();
         self.follow.get()?.dir(dir)
     }
 

@@ -22,4 +22,5 @@ use novelfs_library::backing::{Backing, EntryKind, Meta, Opened};
 use crate::access;
 
 pub use bucket::BucketBacking;
+pub use follow::PendingHead;
 pub use local::{LocalBacking, in_page_cache, opened_file};
