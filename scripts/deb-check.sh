@@ -41,7 +41,8 @@ for want in /usr/bin/novelfs /usr/share/man/man1/novelfs.1.gz \
             /usr/share/bash-completion/completions/novelfs /usr/share/zsh/vendor-completions/_novelfs \
             /usr/share/fish/vendor_completions.d/novelfs.fish /usr/share/doc/novelfs/contract.md \
             /usr/share/doc/novelfs/mounting.md /usr/share/doc/novelfs/agents.md \
-            /usr/share/doc/novelfs/examples/novelfs.service; do
+            /usr/share/doc/novelfs/examples/novelfs.service /usr/share/doc/novelfs/copyright \
+            /usr/share/doc/novelfs/CHANGELOG.md; do
   [ -e "$want" ] || { echo "deb-check.sh: the package lacks $want" >&2; exit 1; }
 done
 [ "$(readlink /sbin/mount.fuse.novelfs)" = /usr/bin/novelfs ] || {
