@@ -312,9 +312,13 @@ impl novelfs_fs::JournalSink for NeverCompacted {
 
 /// Whether changes are pushed to the kernel, or why not.
 fn freshness_of(fs: &NovelFs) -> String {
-    match fs.unwatched() {
+    let tree = match fs.unwatched() {
         None => "watched: changes are pushed to the kernel as they happen".into(),
         Some(why) => format!("unwatched ({why}): {}", fs.freshness_rule()),
+    };
+    match fs.library().storage_freshness() {
+        Some(storage) => format!("{tree}; names from {storage}"),
+        None => tree,
     }
 }
 

@@ -174,6 +174,13 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     /// `None` when a look is cheap and exact (a local directory's stamp),
     /// else the time a listing is kept before it is made again.
     fn listing_ttl(&self) -> Option<Duration>;
+
+    /// How the storage's names stay fresh, in words, where it has a rule
+    /// of its own (a bucket: its published snapshot, or its listings made
+    /// again once per TTL); for the mounted line. Never waits.
+    fn freshness(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What the crate's own tests read through: a library with nothing in it,

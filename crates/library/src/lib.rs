@@ -149,6 +149,12 @@ impl Library {
         self.backing.listing_ttl()
     }
 
+    /// How the storage's names stay fresh, where it has a rule of its own
+    /// (see `Backing::freshness`).
+    pub fn storage_freshness(&self) -> Option<String> {
+        self.backing.freshness()
+    }
+
     /// One `novel_read` call, checks in the tool's order.
     pub fn read(
         &self,

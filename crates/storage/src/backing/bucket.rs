@@ -369,6 +369,10 @@ impl Backing for BucketBacking {
     fn listing_ttl(&self) -> Option<Duration> {
         Some(self.ttl)
     }
+
+    fn freshness(&self) -> Option<String> {
+        Some(self.freshness())
+    }
 }
 
 /// An object's bytes as one GET returned them: every page of the file is

@@ -231,7 +231,10 @@ impl Listings {
     pub(super) fn freshness(&self) -> String {
         match self.follow.get() {
             Some(f) => f.describe(),
-            None => "listings".to_string(),
+            None if self.pending_any.load(Ordering::Acquire) => {
+                "the published snapshot where there is one (its head is being asked for)".into()
+            }
+            None => format!("listings, each made again once per TTL ({:?})", self.ttl),
         }
     }
 
