@@ -21,7 +21,9 @@ part() {
 # mount to and back (after .ci/run's package build, nothing to do).
 part release cargo build --release --locked
 # --no-fail-fast: a failing test binary does not keep the others from running.
-part novelfs cargo test --all-targets --no-fail-fast -- --nocapture
+# The tests' switches (crates/library/src/test_switch.rs) are read only
+# with this feature; the release build above has none.
+part novelfs cargo test --all-targets --no-fail-fast --features novelfs/test-switches -- --nocapture
 part fuser cargo test -p fuser --all-targets --no-fail-fast --features io-uring
 if [ ${#failed[@]} -gt 0 ]; then
     echo "scripts/test.sh: FAILED: ${failed[*]}" >&2

@@ -177,7 +177,9 @@ pub(crate) fn run(config: MountConfig) -> i32 {
 /// A server a holder started (`-o failover`): serves the connection it
 /// was handed, reporting to the waiting CLI when it is the first.
 fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
-    if h.generation > 1 && std::env::var(handoff::CRASH_VAR).is_ok_and(|v| v == "restart") {
+    if h.generation > 1
+        && novelfs_library::test_switch::var(handoff::CRASH_VAR).is_some_and(|v| v == "restart")
+    {
         // The test fault: a server that cannot start.
         std::process::abort();
     }
@@ -253,9 +255,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
             .name("novelfs-prepare".into())
             .spawn(novelfs_library::prepare_patterns);
     }
-    if let Some(ms) = std::env::var(SLOW_START_VAR)
-        .ok()
-        .and_then(|v| v.parse().ok())
+    if let Some(ms) = novelfs_library::test_switch::var(SLOW_START_VAR).and_then(|v| v.parse().ok())
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }

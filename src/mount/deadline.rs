@@ -80,9 +80,9 @@ enum Rule {
 
 impl Rule {
     fn from_env() -> Rule {
-        match std::env::var("NOVELFS_TEST_SOURCE_BOUND").as_deref() {
-            Ok("request") => Rule::Request,
-            Ok("none") => Rule::Nothing,
+        match novelfs_library::test_switch::var("NOVELFS_TEST_SOURCE_BOUND").as_deref() {
+            Some("request") => Rule::Request,
+            Some("none") => Rule::Nothing,
             _ => Rule::Access,
         }
     }

@@ -31,7 +31,7 @@ pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 pub(crate) const CRASH_VAR: &str = "NOVELFS_TEST_SERVER_CRASH";
 
 pub(crate) fn switched_off(mechanism: &str) -> bool {
-    std::env::var(OFF_VAR).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
+    novelfs_library::test_switch::lists(OFF_VAR, mechanism)
 }
 
 /// The descriptors a server inherits from the holder, by number.

@@ -106,7 +106,7 @@ impl LibraryAt {
 
     /// One LIST of `novels/` (see `checked_storage`).
     fn check_library(storage: &S3Storage, url: &S3Url) -> Result<(), String> {
-        if std::env::var_os(CHECK_APART_VAR).is_some() {
+        if novelfs_library::test_switch::var(CHECK_APART_VAR).is_some() {
             // The test switch: the bucket first, in a round trip of its own.
             storage.check().map_err(|e| format!("{url}: {e}"))?;
         }

@@ -15,7 +15,7 @@ pub(crate) const IN_DAEMON_VAR: &str = "NOVELFS_TEST_S3_CHECK_IN_DAEMON";
 
 /// Whether a waiting CLI checks the bucket (see `IN_DAEMON_VAR`).
 pub(crate) fn by_cli() -> bool {
-    std::env::var_os(IN_DAEMON_VAR).is_none()
+    novelfs_library::test_switch::var(IN_DAEMON_VAR).is_none()
 }
 
 /// Tells the daemon how the CLI's check went.

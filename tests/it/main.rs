@@ -47,4 +47,5 @@ mod soak;
 mod source_down;
 mod status_counters;
 mod store_ahead;
+mod test_switches;
 mod upgrade;

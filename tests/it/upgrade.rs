@@ -110,7 +110,7 @@ fn newest_under(dir: &Path) -> std::time::SystemTime {
 /// debug one (`.ci/run` builds it for the package), when it was built
 /// after every source file last changed. Its code differs from this
 /// build's in everything but what the two exchange.
-fn release_build() -> Option<PathBuf> {
+pub(crate) fn release_build() -> Option<PathBuf> {
     let debug = Path::new(env!("CARGO_BIN_EXE_novelfs"));
     let release = debug.parent()?.parent()?.join("release/novelfs");
     let built = std::fs::metadata(&release).ok()?.modified().ok()?;

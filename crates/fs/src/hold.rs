@@ -15,7 +15,7 @@ pub(crate) const HOLD_LOADS_ENV: &str = "NOVELFS_TEST_HOLD_LOADS";
 
 fn hold_dir() -> Option<&'static PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(|| std::env::var_os(HOLD_LOADS_ENV).map(PathBuf::from))
+    DIR.get_or_init(|| novelfs_library::test_switch::var(HOLD_LOADS_ENV).map(PathBuf::from))
         .as_ref()
 }
 

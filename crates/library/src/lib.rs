@@ -26,6 +26,7 @@ pub mod scan;
 pub mod stable_hash;
 pub mod stream;
 pub mod switch;
+pub mod test_switch;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -400,7 +400,7 @@ pub(crate) const AHEAD_OFF_ENV: &str = "NOVELFS_AHEAD_OFF";
 pub(crate) fn switched_off(member: &str) -> bool {
     static OFF: OnceLock<Vec<String>> = OnceLock::new();
     OFF.get_or_init(|| {
-        std::env::var(AHEAD_OFF_ENV)
+        novelfs_library::test_switch::var(AHEAD_OFF_ENV)
             .unwrap_or_default()
             .split(',')
             .map(|m| m.trim().to_owned())

@@ -63,7 +63,7 @@ const LISTER_STACK: usize = 256 << 10;
 pub(super) const OFF_ENV: &str = "NOVELFS_TEST_LISTINGS_OFF";
 
 pub(super) fn switched_off(mechanism: &str) -> bool {
-    std::env::var(OFF_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
+    novelfs_library::test_switch::lists(OFF_ENV, mechanism)
 }
 
 /// A directory's listing as last made.
