@@ -197,6 +197,25 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The entry at `path`.
     fn stat(&self, path: &RelPath) -> Result<Entry, StorageError>;
 
+    /// Every file of the library with its path, in as few requests as
+    /// the store allows: what a publisher lists each round. This default
+    /// lists each directory; a bucket lists its keys without a delimiter
+    /// (1,000 a request, whatever the directories).
+    fn list_all(&self) -> Result<Vec<(RelPath, Entry)>, StorageError> {
+        let mut files = Vec::new();
+        let mut dirs = vec![RelPath::root()];
+        while let Some(dir) = dirs.pop() {
+            for e in self.list(&dir)? {
+                let path = dir.join(&e.name)?;
+                match e.kind {
+                    Kind::Dir => dirs.push(path),
+                    Kind::File => files.push((path, e)),
+                }
+            }
+        }
+        Ok(files)
+    }
+
     /// Writes `bytes` as the object at `path` (one PUT; a local file is
     /// written aside and renamed over): what `novelfs index --publish`
     /// leaves beside a library. Every other call only reads.

@@ -586,3 +586,43 @@ fn reads_from_many_threads_go_out_together_and_a_batch_can_be_left_early() {
     );
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
+
+/// A publisher's round lists the whole library without a delimiter: 1,200
+/// keys in 40 books are two LISTs (a LIST per directory would be 42), and
+/// the files are those the directories hold, with their sizes and ETags.
+#[test]
+fn listing_every_key_costs_a_list_per_thousand_keys() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    let objects: Vec<(String, Vec<u8>)> = (0..1200)
+        .map(|i| {
+            let book = i % 40;
+            (
+                format!("shelf/novels/书{book:02}/{}", chapter(i)),
+                body(i, 40),
+            )
+        })
+        .chain([
+            ("shelf/novels/书00/".to_string(), Vec::new()),
+            ("shelf/.novelfs/snapshot.json".to_string(), b"{}".to_vec()),
+            ("elsewhere/novels/外/1.md".to_string(), b"x".to_vec()),
+        ])
+        .collect();
+    server.put_many(BUCKET, &objects);
+    let s = store(&server, "s3://library/shelf", Duration::from_secs(10));
+    server.reset_counts();
+    let all = s.list_all().unwrap();
+    let counts = server.counts();
+    assert_eq!(counts.list, 2, "{counts:?}");
+    assert_eq!(counts.get + counts.head, 0, "{counts:?}");
+    // The directory marker is no file; the prefix's own folder is listed.
+    assert_eq!(all.len(), 1201);
+    let by_dirs = s.list(&path("novels/书07")).unwrap();
+    for e in by_dirs {
+        let p = path("novels/书07").join(&e.name).unwrap();
+        let (_, found) = all.iter().find(|(q, _)| *q == p).expect("listed");
+        assert_eq!((found.size, &found.version), (e.size, &e.version));
+    }
+}

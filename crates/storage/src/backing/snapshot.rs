@@ -231,23 +231,15 @@ pub struct Listing {
     pub digest: String,
 }
 
-/// Lists every file of the library by one LIST per directory (the
-/// publisher's folder left out).
+/// Lists every file of the library (`Storage::list_all`: a bucket in
+/// one LIST per 1,000 keys), the publisher's folder left out.
 pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
-    let mut files = Vec::new();
-    let mut dirs = vec![RelPath::root()];
-    while let Some(dir) = dirs.pop() {
-        for e in storage.list(&dir)? {
-            if dir.is_root() && e.name == OWN_FOLDER {
-                continue;
-            }
-            let path = dir.join(&e.name)?;
-            match e.kind {
-                Kind::Dir => dirs.push(path),
-                Kind::File => files.push((path.to_string(), e)),
-            }
-        }
-    }
+    let mut files: Vec<(String, Entry)> = storage
+        .list_all()?
+        .into_iter()
+        .filter(|(path, _)| path.components().next().is_none_or(|c| c != OWN_FOLDER))
+        .map(|(path, e)| (path.to_string(), e))
+        .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let bytes = listing_bytes(&files);
     Ok(Listing {

@@ -411,6 +411,21 @@ impl S3Storage {
         classify::classify(e, what, &path.to_string(), &cx)
     }
 
+    /// One LIST page of every key under `prefix`, with no delimiter.
+    async fn list_page_flat(
+        store: &AmazonS3,
+        prefix: &str,
+        page_token: Option<String>,
+    ) -> object_store::Result<object_store::list::PaginatedListResult> {
+        let opts = PaginatedListOptions {
+            page_token,
+            ..Default::default()
+        };
+        store
+            .list_paginated((!prefix.is_empty()).then_some(prefix), opts)
+            .await
+    }
+
     /// One LIST page of `prefix` (ending in `/`, or empty) from `store`.
     async fn list_page(
         store: &AmazonS3,

@@ -144,6 +144,66 @@ impl Storage for S3Storage {
         Ok(entries)
     }
 
+    /// ListObjectsV2 without a delimiter, every page (1,000 keys each),
+    /// each page one access. A key any of whose names is not plain, or a
+    /// directory marker, is no file.
+    fn list_all(&self) -> Result<Vec<(RelPath, Entry)>, StorageError> {
+        let root = RelPath::root();
+        let prefix = self
+            .url
+            .dir_prefix(&root)
+            .ok_or_else(|| StorageError::not_found(root.to_string()))?;
+        let what = format!("LIST {} (every key)", self.url.display_key(&prefix));
+        let mut files = Vec::new();
+        let mut token = None;
+        loop {
+            let store = self.store.clone();
+            let p = prefix.clone();
+            let page = self.bounded(&what, &root, async move {
+                Self::list_page_flat(&store, &p, token).await
+            })?;
+            for o in page.result.objects {
+                let Some(rel) = o.location.as_ref().strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                if rel.ends_with('/') || !rel.split('/').all(|n| crate::is_plain_name(n.as_bytes()))
+                {
+                    continue;
+                }
+                let Ok(path) = RelPath::new(rel) else {
+                    continue;
+                };
+                let name = path.file_name().unwrap_or_default().to_owned();
+                files.push((
+                    path,
+                    Entry {
+                        name,
+                        kind: Kind::File,
+                        size: o.size,
+                        version: Version::ETag {
+                            etag: o.e_tag.unwrap_or_default(),
+                            size: o.size,
+                        },
+                        modified: o.last_modified.into(),
+                    },
+                ));
+            }
+            token = page.page_token;
+            if token.is_none() {
+                break;
+            }
+        }
+        // A directory marker comes back without its `/`: a name that is
+        // also a directory of other keys is the directory.
+        let dirs: std::collections::HashSet<std::path::PathBuf> = files
+            .iter()
+            .flat_map(|(p, _)| std::path::Path::new(p.as_os_str()).ancestors().skip(1))
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        files.retain(|(p, _)| !dirs.contains(std::path::Path::new(p.as_os_str())));
+        Ok(files)
+    }
+
     /// One HEAD, and for a name that is no object one LIST of at most one
     /// key under it (a directory). The library layer takes sizes and
     /// versions from `list`; this serves single lookups.
