@@ -382,6 +382,7 @@ fn readers_at_a_listings_expiry_share_one_listing() {
     let book = m.path().join("书00");
     assert_eq!(std::fs::read_dir(&book).unwrap().count(), chapters + 2);
     bucket.server.set("latency_ms=100");
+    let mut book_listed = 0;
     for round in 0..3 {
         std::thread::sleep(Duration::from_millis(1300));
         bucket.server.reset_counts();
@@ -416,10 +417,17 @@ fn readers_at_a_listings_expiry_share_one_listing() {
         eprintln!("round {round}: {counts:?}");
         // The book's two pages, and perhaps novels/'s one; on a busy
         // machine, where a LIST may outlast the TTL, once more in the
-        // background (each reader making its own would be 16).
+        // background (each reader making its own would be 16). A round
+        // whose readers came while the last round's listing made in the
+        // background was still fresh (it landed late on a busy machine)
+        // lists less; some round lists the book.
         assert!(
-            (2..=5).contains(&counts.list),
+            counts.list <= 5,
             "one listing of the book and of novels/: {counts:?}"
         );
+        if counts.list >= 2 {
+            book_listed += 1;
+        }
     }
+    assert!(book_listed > 0, "no round listed the book");
 }
