@@ -230,6 +230,10 @@ pub struct BucketArgs {
     /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
     #[arg(long)]
     pub force_path_style: bool,
+    /// Send requests unsigned, for a public bucket: no credentials are
+    /// looked for (the AWS CLI's name; -o no_sign_request).
+    #[arg(long)]
+    pub no_sign_request: bool,
 }
 
 #[derive(Args, Debug)]
@@ -379,6 +383,12 @@ pub struct MountCmd {
     /// listed or sized (-o noindex is the same).
     #[arg(long)]
     pub no_index: bool,
+    /// The page formats chapter directories list: txt, json or txt,json
+    /// [default: txt,json]. With one, `grep -r` over the mount finds each
+    /// hit once; the other still opens by its exact name
+    /// (offset-1.json). Same as -o formats=txt|json|txt+json.
+    #[arg(long, value_name = "txt|json|txt,json")]
+    pub formats: Option<String>,
 }
 
 #[derive(Args, Debug)]
