@@ -187,8 +187,8 @@ impl Freshness {
         // its listings (or its published snapshot) are all there is.
         if self.times_still() == Some(IN_BUCKET) {
             return format!(
-                "{IN_BUCKET}: each directory's listing (or the published snapshot's head) is \
-                 asked for again at most once per TTL; a change shows within the TTL of {ttl} s"
+                "each directory's listing (or the published snapshot's head) is asked for \
+                 again at most once per TTL: a change in the bucket shows within the TTL of {ttl} s"
             );
         }
         if let Some(why) = self.times_still() {
