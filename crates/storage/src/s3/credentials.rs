@@ -154,3 +154,79 @@ impl CredentialProvider for Told {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StorageError;
+    use crate::s3::classify::{Context, classify};
+
+    fn cx() -> Context<'static> {
+        Context {
+            bucket: "shelf",
+            endpoint: "http://127.0.0.1:9000",
+            timeout: std::time::Duration::from_secs(5),
+        }
+    }
+
+    /// A metadata service's 403 inside the chain's failure is no
+    /// credentials found, not the bucket refusing them.
+    #[test]
+    fn the_chain_failing_is_no_credentials_with_where_it_looked() {
+        let missing = Missing {
+            looked: "the environment, the instance metadata service".into(),
+            cause: Some(
+                "Error performing PUT http://169.254.169.254/latest/api/token - Server returned \
+                 non-2xx status code: 403 Forbidden: "
+                    .into(),
+            ),
+        };
+        assert_eq!(
+            missing.told(),
+            "the environment, the instance metadata service (HTTP 403)"
+        );
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(missing),
+        };
+        let told = classify(&e, "LIST s3://shelf/novels/", "novels/", &cx());
+        let StorageError::NoCredentials { looked } = &told else {
+            panic!("{told:?}");
+        };
+        assert!(looked.ends_with("(HTTP 403)"), "{looked}");
+        assert_eq!(told.errno(), libc::EACCES);
+        assert!(told.is_source_failure());
+        let line = told.to_string();
+        assert!(
+            !line.contains('\n') && line.contains("--no-sign-request"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn where_it_looked_names_the_variables_the_files_and_the_last_step() {
+        let off = Rest {
+            web_identity: false,
+            container: false,
+            metadata_disabled: true,
+        };
+        assert!(!off.any());
+        let looked = off.looked("reader");
+        for part in [
+            "AWS_ACCESS_KEY_ID",
+            "profile reader",
+            ".aws/credentials",
+            ".aws/config",
+            "AWS_EC2_METADATA_DISABLED",
+        ] {
+            assert!(looked.contains(part), "{part}: {looked}");
+        }
+        let container = Rest {
+            web_identity: false,
+            container: true,
+            metadata_disabled: true,
+        };
+        assert!(container.any());
+        assert!(container.looked("default").contains("container"));
+    }
+}
