@@ -153,6 +153,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// One value a process, parsed once: its size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Mount ROOT (a directory holding novels/, or s3://BUCKET[/PREFIX])
@@ -354,7 +356,7 @@ pub struct MountCmd {
     /// one was published), `listing` lists each directory again once per
     /// --ttl. Default: published where a snapshot exists. Same as
     /// -o freshness=published|listing.
-    #[arg(long, value_name = "RULE", value_parser = ["published", "listing"])]
+    #[arg(long, value_name = "RULE", value_parser = |v: &str| crate::mount::options::value::freshness(v).map(|_| v.to_string()))]
     pub freshness: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
@@ -399,7 +401,7 @@ pub struct MountCmd {
     /// [default: txt,json]. With one, `grep -r` over the mount finds each
     /// hit once; the other still opens by its exact name
     /// (offset-1.json). Same as -o formats=txt|json|txt+json.
-    #[arg(long, value_name = "txt|json|txt,json")]
+    #[arg(long, value_name = "txt|json|txt,json", value_parser = |v: &str| novelfs_fs::Formats::parse(v).map(|_| v.to_string()))]
     pub formats: Option<String>,
 }
 
