@@ -353,4 +353,14 @@ mod tests {
         assert!(!f.trusted(&s, checked), "listed again after the TTL");
         assert!(f.rule().starts_with("directory times do not move"));
     }
+
+    /// A bucket has no filesystem, nor its cache, between it and the
+    /// mount: its rule speaks of its listings and the TTL.
+    #[test]
+    fn a_buckets_rule_speaks_of_its_listings_not_a_filesystems_cache() {
+        let f = Freshness::in_bucket(Duration::from_secs(60));
+        let rule = f.rule();
+        assert!(rule.contains("listing") && rule.contains("60 s"), "{rule}");
+        assert!(!rule.contains("filesystem"), "{rule}");
+    }
 }
