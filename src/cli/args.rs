@@ -7,7 +7,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 const LONG_ABOUT: &str = "\
 novelfs serves a library of Chinese novel chapters as a read-only FUSE \
-filesystem. ROOT holds novels/; each directory in novels/ is a book and each \
+filesystem. ROOT holds novels/ (ROOT is a directory, or s3://BUCKET[/PREFIX] \
+for a library in a bucket); each directory in novels/ is a book and each \
 .md, .markdown or .txt file in a book is a chapter (UTF-8, GBK or UTF-16). In \
 the mount, /BOOK/CHAPTER/offset-N.txt is exactly the page the novel_read tool \
 returns for that chapter from line N (offset-N.json is its JSON form), and \
@@ -36,7 +37,8 @@ One file per library (named by a hash of its canonical path), made by \
 `novelfs index` or by a mount as it reads chapters. It holds what each \
 chapter's text is (its pages' places and sizes, its characters and lines), \
 never the text; an entry is used only while the chapter file's device, inode, \
-size, mtime and ctime are those recorded. A file that cannot be written is \
+size, mtime and ctime are those recorded (in a bucket: the object's ETag and \
+size). A file that cannot be written is \
 used read-only; a corrupt one is set aside (renamed .corrupt-…) and made anew; \
 one from a newer novelfs is not used. Same as -o index_dir=DIR.";
 
@@ -65,6 +67,13 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
                  to /var/log/novelfs/novelfs.log; the mounted line in the log names the file.",
             ),
             (
+                "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE, AWS_REGION",
+                "A library in a bucket: its credentials, profile and region (with ~/.aws/credentials and ~/.aws/config, \
+                 or AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE); --no-sign-request looks for none. \
+                 AWS_EC2_METADATA_DISABLED=true: the instance metadata service is not asked, so a machine \
+                 with no credentials says so at once.",
+            ),
+            (
                 "RUST_LOG",
                 "Log level of a mount in the foreground (-f): info by default, debug to log every request.",
             ),
@@ -80,7 +89,8 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "A usage error: an unknown subcommand or option, a missing or malformed argument.",
+                "A usage error: an unknown subcommand or option, a missing or malformed argument, \
+                 a ROOT that reads as a mistyped s3:// (s3:/b, S3://b), a bucket option with a directory ROOT.",
             ),
         ],
     ),
@@ -143,9 +153,12 @@ pub struct Cli {
     pub command: Command,
 }
 
+// One value a process, parsed once: its size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Mount ROOT (the directory holding novels/) read-only at MOUNTPOINT.
+    /// Mount ROOT (a directory holding novels/, or s3://BUCKET[/PREFIX])
+    /// read-only at MOUNTPOINT.
     ///
     /// Returns once the mount is ready (or says why it cannot be made);
     /// a daemon serves it until `novelfs unmount`, SIGINT or SIGTERM.
@@ -230,6 +243,10 @@ pub struct BucketArgs {
     /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
     #[arg(long)]
     pub force_path_style: bool,
+    /// Send requests unsigned, for a public bucket: no credentials are
+    /// looked for (the AWS CLI's name; -o no_sign_request).
+    #[arg(long)]
+    pub no_sign_request: bool,
 }
 
 #[derive(Args, Debug)]
@@ -289,9 +306,10 @@ pub struct MountCmd {
     /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
     /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
     /// max_chapter_bytes=SIZE, threads=N, state_file=FILE,
-    /// failover=auto|on|off (failover alone is on, nofailover off); for a library
-    /// in a bucket endpoint_url=URL, region=REGION, profile=NAME,
-    /// force_path_style. A flag wins over the same setting here.
+    /// failover=auto|on|off (failover alone is on, nofailover off),
+    /// formats=txt|json|txt+json; for a library in a bucket endpoint_url=URL,
+    /// region=REGION, profile=NAME, force_path_style, no_sign_request. A
+    /// flag wins over the same setting here.
     /// Generic mount(8) options (noatime, nodev, _netdev, x-*, …) are
     /// accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -338,7 +356,7 @@ pub struct MountCmd {
     /// one was published), `listing` lists each directory again once per
     /// --ttl. Default: published where a snapshot exists. Same as
     /// -o freshness=published|listing.
-    #[arg(long, value_name = "RULE", value_parser = ["published", "listing"])]
+    #[arg(long, value_name = "RULE", value_parser = |v: &str| crate::mount::options::value::freshness(v).map(|_| v.to_string()))]
     pub freshness: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
@@ -379,6 +397,12 @@ pub struct MountCmd {
     /// listed or sized (-o noindex is the same).
     #[arg(long)]
     pub no_index: bool,
+    /// The page formats chapter directories list: txt, json or txt,json
+    /// [default: txt,json]. With one, `grep -r` over the mount finds each
+    /// hit once; the other still opens by its exact name
+    /// (offset-1.json). Same as -o formats=txt|json|txt+json.
+    #[arg(long, value_name = "txt|json|txt,json", value_parser = |v: &str| novelfs_fs::Formats::parse(v).map(|_| v.to_string()))]
+    pub formats: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -81,6 +81,9 @@ pub(crate) fn man_page() -> String {
     page += &String::from_utf8_lossy(&head);
 
     page += ".SH SYNOPSIS\n";
+    // Not hyphenated: an option's value split at a line's end reads as
+    // two words (`SEC- ONDS`).
+    page += ".nh\n";
     let subs: Vec<clap::Command> = top
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "help")
@@ -91,6 +94,7 @@ pub(crate) fn man_page() -> String {
         page += ".br\n";
     }
     page += "\\fBnovelfs\\fR \\fIROOT\\fR \\fIMOUNTPOINT\\fR [\\fB\\-o\\fR \\fIOPTIONS\\fR] (ROOT an existing directory: the same as \\fBnovelfs mount\\fR)\n";
+    page += ".hy\n";
 
     let mut description = Vec::new();
     man.render_description_section(&mut description)

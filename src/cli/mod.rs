@@ -8,6 +8,7 @@ mod argv;
 mod commands;
 mod man;
 mod mount_config;
+mod root_check;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -79,6 +80,21 @@ fn env_of(flag: &str) -> Option<String> {
         .map(|e| e.to_string_lossy().into_owned())
 }
 
+/// A usage error in the ROOT of a command that reads a library, and the
+/// bucket options given with it (`mount` checks its own, `-o` included,
+/// in `mount_config`).
+fn check_roots(command: &Command) -> Result<(), String> {
+    let none = crate::mount::library_at::BucketOptions::default();
+    let (root, flags) = match command {
+        Command::Read(c) => (&c.library.root, &c.library.bucket),
+        Command::Chapters(c) => (&c.library.root, &c.library.bucket),
+        Command::Books(c) => (&c.library.root, &c.library.bucket),
+        Command::Index(c) => (&c.root, &c.bucket),
+        _ => return Ok(()),
+    };
+    root_check::check_root(root, flags, &none).map(drop)
+}
+
 pub fn main() -> ExitCode {
     // The lean holder (`-o failover`) runs before anything else is made.
     if let Some(code) = crate::mount::holder_lean::lean_main() {
@@ -88,6 +104,10 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if let Err(line) = check_roots(&cli.command) {
+        eprintln!("novelfs: {line}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Mount(cmd) => return commands::mount(cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),

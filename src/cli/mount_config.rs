@@ -93,7 +93,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     }
     let (failover, failover_off_because) =
         failover.resolve(io_uring, crate::mount::transport::io_uring_offered());
-    let at = LibraryAt::parse(&args.root)?;
+    let at = super::root_check::check_root(&args.root, &args.bucket, &options.bucket)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),
         LibraryAt::Bucket(_) => args.root.clone(),
@@ -157,6 +157,13 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         root,
         bucket,
         ahead_bytes,
+        formats: flag(
+            "--formats",
+            args.formats.as_deref(),
+            novelfs_fs::Formats::parse,
+        )?
+        .or(options.formats)
+        .unwrap_or_default(),
         follow_published: match args.freshness.as_deref() {
             Some(v) => value::freshness(v).map_err(|e| format!("--freshness: {e}"))?,
             None => options.freshness.unwrap_or(true),
@@ -171,6 +178,7 @@ pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> Buc
         region: flags.region.clone().or(options.region.clone()),
         profile: flags.profile.clone().or(options.profile.clone()),
         force_path_style: flags.force_path_style || options.force_path_style,
+        no_sign_request: flags.no_sign_request || options.no_sign_request,
     }
 }
 
@@ -252,6 +260,7 @@ mod tests {
             failover: None,
             index_dir: None,
             no_index: false,
+            formats: None,
         }
     }
 

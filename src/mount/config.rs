@@ -38,6 +38,8 @@ pub(crate) struct MountConfig {
     /// Written in pages instead of the library root.
     pub(crate) path_root: Option<String>,
     pub(crate) tree: FsConfig,
+    /// The page formats chapter directories list.
+    pub(crate) formats: novelfs_fs::Formats,
     pub(crate) access: Access,
     pub(crate) auto_unmount: bool,
     pub(crate) kernel: KernelMount,

@@ -71,6 +71,26 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// A mountpoint with files in it is mounted over, as FUSE allows, but
+/// its files are hidden until the unmount: said on stderr and in the log
+/// (once, where the log is stderr).
+fn warn_if_not_empty(config: &MountConfig) {
+    let Ok(mut entries) = std::fs::read_dir(&config.mountpoint) else {
+        return;
+    };
+    if entries.next().is_none() {
+        return;
+    }
+    let line = format!(
+        "mountpoint {} is not empty: its files are hidden while novelfs is mounted there",
+        config.mountpoint.display()
+    );
+    if !(config.foreground && config.log_file.is_none()) {
+        eprintln!("novelfs: warning: {line}");
+    }
+    log::warn!("{line}");
+}
+
 /// Mounts and serves until unmounted. Returns the process exit code.
 /// Without `foreground`, the calling process returns as soon as the mount
 /// is ready (or failed), and a detached child serves it. Daemonizing and
@@ -84,6 +104,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
         eprintln!("novelfs: {msg}");
         return 1;
     }
+    warn_if_not_empty(&config);
     // The kernel compares resolved paths (mountinfo, fusermount3); the
     // preflight has just stat'ed this one, so resolving it cannot hang.
     let mountpoint = std::fs::canonicalize(&config.mountpoint).unwrap_or(config.mountpoint.clone());

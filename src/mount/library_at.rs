@@ -19,13 +19,16 @@ pub(crate) const CHECK_APART_VAR: &str = "NOVELFS_TEST_S3_CHECK_APART";
 
 /// How to reach a bucket, named as mountpoint-s3 names its options; the
 /// credentials come from the AWS chain (environment, shared files with
-/// profiles, container and instance metadata), never from arguments.
+/// profiles, container and instance metadata), never from arguments, or
+/// are not looked for (`no_sign_request`: a public bucket).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct BucketOptions {
     pub(crate) endpoint_url: Option<String>,
     pub(crate) region: Option<String>,
     pub(crate) profile: Option<String>,
     pub(crate) force_path_style: bool,
+    /// `--no-sign-request`: requests go unsigned.
+    pub(crate) no_sign_request: bool,
 }
 
 /// Where a library root names.
@@ -46,10 +49,25 @@ pub(crate) struct BucketReading {
     pub(crate) follow: bool,
 }
 
+/// Whether `root` reads as `s3://` mistyped (`s3:/b`, `s3:b`, `s3//b`,
+/// `S3://b`): taken for a path, it would only be "not a library".
+fn mistyped_scheme(root: &str) -> bool {
+    if root.starts_with("s3://") {
+        return false;
+    }
+    let lower = root.to_ascii_lowercase();
+    lower.starts_with("s3:") || lower.starts_with("s3//")
+}
+
 impl LibraryAt {
     /// `root` as given: an `s3://` URL, else a directory.
     pub(crate) fn parse(root: &Path) -> Result<LibraryAt, String> {
         let text = root.to_string_lossy();
+        if mistyped_scheme(&text) && !root.exists() {
+            return Err(format!(
+                "ROOT {text:?} is neither a directory nor a bucket: a bucket is written s3://BUCKET[/PREFIX]"
+            ));
+        }
         if text.starts_with("s3://") {
             let url: S3Url = text
                 .parse()
@@ -74,6 +92,11 @@ impl LibraryAt {
             region: options.region.clone(),
             profile: options.profile.clone(),
             force_path_style: options.force_path_style,
+            credentials: if options.no_sign_request {
+                novelfs_storage::Credentials::Anonymous
+            } else {
+                novelfs_storage::Credentials::Chain
+            },
             timeout,
             counters: super::counted::shared(),
             ..S3Options::default()
@@ -291,6 +314,35 @@ impl LibraryAt {
                     head,
                 ))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_scheme_is_told_and_a_path_or_url_is_not() {
+        for bad in [
+            "s3:/shelf/lib",
+            "s3:shelf",
+            "S3://shelf",
+            "s3//shelf/lib",
+            "S3:/x",
+        ] {
+            assert!(mistyped_scheme(bad), "{bad}");
+            assert!(LibraryAt::parse(Path::new(bad)).is_err(), "{bad}");
+        }
+        for good in [
+            "s3://shelf/lib",
+            "/srv/s3:/x",
+            "./s3:x",
+            "s3",
+            "s3-library",
+            ".",
+        ] {
+            assert!(!mistyped_scheme(good), "{good}");
         }
     }
 }

@@ -21,8 +21,8 @@ pub(crate) struct MountOptions {
     pub index_dir: Option<String>,
     /// `noindex`: no persistent index.
     pub no_index: bool,
-    /// `endpoint_url=`, `region=`, `profile=`, `force_path_style`: how to
-    /// reach a library in a bucket.
+    /// `endpoint_url=`, `region=`, `profile=`, `force_path_style`,
+    /// `no_sign_request`: how to reach a library in a bucket.
     pub bucket: super::library_at::BucketOptions,
     pub cache_size: Option<usize>,
     pub max_chapter_bytes: Option<u64>,
@@ -34,6 +34,9 @@ pub(crate) struct MountOptions {
     /// `freshness=published|listing`: whether a bucket's published
     /// snapshot is followed (`true`) where one exists.
     pub freshness: Option<bool>,
+    /// `formats=txt|json|txt+json`: the page formats chapter directories
+    /// list.
+    pub formats: Option<novelfs_fs::Formats>,
 }
 
 /// Options mount(8) and mount.fuse3 may pass that mean nothing to a
@@ -233,6 +236,7 @@ fn word(o: &mut MountOptions, key: &str) -> Option<()> {
         "failover" => o.failover = Some(super::failover::Failover::On),
         "nofailover" => o.failover = Some(super::failover::Failover::Off),
         "force_path_style" => o.bucket.force_path_style = true,
+        "no_sign_request" => o.bucket.no_sign_request = true,
         k if GENERIC_OPTIONS.contains(&k) => {}
         _ => return None,
     }
@@ -279,6 +283,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
             "failover" => o.failover = Some(value::failover(v).map_err(bad)?),
             "freshness" => o.freshness = Some(value::freshness(v).map_err(bad)?),
+            "formats" => o.formats = Some(novelfs_fs::Formats::parse(v).map_err(bad)?),
             "cache_size" => o.cache_size = Some(value::cache_size(v).map_err(bad)?),
             "max_chapter_bytes" => {
                 o.max_chapter_bytes = Some(value::max_chapter_bytes(v).map_err(bad)?)
@@ -313,6 +318,7 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "io_uring" => value::IO_URING,
         "failover" => value::FAILOVER,
         "freshness" => value::FRESHNESS,
+        "formats" => novelfs_fs::Formats::TAKES,
         "cache_size" => value::SIZE,
         "max_chapter_bytes" => value::CHAPTER_SIZE,
         "threads" => value::THREADS,

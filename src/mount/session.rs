@@ -44,7 +44,7 @@ pub(crate) fn serve(
 ) -> i32 {
     let signals = block_termination_signals();
     let library_root = library.root().to_string_lossy().into_owned();
-    let fs = Arc::new(NovelFs::new(library, config.tree.clone()));
+    let fs = Arc::new(NovelFs::new(library, config.tree.clone()).listing_formats(config.formats));
     let access = config.access;
     let source = config.kernel.fsname.as_deref().unwrap_or(&library_root);
     // The watchdog lives as long as this function: it unmounts once this

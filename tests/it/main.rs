@@ -34,6 +34,7 @@ mod memory_budget;
 mod missing_names;
 mod mount_fs;
 mod network_fs;
+mod newcomer;
 mod no_resend;
 mod object_storage;
 mod options;

@@ -39,6 +39,18 @@ const TABLE: &[Row] = &[
         bad: &[""],
     },
     Row {
+        flag: Some("--formats"),
+        key: Some("formats"),
+        good: &["txt", "json", "txt+json"],
+        bad: &["md", "TXT", ""],
+    },
+    Row {
+        flag: Some("--freshness"),
+        key: Some("freshness"),
+        good: &["published", "listing"],
+        bad: &["snapshot", ""],
+    },
+    Row {
         flag: Some("--ttl"),
         key: Some("ttl"),
         good: &["0", "0.5", "86400"],
@@ -124,7 +136,17 @@ const TABLE: &[Row] = &[
 const FREE_FLAGS: &[&str] = &[];
 
 fn mount(args: &[&str]) -> Output {
-    let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/library");
+    // A bucket's options are refused with a directory: they are tried
+    // with a bucket (checked only once the mountpoint is found).
+    let bucket = ["endpoint_url", "region", "profile"].iter().any(|o| {
+        args.iter()
+            .any(|a| a.contains(o) || a.contains(&o.replace('_', "-")))
+    });
+    let lib = if bucket {
+        "s3://novelfs-options-test/library"
+    } else {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/library")
+    };
     Command::new(BIN)
         .args(["mount", lib, "/nonexistent/novelfs-options-test"])
         .args(args)

@@ -14,6 +14,7 @@ mod cache;
 mod chapter_shape;
 mod error;
 pub mod events;
+mod formats;
 mod freshness;
 mod gave_up;
 mod hold;
@@ -35,6 +36,7 @@ mod tree;
 
 pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};
+pub use formats::Formats;
 pub use inodes::OUTSIDE_INO;
 pub use inodes::journal::JournalSink;
 pub use inodes::journal_file::{Found as JournalFound, JournalFile};

@@ -28,6 +28,9 @@ pub enum StorageError {
     },
     /// The storage refused the credentials (S3's error code says how).
     AccessDenied { what: String, code: String },
+    /// No credentials were found to sign with: `looked` names where the
+    /// chain looked for them.
+    NoCredentials { looked: String },
     /// The endpoint could not be reached: connection refused, a name that
     /// does not resolve, no route.
     Unreachable { endpoint: String, reason: String },
@@ -50,7 +53,7 @@ impl StorageError {
         match self {
             StorageError::NotFound { .. } => libc::ENOENT,
             StorageError::Changed { .. } => libc::ESTALE,
-            StorageError::AccessDenied { .. } => libc::EACCES,
+            StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => libc::EACCES,
             StorageError::NoBucket { .. }
             | StorageError::WrongRegion { .. }
             | StorageError::Unreachable { .. }
@@ -72,6 +75,7 @@ impl StorageError {
             StorageError::NoBucket { .. }
                 | StorageError::WrongRegion { .. }
                 | StorageError::AccessDenied { .. }
+                | StorageError::NoCredentials { .. }
                 | StorageError::Unreachable { .. }
                 | StorageError::Timeout { .. }
         )
@@ -104,6 +108,11 @@ impl fmt::Display for StorageError {
             StorageError::AccessDenied { what, code } => {
                 write!(f, "{what}: access denied ({code}); check the credentials")
             }
+            StorageError::NoCredentials { looked } => write!(
+                f,
+                "no AWS credentials found (looked in {looked}); \
+                 give credentials there, or --no-sign-request for a public bucket"
+            ),
             StorageError::Unreachable { endpoint, reason } => {
                 write!(f, "endpoint {endpoint} unreachable: {reason}")
             }
@@ -121,7 +130,9 @@ impl From<StorageError> for std::io::Error {
     fn from(e: StorageError) -> Self {
         let kind = match &e {
             StorageError::NotFound { .. } => std::io::ErrorKind::NotFound,
-            StorageError::AccessDenied { .. } => std::io::ErrorKind::PermissionDenied,
+            StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => {
+                std::io::ErrorKind::PermissionDenied
+            }
             StorageError::Timeout { .. } => std::io::ErrorKind::TimedOut,
             _ => std::io::ErrorKind::Other,
         };

@@ -61,6 +61,10 @@ pub(crate) struct Freshness {
     pub fake_now: std::sync::Mutex<Option<SystemTime>>,
 }
 
+/// Why a library in a bucket is not watched and its times are not
+/// trusted.
+const IN_BUCKET: &str = "the library is in a bucket";
+
 impl Freshness {
     /// For tests: the freshness of `novels_dir` on a mount of type
     /// `fs_type`, its `SourceFs` worked out here.
@@ -128,10 +132,10 @@ impl Freshness {
         Freshness {
             ttl,
             watch: None,
-            unwatched: Some("the library is in a bucket".to_string()),
+            unwatched: Some(IN_BUCKET.to_string()),
             granularity: Duration::ZERO,
             network: true,
-            still: std::sync::OnceLock::from("the library is in a bucket".to_string()),
+            still: std::sync::OnceLock::from(IN_BUCKET.to_string()),
             last_books: std::sync::Mutex::new(None),
             #[cfg(test)]
             fake_now: std::sync::Mutex::new(None),
@@ -179,6 +183,14 @@ impl Freshness {
     /// the log line at the mount.
     pub(crate) fn rule(&self) -> String {
         let ttl = self.ttl.as_secs_f64();
+        // A bucket has no filesystem of its own between it and the mount:
+        // its listings (or its published snapshot) are all there is.
+        if self.times_still() == Some(IN_BUCKET) {
+            return format!(
+                "each directory's listing (or the published snapshot's head) is asked for \
+                 again at most once per TTL: a change in the bucket shows within the TTL of {ttl} s"
+            );
+        }
         if let Some(why) = self.times_still() {
             return format!(
                 "directory times do not move ({why}): each directory is listed again at most \
@@ -340,5 +352,15 @@ mod tests {
         at(&f, 502);
         assert!(!f.trusted(&s, checked), "listed again after the TTL");
         assert!(f.rule().starts_with("directory times do not move"));
+    }
+
+    /// A bucket has no filesystem, nor its cache, between it and the
+    /// mount: its rule speaks of its listings and the TTL.
+    #[test]
+    fn a_buckets_rule_speaks_of_its_listings_not_a_filesystems_cache() {
+        let f = Freshness::in_bucket(Duration::from_secs(60));
+        let rule = f.rule();
+        assert!(rule.contains("listing") && rule.contains("60 s"), "{rule}");
+        assert!(!rule.contains("filesystem"), "{rule}");
     }
 }

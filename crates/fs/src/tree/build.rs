@@ -114,7 +114,16 @@ impl NovelFs {
             heap_trim: HeapTrim::default(),
             gave_up: GaveUp::default(),
             preparing: Mutex::new(preparing),
+            formats: crate::Formats::default(),
         }
+    }
+
+    /// Lists only the page formats `formats` in chapter directories (the
+    /// others are still found by name). Set before the mount serves:
+    /// listings are cached as made.
+    pub fn listing_formats(mut self, formats: crate::Formats) -> Self {
+        self.formats = formats;
+        self
     }
 
     /// Waits until the file-name patterns are compiled. The mount is

@@ -117,6 +117,7 @@ pub(super) fn list(fs: &NovelFs, chapter: ChapterRef, ttl: Duration) -> Result<V
             now.version,
             now.mtime,
             ttl,
+            fs.formats,
         )),
         Err(e) => Ok(vec![
             error(fs, chapter, now.version, &e, now.mtime).listed_as_error(),

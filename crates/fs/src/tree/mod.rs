@@ -81,6 +81,8 @@ pub struct NovelFs {
     ahead: Arc<Ahead>,
     /// Compiles the file-name patterns while the mount is being attached.
     preparing: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The page formats chapter directories list.
+    formats: crate::Formats,
 }
 
 /// What a lookup answers the kernel.

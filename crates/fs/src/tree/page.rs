@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::chapter_shape::Outline;
 use crate::error::{Error, Result};
+use crate::formats::Formats;
 use crate::listing::Listed;
 use crate::names::PageName;
 use crate::node::{Attr, ChapterRef, Kind, Node};
@@ -54,13 +55,14 @@ pub(super) fn content(
 }
 
 /// The entries of the pages of `outline` (of `version` of the chapter,
-/// dated `mtime`), each in both formats, with their attributes.
+/// dated `mtime`), each in the `formats` listed, with their attributes.
 pub(super) fn listed(
     chapter: &ChapterRef,
     outline: &Outline,
     version: u64,
     mtime: SystemTime,
     ttl: Duration,
+    formats: Formats,
 ) -> Vec<Listed> {
     outline
         .pages
@@ -70,6 +72,8 @@ pub(super) fn listed(
                 (PageFormat::Text, p.text_bytes),
                 (PageFormat::Json, p.json_bytes),
             ]
+            .into_iter()
+            .filter(|(format, _)| formats.lists(*format))
             .map(|(format, size)| {
                 let page = PageName {
                     offset: p.offset,

@@ -94,6 +94,13 @@ pub struct Context<'a> {
 /// object or directory `path`.
 pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -> StorageError {
     let (bucket, endpoint) = (cx.bucket, cx.endpoint);
+    // Told before the text is read: a metadata service's answer (a 403,
+    // say) is not the bucket's.
+    if let Some(missing) = super::credentials::missing_in(e) {
+        return StorageError::NoCredentials {
+            looked: missing.told(),
+        };
+    }
     let text = e.to_string();
     let code = s3_code(&text);
     // Named by the two answers to a request sent to the wrong region.

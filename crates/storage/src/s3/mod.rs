@@ -18,6 +18,7 @@ use crate::counters::{Counters, Remote};
 use crate::{RelPath, StorageError};
 
 mod classify;
+mod credentials;
 mod ops;
 mod wire;
 
@@ -239,6 +240,7 @@ impl S3Storage {
             .clone()
             .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
 
+        let rest = credentials::Rest::from_env();
         let counters = opts.counters.clone().unwrap_or_else(Counters::new);
         counters.set_remote(Remote::Bucket);
         let build = |retries: bool| -> Result<AmazonS3, StorageError> {
@@ -316,6 +318,20 @@ impl S3Storage {
                     _ => b,
                 },
             };
+            // Without keys at hand, what object_store tries last (web
+            // identity, container, instance metadata) failing is told as
+            // no credentials found, naming where they were looked for.
+            if matches!(opts.credentials, Credentials::Chain) && !keys_at_hand {
+                let inner = b.clone().build().map_err(|e| {
+                    StorageError::Other(format!("{url}: cannot set up the S3 client: {e}"))
+                })?;
+                let profile = profile_name.as_deref().unwrap_or("default");
+                b = b.with_credentials(credentials::Told::new(
+                    &rest,
+                    inner.credentials().clone(),
+                    profile,
+                ));
+            }
             b.build().map_err(|e| {
                 StorageError::Other(format!("{url}: cannot set up the S3 client: {e}"))
             })
