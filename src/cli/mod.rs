@@ -89,7 +89,7 @@ pub fn main() -> ExitCode {
         Err(code) => return code,
     };
     let result = match cli.command {
-        Command::Mount(cmd) => return commands::mount(cmd),
+        Command::Mount(cmd) => return commands::mount(*cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
         Command::Upgrade(cmd) => {
             return match crate::mount::upgrade::run(&cmd.mountpoint, cmd.binary.as_deref()) {

@@ -256,6 +256,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
         follow: head.clone(),
+        stale_if_error: config.stale_if_error,
     };
     // The file-name patterns, which the mount waits for before it reports
     // ready (`NovelFs::prepared`), compile on the other core while the

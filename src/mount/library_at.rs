@@ -44,6 +44,9 @@ pub(crate) struct BucketReading {
     pub(crate) ahead_bytes: u64,
     /// The published snapshot to follow (its head, as read at mount).
     pub(crate) follow: Option<snapshot::Head>,
+    /// How long past their freshness what was read before is served while
+    /// the bucket does not answer (`--stale-if-error`).
+    pub(crate) stale_if_error: Duration,
 }
 
 impl LibraryAt {
@@ -273,6 +276,7 @@ impl LibraryAt {
                 let storage: Arc<dyn Storage> = Arc::new(storage);
                 let backing =
                     BucketBacking::new(storage, reading.ttl, reading.ahead_bytes, reading.timeout);
+                backing.set_stale_if_error(reading.stale_if_error);
                 if let Some(head) = reading.follow
                     && let Err(e) = backing.follow(head)
                 {

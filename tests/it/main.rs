@@ -36,6 +36,7 @@ mod network_fs;
 mod no_resend;
 mod object_storage;
 mod options;
+mod outage;
 mod persist;
 mod properties;
 mod published_roots;
