@@ -33,11 +33,14 @@ fn page(mnt: &Path, book: usize, chapter: usize) -> PathBuf {
 
 /// What an outage of 10 s costs the readers of pages read before it: the
 /// reads that failed, and how many were made.
-fn reread_through_outage(stale_if_error: &str) -> (usize, usize) {
-    let (_dir, root) = library(2, 30);
+fn reread_through_outage(stale_if_error: &str, published: bool) -> (usize, usize) {
+    let (dir, root) = library(2, 30);
     let Some(bucket) = Bucket::with(&root) else {
         return (0, 1);
     };
+    if published {
+        crate::bucket::publish(&bucket, &dir.path().join("built-here"));
+    }
     let timeout = Duration::from_secs(2);
     let mut m = bucket.mount(&[
         "--ttl",
@@ -149,7 +152,18 @@ fn reread_through_outage(stale_if_error: &str) -> (usize, usize) {
 #[test]
 fn pages_read_before_an_outage_are_served_through_it() {
     require_fuse!();
-    let (failed, made) = reread_through_outage("300");
+    let (failed, made) = reread_through_outage("300", false);
+    assert!(made > 0);
+    assert_eq!(failed, 0, "{failed} of {made} reads failed");
+}
+
+/// The same for a mount that follows a published snapshot: its head's
+/// check fails, the snapshot as last read is served, and the chapters read
+/// before are opened from their held bodies, not from a GET.
+#[test]
+fn a_mount_following_a_snapshot_serves_what_it_read_through_an_outage() {
+    require_fuse!();
+    let (failed, made) = reread_through_outage("300", true);
     assert!(made > 0);
     assert_eq!(failed, 0, "{failed} of {made} reads failed");
 }
@@ -159,7 +173,7 @@ fn pages_read_before_an_outage_are_served_through_it() {
 #[test]
 fn with_no_stale_window_the_readers_fail_in_an_outage() {
     require_fuse!();
-    let (failed, made) = reread_through_outage("0");
+    let (failed, made) = reread_through_outage("0", false);
     assert!(failed > 0, "none of {made} reads failed");
 }
 
