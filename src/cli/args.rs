@@ -162,7 +162,7 @@ pub enum Command {
     ///
     /// Returns once the mount is ready (or says why it cannot be made);
     /// a daemon serves it until `novelfs unmount`, SIGINT or SIGTERM.
-    Mount(MountCmd),
+    Mount(Box<MountCmd>),
     /// Unmount a novelfs mount (also clears a stale one left by a killed daemon).
     #[command(alias = "umount")]
     Unmount(UnmountCmd),
@@ -303,7 +303,7 @@ pub struct MountCmd {
     /// Mount options, comma-separated, as other FUSE filesystems take them:
     /// ro, allow_other, allow_root, auto_unmount (adds no access),
     /// default_permissions, fsname=NAME, subtype=NAME, ttl=SECONDS,
-    /// source_timeout=SECONDS, path_root=DIR, nowatch, log_file=FILE,
+    /// source_timeout=SECONDS, stale_if_error=SECONDS, path_root=DIR, nowatch, log_file=FILE,
     /// io_uring=auto|on|off, index_dir=DIR, noindex, cache_size=SIZE,
     /// max_chapter_bytes=SIZE, threads=N, state_file=FILE,
     /// failover=auto|on|off (failover alone is on, nofailover off),
@@ -327,6 +327,14 @@ pub struct MountCmd {
     /// -o source_timeout=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub source_timeout: Option<String>,
+    /// Seconds past their freshness that what this mount read before (a
+    /// bucket's names, sizes, versions, chapter bodies and the pages made
+    /// of them) is still served while the bucket does not answer
+    /// (timeouts, refused connections, server errors); what was never read
+    /// gets EIO at once but for one probe at a time. 0 serves nothing
+    /// stale. Default 3600. Same as -o stale_if_error=SECONDS.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    pub stale_if_error: Option<String>,
     #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's

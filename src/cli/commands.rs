@@ -28,6 +28,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 ttl: ONE_SHOT_TTL,
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
                 follow: false,
+                stale_if_error: std::time::Duration::ZERO,
             };
             at.open(&bucket, reading, None).map_err(io)?
         }

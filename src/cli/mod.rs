@@ -109,7 +109,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let result = match cli.command {
-        Command::Mount(cmd) => return commands::mount(cmd),
+        Command::Mount(cmd) => return commands::mount(*cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
         Command::Upgrade(cmd) => {
             return match crate::mount::upgrade::run(&cmd.mountpoint, cmd.binary.as_deref()) {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::args::{BucketArgs, MountCmd};
 use crate::mount::access::Access;
 use crate::mount::config::{
-    DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_THREADS, DEFAULT_TTL, KernelMount,
-    MountConfig,
+    DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR, DEFAULT_THREADS,
+    DEFAULT_TTL, KernelMount, MountConfig,
 };
 use crate::mount::failover::Failover;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
@@ -51,6 +51,13 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     )?
     .or(options.source_timeout)
     .unwrap_or(DEFAULT_SOURCE_TIMEOUT);
+    let stale_if_error = flag(
+        "--stale-if-error",
+        args.stale_if_error.as_deref(),
+        value::stale_if_error,
+    )?
+    .or(options.stale_if_error)
+    .unwrap_or(DEFAULT_STALE_IF_ERROR);
     let cache_bytes = flag(
         "--cache-size",
         args.cache_size.as_deref(),
@@ -151,6 +158,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
             .map(|p| absolute(&p)),
         io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
+        stale_if_error: Duration::from_secs_f64(stale_if_error),
         no_index_because,
         failover,
         failover_off_because,
@@ -247,6 +255,7 @@ mod tests {
             options: vec![options.to_string()],
             ttl: None,
             source_timeout: None,
+            stale_if_error: None,
             state_file: None,
             path_root: None,
             cache_size: None,

@@ -49,6 +49,9 @@ pub(crate) struct MountConfig {
     pub(crate) io_uring: IoUring,
     /// How long a request may wait for the library's filesystem.
     pub(crate) source_timeout: Duration,
+    /// How long past their freshness what was read before is served while
+    /// a bucket does not answer.
+    pub(crate) stale_if_error: Duration,
     /// How to reach the library when `root` is in a bucket.
     pub(crate) bucket: super::library_at::BucketOptions,
     /// Bytes of chapters a bucket's backing may hold fetched ahead of
@@ -81,3 +84,6 @@ pub(crate) const DEFAULT_TTL: f64 = 1.0;
 /// seconds: longer than any local read, short enough that a hung server
 /// is an error to an agent, not a hang.
 pub(crate) const DEFAULT_SOURCE_TIMEOUT: f64 = 5.0;
+
+/// `--stale-if-error`'s default, in seconds (see docs/contract.md §2.5).
+pub(crate) const DEFAULT_STALE_IF_ERROR: f64 = 3600.0;

@@ -267,6 +267,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
         follow: config.follow_published,
+        stale_if_error: config.stale_if_error,
     };
     // The file-name patterns, which the mount waits for before it reports
     // ready (`NovelFs::prepared`), compile on the other core while the

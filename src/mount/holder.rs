@@ -209,6 +209,14 @@ impl Holder<'_> {
                     );
                     self.unmounting = true;
                     self.unmount();
+                    // Detached while a reader still holds a file (one
+                    // stuck in a hung source, say), the connection lives
+                    // on: the server is told to end too, and the holder
+                    // ends with it (below).
+                    if self.connected() && self.pid != 0 {
+                        // SAFETY: kill with a pid of this holder's child.
+                        unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+                    }
                     continue;
                 }
                 Event::Asked => match self.control_asked() {
@@ -229,6 +237,14 @@ impl Holder<'_> {
                     ended(status)
                 );
                 return status.and_then(|s| s.code()).unwrap_or(1);
+            }
+            if self.unmounting {
+                log::info!(
+                    "holder: {} was unmounted; its server ended ({})",
+                    self.mountpoint.display(),
+                    ended(status)
+                );
+                return 0;
             }
             self.tally.died += 1;
             let now = Instant::now();

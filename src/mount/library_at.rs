@@ -47,6 +47,9 @@ pub(crate) struct BucketReading {
     pub(crate) ahead_bytes: u64,
     /// Whether the published snapshot is followed where there is one.
     pub(crate) follow: bool,
+    /// How long past their freshness what was read before is served while
+    /// the bucket does not answer (`--stale-if-error`).
+    pub(crate) stale_if_error: Duration,
 }
 
 /// Whether `root` reads as `s3://` mistyped (`s3:/b`, `s3:b`, `s3//b`,
@@ -306,6 +309,7 @@ impl LibraryAt {
                     reading.ahead_bytes,
                     reading.timeout,
                 );
+                backing.set_stale_if_error(reading.stale_if_error);
                 if let Some(head) = &head {
                     backing.follow_pending(head.clone());
                 }

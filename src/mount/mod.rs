@@ -11,6 +11,7 @@ pub(crate) mod config;
 mod counted;
 pub(crate) mod daemon;
 mod deadline;
+mod ending;
 pub(crate) mod failover;
 #[macro_use]
 mod read_only;

@@ -11,6 +11,7 @@ use fuser::Config;
 use super::access::Access;
 use super::attach::attach;
 use super::config::MountConfig;
+use super::ending::Ending;
 use super::fuse::FuseAdapter;
 use super::handoff::{self, Handoff};
 use super::logging;
@@ -222,6 +223,9 @@ pub(crate) fn serve(
     } else {
         drop(fs);
     }
+    let ended = Ending::default();
+    ended.watch(fuse);
+    let signal_ended = ended.clone();
     let signal_mountpoint = mountpoint.to_path_buf();
     let spawned = std::thread::Builder::new()
         .name("novelfs-signal".into())
@@ -234,6 +238,9 @@ pub(crate) fn serve(
                 // Busy: detach now; the kernel finishes once open files close.
                 let _ = unmount(&signal_mountpoint, true);
             }
+            // Detached while a reader still holds a file, the connection
+            // lives on: the signal still ends the server.
+            signal_ended.exit_unless_ended(&format!("signal {sig}"));
         });
     if let Err(e) = spawned {
         log::warn!("no thread unmounting on a signal: {e}");
@@ -245,6 +252,7 @@ pub(crate) fn serve(
             1
         }
     };
+    ended.ran();
     // The loop also ends when serving fails, with the mount still there
     // (a holder's connection is the holder's to end or hand on).
     if handoff.is_none() {

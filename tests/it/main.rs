@@ -38,6 +38,7 @@ mod newcomer;
 mod no_resend;
 mod object_storage;
 mod options;
+mod outage;
 mod persist;
 mod properties;
 mod published_roots;

@@ -63,6 +63,12 @@ const TABLE: &[Row] = &[
         bad: &["0", "-1", "3601", "soon"],
     },
     Row {
+        flag: Some("--stale-if-error"),
+        key: Some("stale_if_error"),
+        good: &["0", "300", "604800"],
+        bad: &["-1", "604801", "NaN", "never", ""],
+    },
+    Row {
         flag: Some("--path-root"),
         key: Some("path_root"),
         good: &["/library", "/"],

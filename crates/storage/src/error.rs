@@ -81,6 +81,21 @@ impl StorageError {
         )
     }
 
+    /// Whether the error says the storage did not answer (no answer in
+    /// time, no connection, a server error or a broken connection once the
+    /// retries were spent): what a held copy may stand in for while it
+    /// lasts (`--stale-if-error`). A refusal (credentials, a missing
+    /// bucket) is an answer: nothing held stands in for it.
+    pub fn is_outage(&self) -> bool {
+        match self {
+            StorageError::Timeout { .. } | StorageError::Unreachable { .. } => true,
+            // `s3::classify` words a 5xx `WHAT: HTTP 5xx` and a transport
+            // failure `WHAT: KIND error: CAUSE`.
+            StorageError::Other(text) => text.contains(": HTTP 5") || text.contains(" error: "),
+            _ => false,
+        }
+    }
+
     pub(crate) fn not_found(path: impl Into<String>) -> Self {
         StorageError::NotFound { path: path.into() }
     }

@@ -16,6 +16,7 @@ pub mod backing;
 pub mod counters;
 mod error;
 mod local;
+pub mod outage;
 mod path;
 mod s3;
 

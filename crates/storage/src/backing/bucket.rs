@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::outage::{Guarded, Outage};
 use crate::{Entry, Kind, RelPath, Storage, StorageError, Version};
 
 use super::bodies::{Key, Store, is_changed, rel, to_io};
@@ -32,6 +33,8 @@ pub struct BucketBacking {
     store: Arc<Store>,
     /// What a big chapter's parts are read with.
     big: Arc<ranged::Bucket>,
+    /// Whether the bucket answers.
+    outage: Arc<Outage>,
 }
 
 impl std::fmt::Debug for BucketBacking {
@@ -99,10 +102,16 @@ impl BucketBacking {
     /// once per `ttl`, and holding and fetching at most `ahead_bytes` of bodies
     /// (a reader waits at most `wait` for one under way). A chapter bigger
     /// than a part (see `ranged::part_bytes`) is read in parts.
+    /// Every access goes through one `Outage`: while the bucket does not
+    /// answer, accesses fail at once but for one probe at a time, and what
+    /// was read before is served (`set_stale_if_error`).
     pub fn new(storage: Arc<dyn Storage>, ttl: Duration, ahead_bytes: u64, wait: Duration) -> Self {
+        let outage = Outage::new(storage.describe(), storage.counters());
+        let storage: Arc<dyn Storage> = Arc::new(Guarded::new(storage, outage.clone()));
         // The listings kept count in the budget beside the bodies: half
         // as much again (the mount leaves the tree's caches the rest).
         let listings = Arc::new(Listings::new(storage.clone(), ttl, ahead_bytes / 2));
+        listings.guard(outage.clone());
         let store = Arc::new(Store::new(storage.clone(), ahead_bytes, wait));
         let part_bytes = ranged::part_bytes(store.held_limit());
         let big = Arc::new(ranged::Bucket {
@@ -120,7 +129,15 @@ impl BucketBacking {
             listings,
             store,
             big,
+            outage,
         }
+    }
+
+    /// How long past their freshness the listings (names, sizes, versions)
+    /// and bodies read before are served while the bucket does not answer
+    /// (`--stale-if-error`; zero: never).
+    pub fn set_stale_if_error(&self, d: Duration) {
+        self.outage.set_stale_for(d);
     }
 
     /// Serves names, sizes and versions from the snapshot `head` names
@@ -175,6 +192,9 @@ impl BucketBacking {
     fn open_whole(&self, path: &Path, listed: Entry) -> io::Result<Option<Box<dyn Opened>>> {
         let key = Key::whole(path);
         if let Some(bytes) = self.store.held(&key, &listed.version) {
+            if self.outage.is_down() {
+                self.outage.served_stale();
+            }
             return Ok(Some(Fetched::opened(
                 bytes,
                 &listed.version,

@@ -103,6 +103,12 @@ impl Follower {
         if state.behind.contains(dir) {
             return None;
         }
+        // Its head could not be checked: served as last read, counted.
+        if state.failing
+            && let Some(c) = self.storage.counters()
+        {
+            c.count(crate::Counter::StaleServes);
+        }
         Some(match snapshot.dir(dir) {
             Some(entries) => Said::Entries(entries.clone()),
             None => Said::Absent,

@@ -18,6 +18,7 @@ use crate::{Entry, Kind, Storage};
 use super::bodies::{lock, rel, to_io};
 use super::follow::{Follower, PendingHead, Said};
 use super::list_pace::Pace;
+use crate::outage::Outage;
 
 /// Listings kept before those past use are dropped.
 const PRUNE_LISTINGS_AT: usize = 1024;
@@ -144,6 +145,9 @@ pub(super) struct Listings {
     pending: Mutex<Option<Arc<PendingHead>>>,
     /// Whether `pending` may hold a head still to take.
     pending_any: AtomicBool,
+    /// Whether the storage answers: while it does not, a listing past its
+    /// TTL is served within the stale window (`--stale-if-error`).
+    outage: std::sync::OnceLock<Arc<Outage>>,
 }
 
 impl Listings {
@@ -183,7 +187,33 @@ impl Listings {
             follow: std::sync::OnceLock::new(),
             pending: Mutex::new(None),
             pending_any: AtomicBool::new(false),
+            outage: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Serves listings past their TTL while `outage` says the storage does
+    /// not answer.
+    pub(super) fn guard(&self, outage: Arc<Outage>) {
+        let _ = self.outage.set(outage);
+    }
+
+    /// `dir`'s kept listing when the storage does not answer and it is
+    /// within the stale window past its TTL: counted as served stale.
+    fn stale(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
+        let outage = self.outage.get()?;
+        let (entries, age, _) = self.kept(dir)?;
+        if !outage.stale_ok(age.saturating_sub(self.ttl)) {
+            return None;
+        }
+        outage.served_stale();
+        Some(entries)
+    }
+
+    /// How long a listing is kept at most: past its TTL, the grace and the
+    /// stale window, it serves nothing.
+    fn served_for(&self) -> Duration {
+        let stale = self.outage.get().map_or(Duration::ZERO, |o| o.stale_for());
+        self.ttl + self.grace.max(stale)
     }
 
     /// Serves directories from `follower`'s snapshot from now on.
@@ -261,11 +291,21 @@ impl Listings {
             }
             None => {}
         }
-        if let Some((entries, age, landed)) = self.kept(dir)
-            && (age < self.ttl
-                || ((age < self.ttl + self.grace || landed < self.grace) && self.refresh(dir)))
+        let kept = self.kept(dir);
+        if let Some((entries, age, landed)) = &kept
+            && (*age < self.ttl
+                || ((*age < self.ttl + self.grace || *landed < self.grace) && self.refresh(dir)))
         {
             self.used(dir);
+            return Ok(entries.clone());
+        }
+        // The storage does not answer: the old listing, with no wait; a
+        // refresh in the background asks again (at once, or it fails at
+        // once but for one probe at a time).
+        if kept.is_some()
+            && let Some(entries) = self.stale(dir)
+        {
+            self.refresh(dir);
             return Ok(entries);
         }
         let listed = match self.find(dir) {
@@ -273,6 +313,12 @@ impl Listings {
             Found::Theirs(flight) => flight.wait(),
             Found::Mine(flight) => self.fly(dir, &flight),
         };
+        // It stopped answering this listing.
+        if listed.is_err()
+            && let Some(entries) = self.stale(dir)
+        {
+            return Ok(entries);
+        }
         if listed.is_ok() {
             self.used(dir);
         }
@@ -450,7 +496,7 @@ impl Listings {
             entries,
             bytes,
         };
-        lock(&self.made).keep(dir, listed, self.ttl + self.grace);
+        lock(&self.made).keep(dir, listed, self.served_for());
     }
 
     /// The listing of `dir` when one within its TTL is at hand.
@@ -751,6 +797,75 @@ mod tests {
     fn timed(listings: &Arc<Listings>, dir: &str) -> (io::Result<Arc<Vec<Entry>>>, Duration) {
         let t = Instant::now();
         (listings.of(Path::new(dir)), t.elapsed())
+    }
+
+    /// Listings through the outage guard, served stale for `stale_ms`.
+    fn guarded(
+        slow: &Arc<Slow>,
+        ttl_ms: u64,
+        stale_ms: u64,
+    ) -> (Arc<Listings>, Arc<Outage>, Arc<crate::Counters>) {
+        let counters = crate::Counters::new();
+        let outage = Outage::new("slow".into(), Some(counters.clone()));
+        outage.set_stale_for(Duration::from_millis(stale_ms));
+        let storage = Arc::new(crate::outage::Guarded::new(slow.clone(), outage.clone()));
+        let ms = Duration::from_millis;
+        let listings = Arc::new(Listings::with(storage, ms(ttl_ms), Duration::ZERO, false));
+        listings.guard(outage.clone());
+        (listings, outage, counters)
+    }
+
+    #[test]
+    fn while_the_storage_does_not_answer_the_last_listing_is_served_within_the_window() {
+        let slow = slow(100);
+        let (listings, outage, counters) = guarded(&slow, 50, 1500);
+        let dir = "novels/书";
+        assert_eq!(generation(&timed(&listings, dir).0.unwrap()), "0");
+        std::thread::sleep(Duration::from_millis(100));
+        slow.failing.store(true, Ordering::SeqCst);
+        // Past its TTL: the LIST times out, the old listing is served.
+        let (stale, _) = timed(&listings, dir);
+        assert_eq!(generation(&stale.unwrap()), "0");
+        assert!(outage.is_down());
+        let lists = slow.lists.load(Ordering::SeqCst);
+        // While it is down, at once, with no LIST waited for.
+        for _ in 0..5 {
+            let (again, took) = timed(&listings, dir);
+            assert_eq!(generation(&again.unwrap()), "0");
+            assert!(took < Duration::from_millis(100), "{took:?}");
+        }
+        // A directory never listed: fails, at once (the circuit is open).
+        let (never, took) = timed(&listings, "novels/别的书");
+        assert!(never.is_err());
+        assert!(took < Duration::from_millis(100), "{took:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            slow.lists.load(Ordering::SeqCst) <= lists + 1,
+            "one probe at a time"
+        );
+        let counted = counters.get(crate::Counter::StaleServes);
+        assert!(counted >= 6, "{counted} stale serves counted");
+        // Past the window: the error.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(timed(&listings, dir).0.is_err(), "past the stale window");
+        // It answers again: a new listing, and no stale one after.
+        slow.generation.store(1, Ordering::SeqCst);
+        slow.failing.store(false, Ordering::SeqCst);
+        std::thread::sleep(crate::outage::RETRY_AFTER);
+        assert_eq!(generation(&timed(&listings, dir).0.unwrap()), "1");
+        assert!(!outage.is_down());
+    }
+
+    #[test]
+    fn with_no_stale_window_nothing_is_served_stale() {
+        let slow = slow(20);
+        let (listings, _, _) = guarded(&slow, 50, 0);
+        let dir = "novels/书";
+        timed(&listings, dir).0.unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        slow.failing.store(true, Ordering::SeqCst);
+        assert!(timed(&listings, dir).0.is_err());
+        assert!(timed(&listings, dir).0.is_err());
     }
 
     #[test]

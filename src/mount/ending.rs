@@ -1,0 +1,85 @@
+//! A server ends once its mount is gone, even while a call into the
+//! source hangs (a network filesystem whose server went away, a GET on a
+//! stalled bucket with a long `--source-timeout`): the thread stuck in it
+//! is not waited for. fuser's session joins its workers before it
+//! returns, and a worker stuck in the source would hold the process, and
+//! the holder waiting for it, for as long as the source hangs.
+//!
+//! So once the connection is gone (`umount`, `novelfs unmount`: the
+//! kernel aborts it, and `/dev/fuse` polls with POLLERR) or a termination
+//! signal came, the session has `GRACE` to end by itself; past it the
+//! process exits at once. Nothing the process holds needs it to end
+//! otherwise: its files are written as they change (the index, the inode
+//! journal, the log).
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a session whose mount is gone has to end by itself.
+pub(crate) const GRACE: Duration = Duration::from_millis(500);
+
+/// Whether the session ended by itself.
+#[derive(Clone, Default)]
+pub(crate) struct Ending {
+    ran: Arc<AtomicBool>,
+}
+
+impl Ending {
+    /// The session returned: what follows is the ordinary ending.
+    pub(crate) fn ran(&self) {
+        self.ran.store(true, Ordering::Release);
+    }
+
+    /// Exits the process unless the session ends within `GRACE`.
+    pub(crate) fn exit_unless_ended(&self, why: &str) {
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until {
+            if self.ran.load(Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if self.ran.load(Ordering::Acquire) {
+            return;
+        }
+        log::warn!(
+            "{why}, and the session did not end within {} ms (a call into the source hangs): \
+             the server exits without waiting for it",
+            GRACE.as_millis()
+        );
+        log::logger().flush();
+        // SAFETY: _exit ends the process at once; no Rust state outlives it.
+        unsafe { libc::_exit(0) };
+    }
+
+    /// Watches the connection `fuse` on a thread of its own: once the
+    /// kernel has dropped it, the session has `GRACE` to end.
+    pub(crate) fn watch(&self, fuse: RawFd) {
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-ending".into())
+            .stack_size(64 << 10)
+            .spawn(move || {
+                loop {
+                    // No events asked: only POLLERR (the connection is
+                    // gone), POLLHUP or POLLNVAL wake it.
+                    let mut p = libc::pollfd {
+                        fd: fuse,
+                        events: 0,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd.
+                    let n = unsafe { libc::poll(&mut p, 1, -1) };
+                    if n > 0 && p.revents != 0 {
+                        break;
+                    }
+                }
+                me.exit_unless_ended("the mount is gone");
+            });
+        if let Err(e) = spawned {
+            log::warn!("no thread watching for the mount's end: {e}");
+        }
+    }
+}
