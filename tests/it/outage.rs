@@ -233,8 +233,8 @@ fn sigterm_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
 fn unmount_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
     require_fuse!();
     let connections = std::path::Path::new("/sys/fs/fuse/connections");
-    let listed = || std::fs::read_dir(connections).map_or(true, |mut d| d.next().is_none());
-    if listed() {
+    let none_listed = || std::fs::read_dir(connections).map_or(true, |mut d| d.next().is_none());
+    if none_listed() {
         // A fresh machine has fusectl unmounted: it is mounted as an
         // administrator would, and left so (nothing else depends on it).
         let _ = std::process::Command::new("mount")
@@ -242,7 +242,7 @@ fn unmount_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
             .arg(connections)
             .status();
     }
-    if listed() {
+    if none_listed() {
         crate::common::skip("fusectl is not mounted at /sys/fs/fuse/connections");
         return;
     }
