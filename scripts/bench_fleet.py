@@ -234,12 +234,12 @@ def fleet_table(lines, fmt_time, print_rows):
                      f"{fmt_time(max(r['max'] for r in rs))}",
                      f"{agree}/{len(rs)}", f"${bill(key):,.2f}", f"{load:.2f}"))
         if rate and secs > 0 and l / secs >= 0.5 * rate[1]:
-            notes.append(f"{lat} ms, {fresh}, {n} mounts: moto caps the rounds: {l / secs:.0f} LISTs/s "
+            notes.append(f"{lat} ms, {fresh}, {n} mount{'s' if n != 1 else ''}: moto caps the rounds: {l / secs:.0f} LISTs/s "
                          f"against its own {rate[1]:.0f}/s (a round's longest {max(r['max'] for r in rs):.2f} s)")
         if any(r["failed"] for r in rs):
-            notes.append(f"{lat} ms, {fresh}, {n} mounts: {sum(r['failed'] for r in rs)} rounds had a read fail")
+            notes.append(f"{lat} ms, {fresh}, {n} mount{'s' if n != 1 else ''}: {sum(r['failed'] for r in rs)} rounds had a read fail")
         if fresh == "published" and any(r["snapshot"] in ("none", "-", "?") for r in rs):
-            notes.append(f"{lat} ms, published, {n} mounts: a mount followed no snapshot")
+            notes.append(f"{lat} ms, published, {n} mount{'s' if n != 1 else ''}: a mount followed no snapshot")
         m = mounts.get(key)
         if m and n == max(k[2] for k in mounts if k[:2] == key[:2]):
             notes.append(f"{lat} ms, {fresh}: mounting {n} took LIST {m[0]}, GET {m[1]}, other {m[2]} "
