@@ -12,6 +12,7 @@
 #                    [--wholelib] [--stat-calls N] [--persist]
 #                    [--bucket] [--bucket-chapters N] [--s3fs-cap S] [--no-s3fs]
 #                    [--failover] [--results-dir DIR]
+#                    [--fleet] [--mounts N] [--fleet-period S] [--fleet-duration S]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -50,6 +51,11 @@
 # failed reads and wrong bytes, and the holder's VmRSS, which the table holds
 # against the issue's targets (kills and a sandbox: 1 s, upgrades: 200 ms,
 # holder: 4 MiB). The tests themselves fail on a failed read or wrong byte.
+# --fleet: only the fleet figures (scripts/bench_fleet.sh): a published
+# bucket of 2,000 chapters in moto, 1 and --mounts (8) fresh mounts of it
+# running agent rounds every --fleet-period (2) s for --fleet-duration (60;
+# --quick 12) s, an in-order reader and a grep -r, at 0 and 20 ms, with
+# --freshness published and listing; requests by kind, the day's bill.
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -188,8 +194,9 @@ SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCAL
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
 WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0 RESULTS_DIR=""
 FAILOVER=0 BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE=""
+FLEET=0 FLEET_MOUNTS=8 FLEET_PERIOD=2 FLEET_DURATION=""
 ARGS="$*"
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -224,6 +231,10 @@ while [ $# -gt 0 ]; do
         --results-dir) RESULTS_DIR=$2; shift 2 ;;
         --bucket) BUCKET=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --failover) FAILOVER=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --fleet) FLEET=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --mounts) FLEET_MOUNTS=$2; shift 2 ;;
+        --fleet-period) FLEET_PERIOD=$2; shift 2 ;;
+        --fleet-duration) FLEET_DURATION=$2; shift 2 ;;
         --bucket-chapters) BUCKET_CHAPTERS=$2; shift 2 ;;
         --s3fs-cap) S3FS_CAP=$2; shift 2 ;;
         --no-s3fs) S3FS_SIDE=0; shift ;;
@@ -235,6 +246,8 @@ done
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
 LIB="python3 $HERE/bench_lib.py"
+FLEET="python3 $HERE/bench_fleet.py"
+[ -n "$FLEET_DURATION" ] || { FLEET_DURATION=60; [ -z "$QUICK" ] || FLEET_DURATION=12; }
 START=$EPOCHREALTIME
 START_UTC=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 RESULT_NAME=$(date -u '+%Y-%m-%d-%H%M')
@@ -299,7 +312,7 @@ cleanup() {
         fi
     done
     for p in "${FG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    [ "$BUCKET" = 0 ] || ! declare -F bucket_cleanup > /dev/null || bucket_cleanup
+    [ "$BUCKET$FLEET" = 00 ] || ! declare -F bucket_cleanup > /dev/null || bucket_cleanup
     if [ "$KEEP" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
     exit $rc
 }
@@ -1402,6 +1415,9 @@ bucket_figures() {
 }
 declare -A BK_HWM=()
 
+# shellcheck source=scripts/bench_fleet.sh
+. "$HERE/bench_fleet.sh"
+
 # failover_figures: the failover tests in a release build (see --failover).
 failover_figures() {
     echo "== failover: tests/it failover::, upgrade::, sandbox_failover:: (release), $RUNS runs"
@@ -1472,6 +1488,7 @@ done
 [ "$BIG_FIGURES" = 0 ] || big_figures
 [ "$BUCKET" = 0 ] || bucket_figures
 [ "$FAILOVER" = 0 ] || failover_figures
+[ "$FLEET" = 0 ] || fleet_figures
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"

@@ -601,7 +601,7 @@ def cmd_table(a):
     rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; size TEXT BYTES LIMIT: a
     file's size against its limit; note TEXT: printed below."""
     runs, labels, order, rss, notes, limits, loads, sizes = {}, {}, [], [], [], [], {}, []
-    bucket = []
+    bucket, fleet = [], []
     for line in open(a.results):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "label":
@@ -624,8 +624,15 @@ def cmd_table(a):
             notes.append(parts[1])
         elif parts[0] in ("bkt", "bktinfo", "bktrss", "bktlist"):
             bucket.append(parts)
+        elif parts[0].startswith("flt"):
+            fleet.append(parts)
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
     fails = bucket_table(bucket) if bucket else 0
+    if fleet:
+        # The fleet's targets are PASS or MISS: no FAIL of the count below.
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_fleet import fleet_table
+        fleet_table(fleet, fmt_time, print_rows)
     for fig in order:
         n, b = runs[fig]["nfs"], runs[fig]["base"]
         if not n or not b:

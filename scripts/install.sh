@@ -129,8 +129,9 @@ put 644 "$prefix/share/man/man1/novelfs.1" "$bin" man
 put 644 "$prefix/share/bash-completion/completions/novelfs" "$bin" completions bash
 put 644 "$prefix/share/zsh/site-functions/_novelfs" "$bin" completions zsh
 put 644 "$prefix/share/fish/vendor_completions.d/novelfs.fish" "$bin" completions fish
-# The documents --help and the man page name under SEE ALSO.
-for doc in contract mounting agents; do
+# The documents --help and the man page name under SEE ALSO, and the
+# fleet guide mounting.md links to.
+for doc in contract mounting agents fleet; do
   put 644 "$docdir/$doc.md" cat "$here/docs/$doc.md"
 done
 for unit in "$here"/examples/systemd/*; do

@@ -86,7 +86,9 @@ fn install_into_a_prefix_then_uninstall() {
         "share/doc/novelfs/agents.md",
         "share/doc/novelfs/contract.md",
         "share/doc/novelfs/examples/mnt-novels.mount",
+        "share/doc/novelfs/examples/novelfs-publish.service",
         "share/doc/novelfs/examples/novelfs.service",
+        "share/doc/novelfs/fleet.md",
         "share/doc/novelfs/installed-files",
         "share/doc/novelfs/mounting.md",
         "share/fish/vendor_completions.d/novelfs.fish",
@@ -389,6 +391,7 @@ fn example_units_verify() {
     let units = [
         examples.join("mnt-novels.mount"),
         examples.join("novelfs.service"),
+        examples.join("novelfs-publish.service"),
     ];
     // MANPATH: the units' Documentation=man:novelfs(1) is checked with man.
     let verify = |units: &[PathBuf]| {
