@@ -56,23 +56,25 @@ fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCod
     loop {
         std::thread::sleep(std::time::Duration::from_secs(every));
         let round = || -> Result<String, String> {
-            if !at.changed_since_published(&bucket, ONE_SHOT_TIMEOUT)? {
-                at.publish(&bucket, ONE_SHOT_TIMEOUT, None, Some(every))?;
-                return Ok("unchanged: the snapshot is confirmed".into());
-            }
-            let args = LibraryArgs {
-                root: cmd.root.clone(),
-                bucket: cmd.bucket.clone(),
-                path_root: cmd.path_root.clone(),
+            // The index is refreshed and written only when the listing
+            // changed since the snapshot published.
+            let index = || {
+                let args = LibraryArgs {
+                    root: cmd.root.clone(),
+                    bucket: cmd.bucket.clone(),
+                    path_root: cmd.path_root.clone(),
+                };
+                let mut library = open_library(&args).map_err(|e| e.to_string())?;
+                library.max_chapter_bytes = cmd.max_chapter_bytes;
+                persist::refresh(&library, dir, &mut |_| {})?;
+                persist::export(dir, &library)
             };
-            let mut library = open_library(&args).map_err(|e| e.to_string())?;
-            library.max_chapter_bytes = cmd.max_chapter_bytes;
-            persist::refresh(&library, dir, &mut |_| {})?;
-            let index = persist::export(dir, &library)?;
-            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(index), Some(every))?;
-            Ok(format!(
-                "changed: the index and a snapshot of {files} files published"
-            ))
+            let (changed, files) =
+                at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(every), false, index)?;
+            Ok(match changed {
+                true => format!("changed: the index and a snapshot of {files} files published"),
+                false => "unchanged: the snapshot is confirmed".into(),
+            })
         };
         match round() {
             Ok(said) => eprintln!("novelfs: {said}"),
@@ -243,8 +245,8 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
         if cmd.publish {
             let at = LibraryAt::parse(&cmd.root)?;
             let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
-            let index = persist::export(&dir, &library)?;
-            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(index), cmd.every)?;
+            let index = || persist::export(&dir, &library);
+            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, cmd.every, true, index)?;
             eprintln!(
                 "published at {}/.novelfs/: the index and a snapshot of {files} files",
                 cmd.root.display()

@@ -148,16 +148,19 @@ impl LibraryAt {
     }
 
     /// Publishes beside the library in its bucket, for every mount of a
-    /// fleet: `index` (an exported persistent index) when given, then the
-    /// snapshot of the library's listing with the cadence `every` (see
-    /// `novelfs_storage::backing::snapshot`). Whether the snapshot changed,
-    /// and how many files it holds.
+    /// fleet, with the cadence `every`: the library is listed (one LIST per
+    /// 1,000 keys); when `always` or when the listing differs from the one
+    /// published, `index` gives the exported persistent index to write
+    /// with it, else the snapshot published is only confirmed (see
+    /// `novelfs_storage::backing::snapshot`). Whether a new snapshot was
+    /// written, and how many files it holds.
     pub(crate) fn publish(
         &self,
         options: &BucketOptions,
         timeout: Duration,
-        index: Option<Vec<u8>>,
         every: Option<u64>,
+        always: bool,
+        index: impl FnOnce() -> Result<Vec<u8>, String>,
     ) -> Result<(bool, u64), String> {
         let LibraryAt::Bucket(url) = self else {
             return Err("--publish: ROOT must be an s3:// bucket".into());
@@ -166,38 +169,21 @@ impl LibraryAt {
         let fail = |e: StorageError| format!("{url}: {e}");
         let before = snapshot::published_head(&storage).map_err(fail)?;
         let listing = snapshot::walk(&storage).map_err(fail)?;
-        let index_etag = match index {
-            Some(bytes) => {
-                let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-                storage.put(&key, bytes).map_err(fail)?;
-                match storage.stat(&key).map_err(fail)?.version {
-                    Version::ETag { etag, .. } => Some(etag),
-                    _ => None,
-                }
+        let unchanged = before.as_ref().is_some_and(|h| h.listing == listing.digest);
+        let index_etag = if always || !unchanged {
+            let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
+            storage.put(&key, index()?).map_err(fail)?;
+            match storage.stat(&key).map_err(fail)?.version {
+                Version::ETag { etag, .. } => Some(etag),
+                _ => None,
             }
-            None => before.as_ref().and_then(|h| h.index.clone()),
+        } else {
+            before.as_ref().and_then(|h| h.index.clone())
         };
         let files = listing.files;
         let changed = snapshot::publish(&storage, listing, before.as_ref(), index_etag, every)
             .map_err(fail)?;
         Ok((changed, files))
-    }
-
-    /// Whether the library's listing differs from the published snapshot's
-    /// (one LIST per directory, one GET).
-    pub(crate) fn changed_since_published(
-        &self,
-        options: &BucketOptions,
-        timeout: Duration,
-    ) -> Result<bool, String> {
-        let LibraryAt::Bucket(url) = self else {
-            return Ok(true);
-        };
-        let storage = Self::storage(url, options, timeout)?;
-        let fail = |e: StorageError| format!("{url}: {e}");
-        let before = snapshot::published_head(&storage).map_err(fail)?;
-        let listing = snapshot::walk(&storage).map_err(fail)?;
-        Ok(before.is_none_or(|h| h.listing != listing.digest))
     }
 
     /// The index published beside a bucket's library, put in place of the

@@ -22,7 +22,7 @@ const READ_AHEAD: usize = 16;
 /// is several batches of GETs in flight, so a reader faster than one
 /// batch's round trip (`grep -r` at 20 ms a request) does not wait for
 /// each; their bodies count in the bodies' share of `--cache-size`.
-pub(super) const READ_AHEAD_REQUESTED: usize = 64;
+pub(super) const READ_AHEAD_REQUESTED: usize = super::window::MAX_REACH;
 
 /// The reading itself is the library's (`Library::read_ahead`: the
 /// kernel's page cache for a local library, GETs under way for a bucket);

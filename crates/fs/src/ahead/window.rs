@@ -71,8 +71,9 @@ pub(super) struct Reach {
     chapters: usize,
 }
 
-/// The widest reach: the bucket's window.
-const MAX_REACH: usize = super::disk::READ_AHEAD_REQUESTED;
+/// The widest reach: the bucket's window (`disk` reads ahead this many
+/// chapters of a reader in a bucket).
+pub(super) const MAX_REACH: usize = 64;
 
 impl Reach {
     /// Chapters to fetch ahead of the reader, at most: all of `window`
