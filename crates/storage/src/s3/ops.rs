@@ -61,6 +61,21 @@ async fn get(
     })
 }
 
+/// A listed object as the entry `name` of its directory: its size, its
+/// ETag as its version, its time.
+fn object_entry(name: std::ffi::OsString, o: &object_store::ObjectMeta) -> Entry {
+    Entry {
+        name,
+        kind: Kind::File,
+        size: o.size,
+        version: Version::ETag {
+            etag: o.e_tag.clone().unwrap_or_default(),
+            size: o.size,
+        },
+        modified: o.last_modified.into(),
+    }
+}
+
 impl Storage for S3Storage {
     fn describe(&self) -> String {
         self.url.to_string()
@@ -117,16 +132,7 @@ impl Storage for S3Storage {
                     continue;
                 };
                 if crate::is_plain_name(name.as_bytes()) {
-                    entries.push(Entry {
-                        name: name.into(),
-                        kind: Kind::File,
-                        size: o.size,
-                        version: Version::ETag {
-                            etag: o.e_tag.unwrap_or_default(),
-                            size: o.size,
-                        },
-                        modified: o.last_modified.into(),
-                    });
+                    entries.push(object_entry(name.into(), &o));
                 }
             }
             token = page.page_token;
@@ -174,19 +180,8 @@ impl Storage for S3Storage {
                     continue;
                 };
                 let name = path.file_name().unwrap_or_default().to_owned();
-                files.push((
-                    path,
-                    Entry {
-                        name,
-                        kind: Kind::File,
-                        size: o.size,
-                        version: Version::ETag {
-                            etag: o.e_tag.unwrap_or_default(),
-                            size: o.size,
-                        },
-                        modified: o.last_modified.into(),
-                    },
-                ));
+                let entry = object_entry(name, &o);
+                files.push((path, entry));
             }
             token = page.page_token;
             if token.is_none() {
