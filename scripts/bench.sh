@@ -246,7 +246,7 @@ done
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
 LIB="python3 $HERE/bench_lib.py"
-FLEET="python3 $HERE/bench_fleet.py"
+FLEET_PY="python3 $HERE/bench_fleet.py"
 [ -n "$FLEET_DURATION" ] || { FLEET_DURATION=60; [ -z "$QUICK" ] || FLEET_DURATION=12; }
 START=$EPOCHREALTIME
 START_UTC=$(date -u '+%Y-%m-%d %H:%M:%S UTC')

@@ -71,7 +71,7 @@ fleet_rounds() {
     printf 'fltmount\t%s\t%s\t%s\t%s\t%s\t%s\n' "$lat" "$fresh" "$n" "$l" "$g" "$((rg + h))" >> "$RES"
     proxy_ctl reset
     t0=$EPOCHREALTIME
-    $FLEET rounds "$BIN" "$WORK/fleet-books.txt" "$FLEET_PER" "$FLEET_PERIOD" "$FLEET_DURATION" "$SEED" \
+    $FLEET_PY rounds "$BIN" "$WORK/fleet-books.txt" "$FLEET_PER" "$FLEET_PERIOD" "$FLEET_DURATION" "$SEED" \
         "${FLEET_MNTS[@]}" > "$WORK/fleet-rounds.out" 2> "$WORK/fleet-rounds.err" ||
         { cat "$WORK/fleet-rounds.err" >&2; echo "bench.sh: the fleet's rounds failed" >&2; exit 1; }
     secs=$(elapsed "$t0" "$EPOCHREALTIME")
@@ -81,7 +81,7 @@ fleet_rounds() {
     while read -r line; do
         printf 'fltround\t%s\t%s\t%s\t%s\t%s\n' "$lat" "$fresh" "$n" "$(tr ' ' '\t' <<< "$line")" "$load" >> "$RES"
     done < "$WORK/fleet-rounds.out"
-    $FLEET keys "$PROXY_PORT" | while read -r line; do
+    $FLEET_PY keys "$PROXY_PORT" | while read -r line; do
         printf 'fltkey\t%s\t%s\t%s\t%s\n' "$lat" "$fresh" "$n" "$(tr ' ' '\t' <<< "$line")" >> "$RES"
     done
     [ ! -s "$WORK/fleet-rounds.err" ] ||
@@ -112,7 +112,7 @@ fleet_publisher() {
     done
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    read -r l g rg h put < <($FLEET counts "$PROXY_PORT")
+    read -r l g rg h put < <($FLEET_PY counts "$PROXY_PORT")
     rounds=$(grep -c 'unchanged' "$WORK/fleet-publisher.err" || true)
     # Killed within 0.1 s of its third round, well before the next (1 s).
     printf 'fltpub\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rounds" "$l" "$g" "$rg" "$h" "$put" "$(load1)" >> "$RES"
@@ -157,7 +157,7 @@ fleet_figures() {
             echo "== fleet, $lat ms, --freshness $fresh: in-order reader and grep -r ($runs runs, a fresh mount each)"
             for r in $(seq "$runs"); do
                 fleet_mount 0 "$fresh"
-                fleet_timed "$lat" "$fresh" reader 0 $FLEET reader "${FLEET_MNTS[0]}" "$book" "$FLEET_PER"
+                fleet_timed "$lat" "$fresh" reader 0 $FLEET_PY reader "${FLEET_MNTS[0]}" "$book" "$FLEET_PER"
                 fleet_timed "$lat" "$fresh" grep 1 grep -r -- "$WHOLE_WORD" "${FLEET_MNTS[0]}"
                 alive "${FLEET_MNTS[0]}"
                 fleet_unmount_all
