@@ -12,12 +12,12 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::{Entry, Storage, StorageError};
 
 use super::bodies::lock;
-use super::snapshot::{self, Head, Snapshot};
+use super::snapshot::{self, Head, Snapshot, unix_now};
 
 pub(super) struct Follower {
     storage: Arc<dyn Storage>,
@@ -46,12 +46,6 @@ pub(super) enum Said {
     Entries(Arc<Vec<Entry>>),
     /// No such directory in the snapshot.
     Absent,
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 impl Follower {
@@ -270,24 +264,18 @@ impl PendingHead {
     /// failed, which is logged).
     pub fn get(&self) -> Option<Head> {
         let mut state = lock(&self.state);
-        if let Pending::Asking(_) = &*state {
-            let Pending::Asking(thread) = std::mem::replace(&mut *state, Pending::Answered(None))
-            else {
-                unreachable!("matched above")
-            };
-            let head = match thread.join() {
+        let head = match std::mem::replace(&mut *state, Pending::Answered(None)) {
+            Pending::Answered(head) => head,
+            Pending::Asking(thread) => match thread.join() {
                 Ok(Ok(head)) => head,
                 Ok(Err(e)) => {
                     log::warn!("no published snapshot followed: {e}");
                     None
                 }
                 Err(_) => None,
-            };
-            *state = Pending::Answered(head);
-        }
-        match &*state {
-            Pending::Answered(head) => head.clone(),
-            Pending::Asking(_) => None,
-        }
+            },
+        };
+        *state = Pending::Answered(head.clone());
+        head
     }
 }

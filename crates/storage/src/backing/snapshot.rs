@@ -55,7 +55,8 @@ pub struct Head {
     pub every: Option<u64>,
 }
 
-fn unix_now() -> u64 {
+/// Now, in Unix seconds: what a head's times are written in.
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
