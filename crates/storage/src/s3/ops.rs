@@ -246,14 +246,10 @@ impl Storage for S3Storage {
 
     /// One PUT, bounded by the access timeout.
     fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let (key, kp) = self.key_path(path)?;
         let access = self.access();
+        let shown = path.to_string();
         self.rt.block_on(async move {
-            let shown = path.to_string();
-            let key = access
-                .url
-                .key(path)
-                .ok_or_else(|| StorageError::not_found(&shown))?;
-            let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
             let what = format!("PUT {}", access.url.display_key(&key));
             let put = access.store.put(&kp, bytes.into());
             access.bounded(what, &shown, put).await.map(drop)
@@ -272,15 +268,11 @@ impl Storage for S3Storage {
         path: &RelPath,
         etag: Option<&str>,
     ) -> Result<Option<Object>, StorageError> {
+        let (key, kp) = self.key_path(path)?;
         let access = self.access();
         let etag = etag.map(str::to_string);
+        let shown = path.to_string();
         self.rt.block_on(async move {
-            let shown = path.to_string();
-            let key = access
-                .url
-                .key(path)
-                .ok_or_else(|| StorageError::not_found(&shown))?;
-            let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
             let what = format!("GET {}", access.url.display_key(&key));
             let store = access.store.clone();
             let got = async move {
