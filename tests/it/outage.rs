@@ -25,6 +25,45 @@ impl Drop for Released<'_> {
     }
 }
 
+/// A mount of `bucket` whose bucket then stalls every request (with a 60 s
+/// bound), and a reader inside an unread page's GET.
+struct Stuck<'a> {
+    m: crate::common::Mount,
+    mnt: PathBuf,
+    reader: std::process::Child,
+    _released: Released<'a>,
+}
+
+fn a_reader_stuck_in(bucket: &Bucket) -> Stuck<'_> {
+    let m = bucket.mount(&["--ttl", "60", "--source-timeout", "60"]);
+    let mnt = m.path().to_path_buf();
+    std::fs::read(page(&mnt, 0, 1)).unwrap();
+    let released = Released(bucket);
+    bucket.server.set("stall=-1");
+    let mut reader = std::process::Command::new("cat")
+        .arg(page(&mnt, 0, 30))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        reader.try_wait().unwrap().is_none(),
+        "the reader waits on the bucket"
+    );
+    Stuck {
+        m,
+        mnt,
+        reader,
+        _released: released,
+    }
+}
+
+/// Whether the process `pid` has ended (gone, or a zombie).
+fn gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid)
+}
+
 fn page(mnt: &Path, book: usize, chapter: usize) -> PathBuf {
     mnt.join(format!("书{book:02}"))
         .join(format!("第{chapter:04}章.md"))
@@ -187,27 +226,16 @@ fn sigterm_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    let mut m = bucket.mount(&["--ttl", "60", "--source-timeout", "60"]);
-    let mnt = m.path().to_path_buf();
-    std::fs::read(page(&mnt, 0, 1)).unwrap();
-    let _released = Released(&bucket);
-    bucket.server.set("stall=-1");
-    let mut reader = std::process::Command::new("cat")
-        .arg(page(&mnt, 0, 30))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        reader.try_wait().unwrap().is_none(),
-        "the reader waits on the bucket"
-    );
+    let Stuck {
+        mut m,
+        mnt,
+        mut reader,
+        _released,
+    } = a_reader_stuck_in(&bucket);
     let (holder, server) = (m.pid(), m.server_pid());
     let start = Instant::now();
     // SAFETY: a signal to the daemon this test started.
     unsafe { libc::kill(holder as i32, libc::SIGTERM) };
-    let gone = |pid: u32| !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid);
     while !(gone(holder) && gone(server) && !is_mounted(&mnt)) {
         assert!(
             start.elapsed() < Duration::from_secs(10),
@@ -253,22 +281,12 @@ fn unmount_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
     let Some(bucket) = Bucket::with(&root) else {
         return;
     };
-    let mut m = bucket.mount(&["--ttl", "60", "--source-timeout", "60"]);
-    let mnt = m.path().to_path_buf();
-    std::fs::read(page(&mnt, 0, 1)).unwrap();
-    let _released = Released(&bucket);
-    bucket.server.set("stall=-1");
-    let mut reader = std::process::Command::new("cat")
-        .arg(page(&mnt, 0, 30))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        reader.try_wait().unwrap().is_none(),
-        "the reader waits on the bucket"
-    );
+    let Stuck {
+        mut m,
+        mnt,
+        mut reader,
+        _released,
+    } = a_reader_stuck_in(&bucket);
     crate::failover::abort_connection(&mnt);
     assert!(
         !reader.wait().unwrap().success(),
@@ -286,7 +304,6 @@ fn unmount_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let gone = |pid: u32| !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid);
     while !(gone(holder) && gone(server)) {
         assert!(
             start.elapsed() < Duration::from_secs(10),
