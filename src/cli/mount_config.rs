@@ -183,6 +183,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
 pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> BucketOptions {
     BucketOptions {
         endpoint_url: flags.endpoint_url.clone().or(options.endpoint_url.clone()),
+        account: flags.account.clone().or(options.account.clone()),
         region: flags.region.clone().or(options.region.clone()),
         profile: flags.profile.clone().or(options.profile.clone()),
         force_path_style: flags.force_path_style || options.force_path_style,

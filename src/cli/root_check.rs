@@ -1,12 +1,25 @@
 //! What a command's ROOT and bucket options say before anything is
-//! opened: a ROOT that reads as a mistyped `s3://`, or a bucket option
-//! given with a directory, is a usage error (exit 2), one line naming it,
+//! opened: a ROOT that reads as a mistyped `s3://` (`gs://`, `az://`), a
+//! bucket option given with a directory, or an option of one cloud given
+//! with another's bucket, is a usage error (exit 2), one line naming it,
 //! rather than a library not found or an option silently ignored.
 
 use std::path::Path;
 
+use novelfs_storage::Cloud;
+
 use super::args::BucketArgs;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
+
+/// The clouds an option (as `given` names it) applies to.
+fn applies_to(option: &str) -> &'static [Cloud] {
+    let name = option.trim_start_matches("--").trim_start_matches("-o ");
+    match name {
+        "region" | "profile" | "force-path-style" | "force_path_style" => &[Cloud::S3],
+        "account" => &[Cloud::Azure],
+        _ => &Cloud::ALL,
+    }
+}
 
 /// The bucket options given, each as it was written (flag or `-o`).
 fn given(flags: &BucketArgs, options: &BucketOptions) -> Vec<&'static str> {
@@ -21,6 +34,12 @@ fn given(flags: &BucketArgs, options: &BucketOptions) -> Vec<&'static str> {
             options.endpoint_url.is_some(),
             "--endpoint-url",
             "-o endpoint_url",
+        ),
+        either(
+            flags.account.is_some(),
+            options.account.is_some(),
+            "--account",
+            "-o account",
         ),
         either(
             flags.region.is_some(),
@@ -60,13 +79,29 @@ pub(crate) fn check_root(
     options: &BucketOptions,
 ) -> Result<LibraryAt, String> {
     let at = LibraryAt::parse(root)?;
-    if let LibraryAt::Dir(dir) = &at
-        && let Some(option) = given(flags, options).first()
-    {
-        return Err(format!(
-            "{option} applies to a bucket (ROOT s3://BUCKET[/PREFIX]), not to the directory {}",
-            dir.display()
-        ));
+    let given = given(flags, options);
+    match &at {
+        LibraryAt::Dir(dir) => {
+            if let Some(option) = given.first() {
+                return Err(format!(
+                    "{option} applies to a bucket (ROOT s3://, gs:// or az://), not to the directory {}",
+                    dir.display()
+                ));
+            }
+        }
+        LibraryAt::Bucket(url) => {
+            if let Some(option) = given.iter().find(|o| !applies_to(o).contains(&url.cloud())) {
+                let to: Vec<String> = applies_to(option)
+                    .iter()
+                    .map(|c| format!("{}://", c.scheme()))
+                    .collect();
+                return Err(format!(
+                    "{option} applies to a {} bucket ({}), not to {url}",
+                    applies_to(option)[0].store_name(),
+                    to.join(", ")
+                ));
+            }
+        }
     }
     Ok(at)
 }
@@ -90,6 +125,16 @@ mod tests {
         let err = check_root(Path::new("/srv/lib"), &BucketArgs::default(), &options).unwrap_err();
         assert!(err.starts_with("-o no_sign_request "), "{err}");
         assert!(check_root(Path::new("s3://shelf"), &flags, &options).is_ok());
+        let err = check_root(Path::new("gs://shelf"), &flags, &options).unwrap_err();
+        assert!(err.starts_with("--region applies to a S3 bucket"), "{err}");
+        assert!(check_root(Path::new("gs://shelf"), &BucketArgs::default(), &options).is_ok());
+        let account = BucketArgs {
+            account: Some("shelf".into()),
+            ..BucketArgs::default()
+        };
+        assert!(check_root(Path::new("az://shelf"), &account, &options).is_ok());
+        let err = check_root(Path::new("s3://shelf"), &account, &options).unwrap_err();
+        assert!(err.starts_with("--account "), "{err}");
         assert!(
             check_root(
                 Path::new("/srv/lib"),

@@ -1,4 +1,5 @@
-//! Where a library is: a local directory, or `s3://BUCKET[/PREFIX]` (the
+//! Where a library is: a local directory, or a bucket (`s3://BUCKET`,
+//! `gs://BUCKET`, `az://CONTAINER`, each with an optional `/PREFIX`: the
 //! keys under the prefix laid out as a local root: `novels/BOOK/CHAPTER`).
 //! Every command that takes a library root resolves it here, once, into a
 //! `Library` that reads through the right backing.
@@ -10,20 +11,25 @@ use std::time::Duration;
 use novelfs_fs::persist;
 use novelfs_library::{Library, NovelError};
 use novelfs_storage::backing::{BucketBacking, PendingHead, snapshot};
-use novelfs_storage::{RelPath, S3Options, S3Storage, S3Url, Storage, StorageError, Version};
+use novelfs_storage::{
+    BucketStorage, BucketUrl, Cloud, RelPath, Storage, StorageError, StoreOptions, Version,
+};
 
 /// Set (to anything), a mount checks its bucket in two round trips, the
-/// bucket's then `novels/`'s, as it would without `S3Storage::check_dir`:
+/// bucket's then `novels/`'s, as it would without `BucketStorage::check_dir`:
 /// the tests' switch that shows what the one LIST saves.
 pub(crate) const CHECK_APART_VAR: &str = "NOVELFS_TEST_S3_CHECK_APART";
 
 /// How to reach a bucket, named as mountpoint-s3 names its options; the
-/// credentials come from the AWS chain (environment, shared files with
-/// profiles, container and instance metadata), never from arguments, or
-/// are not looked for (`no_sign_request`: a public bucket).
+/// credentials come from the cloud's own chain (for AWS the environment,
+/// shared files with profiles, container and instance metadata), never
+/// from arguments, or are not looked for (`no_sign_request`: a public
+/// bucket).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct BucketOptions {
     pub(crate) endpoint_url: Option<String>,
+    /// Azure's storage account.
+    pub(crate) account: Option<String>,
     pub(crate) region: Option<String>,
     pub(crate) profile: Option<String>,
     pub(crate) force_path_style: bool,
@@ -35,7 +41,7 @@ pub(crate) struct BucketOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LibraryAt {
     Dir(PathBuf),
-    Bucket(S3Url),
+    Bucket(BucketUrl),
 }
 
 /// How a library in a bucket is read: what bounds one access, how long a
@@ -52,27 +58,36 @@ pub(crate) struct BucketReading {
     pub(crate) stale_if_error: Duration,
 }
 
-/// Whether `root` reads as `s3://` mistyped (`s3:/b`, `s3:b`, `s3//b`,
-/// `S3://b`): taken for a path, it would only be "not a library".
-fn mistyped_scheme(root: &str) -> bool {
-    if root.starts_with("s3://") {
-        return false;
+/// The cloud whose scheme `root` reads as, mistyped (`s3:/b`, `gs:b`,
+/// `az//b`, `S3://b`): taken for a path, it would only be "not a
+/// library".
+fn mistyped_scheme(root: &str) -> Option<Cloud> {
+    if Cloud::of_url(root).is_some() {
+        return None;
     }
     let lower = root.to_ascii_lowercase();
-    lower.starts_with("s3:") || lower.starts_with("s3//")
+    Cloud::ALL.into_iter().find(|c| {
+        let s = c.scheme();
+        lower.starts_with(&format!("{s}:")) || lower.starts_with(&format!("{s}//"))
+    })
 }
 
 impl LibraryAt {
-    /// `root` as given: an `s3://` URL, else a directory.
+    /// `root` as given: a bucket's URL, else a directory.
     pub(crate) fn parse(root: &Path) -> Result<LibraryAt, String> {
         let text = root.to_string_lossy();
-        if mistyped_scheme(&text) && !root.exists() {
+        if let Some(cloud) = mistyped_scheme(&text)
+            && !root.exists()
+        {
             return Err(format!(
-                "ROOT {text:?} is neither a directory nor a bucket: a bucket is written s3://BUCKET[/PREFIX]"
+                "ROOT {text:?} is neither a directory nor a {word}: a {word} is written {scheme}://{upper}[/PREFIX]",
+                word = cloud.bucket_word(),
+                scheme = cloud.scheme(),
+                upper = cloud.bucket_word().to_ascii_uppercase(),
             ));
         }
-        if text.starts_with("s3://") {
-            let url: S3Url = text
+        if Cloud::of_url(&text).is_some() {
+            let url: BucketUrl = text
                 .parse()
                 .map_err(|e: novelfs_storage::StorageError| e.to_string())?;
             return Ok(LibraryAt::Bucket(url));
@@ -86,12 +101,13 @@ impl LibraryAt {
     }
 
     fn storage(
-        url: &S3Url,
+        url: &BucketUrl,
         options: &BucketOptions,
         timeout: Duration,
-    ) -> Result<S3Storage, String> {
-        let s3 = S3Options {
+    ) -> Result<BucketStorage, String> {
+        let s3 = StoreOptions {
             endpoint_url: options.endpoint_url.clone(),
+            account: options.account.clone(),
             region: options.region.clone(),
             profile: options.profile.clone(),
             force_path_style: options.force_path_style,
@@ -102,9 +118,9 @@ impl LibraryAt {
             },
             timeout,
             counters: super::counted::shared(),
-            ..S3Options::default()
+            ..StoreOptions::default()
         };
-        S3Storage::new(url.clone(), &s3).map_err(|e| e.to_string())
+        BucketStorage::new(url.clone(), &s3).map_err(|e| e.to_string())
     }
 
     /// Whether the library can be read at all, with one clear line naming
@@ -121,17 +137,17 @@ impl LibraryAt {
     /// library (see `check`): the one round trip a mount waits for before
     /// it is ready.
     fn checked_storage(
-        url: &S3Url,
+        url: &BucketUrl,
         options: &BucketOptions,
         timeout: Duration,
-    ) -> Result<S3Storage, String> {
+    ) -> Result<BucketStorage, String> {
         let storage = Self::storage(url, options, timeout)?;
         Self::check_library(&storage, url)?;
         Ok(storage)
     }
 
     /// One LIST of `novels/` (see `checked_storage`).
-    fn check_library(storage: &S3Storage, url: &S3Url) -> Result<(), String> {
+    fn check_library(storage: &BucketStorage, url: &BucketUrl) -> Result<(), String> {
         if novelfs_library::test_switch::var(CHECK_APART_VAR).is_some() {
             // The test switch: the bucket first, in a round trip of its own.
             storage.check().map_err(|e| format!("{url}: {e}"))?;
@@ -163,7 +179,7 @@ impl LibraryAt {
         index: impl FnOnce() -> Result<Vec<u8>, String>,
     ) -> Result<(bool, u64), String> {
         let LibraryAt::Bucket(url) = self else {
-            return Err("--publish: ROOT must be an s3:// bucket".into());
+            return Err("--publish: ROOT must be a bucket (s3://, gs:// or az://)".into());
         };
         let storage = Self::storage(url, options, timeout)?;
         let fail = |e: StorageError| format!("{url}: {e}");
@@ -320,8 +336,12 @@ mod tests {
             "S3://shelf",
             "s3//shelf/lib",
             "S3:/x",
+            "gs:/shelf",
+            "GS://shelf",
+            "az:shelf",
+            "az//shelf",
         ] {
-            assert!(mistyped_scheme(bad), "{bad}");
+            assert!(mistyped_scheme(bad).is_some(), "{bad}");
             assert!(LibraryAt::parse(Path::new(bad)).is_err(), "{bad}");
         }
         for good in [
@@ -330,9 +350,12 @@ mod tests {
             "./s3:x",
             "s3",
             "s3-library",
+            "gs://shelf",
+            "az://shelf/lib",
+            "azure",
             ".",
         ] {
-            assert!(!mistyped_scheme(good), "{good}");
+            assert!(mistyped_scheme(good).is_none(), "{good}");
         }
     }
 }

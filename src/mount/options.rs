@@ -23,7 +23,7 @@ pub(crate) struct MountOptions {
     pub index_dir: Option<String>,
     /// `noindex`: no persistent index.
     pub no_index: bool,
-    /// `endpoint_url=`, `region=`, `profile=`, `force_path_style`,
+    /// `endpoint_url=`, `account=`, `region=`, `profile=`, `force_path_style`,
     /// `no_sign_request`: how to reach a library in a bucket.
     pub bucket: super::library_at::BucketOptions,
     pub cache_size: Option<usize>,
@@ -305,6 +305,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "endpoint_url" => o.bucket.endpoint_url = Some(value::endpoint(v).map_err(bad)?),
             "region" => o.bucket.region = Some(value::region(v).map_err(bad)?),
             "profile" => o.bucket.profile = Some(value::non_empty(v, value::NAME).map_err(bad)?),
+            "account" => o.bucket.account = Some(value::non_empty(v, value::NAME).map_err(bad)?),
             k if word(&mut MountOptions::default(), k).is_some() => {
                 return Err(format!("-o {k} takes no value, not {v:?}"));
             }
@@ -339,6 +340,7 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "endpoint_url" => value::ENDPOINT,
         "region" => value::REGION,
         "profile" => value::NAME,
+        "account" => value::NAME,
         _ => return None,
     })
 }

@@ -9,7 +9,7 @@
 //! Each thread that makes an access has a slot, registered at its first
 //! access, holding when its access began (0 between accesses): an access
 //! costs a clock read and two atomic stores. Accesses to a bucket are not
-//! marked here: each GET or LIST carries its own bound (`s3::ops`).
+//! marked here: each GET or LIST carries its own bound (`cloud::ops`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};

@@ -2,7 +2,7 @@
 //! retries, errors, bytes fetched, the bodies' cache hits and misses, stale
 //! serves, and the snapshot in use. One `Counters` per opened bucket,
 //! shared by `Arc` between the client (which counts every HTTP attempt as
-//! it goes on the wire, see `s3::wire`) and the library layer.
+//! it goes on the wire, see `cloud::wire`) and the library layer.
 //!
 //! The counters are a fixed block of `SLOTS` atomic words, so that a mount
 //! with a holder can keep them in memory the holder shares with its

@@ -10,14 +10,15 @@ use std::time::Duration;
 ///
 /// Its `Display` text names the object and the cause, never a credential:
 /// the texts carry only paths, bucket names, endpoints (which hold no
-/// user information, see `S3Url`), S3 error codes and durations.
+/// user information, see `BucketUrl`), S3 error codes and durations.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageError {
     /// No object or directory at that path.
     NotFound { path: String },
     /// The object is there but no longer in the version asked for.
     Changed { path: String },
-    /// The bucket itself does not exist.
+    /// The bucket (an Azure container) itself does not exist: `bucket`
+    /// names it as its store does (`bucket shelf`, `container shelf`).
     NoBucket { bucket: String },
     /// The bucket is in another region than the one its requests were
     /// signed for and sent to (S3's `PermanentRedirect` or
@@ -89,7 +90,7 @@ impl StorageError {
     pub fn is_outage(&self) -> bool {
         match self {
             StorageError::Timeout { .. } | StorageError::Unreachable { .. } => true,
-            // `s3::classify` words a 5xx `WHAT: HTTP 5xx` and a transport
+            // `cloud::classify` words a 5xx `WHAT: HTTP 5xx` and a transport
             // failure `WHAT: KIND error: CAUSE`.
             StorageError::Other(text) => text.contains(": HTTP 5") || text.contains(" error: "),
             _ => false,
@@ -108,7 +109,7 @@ impl fmt::Display for StorageError {
             StorageError::Changed { path } => {
                 write!(f, "{path}: changed since it was listed (version mismatch)")
             }
-            StorageError::NoBucket { bucket } => write!(f, "bucket {bucket} does not exist"),
+            StorageError::NoBucket { bucket } => write!(f, "{bucket} does not exist"),
             StorageError::WrongRegion {
                 bucket,
                 region: Some(region),
@@ -171,7 +172,7 @@ mod tests {
             ),
             (
                 StorageError::NoBucket {
-                    bucket: "library".into(),
+                    bucket: "bucket library".into(),
                 },
                 libc::EIO,
             ),

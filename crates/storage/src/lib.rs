@@ -1,10 +1,10 @@
 //! The storage seam of novelfs: how the library layer lists a library's
 //! directories and reads its objects, whether the library is a directory
 //! on a local disk (`LocalStorage`) or keys in an S3 bucket
-//! (`S3Storage`).
+//! (`BucketStorage`).
 //!
 //! The API is synchronous and blocking: its callers are plain threads (the
-//! FUSE workers, the CLI). `S3Storage` keeps its own small async runtime
+//! FUSE workers, the CLI). `BucketStorage` keeps its own small async runtime
 //! inside.
 
 use std::ffi::OsString;
@@ -13,18 +13,18 @@ use std::time::SystemTime;
 
 pub mod access;
 pub mod backing;
+mod cloud;
 pub mod counters;
 mod error;
 mod local;
 pub mod outage;
 mod path;
-mod s3;
 
+pub use cloud::{BucketStorage, BucketUrl, Cloud, Credentials, StoreOptions};
 pub use counters::{Counter, Counters};
 pub use error::StorageError;
 pub use local::LocalStorage;
 pub use path::{RelPath, is_plain_name};
-pub use s3::{Credentials, S3Options, S3Storage, S3Url};
 
 /// The library in the local directory `root`, made absolute and canonical
 /// because every page prints it.

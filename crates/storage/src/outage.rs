@@ -294,7 +294,9 @@ mod tests {
                 what: "LIST".into(),
                 code: "AccessDenied".into(),
             },
-            StorageError::NoBucket { bucket: "b".into() },
+            StorageError::NoBucket {
+                bucket: "bucket b".into(),
+            },
             StorageError::Other("GET s3://b/k: HTTP 400".into()),
         ] {
             assert!(!answer.is_outage(), "{answer}");

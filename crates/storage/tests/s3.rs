@@ -1,4 +1,4 @@
-//! `S3Storage` against a real S3 server (moto on 127.0.0.1) through the
+//! `BucketStorage` against a real S3 server (moto on 127.0.0.1) through the
 //! tests' own proxy, which counts the requests each access costs and
 //! injects latency, stalls and cut connections.
 
@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use harness::S3Server;
 use novelfs_storage::{
-    Credentials, InFlight, Kind, ReadRequest, RelPath, S3Options, S3Storage, S3Url, Storage,
-    StorageError, Version,
+    BucketStorage, BucketUrl, Credentials, InFlight, Kind, ReadRequest, RelPath, Storage,
+    StorageError, StoreOptions, Version,
 };
 
 const BUCKET: &str = "library";
 const SECRET: &str = "s3cr3t-never-shown";
 
-fn options(endpoint: String, timeout: Duration) -> S3Options {
-    S3Options {
+fn options(endpoint: String, timeout: Duration) -> StoreOptions {
+    StoreOptions {
         endpoint_url: Some(endpoint),
         region: Some("us-east-1".into()),
         force_path_style: true,
@@ -31,8 +31,8 @@ fn options(endpoint: String, timeout: Duration) -> S3Options {
     }
 }
 
-fn store(server: &S3Server, url: &str, timeout: Duration) -> S3Storage {
-    S3Storage::new(url.parse().unwrap(), &options(server.endpoint(), timeout)).unwrap()
+fn store(server: &S3Server, url: &str, timeout: Duration) -> BucketStorage {
+    BucketStorage::new(url.parse().unwrap(), &options(server.endpoint(), timeout)).unwrap()
 }
 
 fn path(p: &str) -> RelPath {
@@ -313,7 +313,7 @@ fn a_missing_bucket_refused_credentials_and_a_closed_port_are_told_apart_fast() 
 
     // A port with nothing listening on it.
     let closed = format!("http://127.0.0.1:{}", harness::free_port());
-    let s3 = S3Storage::new(
+    let s3 = BucketStorage::new(
         "s3://library".parse().unwrap(),
         &options(closed.clone(), timeout),
     )
@@ -491,7 +491,7 @@ fn a_stat_is_one_head_for_an_object_and_a_list_for_a_directory() {
     assert!(s3.stat(&path("novels/无")).unwrap_err().is_not_found());
     let counts = server.counts();
     assert_eq!((counts.head, counts.list), (3, 2), "{counts:?}");
-    let _: S3Url = "s3://library".parse().unwrap();
+    let _: BucketUrl = "s3://library".parse().unwrap();
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The counting of requests where they are sent: an HTTP client around
 //! object_store's own (reqwest's), which counts every attempt as it goes
 //! on the wire, by kind as the tests' proxy sorts them (a GET of the
-//! bucket with `list-type=2` a LIST, a GET with `Range` a ranged GET), and
+//! bucket with `list-type=2`, S3's and Google's, or of the container with
+//! `comp=list`, Azure's, a LIST; a GET with `Range` a ranged GET), and
 //! each `304 Not Modified`. object_store's retries, and its resumption of
 //! a body cut short, are attempts of the same access: an access runs in
 //! `scope`, and an attempt after its first is a retry; an access that
@@ -56,7 +57,10 @@ fn kind(req: &HttpRequest) -> Counter {
     match method {
         "GET" => {
             let query = req.uri().query().unwrap_or("");
-            if query.split('&').any(|kv| kv == "list-type=2") {
+            if query
+                .split('&')
+                .any(|kv| kv == "list-type=2" || kv == "comp=list")
+            {
                 Counter::List
             } else if req.headers().contains_key("range") {
                 Counter::RangedGet

@@ -1,8 +1,9 @@
-//! Where the AWS chain looks for credentials, said when it finds none.
-//! object_store falls back to the instance metadata service when nothing
-//! else is set; that failing (no such service here, or a network that
-//! answers it 403) would read as the bucket refusing the request. The
-//! chain's last steps are wrapped so that their failure is
+//! Where a cloud's credentials chain looks, said when it finds none.
+//! object_store falls back to the instance metadata service (AWS's, the
+//! Google metadata server, Azure's managed identity) when nothing else is
+//! set; that failing (no such service here, or a network that answers it
+//! 403) would read as the bucket refusing the request. The chain's last
+//! steps are wrapped so that their failure is
 //! `StorageError::NoCredentials`, naming every place looked in, and
 //! `AWS_EC2_METADATA_DISABLED=true` (which object_store ignores) is
 //! honoured: no request is made for credentials that cannot be found.
@@ -10,7 +11,6 @@
 use std::sync::Arc;
 
 use object_store::CredentialProvider;
-use object_store::aws::{AwsCredential, AwsCredentialProvider};
 
 /// The chain found no credentials: `looked` names where it looked,
 /// `cause` what the last step answered.
@@ -82,7 +82,7 @@ impl Rest {
     }
 
     /// Whether a step remains that can be asked.
-    fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.web_identity || self.container || !self.metadata_disabled
     }
 
@@ -118,28 +118,41 @@ impl Rest {
 
 /// The chain's last step, `inner` (object_store's provider for it, `None`
 /// when none remains), with its failure told as `Missing`.
-#[derive(Debug)]
-pub struct Told {
-    inner: Option<AwsCredentialProvider>,
+pub struct Told<C> {
+    inner: Option<Arc<dyn CredentialProvider<Credential = C>>>,
     looked: String,
 }
 
-impl Told {
-    pub fn new(rest: &Rest, inner: AwsCredentialProvider, profile: &str) -> Arc<Told> {
+impl<C> std::fmt::Debug for Told<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Told")
+            .field("looked", &self.looked)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> Told<C> {
+    /// `inner` asked when `any` step remains; `looked` every place the
+    /// chain looks in, in its order.
+    pub fn new(
+        any: bool,
+        inner: Arc<dyn CredentialProvider<Credential = C>>,
+        looked: String,
+    ) -> Arc<Told<C>> {
         Arc::new(Told {
-            inner: rest.any().then_some(inner),
-            looked: rest.looked(profile),
+            inner: any.then_some(inner),
+            looked,
         })
     }
 }
 
 #[async_trait::async_trait]
-impl CredentialProvider for Told {
-    type Credential = AwsCredential;
+impl<C: Send + Sync + std::fmt::Debug + 'static> CredentialProvider for Told<C> {
+    type Credential = C;
 
-    async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
+    async fn get_credential(&self) -> object_store::Result<Arc<C>> {
         let missing = |cause: Option<String>| object_store::Error::Generic {
-            store: "S3",
+            store: "bucket",
             source: Box::new(Missing {
                 looked: self.looked.clone(),
                 cause,
@@ -159,10 +172,11 @@ impl CredentialProvider for Told {
 mod tests {
     use super::*;
     use crate::StorageError;
-    use crate::s3::classify::{Context, classify};
+    use crate::cloud::classify::{Context, classify};
 
     fn cx() -> Context<'static> {
         Context {
+            cloud: crate::Cloud::S3,
             bucket: "shelf",
             endpoint: "http://127.0.0.1:9000",
             timeout: std::time::Duration::from_secs(5),

@@ -1,8 +1,9 @@
 //! object_store's errors as `StorageError`s. object_store keeps the HTTP
-//! status and S3's error body inside a private error type, so the S3 error
-//! code is read from the error's text (`<Code>NoSuchBucket</Code>`: S3's
-//! codes are a stable part of its API) and the transport failure from the
-//! public `HttpError` in the error's source chain.
+//! status and the store's error body inside a private error type, so the
+//! error code is read from the error's text (`<Code>NoSuchBucket</Code>`:
+//! S3's codes, which Google's XML API shares, and Azure's are a stable
+//! part of their APIs) and the transport failure from the public
+//! `HttpError` in the error's source chain.
 
 use std::error::Error as _;
 use std::time::Duration;
@@ -85,6 +86,7 @@ fn cause(e: &object_store::Error) -> String {
 
 /// Where an access went and how long it may take, for the errors it gives.
 pub struct Context<'a> {
+    pub cloud: super::Cloud,
     pub bucket: &'a str,
     pub endpoint: &'a str,
     pub timeout: Duration,
@@ -106,9 +108,10 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
     // Named by the two answers to a request sent to the wrong region.
     let region = region_in(&text);
     match code {
-        Some("NoSuchBucket") => {
+        // S3's and Google's code; Azure's.
+        Some("NoSuchBucket" | "ContainerNotFound") => {
             return StorageError::NoBucket {
-                bucket: bucket.to_string(),
+                bucket: format!("{} {bucket}", cx.cloud.bucket_word()),
             };
         }
         Some("PermanentRedirect") => {
@@ -125,8 +128,8 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
                 region,
             };
         }
-        Some("NoSuchKey") => return StorageError::not_found(path),
-        Some("PreconditionFailed") => {
+        Some("NoSuchKey" | "BlobNotFound") => return StorageError::not_found(path),
+        Some("PreconditionFailed" | "ConditionNotMet") => {
             return StorageError::Changed {
                 path: path.to_string(),
             };
@@ -140,7 +143,14 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
             | "InvalidToken"
             | "TokenRefreshRequired"
             | "AllAccessDisabled"
-            | "AccountProblem"),
+            | "AccountProblem"
+            // Azure's.
+            | "AuthenticationFailed"
+            | "AuthorizationFailure"
+            | "AuthorizationPermissionMismatch"
+            | "NoAuthenticationInformation"
+            | "PublicAccessNotPermitted"
+            | "InsufficientAccountPermissions"),
         ) => {
             return StorageError::AccessDenied {
                 what: what.to_string(),
@@ -253,6 +263,7 @@ mod tests {
         }
         assert_eq!(region_in("no region at all"), None);
         let cx = Context {
+            cloud: crate::Cloud::S3,
             bucket: "shelf",
             endpoint: "https://s3.us-east-1.amazonaws.com",
             timeout: Duration::from_secs(5),

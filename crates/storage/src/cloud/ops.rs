@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3;
 use object_store::path::Path as KeyPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -16,7 +15,7 @@ use crate::{
     Entry, InFlight, Kind, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError, Version,
 };
 
-use super::{S3Storage, S3Url, classify, wire};
+use super::{BucketStorage, BucketUrl, Store, classify, wire};
 use crate::counters::{Counter, Counters};
 
 /// The If-Match value for reading `version`; `Err(())` for a version no
@@ -29,9 +28,26 @@ fn if_match(version: Option<&Version>) -> Result<Option<String>, ()> {
     }
 }
 
-/// One GET of `key` (a range of it, with `range`), body and all.
+/// An object's version from the ETag its store gives, in one form
+/// whatever the answer it came in: quoted, as HTTP's `ETag` and `If-Match`
+/// write it (Google's and Azure's listings give it bare, their GETs
+/// quoted), so that a listed version and a read one compare equal.
+pub(super) fn version(e_tag: Option<String>, size: u64) -> Version {
+    let etag = e_tag.unwrap_or_default();
+    let etag = if etag.is_empty() || etag.starts_with('"') || etag.starts_with("W/\"") {
+        etag
+    } else {
+        format!("\"{etag}\"")
+    };
+    Version::ETag { etag, size }
+}
+
+/// One GET of `key` (a range of it, with `range`), body and all. A body
+/// of another version than `if_match` is `Precondition`, as the store's
+/// 412 would be: a server that ignores `If-Match` (an emulator) never
+/// hands over the wrong version's bytes.
 async fn get(
-    store: &AmazonS3,
+    store: &dyn Store,
     counters: &Counters,
     key: &KeyPath,
     if_match: Option<String>,
@@ -42,8 +58,18 @@ async fn get(
         range: range.map(GetRange::Bounded),
         ..Default::default()
     };
+    let expected = opts.if_match.clone();
     let result = store.get_opts(key, opts).await?;
     let meta = result.meta.clone();
+    let got = version(meta.e_tag.clone(), meta.size);
+    if let (Some(want), Version::ETag { etag, .. }) = (expected, &got)
+        && want != *etag
+    {
+        return Err(object_store::Error::Precondition {
+            path: key.to_string(),
+            source: format!("the store answered {etag} for If-Match {want}").into(),
+        });
+    }
     let len = result.range.end - result.range.start;
     let mut bytes = Vec::with_capacity(len as usize);
     let mut stream = result.into_stream();
@@ -54,10 +80,7 @@ async fn get(
     }
     Ok(Object {
         bytes,
-        version: Version::ETag {
-            etag: meta.e_tag.unwrap_or_default(),
-            size: meta.size,
-        },
+        version: got,
     })
 }
 
@@ -68,15 +91,12 @@ fn object_entry(name: std::ffi::OsString, o: &object_store::ObjectMeta) -> Entry
         name,
         kind: Kind::File,
         size: o.size,
-        version: Version::ETag {
-            etag: o.e_tag.clone().unwrap_or_default(),
-            size: o.size,
-        },
+        version: version(o.e_tag.clone(), o.size),
         modified: o.last_modified.into(),
     }
 }
 
-impl Storage for S3Storage {
+impl Storage for BucketStorage {
     fn describe(&self) -> String {
         self.url.to_string()
     }
@@ -109,7 +129,7 @@ impl Storage for S3Storage {
             let store = self.store.clone();
             let p = prefix.clone();
             let page = self.bounded(&what, dir, async move {
-                Self::list_page(&store, &p, token, None).await
+                Self::list_page(&*store, &p, token, None).await
             })?;
             for cp in page.result.common_prefixes {
                 any = true;
@@ -166,7 +186,7 @@ impl Storage for S3Storage {
             let store = self.store.clone();
             let p = prefix.clone();
             let page = self.bounded(&what, &root, async move {
-                Self::list_page_flat(&store, &p, token).await
+                Self::list_page_flat(&*store, &p, token).await
             })?;
             for o in page.result.objects {
                 let Some(rel) = o.location.as_ref().strip_prefix(prefix.as_str()) else {
@@ -216,10 +236,7 @@ impl Storage for S3Storage {
                 name,
                 kind: Kind::File,
                 size: meta.size,
-                version: Version::ETag {
-                    etag: meta.e_tag.unwrap_or_default(),
-                    size: meta.size,
-                },
+                version: version(meta.e_tag, meta.size),
                 modified: meta.last_modified.into(),
             }),
             Err(e) if e.is_not_found() => {
@@ -227,7 +244,7 @@ impl Storage for S3Storage {
                 let what = format!("LIST {}", self.url.display_key(&prefix));
                 let store = self.store.clone();
                 let page = self.bounded(&what, path, async move {
-                    Self::list_page(&store, &prefix, None, Some(1)).await
+                    Self::list_page(&*store, &prefix, None, Some(1)).await
                 })?;
                 if page.result.objects.is_empty() && page.result.common_prefixes.is_empty() {
                     return Err(e);
@@ -286,10 +303,7 @@ impl Storage for S3Storage {
                         let bytes = result.bytes().await?.to_vec();
                         Ok(Some(Object {
                             bytes,
-                            version: Version::ETag {
-                                etag: meta.e_tag.unwrap_or_default(),
-                                size: meta.size,
-                            },
+                            version: version(meta.e_tag, meta.size),
                         }))
                     }
                     Err(object_store::Error::NotModified { .. }) => Ok(None),
@@ -333,13 +347,13 @@ type Done = (
 );
 
 struct ReadManyIter<'a> {
-    storage: &'a S3Storage,
+    storage: &'a BucketStorage,
     results: std::sync::mpsc::Receiver<tokio::task::JoinHandle<Done>>,
     driver: tokio::task::JoinHandle<()>,
 }
 
 impl<'a> ReadManyIter<'a> {
-    fn start(storage: &'a S3Storage, requests: Vec<ReadRequest>, limits: InFlight) -> Self {
+    fn start(storage: &'a BucketStorage, requests: Vec<ReadRequest>, limits: InFlight) -> Self {
         let count = Arc::new(Semaphore::new(limits.requests.max(1)));
         let budget_units = limits.bytes.div_ceil(UNIT).clamp(1, u32::MAX as u64);
         let bytes = Arc::new(Semaphore::new(budget_units as usize));
@@ -377,8 +391,8 @@ impl<'a> ReadManyIter<'a> {
 /// reads of a batch run as tasks of their own.
 #[derive(Clone)]
 pub(super) struct Access {
-    pub(super) store: Arc<AmazonS3>,
-    pub(super) url: S3Url,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) url: BucketUrl,
     pub(super) endpoint: String,
     pub(super) timeout: Duration,
     pub(super) counters: Arc<Counters>,
@@ -422,7 +436,7 @@ impl Access {
         self.bounded(
             what,
             &shown,
-            get(&self.store, &self.counters, &kp, m, range),
+            get(&*self.store, &self.counters, &kp, m, range),
         )
         .await
     }
@@ -438,6 +452,7 @@ impl Access {
         let result = match wire::scope(tokio::time::timeout(self.timeout, access)).await {
             Ok(r) => r.map_err(|e| {
                 let cx = classify::Context {
+                    cloud: self.url.cloud(),
                     bucket: self.url.bucket(),
                     endpoint: &self.endpoint,
                     timeout: self.timeout,
