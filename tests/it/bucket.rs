@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::bucket::{Bucket, credentials};
 use crate::common::errno;
-use crate::common::s3_server::url_path;
+use crate::common::s3_server::{Emulator, url_path};
 
 /// A library of `books` books of `chapters` chapters each, every chapter a
 /// few hundred bytes with a word `grep` finds once per chapter.
@@ -32,17 +32,13 @@ pub(crate) fn library(books: usize, chapters: usize) -> (tempfile::TempDir, std:
 /// `novelfs index --publish` of `bucket`, built in `index_dir`: the
 /// index a fresh machine's mount then takes from the bucket.
 pub(crate) fn publish(bucket: &Bucket, index_dir: &Path) {
+    let endpoint = bucket.server.endpoint();
     let out = Command::new(env!("CARGO_BIN_EXE_novelfs"))
-        .args([
-            "index",
-            &bucket.url(),
-            "--endpoint-url",
-            &bucket.server.endpoint(),
-            "--publish",
-        ])
+        .args(["index", &bucket.url()])
+        .args(bucket.args(&endpoint, &["--publish"]))
         .arg("--index-dir")
         .arg(index_dir)
-        .envs(credentials())
+        .envs(bucket.env())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -68,17 +64,39 @@ fn read_all(dir: &Path) -> usize {
 
 #[test]
 fn a_walk_costs_a_list_per_directory_and_a_get_per_chapter_and_nothing_again() {
+    walk_costs(Emulator::Moto, 400);
+}
+
+/// The same walk of a Google Cloud Storage bucket (fake-gcs-server).
+#[test]
+fn a_walk_of_a_gcs_bucket_costs_what_a_walk_of_s3_costs() {
+    walk_costs(Emulator::FakeGcs, 200);
+}
+
+/// The same walk of an Azure container (Azurite).
+#[test]
+fn a_walk_of_an_azure_container_costs_what_a_walk_of_s3_costs() {
+    walk_costs(Emulator::Azurite, 200);
+}
+
+/// Every page of `chapters` chapters in each of 3 books read from a bucket
+/// of `emulator`, cold then again: a LIST per directory, a GET per
+/// chapter and no HEAD, then nothing.
+fn walk_costs(emulator: Emulator, chapters: usize) {
     require_fuse!();
-    let (books, chapters) = (3, 400);
+    let books = 3;
     let (_dir, root) = library(books, chapters);
-    let Some(bucket) = Bucket::with(&root) else {
+    let Some(bucket) = Bucket::with_cloud(&root, emulator) else {
         return;
     };
     let m = bucket.mount(&["--ttl", "60"]);
     let files = read_all(m.path());
     assert!(files > books * chapters * 2, "every page read: {files}");
     let cold = bucket.server.counts();
-    eprintln!("cold walk of {} chapters: {cold:?}", books * chapters);
+    eprintln!(
+        "cold walk of {} chapters in {emulator:?}: {cold:?}",
+        books * chapters
+    );
     assert_eq!(cold.head, 0, "no HEAD per chapter");
     // One LIST per book (1,000 keys a page) and novels/, and the mount's
     // check (one LIST of novels/).

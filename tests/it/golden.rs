@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::golden::{Refusal, Stat, Tree, Way, check_every_case, page_name};
+use crate::common::s3_server::Emulator;
 use crate::common::{Case, Mount};
 use novelfs::fs::{FsConfig, Kind, NovelFs, ROOT_INO};
 use serde_json::Value;
@@ -342,22 +343,48 @@ fn every_reference_case_through_a_mount_with_a_path_root() {
 /// disk, byte for byte, with the pages' root written as `/library`.
 #[test]
 fn every_reference_case_through_a_bucket_mount() {
+    reference_cases_through(Emulator::Moto);
+}
+
+/// The same through `gs://BUCKET/PREFIX` (fake-gcs-server).
+#[test]
+fn every_reference_case_through_a_gcs_bucket_mount() {
+    reference_cases_through(Emulator::FakeGcs);
+}
+
+/// The same through `az://CONTAINER/PREFIX` (Azurite).
+#[test]
+fn every_reference_case_through_an_azure_container_mount() {
+    reference_cases_through(Emulator::Azurite);
+}
+
+fn reference_cases_through(emulator: Emulator) {
     require_fuse!();
     let (guard, root) = crate::common::reference_library();
-    let Some(bucket) = crate::common::bucket::Bucket::with(&root) else {
+    let Some(bucket) = crate::common::bucket::Bucket::with_cloud(&root, emulator) else {
         return;
     };
     let cases = crate::common::cases(Path::new(PATH_ROOT));
     let endpoint: &'static str = Box::leak(bucket.server.endpoint().into_boxed_str());
+    let mut extra: Vec<&'static str> = bucket
+        .args(endpoint, &["--path-root", PATH_ROOT])
+        .into_iter()
+        .map(|a| &*Box::leak(a.to_string().into_boxed_str()))
+        .collect();
+    extra.shrink_to_fit();
     let mut way = Mounted {
         root: PathBuf::from(bucket.url()),
         state_file: guard.path().join("state.json"),
-        extra: vec!["--endpoint-url", endpoint, "--path-root", PATH_ROOT],
+        extra,
         mount: None,
         io_uring: false,
-        env: crate::common::bucket::credentials(),
+        env: bucket.env(),
     };
-    check_every_case("through a bucket mount", &cases, &mut way);
+    check_every_case(
+        &format!("through a {emulator:?} bucket mount"),
+        &cases,
+        &mut way,
+    );
     let counts = bucket.server.counts();
     assert_eq!(counts.head, 0, "no HEAD per chapter: {counts:?}");
 }

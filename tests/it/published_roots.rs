@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bucket::publish;
 use crate::common::bucket::Bucket;
+use crate::common::s3_server::Emulator;
 use crate::common::{Mount, reference_library};
 use crate::persist::tree;
 
@@ -61,7 +62,12 @@ fn biggest_chapter(root: &Path) -> (u64, PathBuf) {
 /// the library from disk with the same options: the counts of the
 /// bucket mount's first `novel_books.txt`, and both mounts' trees.
 fn published_and_from_disk(root: &Path, extra: &[&str]) -> Option<Mounted> {
-    let bucket = Bucket::with(root)?;
+    published_and_from_disk_in(Emulator::Moto, root, extra)
+}
+
+/// `published_and_from_disk` with the bucket in `emulator`.
+fn published_and_from_disk_in(emulator: Emulator, root: &Path, extra: &[&str]) -> Option<Mounted> {
+    let bucket = Bucket::with_cloud(root, emulator)?;
     let machines = tempfile::tempdir().unwrap();
     publish(&bucket, &machines.path().join("publisher"));
     let fresh = machines.path().join("fresh");
@@ -143,6 +149,23 @@ fn differences(a: &[String], b: &[String]) -> Vec<String> {
 
 #[test]
 fn an_index_published_without_a_path_root_serves_a_mount_with_one() {
+    published_serves_a_fresh_mount(Emulator::Moto);
+}
+
+/// The same publishing through `gs://` (fake-gcs-server): `novelfs index
+/// --publish` PUTs the index and the snapshot into the bucket.
+#[test]
+fn an_index_published_in_a_gcs_bucket_serves_a_fresh_mount() {
+    published_serves_a_fresh_mount(Emulator::FakeGcs);
+}
+
+/// The same publishing through `az://` (Azurite).
+#[test]
+fn an_index_published_in_an_azure_container_serves_a_fresh_mount() {
+    published_serves_a_fresh_mount(Emulator::Azurite);
+}
+
+fn published_serves_a_fresh_mount(emulator: Emulator) {
     require_fuse!();
     let (_dir, root) = sample();
     let Some(Mounted {
@@ -151,11 +174,11 @@ fn an_index_published_without_a_path_root_serves_a_mount_with_one() {
         from_disk,
         mount,
         _bucket: _up,
-    }) = published_and_from_disk(&root, &[])
+    }) = published_and_from_disk_in(emulator, &root, &[])
     else {
         return;
     };
-    eprintln!("novel_books.txt of a fresh mount under {PATH_ROOT}: {counted:?}");
+    eprintln!("novel_books.txt of a fresh mount of {emulator:?} under {PATH_ROOT}: {counted:?}");
     assert_eq!(
         (counted.get, counted.ranged_get, counted.head),
         (0, 0, 0),

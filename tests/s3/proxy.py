@@ -3,7 +3,14 @@
 so that tests can assert how many requests of each kind a workload costs
 and how it behaves when the server is slow, stalls or drops connections.
 
-Usage: proxy.py --upstream-port PORT [--port 0]
+Usage: proxy.py --upstream-port PORT [--port 0] [--gcs-put]
+
+It serves any of the emulators the tests use (moto, fake-gcs-server,
+Azurite): a LIST is S3's and Google's ListObjectsV2 (`list-type=2`) or
+Azure's List Blobs (`comp=list`). With --gcs-put, a PUT of an object (the
+XML API's upload, which fake-gcs-server lacks) is forwarded as the JSON
+API's media upload of the same bytes, its answer given the XML API's
+`ETag` and `x-goog-generation` headers: the same write, counted as a PUT.
 
 It listens on 127.0.0.1 (port 0: any free one) and prints `PORT <n>` on
 its standard output once it accepts connections. It forwards every request
@@ -61,7 +68,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 HOP_BY_HOP = {
     "connection",
@@ -129,7 +136,8 @@ LIST_PARAMS = {
 
 def kind_of(method, path, query, headers):
     if method == "GET":
-        if "list-type=2" in query.split("&"):
+        params = query.split("&")
+        if "list-type=2" in params or "comp=list" in params:
             return "LIST"
         if "/" not in path.strip("/"):
             params = {kv.split("=", 1)[0] for kv in query.split("&") if kv}
@@ -152,6 +160,7 @@ def access_key_of(headers):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     upstream_port = 0
+    gcs_put = False
 
     def log_message(self, fmt, *args):
         pass
@@ -290,7 +299,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if latency:
                 time.sleep(latency / 1000)
-            status, reason, headers, data = self.forward(body)
+            if self.gcs_put and self.command == "PUT":
+                status, reason, headers, data = self.forward_gcs_put(split.path, body)
+            else:
+                status, reason, headers, data = self.forward(body)
         finally:
             with STATE.lock:
                 STATE.in_flight -= 1
@@ -331,13 +343,38 @@ class Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def forward_gcs_put(self, path, body):
+        bucket, _, key = path.lstrip("/").partition("/")
+        upload = (f"/upload/storage/v1/b/{bucket}/o?uploadType=media"
+                  f"&name={quote(unquote(key), safe='')}")
+        conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
+        try:
+            conn.request("POST", upload, body=body,
+                         headers={"Content-Type": "application/octet-stream",
+                                  "Content-Length": str(len(body))})
+            resp = conn.getresponse()
+            data = resp.read()
+            headers = [(k, v) for k, v in resp.getheaders()
+                       if k.lower() not in ("etag", "content-type")]
+            if resp.status == 200:
+                meta = json.loads(data)
+                headers.append(("ETag", f'"{meta["etag"]}"'))
+                headers.append(("x-goog-generation", str(meta["generation"])))
+                data = b""
+            return resp.status, resp.reason, headers, data
+        finally:
+            conn.close()
+
     def forward(self, body):
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
         try:
             conn.connect()
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # Content-Length is set once, here: a second one in another
+            # case is a request Azurite's parser refuses (400).
             headers = {
-                k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP
+                k: v for k, v in self.headers.items()
+                if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"
             }
             if body or self.command in ("PUT", "POST"):
                 headers["Content-Length"] = str(len(body))
@@ -364,8 +401,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--upstream-port", type=int, required=True)
+    ap.add_argument("--gcs-put", action="store_true")
     args = ap.parse_args()
     Handler.upstream_port = args.upstream_port
+    Handler.gcs_put = args.gcs_put
     server = Server(("127.0.0.1", args.port), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)
     try:

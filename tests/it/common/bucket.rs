@@ -1,13 +1,14 @@
-//! A library in a bucket for the mount tests: the test-owned S3 server
-//! (`s3_server`: moto behind the counting, fault-injecting proxy), a
-//! directory uploaded to it key by key, and the arguments and environment
-//! a `novelfs mount s3://…` of it takes.
+//! A library in a bucket for the mount tests: the test-owned object store
+//! (`s3_server`: moto, fake-gcs-server or Azurite behind the counting,
+//! fault-injecting proxy), a directory uploaded to it key by key, and the
+//! arguments and environment a `novelfs mount s3://…` (`gs://…`,
+//! `az://…`) of it takes.
 
 use std::ffi::OsString;
 use std::path::Path;
 
 use super::Mount;
-use super::s3_server::S3Server;
+use super::s3_server::{AZURITE_ACCOUNT, AZURITE_KEY, Emulator, S3Server};
 
 /// Keys of the bucket are under this prefix, so that the mount's prefix
 /// handling is exercised.
@@ -16,6 +17,8 @@ pub const PREFIX: &str = "shelf/lib";
 pub struct Bucket {
     pub server: S3Server,
     pub name: String,
+    /// Google's service-account file for the emulator.
+    keys: tempfile::TempDir,
 }
 
 /// The credentials the daemon finds in its environment: moto takes any.
@@ -58,17 +61,43 @@ impl Bucket {
     /// A bucket holding the files under `root`; `None` when moto cannot be
     /// had outside CI (the harness says so).
     pub fn with(root: &Path) -> Option<Bucket> {
-        let server = S3Server::start()?;
+        Self::with_cloud(root, Emulator::Moto)
+    }
+
+    /// A bucket of `emulator` holding the files under `root`.
+    pub fn with_cloud(root: &Path, emulator: Emulator) -> Option<Bucket> {
+        let server = S3Server::start_cloud(emulator)?;
         let name = "novelfs-test".to_string();
         server.create_bucket(&name);
         server.put_many(&name, &objects_of(root, PREFIX));
         server.reset_counts();
-        Some(Bucket { server, name })
+        let keys = tempfile::tempdir().unwrap();
+        // object_store's form for an emulator: no OAuth, nothing to sign.
+        std::fs::write(
+            keys.path().join("service-account.json"),
+            r#"{"disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}"#,
+        )
+        .unwrap();
+        Some(Bucket { server, name, keys })
     }
 
-    /// `s3://BUCKET/PREFIX`.
+    /// `SCHEME://BUCKET/PREFIX`.
     pub fn url(&self) -> String {
-        format!("s3://{}/{PREFIX}", self.name)
+        format!("{}://{}/{PREFIX}", self.server.emulator.scheme(), self.name)
+    }
+
+    /// The credentials the daemon finds in its environment, each cloud's
+    /// own chain's first place: AWS's keys (moto takes any), Google's
+    /// service account file, Azure's account key.
+    pub fn env(&self) -> Vec<(&'static str, OsString)> {
+        match self.server.emulator {
+            Emulator::Moto => credentials(),
+            Emulator::FakeGcs => vec![(
+                "GOOGLE_SERVICE_ACCOUNT",
+                self.keys.path().join("service-account.json").into(),
+            )],
+            Emulator::Azurite => vec![("AZURE_STORAGE_ACCOUNT_KEY", AZURITE_KEY.into())],
+        }
     }
 
     /// Writes `body` at `path` (relative to the library root).
@@ -84,6 +113,9 @@ impl Bucket {
     /// The mount arguments that reach this bucket, then `extra`.
     pub fn args<'a>(&'a self, endpoint: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec!["--endpoint-url", endpoint];
+        if self.server.emulator == Emulator::Azurite {
+            args.extend(["--account", AZURITE_ACCOUNT]);
+        }
         args.extend_from_slice(extra);
         args
     }
@@ -96,7 +128,7 @@ impl Bucket {
     /// Mounts the bucket with `extra` arguments and more environment.
     pub fn mount_with_env(&self, extra: &[&str], more: &[(&'static str, OsString)]) -> Mount {
         let endpoint = self.server.endpoint();
-        let mut env = credentials();
+        let mut env = self.env();
         env.extend(more.iter().cloned());
         let env: Vec<(&str, &std::ffi::OsStr)> =
             env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
