@@ -101,6 +101,20 @@ pub(crate) fn check_root(
                     to.join(", ")
                 ));
             }
+            // An Azure container is named within its account: without
+            // one there is nothing to ask.
+            let env_account = ["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"]
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|a| !a.is_empty()));
+            if url.cloud() == Cloud::Azure
+                && flags.account.is_none()
+                && options.account.is_none()
+                && !env_account
+            {
+                return Err(format!(
+                    "{url}: no storage account: give --account NAME (-o account=NAME) or set AZURE_STORAGE_ACCOUNT_NAME"
+                ));
+            }
         }
     }
     Ok(at)

@@ -14,6 +14,7 @@ mod bucket_random;
 mod bucket_walk;
 mod cli_errors;
 mod cli_usage;
+mod clouds;
 mod failover;
 mod faults;
 mod fleet;

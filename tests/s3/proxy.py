@@ -25,7 +25,8 @@ Control requests (never forwarded, never counted):
                          server at once
   GET  /__proxy/log      the requests since the reset, one a line in the
                          order they came: KIND, START, END, the access key
-                         ID the request was signed with ("-": unsigned) and
+                         ID the request was signed with (another scheme's
+                         name, e.g. SharedKey; "-": unsigned) and
                          the request's path, tab-separated; START and END
                          are the wall clock's seconds (time.time()) at its
                          arrival and just before its answer is written (END
@@ -151,10 +152,13 @@ def kind_of(method, path, query, headers):
 
 
 def access_key_of(headers):
-    """The access key ID of a SigV4 Authorization header ("-": none)."""
+    """The access key ID of a SigV4 Authorization header; of another,
+    its scheme (`SharedKey`, `Bearer`); "-": none, an unsigned request."""
     auth = headers.get("Authorization", "")
     _, found, rest = auth.partition("Credential=")
-    return rest.split("/", 1)[0] if found and rest else "-"
+    if found and rest:
+        return rest.split("/", 1)[0]
+    return auth.split(" ", 1)[0] if auth.strip() else "-"
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -126,7 +126,7 @@ impl fmt::Display for StorageError {
             }
             StorageError::NoCredentials { looked } => write!(
                 f,
-                "no AWS credentials found (looked in {looked}); \
+                "no credentials found (looked in {looked}); \
                  give credentials there, or --no-sign-request for a public bucket"
             ),
             StorageError::Unreachable { endpoint, reason } => {
