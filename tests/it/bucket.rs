@@ -180,9 +180,23 @@ fn reading_a_book_in_order_pays_the_latency_once_per_batch() {
 
 #[test]
 fn a_replaced_added_or_deleted_chapter_shows_within_the_ttl() {
+    changes_show(Emulator::Moto);
+}
+
+#[test]
+fn a_chapter_changed_in_a_gcs_bucket_shows_within_the_ttl() {
+    changes_show(Emulator::FakeGcs);
+}
+
+#[test]
+fn a_chapter_changed_in_an_azure_container_shows_within_the_ttl() {
+    changes_show(Emulator::Azurite);
+}
+
+fn changes_show(emulator: Emulator) {
     require_fuse!();
     let (_dir, root) = library(1, 3);
-    let Some(bucket) = Bucket::with(&root) else {
+    let Some(bucket) = Bucket::with_cloud(&root, emulator) else {
         return;
     };
     let m = bucket.mount(&["--ttl", "1"]);
@@ -308,9 +322,23 @@ fn a_bucket_in_another_region_is_one_line_naming_its_region() {
 
 #[test]
 fn a_stalled_server_fails_reads_in_time_and_they_recover() {
+    stalled_then_recovers(Emulator::Moto);
+}
+
+#[test]
+fn a_stalled_gcs_endpoint_fails_reads_in_time_and_they_recover() {
+    stalled_then_recovers(Emulator::FakeGcs);
+}
+
+#[test]
+fn a_stalled_azure_endpoint_fails_reads_in_time_and_they_recover() {
+    stalled_then_recovers(Emulator::Azurite);
+}
+
+fn stalled_then_recovers(emulator: Emulator) {
     require_fuse!();
     let (_dir, root) = library(1, 40);
-    let Some(bucket) = Bucket::with(&root) else {
+    let Some(bucket) = Bucket::with_cloud(&root, emulator) else {
         return;
     };
     let m = bucket.mount(&["--ttl", "60", "--source-timeout", "2"]);
