@@ -7,8 +7,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 const LONG_ABOUT: &str = "\
 novelfs serves a library of Chinese novel chapters as a read-only FUSE \
-filesystem. ROOT holds novels/ (ROOT is a directory, or s3://BUCKET[/PREFIX] \
-for a library in a bucket); each directory in novels/ is a book and each \
+filesystem. ROOT holds novels/ (ROOT is a directory, or s3://BUCKET[/PREFIX], \
+gs://BUCKET[/PREFIX] or az://CONTAINER[/PREFIX] for a library in a bucket); each directory in novels/ is a book and each \
 .md, .markdown or .txt file in a book is a chapter (UTF-8, GBK or UTF-16). In \
 the mount, /BOOK/CHAPTER/offset-N.txt is exactly the page the novel_read tool \
 returns for that chapter from line N (offset-N.json is its JSON form), and \
@@ -74,6 +74,16 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
                  with no credentials says so at once.",
             ),
             (
+                "GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT",
+                "A library in Google Cloud Storage (gs://): a service account's key file; else gcloud's \
+                 application default credentials, else the metadata server.",
+            ),
+            (
+                "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY",
+                "A library in Azure Blob Storage (az://): the account (or --account), its key or a SAS; else a \
+                 service principal (AZURE_CLIENT_ID…), workload identity, AZURE_USE_AZURE_CLI=true, managed identity.",
+            ),
+            (
                 "RUST_LOG",
                 "Log level of a mount in the foreground (-f): info by default, debug to log every request.",
             ),
@@ -90,7 +100,8 @@ pub(crate) const NOTES: &[(&str, &[(&str, &str)])] = &[
             (
                 "2",
                 "A usage error: an unknown subcommand or option, a missing or malformed argument, \
-                 a ROOT that reads as a mistyped s3:// (s3:/b, S3://b), a bucket option with a directory ROOT.",
+                 a ROOT that reads as a mistyped s3://, gs:// or az:// (s3:/b, S3://b), a bucket option with a \
+                 directory ROOT or one cloud's option with another's bucket, az:// with no account.",
             ),
         ],
     ),
@@ -157,7 +168,7 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Mount ROOT (a directory holding novels/, or s3://BUCKET[/PREFIX])
+    /// Mount ROOT (a directory holding novels/, or s3://, gs:// or az://BUCKET[/PREFIX])
     /// read-only at MOUNTPOINT.
     ///
     /// Returns once the mount is ready (or says why it cannot be made);
@@ -258,7 +269,8 @@ pub struct BucketArgs {
 #[derive(Args, Debug)]
 pub struct LibraryArgs {
     /// The library root: the directory holding novels/, or
-    /// s3://BUCKET[/PREFIX] where the keys under PREFIX hold novels/.
+    /// s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or
+    /// az://CONTAINER[/PREFIX] where the keys under PREFIX hold novels/.
     #[arg(long, env = "NOVELFS_ROOT", default_value = ".", value_name = "ROOT")]
     pub root: PathBuf,
     #[command(flatten)]
@@ -297,7 +309,8 @@ pub struct ReadCmd {
 #[derive(Args, Debug)]
 pub struct MountCmd {
     /// The library root: the directory holding novels/, or
-    /// s3://BUCKET[/PREFIX] where the keys under PREFIX hold novels/.
+    /// s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or
+    /// az://CONTAINER[/PREFIX] where the keys under PREFIX hold novels/.
     pub root: PathBuf,
     #[command(flatten)]
     pub bucket: BucketArgs,
@@ -422,7 +435,7 @@ pub struct MountCmd {
 #[derive(Args, Debug)]
 pub struct IndexCmd {
     /// The library root: the directory holding novels/, or
-    /// s3://BUCKET[/PREFIX].
+    /// s3://, gs:// or az://BUCKET[/PREFIX].
     pub root: PathBuf,
     #[command(flatten)]
     pub bucket: BucketArgs,
@@ -435,7 +448,7 @@ pub struct IndexCmd {
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
     /// Also write the index and the library's snapshot into the bucket
-    /// (ROOT s3://…, under .novelfs/ below its prefix): a fresh machine's
+    /// (ROOT s3://, gs:// or az://…, under .novelfs/ below its prefix): a fresh machine's
     /// mount starts from the index, and every mount serves names, sizes
     /// and versions from the snapshot with no LIST, checking once per TTL
     /// whether a newer one was published.
