@@ -5,122 +5,48 @@
 //! while, and a walker's next directories are listed ahead of it
 //! (`list_pace`), so a reader waits on a LIST only for a directory no one
 //! has listed lately.
+//!
+//! Each job in a file of its own: `flight` (one LIST of a directory at a
+//! time, its readers waiting for its result), `made` (the listings kept,
+//! within a bound in bytes), `refresh` (a listing past its TTL made again
+//! on a thread while the old one is served), `ahead` (a walker's next
+//! directories listed ahead of it), `followed` (the published snapshot's
+//! directories served instead of listed), `stale` (listings served past
+//! their TTL while the storage does not answer), `timing` (a LIST's time,
+//! smoothed) and `switches` (the tests' switches).
+
+mod ahead;
+mod flight;
+mod followed;
+mod made;
+mod refresh;
+mod stale;
+mod switches;
+mod timing;
 
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{Entry, Kind, Storage};
 
-use super::bodies::{lock, rel, to_io};
+use super::bodies::lock;
 use super::follow::{Follower, PendingHead, Said};
 use super::list_pace::Pace;
 use crate::outage::Outage;
+use flight::{Flight, Found};
+use made::{Listed, Made, listing_bytes};
+use timing::FIRST_LIST_TIME;
 
-/// Listings kept before those past use are dropped.
-const PRUNE_LISTINGS_AT: usize = 1024;
-
-/// What a listing's entry holds besides its name and version's words.
-const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
-
-/// The bytes a listing of `entries` holds.
-fn listing_bytes(entries: &[Entry]) -> u64 {
-    entries
-        .iter()
-        .map(|e| {
-            let etag = match &e.version {
-                crate::Version::ETag { etag, .. } => etag.len() as u64,
-                _ => 0,
-            };
-            ENTRY_BYTES + e.name.len() as u64 + etag
-        })
-        .sum()
-}
+pub(super) use switches::switched_off;
 
 /// The longest a listing is served past its TTL while it is made again:
 /// a change shows in every view within the TTL and this (the contract
 /// allows the TTL and 1 s).
 const GRACE_MAX: Duration = Duration::from_millis(500);
-
-/// Listings made again in the background at once; past it a reader of a
-/// listing past its TTL makes it itself.
-const REFRESHES_AT_ONCE: usize = 8;
-
-/// A LIST's time before one is measured.
-const FIRST_LIST_TIME: Duration = Duration::from_millis(50);
-
-/// The stack of a thread that lists: it waits on the storage's client,
-/// which needs little.
-const LISTER_STACK: usize = 256 << 10;
-
-/// The environment variable naming the mechanisms switched off, for the
-/// tests that show each one matters: `stale` (a listing past its TTL is
-/// made again before it is served), `ahead` (no directory is listed
-/// ahead of a walker) and `listed` (a chapter is opened from its
-/// directory's listing within its TTL only: `BucketBacking::open`).
-pub(super) const OFF_ENV: &str = "NOVELFS_TEST_LISTINGS_OFF";
-
-pub(super) fn switched_off(mechanism: &str) -> bool {
-    novelfs_library::test_switch::lists(OFF_ENV, mechanism)
-}
-
-/// A directory's listing as last made.
-struct Listed {
-    /// When the LIST that made it began: what it shows is at least as new.
-    at: Instant,
-    /// When it was made: for a grace after, it is served however long its
-    /// LIST took (past the TTL, while it is made again), so readers that
-    /// come one after another share it even when LISTs outlast the TTL.
-    landed: Instant,
-    entries: Arc<Vec<Entry>>,
-    /// What `entries` holds, counted in the listings' bound.
-    bytes: u64,
-}
-
-/// A listing's result as its waiters share it: the entries, or the
-/// error's kind and words.
-type Outcome = Result<Arc<Vec<Entry>>, (io::ErrorKind, String)>;
-
-/// A listing being made: the readers that want it meanwhile wait for its
-/// result rather than list the directory again.
-#[derive(Default)]
-struct Flight {
-    /// The listing's result once made: the entries, or the error's kind
-    /// and words (an error reaches every waiter and is kept nowhere).
-    result: Mutex<Option<Outcome>>,
-    done: Condvar,
-    /// Set when the directory is forgotten while the listing is made: the
-    /// result is then not kept (it may predate the change that made the
-    /// directory forgotten).
-    forgotten: AtomicBool,
-}
-
-impl Flight {
-    fn wait(&self) -> io::Result<Arc<Vec<Entry>>> {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = &*result {
-                return r
-                    .clone()
-                    .map_err(|(kind, words)| io::Error::new(kind, words));
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// What a reader finds when it wants a listing made.
-enum Found {
-    /// A fresh one, made while it took the lock.
-    Fresh(Arc<Vec<Entry>>),
-    /// Another's flight, to wait for.
-    Theirs(Arc<Flight>),
-    /// No flight: this one, its to make.
-    Mine(Arc<Flight>),
-}
 
 pub(super) struct Listings {
     storage: Arc<dyn Storage>,
@@ -154,7 +80,11 @@ impl Listings {
     /// Listings of `storage`'s directories, made again once past `ttl`,
     /// those kept holding at most about `limit` bytes; the test switches
     /// of `OFF_ENV` apply.
-    pub(super) fn new(storage: Arc<dyn Storage>, ttl: Duration, limit: u64) -> Listings {
+    pub(in crate::backing) fn new(
+        storage: Arc<dyn Storage>,
+        ttl: Duration,
+        limit: u64,
+    ) -> Listings {
         let grace = if switched_off("stale") {
             Duration::ZERO
         } else {
@@ -191,96 +121,13 @@ impl Listings {
         }
     }
 
-    /// Serves listings past their TTL while `outage` says the storage does
-    /// not answer.
-    pub(super) fn guard(&self, outage: Arc<Outage>) {
-        let _ = self.outage.set(outage);
-    }
-
-    /// `dir`'s kept listing when the storage does not answer and it is
-    /// within the stale window past its TTL: counted as served stale.
-    fn stale(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
-        let outage = self.outage.get()?;
-        let (entries, age, _) = self.kept(dir)?;
-        if !outage.stale_ok(age.saturating_sub(self.ttl)) {
-            return None;
-        }
-        outage.served_stale();
-        Some(entries)
-    }
-
-    /// How long a listing is kept at most: past its TTL, the grace and the
-    /// stale window, it serves nothing.
-    fn served_for(&self) -> Duration {
-        let stale = self.outage.get().map_or(Duration::ZERO, |o| o.stale_for());
-        self.ttl + self.grace.max(stale)
-    }
-
-    /// Serves directories from `follower`'s snapshot from now on.
-    pub(super) fn follow(&self, follower: Arc<Follower>) {
-        let _ = self.follow.set(follower);
-    }
-
-    /// Follows the snapshot `head` names once it is answered (see
-    /// `take_pending`).
-    pub(super) fn follow_pending(&self, head: Arc<PendingHead>) {
-        *lock(&self.pending) = Some(head);
-        self.pending_any.store(true, Ordering::Release);
-    }
-
-    /// Takes the pending head, waiting for its answer, and follows its
-    /// snapshot when there is one: readers that come meanwhile wait too,
-    /// so none lists what the snapshot holds.
-    fn take_pending(&self) {
-        if !self.pending_any.load(Ordering::Acquire) {
-            return;
-        }
-        let mut pending = lock(&self.pending);
-        let Some(head) = pending.take() else { return };
-        if let Some(head) = head.get() {
-            match Follower::start(self.storage.clone(), self.ttl, head) {
-                Ok(f) => {
-                    let _ = self.follow.set(Arc::new(f));
-                }
-                Err(e) => {
-                    log::warn!("the published snapshot is not followed ({e}): the mount lists")
-                }
-            }
-        }
-        log::info!("freshness: {}", self.freshness());
-        self.pending_any.store(false, Ordering::Release);
-    }
-
-    /// Whether a published snapshot is followed (it may have lapsed since).
-    pub(super) fn following(&self) -> bool {
-        self.take_pending();
-        self.follow.get().is_some()
-    }
-
-    /// The freshness rule in force: the snapshot's, or listings'.
-    pub(super) fn freshness(&self) -> String {
-        match self.follow.get() {
-            Some(f) => f.describe(),
-            None if self.pending_any.load(Ordering::Acquire) => {
-                "the published snapshot where there is one (its head is being asked for)".into()
-            }
-            None => format!("listings, each made again once per TTL ({:?})", self.ttl),
-        }
-    }
-
-    /// What the followed snapshot says of `dir`, when it answers for it.
-    fn in_snapshot(&self, dir: &Path) -> Option<Said> {
-        self.take_pending();
-        self.follow.get()?.dir(dir)
-    }
-
     /// The listing of `dir`, made again once it is older than the TTL. One
     /// listing of a directory is made at a time: a reader that wants one
     /// while it is made waits for its result. The wait ends, since each
     /// access of the listing (one page) is bounded by the source timeout.
     /// Within the grace past the TTL the old listing is served while it is
     /// made again in the background.
-    pub(super) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
+    pub(in crate::backing) fn of(self: &Arc<Self>, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
         match self.in_snapshot(dir) {
             Some(Said::Entries(entries)) => return Ok(entries),
             Some(Said::Absent) => {
@@ -334,160 +181,6 @@ impl Listings {
             .map(|l| (l.entries.clone(), l.at.elapsed(), l.landed.elapsed()))
     }
 
-    /// The flight of `dir`: another's, or a new one of this reader's.
-    fn find(&self, dir: &Path) -> Found {
-        let mut making = lock(&self.making);
-        // Made while this reader took the lock: no flight left, but a
-        // fresh listing.
-        if let Some(entries) = self.fresh(dir) {
-            return Found::Fresh(entries);
-        }
-        match making.get(dir) {
-            Some(f) => Found::Theirs(f.clone()),
-            None => {
-                let f = Arc::new(Flight::default());
-                making.insert(dir.to_path_buf(), f.clone());
-                Found::Mine(f)
-            }
-        }
-    }
-
-    /// Makes the listing of `dir` for `flight`, keeping it unless the
-    /// directory was forgotten meanwhile.
-    fn fly(&self, dir: &Path, flight: &Flight) -> io::Result<Arc<Vec<Entry>>> {
-        let landing = Landing {
-            listings: self,
-            dir,
-            flight,
-        };
-        let begun = Instant::now();
-        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(to_io));
-        let listed = listed.map(Arc::new);
-        if listed.is_ok() {
-            let mut time = lock(&self.list_time);
-            *time = time.mul_f64(0.8) + begun.elapsed().mul_f64(0.2);
-        }
-        if let Ok(entries) = &listed
-            && !flight.forgotten.load(Ordering::Acquire)
-        {
-            self.keep(dir, entries.clone(), begun);
-        }
-        landing.land(match &listed {
-            Ok(entries) => Ok(entries.clone()),
-            Err(e) => Err((e.kind(), e.to_string())),
-        });
-        listed
-    }
-
-    /// Makes the listing of `dir` on a thread of its own, then calls
-    /// `then` with when it began (`None`: it failed). Whether the thread
-    /// started (if not, the flight ends with an error).
-    fn fly_away(
-        self: &Arc<Self>,
-        dir: PathBuf,
-        flight: Arc<Flight>,
-        then: impl FnOnce(&Arc<Self>, &Path, Option<Instant>) + Send + 'static,
-    ) -> bool {
-        let me = self.clone();
-        let (d, f) = (dir.clone(), flight.clone());
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-list".into())
-            .stack_size(LISTER_STACK)
-            .spawn(move || {
-                let begun = Instant::now();
-                let made = me.fly(&d, &f).is_ok().then_some(begun);
-                then(&me, &d, made);
-            });
-        if spawned.is_err() {
-            drop(Landing {
-                listings: self,
-                dir: &dir,
-                flight: &flight,
-            });
-        }
-        spawned.is_ok()
-    }
-
-    /// Starts making `dir`'s listing again in the background unless it is
-    /// under way: whether the old listing is to be served meanwhile (not
-    /// when no thread could make it and this reader made it itself).
-    fn refresh(self: &Arc<Self>, dir: &Path) -> bool {
-        let flight = match self.find(dir) {
-            Found::Fresh(_) | Found::Theirs(_) => return true,
-            Found::Mine(f) => f,
-        };
-        let started = self.refreshing.fetch_add(1, Ordering::AcqRel) < REFRESHES_AT_ONCE
-            && self.fly_away(dir.to_path_buf(), flight.clone(), |me, _, _| {
-                me.refreshing.fetch_sub(1, Ordering::AcqRel);
-            });
-        if !started {
-            self.refreshing.fetch_sub(1, Ordering::AcqRel);
-            // No thread for it: the flight is this reader's own, and what
-            // it made is served (the old listing only when it failed).
-            if lock(&flight.result).is_none() {
-                return self.fly(dir, &flight).is_err();
-            }
-        }
-        true
-    }
-
-    /// A walker comes to `dirs` next, in that order: they are listed ahead
-    /// of it, as many as it uses within a share of the TTL.
-    pub(super) fn ahead(self: &Arc<Self>, dirs: Vec<PathBuf>) {
-        if !self.ahead {
-            return;
-        }
-        lock(&self.pace).want(dirs);
-        self.pump();
-    }
-
-    /// Starts the listings ahead that the walker's pace has room for, each
-    /// on a thread that waits for its moment (a listing is made about two
-    /// LISTs' time before the walker comes to it).
-    fn pump(self: &Arc<Self>) {
-        let lead = *lock(&self.list_time) * 2;
-        loop {
-            let next = lock(&self.pace).next(self.ttl, lead, |d| self.needless(d));
-            let Some((dir, wait)) = next else { return };
-            let me = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("novelfs-list".into())
-                .stack_size(LISTER_STACK)
-                .spawn(move || {
-                    std::thread::sleep(wait);
-                    // The walker may have come to it meanwhile.
-                    let made = match me.needless(&dir) {
-                        true => None,
-                        false => match me.find(&dir) {
-                            Found::Mine(flight) => {
-                                let begun = Instant::now();
-                                me.fly(&dir, &flight).is_ok().then_some(begun)
-                            }
-                            Found::Fresh(_) | Found::Theirs(_) => None,
-                        },
-                    };
-                    lock(&me.pace).listed(&dir, made);
-                    me.pump();
-                });
-            if spawned.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// Whether `dir` is fresh or being listed: nothing to list ahead.
-    fn needless(&self, dir: &Path) -> bool {
-        self.fresh(dir).is_some() || lock(&self.making).contains_key(dir)
-    }
-
-    /// A reader used the listing of `dir`: when it was made ahead, there
-    /// is room for the next.
-    fn used(self: &Arc<Self>, dir: &Path) {
-        if self.ahead && lock(&self.pace).used(dir) {
-            self.pump();
-        }
-    }
-
     fn keep(&self, dir: &Path, entries: Arc<Vec<Entry>>, begun: Instant) {
         let bytes = listing_bytes(&entries);
         let listed = Listed {
@@ -500,7 +193,7 @@ impl Listings {
     }
 
     /// The listing of `dir` when one within its TTL is at hand.
-    pub(super) fn fresh(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
+    pub(in crate::backing) fn fresh(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
         match self.in_snapshot(dir) {
             Some(Said::Entries(entries)) => return Some(entries),
             Some(Said::Absent) => return None,
@@ -517,7 +210,7 @@ impl Listings {
     /// it as a file: then it is looked up in a new listing of its
     /// directory first, not listed as a directory (a LIST that would most
     /// likely find nothing). Only the order of the looks follows from it.
-    pub(super) fn listed_as_file(&self, path: &Path) -> bool {
+    pub(in crate::backing) fn listed_as_file(&self, path: &Path) -> bool {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
@@ -535,7 +228,7 @@ impl Listings {
 
     /// The entry of `path` in its directory's last listing, however old:
     /// nothing is listed for it.
-    pub(super) fn kept_entry(&self, path: &Path) -> Option<Entry> {
+    pub(in crate::backing) fn kept_entry(&self, path: &Path) -> Option<Entry> {
         let (dir, name) = (path.parent()?, path.file_name()?);
         match self.in_snapshot(dir) {
             Some(Said::Entries(entries)) => {
@@ -550,7 +243,7 @@ impl Listings {
     }
 
     /// The listed entry of `path`, from its directory's listing.
-    pub(super) fn entry(self: &Arc<Self>, path: &Path) -> io::Result<Option<Entry>> {
+    pub(in crate::backing) fn entry(self: &Arc<Self>, path: &Path) -> io::Result<Option<Entry>> {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return Ok(None);
         };
@@ -564,7 +257,7 @@ impl Listings {
     /// Drops the listing of `dir`: an object in it was found replaced, so
     /// the next look lists it again rather than trust it for the rest of
     /// its TTL.
-    pub(super) fn forget(&self, dir: &Path) {
+    pub(in crate::backing) fn forget(&self, dir: &Path) {
         if let Some(f) = self.follow.get() {
             f.behind(dir);
         }
@@ -572,85 +265,6 @@ impl Listings {
             f.forgotten.store(true, Ordering::Release);
         }
         lock(&self.made).remove(dir);
-    }
-}
-
-/// The listings kept, by directory, within a bound in bytes.
-struct Made {
-    by_dir: HashMap<PathBuf, Listed>,
-    bytes: u64,
-    limit: u64,
-}
-
-impl Made {
-    /// Keeps `listed` as `dir`'s listing. Past many listings, those past
-    /// `served` (their TTL and grace: they serve nothing) go; past the
-    /// bound in bytes, the least recently made go too, but never the one
-    /// just kept.
-    fn keep(&mut self, dir: &Path, listed: Listed, served: Duration) {
-        self.bytes += listed.bytes;
-        if let Some(old) = self.by_dir.insert(dir.to_path_buf(), listed) {
-            self.bytes -= old.bytes;
-        }
-        if self.by_dir.len() >= PRUNE_LISTINGS_AT || self.bytes > self.limit {
-            let bytes = &mut self.bytes;
-            self.by_dir.retain(|_, l| {
-                let keep = l.at.elapsed() < served;
-                if !keep {
-                    *bytes -= l.bytes;
-                }
-                keep
-            });
-        }
-        while self.bytes > self.limit && self.by_dir.len() > 1 {
-            let oldest = self
-                .by_dir
-                .iter()
-                .filter(|(d, _)| d.as_path() != dir)
-                .min_by_key(|(_, l)| l.landed)
-                .map(|(d, _)| d.clone());
-            match oldest {
-                Some(d) => self.remove(&d),
-                None => break,
-            }
-        }
-    }
-
-    fn remove(&mut self, dir: &Path) {
-        if let Some(l) = self.by_dir.remove(dir) {
-            self.bytes -= l.bytes;
-        }
-    }
-}
-
-/// Ends a flight: its waiters get its result, and the next reader after
-/// it lists again unless the result was kept. Dropped unlanded (the lister
-/// panicked or never started), its waiters get an error rather than wait
-/// for ever.
-struct Landing<'a> {
-    listings: &'a Listings,
-    dir: &'a Path,
-    flight: &'a Flight,
-}
-
-impl Landing<'_> {
-    fn land(self, result: Outcome) {
-        *lock(&self.flight.result) = Some(result);
-    }
-}
-
-impl Drop for Landing<'_> {
-    fn drop(&mut self) {
-        lock(&self.listings.making).remove(self.dir);
-        let mut result = lock(&self.flight.result);
-        if result.is_none() {
-            *result = Some(Err((
-                io::ErrorKind::Other,
-                "the listing was not made".to_string(),
-            )));
-        }
-        drop(result);
-        self.flight.done.notify_all();
     }
 }
 
