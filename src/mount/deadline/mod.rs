@@ -35,6 +35,17 @@
 //! Test switch: `NOVELFS_TEST_SOURCE_BOUND=request` bounds each request as
 //! a whole instead (any system call found at its deadline fails it), and
 //! `=none` bounds nothing, so that tests show each rule failing without it.
+//!
+//! Each job in a file of its own: `judge` (when a request is stuck),
+//! `repeats` (what the requests past their deadline ask, so that the same
+//! ask fails at once), `overdue` (the count of those requests, logged as
+//! the source stops and starts answering) and `timer` (the thread that
+//! runs the deadlines).
+
+mod judge;
+mod overdue;
+mod repeats;
+mod timer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +54,9 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use novelfs_fs::lock;
 use novelfs_storage::access;
 use std::time::{Duration, Instant};
+
+use judge::{Judge, Running, STUCK_LOOK};
+use timer::MAX_SLEEP;
 
 /// Run at a deadline, with the timer's lock held: the next key of a
 /// request that is busy here, `None` once it is answered.
@@ -130,138 +144,6 @@ impl<R> Armed<R> {
     }
 }
 
-/// The thread a request runs on.
-struct Running {
-    tid: i32,
-    /// Its accesses to the source.
-    accesses: access::Thread,
-}
-
-/// What a request's thread is doing, from its current system call
-/// (`/proc/self/task/TID/syscall`).
-#[derive(Debug, PartialEq)]
-enum Waiting {
-    /// Computing, or runnable.
-    Computing,
-    /// Waiting for another thread of this process (a futex).
-    OnThisDaemon,
-    /// Asleep in some other system call.
-    OnTheSystem,
-}
-
-fn waiting(tid: i32) -> Waiting {
-    let Ok(call) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
-        return Waiting::OnTheSystem;
-    };
-    let first = call.split_whitespace().next().unwrap_or("");
-    if first == "running" {
-        Waiting::Computing
-    } else if first.parse::<libc::c_long>() == Ok(libc::SYS_futex) {
-        Waiting::OnThisDaemon
-    } else {
-        Waiting::OnTheSystem
-    }
-}
-
-/// How many times a thread has gone to sleep (its voluntary context
-/// switches, `/proc/self/task/TID/status`): unchanged between two looks
-/// at a thread asleep in a system call, it slept through both in that one
-/// call.
-fn sleeps(tid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-        .and_then(|n| n.trim().parse().ok())
-}
-
-/// How often a request that arrives while the source does not answer is
-/// looked at: it fails the first time it is seen waiting on anything but
-/// its own computing.
-const STUCK_LOOK: Duration = Duration::from_millis(10);
-
-/// How often a request still running is looked at, in parts of its bound:
-/// a system call not marked as an access is found stuck at most a part
-/// after it has slept through the bound.
-const LOOKS_PER_BOUND: u32 = 4;
-
-/// Whether one request is stuck, looked at again and again until it ends.
-struct Judge {
-    running: Arc<OnceLock<Running>>,
-    armed_at: Instant,
-    /// The longest one access may take: the source timeout, or the
-    /// request's own shorter bound.
-    bound: Duration,
-    /// Armed while the source did not answer: looked at every
-    /// `STUCK_LOOK`, failed as soon as it is seen waiting on it.
-    arrived_stuck: bool,
-    /// The thread's count of sleeps when first seen asleep in a system call
-    /// that is not an access, and when.
-    asleep: Option<(u64, Instant)>,
-}
-
-impl Judge {
-    /// When to look at the request again, or `None` when it is stuck.
-    fn next_look(&mut self, timer: &Timer, now: Instant) -> Option<Instant> {
-        let again = now
-            + if self.arrived_stuck {
-                STUCK_LOOK
-            } else {
-                (self.bound / LOOKS_PER_BOUND).max(STUCK_LOOK)
-            };
-        let Some(running) = self.running.get() else {
-            // Queued for a thread: failed once queued a whole bound.
-            let waited = now.saturating_duration_since(self.armed_at);
-            return (self.arrived_stuck && waited < self.bound).then_some(again);
-        };
-        match timer.rule {
-            Rule::Access => {}
-            Rule::Nothing => return Some(again),
-            Rule::Request => {
-                return match waiting(running.tid) {
-                    Waiting::Computing => Some(now + timer.timeout),
-                    Waiting::OnThisDaemon => {
-                        (timer.overdue.load(Ordering::Acquire) == 0).then_some(now + timer.timeout)
-                    }
-                    Waiting::OnTheSystem => None,
-                };
-            }
-        }
-        if let Some(since) = running.accesses.in_access_since() {
-            self.asleep = None;
-            let stuck_at = since + self.bound;
-            return (!self.arrived_stuck && now < stuck_at).then_some(stuck_at);
-        }
-        match waiting(running.tid) {
-            Waiting::Computing => {
-                self.asleep = None;
-                Some(again)
-            }
-            Waiting::OnThisDaemon => {
-                self.asleep = None;
-                (!timer.source_stuck_now(now)).then_some(again)
-            }
-            Waiting::OnTheSystem => {
-                let sleeps = sleeps(running.tid);
-                match self.asleep {
-                    Some((n, since)) if Some(n) == sleeps => {
-                        let limit = if self.arrived_stuck {
-                            STUCK_LOOK
-                        } else {
-                            self.bound
-                        };
-                        (now.saturating_duration_since(since) < limit).then_some(again)
-                    }
-                    _ => {
-                        self.asleep = sleeps.map(|n| (n, now));
-                        Some(again)
-                    }
-                }
-            }
-        }
-    }
-}
-
 impl<R> Drop for Armed<R> {
     /// The request ended: its deadline is dropped, or, if it passed, the
     /// request no longer counts as stuck.
@@ -272,44 +154,8 @@ impl<R> Drop for Armed<R> {
         if pending.remove(&key).is_none() {
             drop(pending);
             self.timer.release(self.asks);
-            let before = self.timer.overdue.fetch_sub(1, Ordering::AcqRel);
-            if before == 1 {
-                log::warn!("{} answers again", self.timer.source);
-            }
+            self.timer.overdue_ended();
         }
-    }
-}
-
-impl Timer {
-    fn hold(&self, asks: Asks) {
-        if asks != 0 {
-            *lock(&self.held).entry(asks).or_default() += 1;
-        }
-    }
-
-    fn release(&self, asks: Asks) {
-        if asks == 0 {
-            return;
-        }
-        let mut held = lock(&self.held);
-        if let Some(n) = held.get_mut(&asks) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(&asks);
-            }
-        }
-    }
-
-    fn holds(&self, asks: Asks) -> bool {
-        asks != 0 && lock(&self.held).contains_key(&asks)
-    }
-
-    /// Whether the source does not answer now: a request is past its
-    /// deadline, or an access on any thread (a request's, or a helper's it
-    /// waits for) is older than the timeout.
-    fn source_stuck_now(&self, now: Instant) -> bool {
-        self.overdue.load(Ordering::Acquire) > 0
-            || access::oldest().is_some_and(|t| now.saturating_duration_since(t) >= self.timeout)
     }
 }
 
@@ -335,13 +181,6 @@ impl Deadlines {
                 rule,
             }),
         }
-    }
-
-    /// What a request of `what` (its operation and arguments) asks.
-    pub(crate) fn asks(&self, what: &impl std::hash::Hash) -> Asks {
-        use std::hash::BuildHasher;
-        // Never 0, which asks nothing.
-        self.timer.asks_hasher.hash_one(what) | 1
     }
 
     /// Whether some request is past its deadline and still running.
@@ -408,13 +247,7 @@ impl Deadlines {
                 return Some(*key);
             }
             timer.hold(asks);
-            if timer.overdue.fetch_add(1, Ordering::AcqRel) == 0 {
-                log::warn!(
-                    "{} stopped answering within {:.1} s: requests that need it get EIO until it answers",
-                    timer.source,
-                    bound.as_secs_f64()
-                );
-            }
+            timer.went_overdue(bound);
             if let Some(reply) = lock(&expiring).take()
                 && let Some(fallback) = fallback.take()
             {
@@ -440,59 +273,6 @@ impl Deadlines {
             asks,
             timer: self.timer.clone(),
         })
-    }
-
-    fn start(&self) {
-        if self.timer.started.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let timer = Arc::downgrade(&self.timer);
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-deadline".into())
-            .spawn(move || {
-                novelfs_fs::unpinned();
-                run(timer)
-            });
-        if let Err(e) = spawned {
-            log::warn!("no deadline thread ({e}): a hung source may hang requests");
-        }
-    }
-}
-
-/// The longest the timer thread sleeps between looks at its deadlines.
-const MAX_SLEEP: Duration = Duration::from_secs(1);
-
-/// Runs the expiries as their deadlines pass, while the mount lives.
-fn run(timer: std::sync::Weak<Timer>) {
-    loop {
-        let Some(t) = timer.upgrade() else { return };
-        let mut pending = lock(&t.pending);
-        let now = Instant::now();
-        // Under the lock: a request that ends meanwhile finds its deadline
-        // either still pending or already run.
-        let mut ran = false;
-        while let Some(entry) = pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let mut expiry = entry.remove();
-            if let Some(next) = expiry() {
-                pending.insert(next, expiry);
-            }
-            ran = true;
-        }
-        if ran {
-            drop(pending);
-            continue;
-        }
-        // At most `MAX_SLEEP` at a time: the thread sees the mount go, and
-        // deadlines armed meanwhile are run in time without a wake-up.
-        let wait = pending
-            .keys()
-            .next()
-            .map_or(MAX_SLEEP, |k| k.0 - now)
-            .min(MAX_SLEEP);
-        let _ = t.wake.wait_timeout(pending, wait);
     }
 }
 
