@@ -2,15 +2,27 @@
 //! kernel's page cache is to a local library): whole chapters, and the
 //! parts of big ones read with ranged GETs. The fetching of what a reader
 //! comes to next into them, many GETs in flight, is here too.
+//!
+//! Each job in a file of its own: `held` (the bodies kept, the least
+//! recently used given up first), `queue` (what the fetchers ask for next,
+//! fairly among books), `fetchers` (the threads with GETs in flight) and
+//! `helpers` (the locks and errors every backing shares).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::io;
+mod fetchers;
+mod held;
+mod helpers;
+mod queue;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{InFlight, ReadRequest, RelPath, Storage, StorageError, Version};
+use crate::{Storage, Version};
+
+use held::Bodies;
+
+pub(super) use helpers::{is_changed, lock, rel, to_io};
 
 /// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
 /// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in
@@ -24,9 +36,6 @@ pub(super) const FETCHERS: usize = 8;
 /// slowest GET holds few of the GETs in flight idle.
 pub(super) const GETS_A_FETCHER: usize = 8;
 
-/// The stack of a fetcher: it only waits for GETs and files their bodies.
-const FETCHER_STACK: usize = 256 * 1024;
-
 /// The bodies' share of the budget is split in two: half for the bodies
 /// held, half for those in flight, shared evenly by the fetchers. A body
 /// bigger than a fetcher's part still goes, alone (a big chapter's part is
@@ -35,10 +44,6 @@ fn split(share: u64) -> (u64, u64) {
     let held = share / 2;
     let per_fetcher = (share - held) / FETCHERS as u64;
     (held, per_fetcher.max(1))
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a body is of: a chapter whole, or the bytes `range` of one.
@@ -64,214 +69,8 @@ impl Key {
     }
 }
 
-/// Bodies as GETs returned them, by what they are of and their version,
-/// the least recently used given up first past a bound in bytes. A walk
-/// that reads a chapter twice (its figures for an index file, then its
-/// pages) pays one GET.
-#[derive(Default)]
-pub(super) struct Bodies {
-    held: HashMap<Key, Held>,
-    /// The keys held, by when they were last used.
-    order: BTreeMap<u64, Key>,
-    tick: u64,
-    bytes: u64,
-    /// Keys queued for the fetchers and not yet asked for: a reader of
-    /// one takes it off the queue and asks itself, and the fetchers skip
-    /// it, so no object is asked for twice.
-    queued: HashSet<Key>,
-    /// Keys whose GET is under way: a reader of one waits for it rather
-    /// than asking for the same bytes again.
-    fetching: HashSet<Key>,
-    /// The batches queued, in the order they came, each with how many of
-    /// its bodies the fetchers took.
-    pending: VecDeque<Pending>,
-    /// The keys in `pending` (some may have been taken off by readers).
-    pending_keys: usize,
-    /// Fetcher threads running.
-    fetchers: usize,
-}
-
-/// A body held: its version, its bytes, when it was last used (its tick)
-/// and when the GET that brought it began (the object was this version
-/// then or later).
-struct Held {
-    version: Version,
-    body: Arc<Vec<u8>>,
-    used: u64,
-    got: Instant,
-}
-
-/// A batch queued for the fetchers: one reader's (its book's) next
-/// bodies.
-struct Pending {
-    book: Option<PathBuf>,
-    wanted: VecDeque<(Key, Version)>,
-    taken: usize,
-}
-
-impl Bodies {
-    /// The body of `key` in `version`, got by a GET begun at or after
-    /// `got_since` when that is given, marked as just used.
-    fn get(
-        &mut self,
-        key: &Key,
-        version: &Version,
-        got_since: Option<Instant>,
-    ) -> Option<Arc<Vec<u8>>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let held = self.held.get_mut(key)?;
-        if held.version != *version || got_since.is_some_and(|since| held.got < since) {
-            return None;
-        }
-        self.order.remove(&held.used);
-        held.used = tick;
-        self.order.insert(tick, key.clone());
-        Some(held.body.clone())
-    }
-
-    /// Whether `key` is held in `version`, under way or queued: nothing to
-    /// ask for.
-    fn coming(&self, key: &Key, version: &Version) -> bool {
-        self.held
-            .get(key)
-            .is_some_and(|held| held.version == *version)
-            || self.fetching.contains(key)
-            || self.queued.contains(key)
-    }
-
-    /// Queues what of `wanted` is neither held nor coming already, as one
-    /// batch; whether anything was.
-    fn queue(&mut self, wanted: Batch) -> bool {
-        let batch: VecDeque<(Key, Version)> = wanted
-            .into_iter()
-            .filter(|(k, v)| !self.coming(k, v) && self.queued.insert(k.clone()))
-            .collect();
-        let Some((first, _)) = batch.front() else {
-            return false;
-        };
-        self.pending_keys += batch.len();
-        self.pending.push_back(Pending {
-            book: first.path.parent().map(Path::to_path_buf),
-            wanted: batch,
-            taken: 0,
-        });
-        true
-    }
-
-    /// The batch to take from next: of the book whose pending batches were
-    /// taken from least (the first queued of those), so that a book's
-    /// first chapters queued behind another book's end are not kept
-    /// waiting for it; its oldest batch, which its reader comes to first.
-    fn next_batch(&self) -> Option<usize> {
-        let mut best: Option<(usize, usize)> = None;
-        for (at, p) in self.pending.iter().enumerate() {
-            if self.pending.iter().take(at).any(|q| q.book == p.book) {
-                continue;
-            }
-            let taken: usize = self
-                .pending
-                .iter()
-                .filter(|q| q.book == p.book)
-                .map(|q| q.taken)
-                .sum();
-            if best.is_none_or(|(least, _)| taken < least) {
-                best = Some((taken, at));
-            }
-        }
-        best.map(|(_, at)| at)
-    }
-
-    /// The next bodies for a fetcher to ask for, up to `GETS_A_FETCHER`,
-    /// marked under way (see `next_batch`). Empty when nothing is left to
-    /// ask for.
-    fn take(&mut self) -> Batch {
-        let mut chunk = Batch::new();
-        while chunk.len() < GETS_A_FETCHER {
-            let Some(at) = self.next_batch() else {
-                break;
-            };
-            let pending = &mut self.pending[at];
-            let Some((key, version)) = pending.wanted.pop_front() else {
-                self.pending.remove(at);
-                continue;
-            };
-            pending.taken += 1;
-            self.pending_keys -= 1;
-            if self.queued.remove(&key)
-                && !self.held.contains_key(&key)
-                && self.fetching.insert(key.clone())
-            {
-                chunk.push((key, version));
-            }
-        }
-        chunk
-    }
-
-    /// Keeps `body` unless it alone is over `limit`, giving up the least
-    /// recently used bodies to make room.
-    fn put(&mut self, key: &Key, got: (Version, Instant), body: Arc<Vec<u8>>, limit: u64) {
-        let len = body.len() as u64;
-        if len > limit {
-            return;
-        }
-        if let Some(old) = self.held.remove(key) {
-            self.order.remove(&old.used);
-            self.bytes -= old.body.len() as u64;
-        }
-        while self.bytes + len > limit {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some(old) = self.held.remove(&oldest) {
-                self.bytes -= old.body.len() as u64;
-            }
-        }
-        self.tick += 1;
-        self.bytes += len;
-        self.order.insert(self.tick, key.clone());
-        let (version, got) = got;
-        let used = self.tick;
-        self.held.insert(
-            key.clone(),
-            Held {
-                version,
-                body,
-                used,
-                got,
-            },
-        );
-    }
-}
-
 /// Bodies to fetch ahead, each with the version its listing gave.
 pub(super) type Batch = Vec<(Key, Version)>;
-
-pub(super) fn rel(path: &Path) -> io::Result<RelPath> {
-    RelPath::new(path.as_os_str()).map_err(to_io)
-}
-
-/// The error a reader of the library gets for `e`: its errno, and its
-/// words (which never hold a secret).
-pub(super) fn to_io(e: StorageError) -> io::Error {
-    let kind = match &e {
-        _ if e.is_not_found() => io::ErrorKind::NotFound,
-        StorageError::Timeout { .. } => io::ErrorKind::TimedOut,
-        StorageError::Unreachable { .. } => io::ErrorKind::ConnectionRefused,
-        // The storage failing now (refused credentials may be renewed, a
-        // 5xx may pass), or the object replaced under a read: never what
-        // a file is.
-        _ => io::ErrorKind::NotConnected,
-    };
-    io::Error::new(kind, e)
-}
-
-/// Whether `e` says an object was replaced under a read of one version.
-pub(super) fn is_changed(e: &io::Error) -> bool {
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<StorageError>())
-        .is_some_and(|s| matches!(s, StorageError::Changed { .. }))
-}
 
 /// The bodies a bucket's readers share, within `limit` bytes, and the
 /// thread that fetches into them ahead of the readers.
@@ -366,103 +165,6 @@ impl Store {
     pub(super) fn put(&self, key: &Key, got: (Version, Instant), body: Arc<Vec<u8>>) {
         lock(&self.bodies.0).put(key, got, body, self.limit);
     }
-
-    /// Queues for the fetchers what of `wanted` is neither held nor
-    /// coming already, and starts fetchers for it. Never waits.
-    pub(super) fn ahead(&self, wanted: Batch) {
-        let start = {
-            let mut b = lock(&self.bodies.0);
-            if !b.queue(wanted) {
-                return;
-            }
-            // A fetcher running is busy (an idle one ends): one more for
-            // each fetcher's share of the keys waiting, up to the bound.
-            let start = b
-                .pending_keys
-                .div_ceil(GETS_A_FETCHER)
-                .min(FETCHERS - b.fetchers);
-            b.fetchers += start;
-            start
-        };
-        for _ in 0..start {
-            let (storage, bodies) = (self.storage.clone(), self.bodies.clone());
-            let limits = (self.limit, self.batch_bytes);
-            let spawned = std::thread::Builder::new()
-                .name("novelfs-fetch".into())
-                .stack_size(FETCHER_STACK)
-                .spawn(move || fetcher(&*storage, &bodies, limits));
-            if let Err(e) = spawned {
-                log::warn!("no thread fetching chapters ahead: {e}");
-                lock(&self.bodies.0).fetchers -= 1;
-            }
-        }
-    }
-}
-
-/// A fetcher: asks for the bodies queued, a few at a time, until none are
-/// left, then ends.
-fn fetcher(storage: &dyn Storage, bodies: &(Mutex<Bodies>, Condvar), limits: (u64, u64)) {
-    loop {
-        let chunk = {
-            let mut b = lock(&bodies.0);
-            let chunk = b.take();
-            if chunk.is_empty() {
-                b.fetchers -= 1;
-                return;
-            }
-            chunk
-        };
-        fetch(storage, bodies, limits, chunk);
-    }
-}
-
-/// Fetches `wanted` (marked under way) with its GETs under way at once,
-/// at most `batch_bytes` of bodies in flight, keeping what fits in
-/// `limit`.
-fn fetch(
-    storage: &dyn Storage,
-    bodies: &(Mutex<Bodies>, Condvar),
-    (limit, batch_bytes): (u64, u64),
-    wanted: Batch,
-) {
-    let (lock_, done) = bodies;
-    let requests: Vec<ReadRequest> = wanted
-        .iter()
-        .filter_map(|(k, v)| {
-            let path = rel(&k.path).ok()?;
-            Some(match &k.range {
-                None => ReadRequest::new(path, Some(v.clone())),
-                Some(r) => ReadRequest::range(path, Some(v.clone()), r.clone()),
-            })
-        })
-        .collect();
-    let limits = InFlight {
-        requests: GETS_A_FETCHER,
-        bytes: batch_bytes,
-    };
-    if requests.len() == wanted.len() {
-        // Each body is kept, and its waiting reader woken, as it arrives:
-        // a reader of the first chapters of a batch does not wait for the
-        // last.
-        let begun = Instant::now();
-        let results = storage.read_many(requests, limits);
-        for ((key, version), result) in wanted.iter().zip(results) {
-            let mut b = lock(lock_);
-            // Read with If-Match: the bytes are of the version asked for.
-            if let Ok(object) = result {
-                b.put(key, (version.clone(), begun), Arc::new(object.bytes), limit);
-            }
-            b.fetching.remove(key);
-            drop(b);
-            done.notify_all();
-        }
-    }
-    let mut b = lock(lock_);
-    for (key, _) in &wanted {
-        b.fetching.remove(key);
-    }
-    drop(b);
-    done.notify_all();
 }
 
 #[cfg(test)]
@@ -470,7 +172,7 @@ mod tests {
     use std::ops::Range;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-    use crate::{Entry, Object, ReadMany};
+    use crate::{Entry, InFlight, Object, ReadMany, ReadRequest, RelPath, StorageError};
 
     use super::*;
 
