@@ -6,8 +6,7 @@ use std::time::Instant;
 
 use crate::{InFlight, ReadRequest, Storage};
 
-use super::held::Bodies;
-use super::{Batch, FETCHERS, GETS_A_FETCHER, Store, lock, rel};
+use super::{Batch, Bodies, FETCHERS, GETS_A_FETCHER, Store, lock, rel};
 
 /// The stack of a fetcher: it only waits for GETs and files their bodies.
 const FETCHER_STACK: usize = 256 * 1024;

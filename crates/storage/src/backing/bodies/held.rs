@@ -1,42 +1,12 @@
 //! The bodies kept, by what they are of and their version, the least
-//! recently used given up first past a bound in bytes; and the state of
-//! those queued and under way, which the same lock guards.
+//! recently used given up first past a bound in bytes.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::Version;
 
-use super::Key;
-use super::queue::Pending;
-
-/// Bodies as GETs returned them, by what they are of and their version,
-/// the least recently used given up first past a bound in bytes. A walk
-/// that reads a chapter twice (its figures for an index file, then its
-/// pages) pays one GET.
-#[derive(Default)]
-pub(super) struct Bodies {
-    pub(super) held: HashMap<Key, Held>,
-    /// The keys held, by when they were last used.
-    pub(super) order: BTreeMap<u64, Key>,
-    pub(super) tick: u64,
-    pub(super) bytes: u64,
-    /// Keys queued for the fetchers and not yet asked for: a reader of
-    /// one takes it off the queue and asks itself, and the fetchers skip
-    /// it, so no object is asked for twice.
-    pub(super) queued: HashSet<Key>,
-    /// Keys whose GET is under way: a reader of one waits for it rather
-    /// than asking for the same bytes again.
-    pub(super) fetching: HashSet<Key>,
-    /// The batches queued, in the order they came, each with how many of
-    /// its bodies the fetchers took.
-    pub(super) pending: VecDeque<Pending>,
-    /// The keys in `pending` (some may have been taken off by readers).
-    pub(super) pending_keys: usize,
-    /// Fetcher threads running.
-    pub(super) fetchers: usize,
-}
+use super::{Bodies, Key};
 
 /// A body held: its version, its bytes, when it was last used (its tick)
 /// and when the GET that brought it began (the object was this version

@@ -13,6 +13,7 @@ mod held;
 mod helpers;
 mod queue;
 
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -20,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use crate::{Storage, Version};
 
-use held::Bodies;
+use held::Held;
+use queue::Pending;
 
 pub(super) use helpers::{is_changed, lock, rel, to_io};
 
@@ -67,6 +69,33 @@ impl Key {
             range: Some(range),
         }
     }
+}
+
+/// Bodies as GETs returned them, by what they are of and their version,
+/// the least recently used given up first past a bound in bytes. A walk
+/// that reads a chapter twice (its figures for an index file, then its
+/// pages) pays one GET.
+#[derive(Default)]
+struct Bodies {
+    held: HashMap<Key, Held>,
+    /// The keys held, by when they were last used.
+    order: BTreeMap<u64, Key>,
+    tick: u64,
+    bytes: u64,
+    /// Keys queued for the fetchers and not yet asked for: a reader of
+    /// one takes it off the queue and asks itself, and the fetchers skip
+    /// it, so no object is asked for twice.
+    queued: HashSet<Key>,
+    /// Keys whose GET is under way: a reader of one waits for it rather
+    /// than asking for the same bytes again.
+    fetching: HashSet<Key>,
+    /// The batches queued, in the order they came, each with how many of
+    /// its bodies the fetchers took.
+    pending: VecDeque<Pending>,
+    /// The keys in `pending` (some may have been taken off by readers).
+    pending_keys: usize,
+    /// Fetcher threads running.
+    fetchers: usize,
 }
 
 /// Bodies to fetch ahead, each with the version its listing gave.
@@ -169,6 +198,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
     use std::ops::Range;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Version;
 
-use super::held::Bodies;
-use super::{Batch, GETS_A_FETCHER, Key};
+use super::{Batch, Bodies, GETS_A_FETCHER, Key};
 
 /// A batch queued for the fetchers: one reader's (its book's) next
 /// bodies.
