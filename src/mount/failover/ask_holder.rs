@@ -10,8 +10,8 @@ use std::os::unix::net::{SocketAddr, UnixStream};
 use std::path::Path;
 use std::time::Duration;
 
-use super::mountinfo::{mount_device, mount_type};
-use super::mountpoint::absolute;
+use crate::mount::os::mountinfo::{mount_device, mount_type};
+use crate::mount::os::mountpoint::absolute;
 
 /// What `novelfs status` sends: no binary path starts with a NUL byte (an
 /// upgrade's request is an absolute path), and a holder of a build without

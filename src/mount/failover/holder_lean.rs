@@ -16,16 +16,16 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::attach::attach;
-use super::config::MountConfig;
-use super::handoff;
 use super::holder::{Held, keep_mount};
 use super::holder_os::{block_signals, memfd};
-use super::logging;
-use super::mountinfo::mount_id;
-use super::mountpoint::detach_if_ours;
-use super::process::report_failure as report;
-use super::watchdog::Watchdog;
+use crate::mount::config::MountConfig;
+use crate::mount::handoff;
+use crate::mount::logging;
+use crate::mount::os::attach::attach;
+use crate::mount::os::mountinfo::mount_id;
+use crate::mount::os::mountpoint::detach_if_ours;
+use crate::mount::os::process::report_failure as report;
+use crate::mount::os::watchdog::Watchdog;
 
 /// What the lean holder is handed, in its environment.
 const VAR: &str = "NOVELFS_HOLD";

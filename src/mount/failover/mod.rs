@@ -4,6 +4,19 @@
 //! served over FUSE over io_uring, whose ring a next server cannot take
 //! over (`transport::failover_keeps_to_dev_fuse`): the default transport
 //! keeps its speed, and a mount on `/dev/fuse` survives its server.
+//!
+//! Its parts: `holder` (the process that keeps the connection),
+//! `holder_lean` (how it starts), `holder_os` (the system calls it is made
+//! of), `step_down` (a server leaving for an upgrade), `upgrade`, `status`
+//! and `ask_holder` (the commands that ask a holder).
+
+pub(super) mod ask_holder;
+pub(super) mod holder;
+pub(crate) mod holder_lean;
+pub(super) mod holder_os;
+pub(crate) mod status;
+pub(super) mod step_down;
+pub(crate) mod upgrade;
 
 use super::transport::IoUring;
 

@@ -30,7 +30,7 @@ pub(crate) enum Shown {
 pub(crate) fn run(mountpoint: &Path, shown: Shown) -> i32 {
     match ask(mountpoint, STATUS_REQUEST, ANSWER_WITHIN) {
         Ok(said) => {
-            let mount = super::mountpoint::absolute(mountpoint)
+            let mount = crate::mount::os::mountpoint::absolute(mountpoint)
                 .display()
                 .to_string();
             let lines = format!("mount: {mount}\n{said}");

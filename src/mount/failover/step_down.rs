@@ -41,7 +41,7 @@ pub(crate) fn watch(generation: u64) {
 fn step_down(generation: u64) -> ! {
     let started = Instant::now();
     fuser::stop_reading();
-    let drain = if super::handoff::switched_off("drain") {
+    let drain = if crate::mount::handoff::switched_off("drain") {
         Duration::ZERO
     } else {
         DRAIN

@@ -22,9 +22,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::config::KernelMount;
 use super::fusermount::{escape_option_value, fusermount};
 use super::process::euid_egid;
+use crate::mount::config::KernelMount;
 
 /// The kernel mount to make: `source` is the source column of mountinfo,
 /// `mountpoint` canonical (mountinfo and fusermount3 compare resolved paths).

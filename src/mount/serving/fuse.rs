@@ -16,11 +16,11 @@ use fuser::{
     Request,
 };
 
-use super::access::permits;
 use super::deadline::Armed;
 use super::pusher::send_store;
 use super::replies::{Filling, ListingReply, Owner};
 use super::runner::{Fails, Runner, answer, guarded};
+use crate::mount::access::permits;
 use novelfs_fs::{Attr, Detail, DirCache, Entry, Error, Kind, NovelFs, ROOT_INO, lock};
 
 /// Cloned into the requests that run on a spare thread (see `runner`).

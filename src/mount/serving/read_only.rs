@@ -7,7 +7,7 @@
 macro_rules! read_only {
     ($($op:ident($($arg:ty),*) -> $reply:ty;)*) => {$(
         fn $op(&self, _req: &fuser::Request, $(_: $arg,)* reply: $reply) {
-            $crate::mount::runner::Fails::fail(reply, novelfs_fs::Error::ReadOnly);
+            $crate::mount::serving::runner::Fails::fail(reply, novelfs_fs::Error::ReadOnly);
         }
     )*};
 }

@@ -6,8 +6,8 @@ use std::ffi::OsStr;
 
 use fuser::{FileAttr, FileType, Generation, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
 
-use super::process::euid_egid;
 use super::runner::Fails;
+use crate::mount::os::process::euid_egid;
 use novelfs_fs::{Attr, Detail, DirReply, Kind};
 
 /// Whose the nodes are and which of their mode bits they keep.

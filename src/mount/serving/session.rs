@@ -8,18 +8,18 @@ use std::sync::Arc;
 
 use fuser::Config;
 
-use super::access::Access;
-use super::attach::attach;
-use super::config::MountConfig;
 use super::ending::Ending;
 use super::fuse::FuseAdapter;
-use super::handoff::{self, Handoff};
-use super::logging;
-use super::mountinfo::mount_id;
-use super::mountpoint::{detach_if_ours, unmount};
 use super::pusher::{push_changes, store_ahead};
-use super::unanswered;
-use super::watchdog::Watchdog;
+use crate::mount::access::Access;
+use crate::mount::config::MountConfig;
+use crate::mount::handoff::{self, Handoff};
+use crate::mount::logging;
+use crate::mount::os::attach::attach;
+use crate::mount::os::mountinfo::mount_id;
+use crate::mount::os::mountpoint::{detach_if_ours, unmount};
+use crate::mount::os::watchdog::Watchdog;
+use crate::mount::unanswered;
 use novelfs_fs::{JournalFile, NovelFs};
 use novelfs_library::Library;
 
@@ -135,7 +135,7 @@ pub(crate) fn serve(
         Some(n) => format!("FUSE over io_uring, {n} queues"),
         None => match handoff
             .as_ref()
-            .and_then(|_| super::transport::failover_keeps_to_dev_fuse(config.io_uring))
+            .and_then(|_| crate::mount::transport::failover_keeps_to_dev_fuse(config.io_uring))
         {
             Some(why) => format!("classic /dev/fuse, {why}"),
             None => "classic /dev/fuse".to_string(),

@@ -412,11 +412,15 @@ fn the_sources_keep_their_layout() {
     }
     let src = root.join("src");
     let krate = Crate::read(&src);
-    let session = krate.modules[&vec!["mount".to_string(), "session".to_string()]];
-    let attach = krate.modules[&vec!["mount".to_string(), "attach".to_string()]];
+    let module =
+        |path: &[&str]| krate.modules[&path.iter().map(|s| s.to_string()).collect::<ModPath>()];
+    let session = module(&["mount", "serving", "session"]);
+    let attach = module(&["mount", "os", "attach"]);
+    let fuse = module(&["mount", "serving", "fuse"]);
+    let deadline = module(&["mount", "serving", "deadline"]);
     assert!(
-        krate.imports()[session].contains(&attach),
-        "the scan sees `use super::attach`"
+        krate.imports()[session].contains(&attach) && krate.imports()[fuse].contains(&deadline),
+        "the scan sees `use crate::mount::os::attach` and `use super::deadline`"
     );
     assert!(all.is_empty(), "layout problems:\n{}", all.join("\n"));
 }

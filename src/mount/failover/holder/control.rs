@@ -12,9 +12,9 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use super::Holder;
-use crate::mount::ask_holder::{STATUS_REQUEST, control_address};
-use crate::mount::mountinfo::mount_device;
-use crate::mount::upgrade::binary_of;
+use crate::mount::failover::ask_holder::{STATUS_REQUEST, control_address};
+use crate::mount::failover::upgrade::binary_of;
+use crate::mount::os::mountinfo::mount_device;
 
 /// What the holder has seen of its servers, for `novelfs status`.
 #[derive(Default)]

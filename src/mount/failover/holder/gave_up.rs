@@ -7,9 +7,9 @@
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::Holder;
+use crate::mount::failover::holder_os::{BUFFER_BYTES, Buffer, fail_request, pollin, read_signal};
 use crate::mount::handoff;
-use crate::mount::holder_os::{BUFFER_BYTES, Buffer, fail_request, pollin, read_signal};
-use crate::mount::process::euid_egid;
+use crate::mount::os::process::euid_egid;
 use novelfs_fs::{OUTSIDE_INO, ROOT_INO};
 
 const LOOKUP: u32 = 1;

@@ -26,10 +26,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-use super::handoff;
 use super::holder_os::{block_signals, connected};
-use super::mountpoint::{detach_if_ours, unmount};
-use super::process::{detach_stdio, report_failure as report};
+use crate::mount::handoff;
+use crate::mount::os::mountpoint::{detach_if_ours, unmount};
+use crate::mount::os::process::{detach_stdio, report_failure as report};
 
 mod control;
 mod gave_up;

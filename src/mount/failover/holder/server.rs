@@ -7,12 +7,12 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 
-use super::super::handoff::{self, Fds};
 use super::super::holder_os::{
     drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal,
 };
-use super::super::process::inherit;
 use super::{Event, Holder};
+use crate::mount::handoff::{self, Fds};
+use crate::mount::os::process::inherit;
 
 impl Holder<'_> {
     /// Starts a server on the connection; `cli` for the first, `standby`

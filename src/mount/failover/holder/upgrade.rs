@@ -17,9 +17,9 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::{Holder, Outcome};
+use crate::mount::failover::holder_os::pollin;
+use crate::mount::failover::step_down::STEP_DOWN;
 use crate::mount::handoff;
-use crate::mount::holder_os::pollin;
-use crate::mount::step_down::STEP_DOWN;
 
 /// How long a new server may take to get ready (a bucket's library is
 /// checked and its published index fetched first).
