@@ -15,13 +15,13 @@ use crate::source::{dir_mtime, stamp_of};
 use novelfs_library::NovelError;
 use novelfs_library::index::is_books_file;
 
-use super::{Found, NovelFs, Stat, digest, index_files, listed};
+use super::super::{Found, NovelFs, Stat, digest, index_files, listed};
 
-pub(super) fn stat(fs: &NovelFs) -> Stat {
+pub(in crate::tree) fn stat(fs: &NovelFs) -> Stat {
     Stat::dir(dir_mtime(fs.library(), None))
 }
 
-pub(super) fn error_stat(fs: &NovelFs) -> Result<Stat> {
+pub(in crate::tree) fn error_stat(fs: &NovelFs) -> Result<Stat> {
     Ok(Stat::file(
         error_text(fs)?.len() as u64,
         dir_mtime(fs.library(), None),
@@ -30,7 +30,7 @@ pub(super) fn error_stat(fs: &NovelFs) -> Result<Stat> {
 
 /// What the root's `ERROR` says: that the switch is off, or why
 /// `novels/` cannot be listed (gone, unreadable); ENOENT when neither.
-fn error_text(fs: &NovelFs) -> Result<String> {
+pub(in crate::tree) fn error_text(fs: &NovelFs) -> Result<String> {
     if !fs.switched_on() {
         return Ok(NovelError::SwitchedOff.error_line());
     }
@@ -40,12 +40,12 @@ fn error_text(fs: &NovelFs) -> Result<String> {
     }
 }
 
-pub(super) fn error_content(fs: &NovelFs) -> Result<Arc<Vec<u8>>> {
+pub(in crate::tree) fn error_content(fs: &NovelFs) -> Result<Arc<Vec<u8>>> {
     Ok(Arc::new(error_text(fs)?.into_bytes()))
 }
 
 /// The node `name` names at the root, with its attributes.
-pub(super) fn lookup(fs: &NovelFs, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn lookup(fs: &NovelFs, name: &OsStr) -> Result<Found> {
     if name == ERROR_FILE && error_text(fs).is_ok() {
         return fs.checked(Node::RootError);
     }
@@ -57,7 +57,7 @@ pub(super) fn lookup(fs: &NovelFs, name: &OsStr) -> Result<Found> {
 
 /// The books, then the library's index files; switched off or without a
 /// readable `novels/`, only the `ERROR` saying why.
-pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
+pub(in crate::tree) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
     let error = || vec![listed(Node::RootError, Kind::File, ERROR_FILE.into())];
     if !fs.switched_on() {
         return Ok(error());
@@ -98,7 +98,7 @@ pub(super) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
 }
 
 /// What a listing of the root depends on: `novels/` and the switch.
-pub(super) fn listing_digest(fs: &NovelFs) -> Option<(u64, Stamp)> {
+pub(in crate::tree) fn listing_digest(fs: &NovelFs) -> Option<(u64, Stamp)> {
     let stamp = stamp_of(fs.library(), None)?;
     Some((digest(&(fs.switched_on(), stamp)), stamp))
 }

@@ -14,10 +14,10 @@ use crate::names::PageName;
 use crate::node::{Attr, ChapterRef, Kind, Node};
 use novelfs_library::PageFormat;
 
-use super::{Found, NovelFs, Stat};
+use super::super::{Found, NovelFs, Stat};
 
 /// The page of `version`, while that version is current.
-pub(super) fn stat(
+pub(in crate::tree) fn stat(
     fs: &NovelFs,
     ino: u64,
     chapter: &ChapterRef,
@@ -32,7 +32,7 @@ pub(super) fn stat(
 
 /// The page `name` names in the chapter's current version, with its
 /// attributes of the same look at the source.
-pub(super) fn found(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn found(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
     use std::os::unix::ffi::OsStrExt;
     let page = PageName::parse(name.as_bytes()).ok_or(Error::NotFound)?;
     let now = fs.outlines.page_size(&fs.source, &chapter, page)?;
@@ -45,7 +45,7 @@ pub(super) fn found(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<F
     Ok(Found { node, attr })
 }
 
-pub(super) fn content(
+pub(in crate::tree) fn content(
     fs: &NovelFs,
     chapter: &ChapterRef,
     page: PageName,
@@ -56,7 +56,7 @@ pub(super) fn content(
 
 /// The entries of the pages of `outline` (of `version` of the chapter,
 /// dated `mtime`), each in the `formats` listed, with their attributes.
-pub(super) fn listed(
+pub(in crate::tree) fn listed(
     chapter: &ChapterRef,
     outline: &Outline,
     version: u64,
@@ -104,7 +104,7 @@ pub(super) fn listed(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixture::*;
+    use super::super::super::fixture::*;
     use super::*;
     use crate::freshness;
     use crate::source::stamp_of_path;

@@ -13,17 +13,17 @@ use crate::node::{Attr, Kind, Node, UNLOOKED, books_file, chapters_file, index_f
 use crate::switch::Tool;
 use novelfs_library::PageFormat;
 
-use super::{Found, NovelFs, Stat, listed};
+use super::super::{Found, NovelFs, Stat, listed};
 
 /// The library's index as the sources are now (computed if it is not
 /// cached).
-fn books_index(fs: &NovelFs) -> Result<Rendered> {
+pub(in crate::tree) fn books_index(fs: &NovelFs) -> Result<Rendered> {
     fs.index_files
         .library(&fs.source, &fs.outlines, fs.switch.tool_on(Tool::Books))
 }
 
 /// A book's index as the sources are now (computed if it is not cached).
-fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result<Rendered> {
+pub(in crate::tree) fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result<Rendered> {
     fs.index_files.book(
         &fs.source,
         &fs.outlines,
@@ -34,7 +34,7 @@ fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result<Rendered> {
 
 /// The node and attributes of an index file in `format`, both of one
 /// rendering.
-fn found(
+pub(in crate::tree) fn found(
     fs: &NovelFs,
     rendered: Rendered,
     format: PageFormat,
@@ -48,7 +48,7 @@ fn found(
 
 /// `name`, a name of the library's index file, as a lookup at the root
 /// finds it.
-pub(super) fn books_found(fs: &NovelFs, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn books_found(fs: &NovelFs, name: &OsStr) -> Result<Found> {
     let format = index_format(name);
     found(fs, books_index(fs)?, format, |version| Node::BooksIndex {
         format,
@@ -58,7 +58,11 @@ pub(super) fn books_found(fs: &NovelFs, name: &OsStr) -> Result<Found> {
 
 /// `name`, a name of the book's index file, as a lookup in the book
 /// finds it.
-pub(super) fn chapters_found(fs: &NovelFs, book: Arc<OsStr>, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn chapters_found(
+    fs: &NovelFs,
+    book: Arc<OsStr>,
+    name: &OsStr,
+) -> Result<Found> {
     let format = index_format(name);
     let rendered = chapters_index(fs, &book)?;
     found(fs, rendered, format, |version| Node::ChaptersIndex {
@@ -71,7 +75,7 @@ pub(super) fn chapters_found(fs: &NovelFs, book: Arc<OsStr>, name: &OsStr) -> Re
 /// An index file as a listing names it: no version, and attributes the
 /// kernel may not keep (a lookup gives the real ones). Listing a
 /// directory never computes an index.
-fn unlooked(node: Node, name: &str) -> Listed {
+pub(in crate::tree) fn unlooked(node: Node, name: &str) -> Listed {
     Listed {
         attr: Some(Attr {
             ino: 0,
@@ -85,7 +89,7 @@ fn unlooked(node: Node, name: &str) -> Listed {
 }
 
 /// The library's index files as the root's listing names them.
-pub(super) fn books_listed() -> [Listed; 2] {
+pub(in crate::tree) fn books_listed() -> [Listed; 2] {
     [PageFormat::Text, PageFormat::Json].map(|format| {
         let node = Node::BooksIndex {
             format,
@@ -98,7 +102,11 @@ pub(super) fn books_listed() -> [Listed; 2] {
 /// The book's index files as its listing names them. The looks the
 /// listing took tell whether the cached index is current: then its files
 /// are listed as a lookup would give them.
-pub(super) fn chapters_listed(fs: &NovelFs, book: &Arc<OsStr>, look: &BookLook) -> [Listed; 2] {
+pub(in crate::tree) fn chapters_listed(
+    fs: &NovelFs,
+    book: &Arc<OsStr>,
+    look: &BookLook,
+) -> [Listed; 2] {
     let on = fs.switch.tool_on(Tool::Chapters);
     let cached = on
         .then(|| fs.index_files.cached_book(book, look.version()))
@@ -132,7 +140,12 @@ pub(super) fn chapters_listed(fs: &NovelFs, book: &Arc<OsStr>, look: &BookLook) 
 /// The attributes of `version` of the library's index file, while it is
 /// cached. The bytes of a version never change, nor do its attributes:
 /// whether it is still current is a lookup's question.
-pub(super) fn books_stat(fs: &NovelFs, ino: u64, format: PageFormat, version: u64) -> Result<Stat> {
+pub(in crate::tree) fn books_stat(
+    fs: &NovelFs,
+    ino: u64,
+    format: PageFormat,
+    version: u64,
+) -> Result<Stat> {
     match fs.index_files.cached_library(version) {
         Some(r) => Ok(Stat::file(r.bytes(format).len() as u64, r.mtime)),
         None => fs.older(ino),
@@ -140,7 +153,7 @@ pub(super) fn books_stat(fs: &NovelFs, ino: u64, format: PageFormat, version: u6
 }
 
 /// The attributes of `version` of a book's index file (as `books_stat`).
-pub(super) fn chapters_stat(
+pub(in crate::tree) fn chapters_stat(
     fs: &NovelFs,
     ino: u64,
     book: &Arc<OsStr>,
@@ -156,7 +169,7 @@ pub(super) fn chapters_stat(
 /// The bytes of `version` of the library's index file. A version that
 /// left the cache is made again only while the sources are still that
 /// version, never from newer ones.
-pub(super) fn books_content(
+pub(in crate::tree) fn books_content(
     fs: &NovelFs,
     format: PageFormat,
     version: u64,
@@ -172,7 +185,7 @@ pub(super) fn books_content(
 }
 
 /// The bytes of `version` of a book's index file (as `books_content`).
-pub(super) fn chapters_content(
+pub(in crate::tree) fn chapters_content(
     fs: &NovelFs,
     book: &Arc<OsStr>,
     format: PageFormat,

@@ -14,9 +14,9 @@ use crate::resolve;
 use crate::source::{dir_mtime, mtime_of, stamp_of};
 use novelfs_library::index::is_chapters_file;
 
-use super::{Found, NovelFs, Stat, digest, error_bytes, index_files, listed};
+use super::super::{Found, NovelFs, Stat, digest, error_bytes, index_files, listed};
 
-pub(super) fn stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
+pub(in crate::tree) fn stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     let library = fs.library();
     if !library.is_book(book) {
         return Err(Error::NotFound);
@@ -24,7 +24,7 @@ pub(super) fn stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     Ok(Stat::dir(dir_mtime(library, Some(book))))
 }
 
-pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
+pub(in crate::tree) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     let library = fs.library();
     let e = library.unreadable_dir(Some(book)).ok_or(Error::NotFound)?;
     Ok(Stat::file(
@@ -33,7 +33,7 @@ pub(super) fn error_stat(fs: &NovelFs, book: &OsStr) -> Result<Stat> {
     ))
 }
 
-pub(super) fn error_content(fs: &NovelFs, book: &OsStr) -> Result<Arc<Vec<u8>>> {
+pub(in crate::tree) fn error_content(fs: &NovelFs, book: &OsStr) -> Result<Arc<Vec<u8>>> {
     match fs.library().unreadable_dir(Some(book)) {
         Some(e) => Ok(error_bytes(&e)),
         None => Err(Error::NotFound),
@@ -41,7 +41,7 @@ pub(super) fn error_content(fs: &NovelFs, book: &OsStr) -> Result<Arc<Vec<u8>>> 
 }
 
 /// An alias at the root exists while it still names `target`.
-pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &OsStr) -> Result<Stat> {
+pub(in crate::tree) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &OsStr) -> Result<Stat> {
     let library = fs.library();
     if *resolve::book_alias_target(library, name)? != *target {
         return Err(Error::NotFound);
@@ -50,7 +50,7 @@ pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &OsStr) -> Result<S
 }
 
 /// The node `name` names in a book directory, with its attributes.
-pub(super) fn lookup(fs: &NovelFs, book: Arc<OsStr>, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn lookup(fs: &NovelFs, book: Arc<OsStr>, name: &OsStr) -> Result<Found> {
     if name == ERROR_FILE && fs.source.book_index(&book).is_err() {
         return fs.checked(Node::BookError { book });
     }
@@ -62,7 +62,7 @@ pub(super) fn lookup(fs: &NovelFs, book: Arc<OsStr>, name: &OsStr) -> Result<Fou
 
 /// The chapters with their attributes, then the book's index files; a
 /// book that cannot be read lists only its `ERROR`.
-pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
+pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
     // The book was looked at for this listing: each chapter's
     // attributes need only its own `lstat`, not `attr_of`'s
     // second look at the book per chapter.
@@ -117,7 +117,7 @@ pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed>> {
 }
 
 /// What a listing of a book depends on: its directory.
-pub(super) fn listing_digest(fs: &NovelFs, book: &OsStr) -> Option<(u64, Stamp)> {
+pub(in crate::tree) fn listing_digest(fs: &NovelFs, book: &OsStr) -> Option<(u64, Stamp)> {
     let stamp = stamp_of(fs.library(), Some(book))?;
     Some((digest(&stamp), stamp))
 }
@@ -126,7 +126,7 @@ pub(super) fn listing_digest(fs: &NovelFs, book: &OsStr) -> Option<(u64, Stamp)>
 mod tests {
     use std::ffi::OsString;
 
-    use super::super::fixture::*;
+    use super::super::super::fixture::*;
     use super::*;
     use crate::freshness::{self, WATCHED_TTL};
     use crate::node::ChapterRef;

@@ -11,16 +11,16 @@ use crate::node::Node;
 use crate::resolve;
 use crate::source::dir_mtime;
 
-use super::{Found, NovelFs, Stat, error_bytes};
+use super::super::{Found, NovelFs, Stat, error_bytes};
 
 /// The directory exists while the name is still shared.
-pub(super) fn stat(fs: &NovelFs, book: &OsStr, name: &OsStr) -> Result<Stat> {
+pub(in crate::tree) fn stat(fs: &NovelFs, book: &OsStr, name: &OsStr) -> Result<Stat> {
     resolve::ambiguity(&fs.source, book, name)?;
     Ok(Stat::dir(dir_mtime(fs.library(), Some(book))))
 }
 
 /// The `ERROR` of `version` of the book directory, while it is current.
-pub(super) fn error_stat(
+pub(in crate::tree) fn error_stat(
     fs: &NovelFs,
     ino: u64,
     book: &OsStr,
@@ -33,7 +33,7 @@ pub(super) fn error_stat(
     }
 }
 
-pub(super) fn error_content(
+pub(in crate::tree) fn error_content(
     fs: &NovelFs,
     book: &OsStr,
     name: &OsStr,
@@ -46,7 +46,7 @@ pub(super) fn error_content(
 }
 
 /// `name` in the directory of the shared name `alias`: only its `ERROR`.
-pub(super) fn lookup(
+pub(in crate::tree) fn lookup(
     fs: &NovelFs,
     book: Arc<OsStr>,
     alias: Box<OsStr>,
@@ -60,7 +60,7 @@ pub(super) fn lookup(
 }
 
 /// The `ERROR` of the shared name, with its attributes.
-fn error(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
+pub(in crate::tree) fn error(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
     let a = resolve::ambiguity(&fs.source, &book, &name)?;
     let node = Node::AmbiguousError {
         book,
@@ -70,6 +70,10 @@ fn error(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
     Ok(fs.error_file(node, &a.error, a.mtime))
 }
 
-pub(super) fn list(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Vec<Listed>> {
+pub(in crate::tree) fn list(
+    fs: &NovelFs,
+    book: Arc<OsStr>,
+    name: Box<OsStr>,
+) -> Result<Vec<Listed>> {
     Ok(vec![error(fs, book, name)?.listed_as_error()])
 }

@@ -15,14 +15,14 @@ use crate::node::{ChapterRef, Node};
 use crate::resolve;
 use novelfs_library::NovelError;
 
-use super::{Found, NovelFs, Stat, digest, error_bytes, page};
+use super::super::{Found, NovelFs, Stat, digest, error_bytes, page};
 
-pub(super) fn stat(fs: &NovelFs, chapter: &ChapterRef) -> Result<Stat> {
+pub(in crate::tree) fn stat(fs: &NovelFs, chapter: &ChapterRef) -> Result<Stat> {
     Ok(Stat::dir(fs.source.chapter_file(chapter)?.mtime()))
 }
 
 /// An alias in a book exists while it still names `target`.
-pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Result<Stat> {
+pub(in crate::tree) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Result<Stat> {
     if *resolve::alias_target(&fs.source, &target.book, name)? != *target.file {
         return Err(Error::NotFound);
     }
@@ -38,7 +38,7 @@ pub(super) fn alias_stat(fs: &NovelFs, name: &OsStr, target: &ChapterRef) -> Res
 /// may grow); any other name there stays missing whatever happens on disk.
 /// Names elsewhere may always come to resolve (a new book, a chapter whose
 /// title holds the name).
-pub(super) fn can_ever_hold(directory: &Node, name: &OsStr) -> bool {
+pub(in crate::tree) fn can_ever_hold(directory: &Node, name: &OsStr) -> bool {
     !matches!(directory, Node::Chapter { .. })
         || name == ERROR_FILE
         || PageName::parse(name.as_bytes()).is_some()
@@ -46,7 +46,7 @@ pub(super) fn can_ever_hold(directory: &Node, name: &OsStr) -> bool {
 
 /// The `ERROR` of `version` of the chapter, while that version is current
 /// and cannot be decoded.
-pub(super) fn error_stat(
+pub(in crate::tree) fn error_stat(
     fs: &NovelFs,
     ino: u64,
     chapter: &ChapterRef,
@@ -61,7 +61,7 @@ pub(super) fn error_stat(
     }
 }
 
-pub(super) fn error_content(
+pub(in crate::tree) fn error_content(
     fs: &NovelFs,
     chapter: &ChapterRef,
     version: u64,
@@ -77,7 +77,7 @@ pub(super) fn error_content(
 /// one look at the source: asked twice, an edit in between would make
 /// the version of the name not the version of the attributes, and a
 /// name that exists in both versions ENOENT.
-pub(super) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
+pub(in crate::tree) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<Found> {
     if name == ERROR_FILE {
         let now = fs.source.chapter(&chapter)?;
         let Err(e) = now.loaded else {
@@ -93,7 +93,7 @@ pub(super) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -> Result<
 
 /// The `ERROR` of `version` of the chapter, which cannot be decoded, with
 /// its attributes.
-fn error(
+pub(in crate::tree) fn error(
     fs: &NovelFs,
     chapter: ChapterRef,
     version: u64,
@@ -105,7 +105,11 @@ fn error(
 
 /// The pages of the chapter's current version, each with its attributes
 /// (`ttl`: the chapter's), or only its `ERROR`.
-pub(super) fn list(fs: &NovelFs, chapter: ChapterRef, ttl: Duration) -> Result<Vec<Listed>> {
+pub(in crate::tree) fn list(
+    fs: &NovelFs,
+    chapter: ChapterRef,
+    ttl: Duration,
+) -> Result<Vec<Listed>> {
     let now = fs.outlines.outline(&fs.source, &chapter)?;
     // The next chapters' listings are what a walk asks for next.
     fs.ahead
@@ -127,7 +131,7 @@ pub(super) fn list(fs: &NovelFs, chapter: ChapterRef, ttl: Duration) -> Result<V
 
 /// What a listing of a chapter depends on: its source's version (which
 /// tells apart bytes under one stamp).
-pub(super) fn listing_digest(fs: &NovelFs, chapter: &ChapterRef) -> Option<(u64, Stamp)> {
+pub(in crate::tree) fn listing_digest(fs: &NovelFs, chapter: &ChapterRef) -> Option<(u64, Stamp)> {
     let source = fs.source.chapter_file(chapter).ok()?;
     Some((digest(&source.version()), Stamp::of(&source.meta)))
 }
@@ -137,7 +141,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex};
 
-    use super::super::fixture::*;
+    use super::super::super::fixture::*;
     use super::*;
     use crate::ahead::{Outliner, Track};
     use crate::node::chapter_ref;
