@@ -204,7 +204,7 @@ pub fn render_json(source: &PageOrigin, page: &Page) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::page::ChapterText;
+    use crate::pages::page::ChapterText;
 
     #[test]
     fn sizes_match_renderings() {

@@ -5,9 +5,9 @@
 //! each line's length, so every page — and the whole reading chain — can be
 //! laid out without touching the text again.
 
-use super::js::utf16_len;
-pub use super::line::{LINE_CUT, LINE_CUT_SUFFIX, LineStats};
-use super::stream::StreamedText;
+use crate::stream::StreamedText;
+use crate::text::js::utf16_len;
+pub use crate::text::line::{LINE_CUT, LINE_CUT_SUFFIX, LineStats};
 
 pub const READ_LIMIT: u32 = 400;
 pub const READ_MAX_CHARS: usize = 20_000;

@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 
-use super::{ChapterText, Library, NovelError, Page, PageOrigin, render};
+use crate::{ChapterText, Library, NovelError, Page, PageOrigin, render};
 
 /// A page and the names it is rendered with.
 #[derive(Debug, Clone)]
