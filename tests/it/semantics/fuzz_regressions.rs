@@ -3,7 +3,7 @@
 //! minimized crash in `fuzz/regressions/<target>/` goes through the same
 //! invariant checks as `cargo fuzz run <target>` (see fuzz/README.md).
 
-#[path = "../../fuzz/checks.rs"]
+#[path = "../../../fuzz/checks.rs"]
 mod checks;
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bucket::{library, publish};
+use crate::bucket::bucket::{library, publish};
 use crate::common::bucket::Bucket;
 
 /// At 100 ms a request, a reader that reads a page every 50 ms for four
@@ -84,7 +84,7 @@ fn a_published_index_lists_the_books_many_at_once() {
     publish(&bucket, &dir.path().join("built-here"));
     let fresh = dir.path().join("fresh-machine");
     // A mount that lists (one that follows the published snapshot lists
-    // nothing: tests/it/fleet.rs).
+    // nothing: tests/it/bucket/fleet.rs).
     let m = bucket.mount(&[
         "--index-dir",
         fresh.to_str().unwrap(),

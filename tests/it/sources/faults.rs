@@ -1,6 +1,6 @@
 //! Faults under a live mount: the library vanishing under it, a chapter
 //! that cannot be read, the daemon killed or stopped while reads are in
-//! flight. (tests/it/mount_fs.rs already covers a vanished novels/ dir, the
+//! flight. (tests/it/mount/mount_fs.rs already covers a vanished novels/ dir, the
 //! stale mount a SIGKILL leaves with its explanation and `--force`, and
 //! SIGTERM during small reads; these do not repeat them.)
 

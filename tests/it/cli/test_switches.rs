@@ -4,7 +4,7 @@
 //! their names, so nothing in a user's environment reaches them, while the
 //! binary these tests run was built with them.
 
-use crate::upgrade::release_build;
+use crate::failover::upgrade::release_build;
 
 const NAMES: [&str; 2] = ["NOVELFS_TEST_", "NOVELFS_AHEAD_OFF"];
 

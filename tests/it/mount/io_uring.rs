@@ -2,7 +2,7 @@
 //! `io_uring=on` refused with how to enable it, the fallback to /dev/fuse
 //! when rings cannot be made, notifications and FORGET beside the rings,
 //! and unmount, SIGTERM and SIGKILL with requests in flight.
-//! (The reference cases through an io_uring mount are in tests/it/golden.rs.)
+//! (The reference cases through an io_uring mount are in tests/it/semantics/golden.rs.)
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, follow_log, fuse_available, skip};
-use crate::failover::{PageReaders, abort_connection, kill_servers, library, pages, stacks};
+use crate::failover::failover::{
+    PageReaders, abort_connection, kill_servers, library, pages, stacks,
+};
 
 /// Set for the reader run inside the sandbox.
 const READER: &str = "NOVELFS_SANDBOX_READER";
@@ -64,7 +66,7 @@ fn sandbox(mnt: &Path, expected: &Path, control: &Path) -> Command {
         .args([
             "/reader",
             "--exact",
-            "sandbox_failover::reader_in_the_sandbox",
+            "failover::sandbox_failover::reader_in_the_sandbox",
             "--ignored",
             "--nocapture",
             "--test-threads",

@@ -96,7 +96,7 @@ const TABLE: &[Row] = &[
         flag: Some("--io-uring"),
         key: Some("io_uring"),
         // `on` is checked against the kernel's switch before the
-        // mountpoint (tests/it/io_uring.rs covers it).
+        // mountpoint (tests/it/mount/io_uring.rs covers it).
         good: &["auto", "off"],
         bad: &["fast", ""],
     },

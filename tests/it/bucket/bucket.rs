@@ -345,7 +345,7 @@ fn a_published_index_lets_a_fresh_mount_count_the_library_without_a_get() {
     let fresh = dir.path().join("fresh-machine");
     bucket.server.reset_counts();
     // The index, as a mount that lists its directories takes it (a mount
-    // that follows the snapshot: tests/it/fleet.rs).
+    // that follows the snapshot: tests/it/bucket/fleet.rs).
     let m = bucket.mount(&[
         "--index-dir",
         fresh.to_str().unwrap(),

@@ -8,10 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bucket::publish;
+use crate::bucket::bucket::publish;
 use crate::common::bucket::Bucket;
 use crate::common::{Mount, reference_library};
-use crate::persist::tree;
+use crate::mount::persist::tree;
 
 const PATH_ROOT: &str = "/library";
 

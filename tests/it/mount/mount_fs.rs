@@ -51,7 +51,7 @@ fn read_errno(p: &Path) -> Option<i32> {
 }
 
 /// The names a directory lists, sorted, without the index files (every
-/// root and book lists them; `tests/it/indexes.rs` checks them).
+/// root and book lists them; `tests/it/mount/indexes.rs` checks them).
 fn sorted_names(p: &Path) -> Option<Vec<String>> {
     let names = crate::common::sorted_names(p).ok()?;
     Some(

@@ -254,7 +254,7 @@ fn a_new_book_shows_with_sshfs_defaults_and_the_default_ttl() {
 
 /// The trials of the freshness table (README, docs/performance.md): how
 /// long each change takes to show, capped. Not a check: run it with
-/// `cargo test --test it network_fs::trials -- --ignored --nocapture`.
+/// `cargo test --test it sources::network_fs::trials -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement, printed; about 4 minutes"]
 fn trials() {

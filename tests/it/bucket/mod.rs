@@ -1,0 +1,15 @@
+//! A library in a bucket (moto behind the counting proxy, `tests/s3/`):
+//! listings, bodies, big chapters, walkers, a fleet, outages, the published
+//! index, the request counters.
+
+pub(crate) mod bucket;
+mod bucket_big;
+mod bucket_first_page;
+mod bucket_listings;
+mod bucket_random;
+mod bucket_walk;
+mod fleet;
+mod object_storage;
+mod outage;
+mod published_roots;
+mod status_counters;
