@@ -1,4 +1,4 @@
-//! The holder's side of `novelfs upgrade` (the command is `mount/upgrade.rs`):
+//! The holder's side of `novelfs upgrade` (the command is `mount/failover/upgrade.rs`):
 //! it starts the new server beside the serving one, waits until it is
 //! ready (its library open, its tree made: `Handoff::stand_by`), then asks
 //! the old one to step down (`step_down`: no more requests, those it holds
