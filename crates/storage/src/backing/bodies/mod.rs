@@ -198,7 +198,6 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
     use std::ops::Range;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
