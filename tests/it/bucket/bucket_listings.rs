@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bucket::bucket::{library, publish};
+use crate::bucket::native::{library, publish};
 use crate::common::bucket::Bucket;
 
 /// At 100 ms a request, a reader that reads a page every 50 ms for four

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::bucket::bucket::library;
+use crate::bucket::native::library;
 use crate::common::bucket::Bucket;
 use crate::common::s3_server::{Counts, S3Server};
 

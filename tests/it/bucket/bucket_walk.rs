@@ -3,7 +3,7 @@
 //! first alone and then a start's narrow window; read from the times the
 //! test's proxy logs for each request.
 
-use crate::bucket::bucket::library;
+use crate::bucket::native::library;
 use crate::common::bucket::Bucket;
 use crate::common::s3_server::{Request, url_path};
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::bucket::bucket::library;
+use crate::bucket::native::library;
 use crate::common::bucket::{Bucket, credentials};
 use crate::common::eventually_within;
 

@@ -2,13 +2,13 @@
 //! listings, bodies, big chapters, walkers, a fleet, outages, the published
 //! index, the request counters.
 
-pub(crate) mod bucket;
 mod bucket_big;
 mod bucket_first_page;
 mod bucket_listings;
 mod bucket_random;
 mod bucket_walk;
 mod fleet;
+pub(crate) mod native;
 mod object_storage;
 mod outage;
 mod published_roots;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::bucket::bucket::library;
+use crate::bucket::native::library;
 use crate::common::bucket::Bucket;
 use crate::common::{errno, eventually_within, follow_log, is_mounted};
 
@@ -78,7 +78,7 @@ fn reread_through_outage(stale_if_error: &str, published: bool) -> (usize, usize
         return (0, 1);
     };
     if published {
-        crate::bucket::bucket::publish(&bucket, &dir.path().join("built-here"));
+        crate::bucket::native::publish(&bucket, &dir.path().join("built-here"));
     }
     let timeout = Duration::from_secs(2);
     let mut m = bucket.mount(&[
@@ -287,7 +287,7 @@ fn unmount_ends_the_daemon_while_a_call_into_the_bucket_hangs() {
         mut reader,
         _released,
     } = a_reader_stuck_in(&bucket);
-    crate::failover::failover::abort_connection(&mnt);
+    crate::failover::killed::abort_connection(&mnt);
     assert!(
         !reader.wait().unwrap().success(),
         "the reader gets an error"

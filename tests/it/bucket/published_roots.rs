@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bucket::bucket::publish;
+use crate::bucket::native::publish;
 use crate::common::bucket::Bucket;
 use crate::common::{Mount, reference_library};
 use crate::mount::persist::tree;

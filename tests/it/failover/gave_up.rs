@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, errno, follow_log, fuse_available, is_mounted, within};
-use crate::failover::failover::{
+use crate::failover::killed::{
     abort_connection, holder_status, library, mount_whose_restarts_crash, read_uncached, server_of,
 };
 

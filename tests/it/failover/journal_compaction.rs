@@ -15,7 +15,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, fuse_available};
-use crate::failover::failover::{holder_count, library, read_uncached, server_of};
+use crate::failover::killed::{holder_count, library, read_uncached, server_of};
 
 #[test]
 fn many_lookups_and_forgets_keep_the_journal_small_and_a_failover_finds_every_node() {

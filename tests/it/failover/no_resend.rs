@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, book_library, errno, follow_log, fuse_available};
-use crate::failover::failover::{abort_connection, holder_status, read_uncached, server_of};
+use crate::failover::killed::{abort_connection, holder_status, read_uncached, server_of};
 
 /// Releases held loads however a test ends, so the servers can exit.
 struct Release(PathBuf);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, follow_log, fuse_available, skip};
-use crate::failover::failover::{
+use crate::failover::killed::{
     PageReaders, abort_connection, kill_servers, library, pages, stacks,
 };
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{Mount, Rng, errno, errno_name, follow_log, fuse_available, skip};
-use crate::failover::failover::{holder_count, library, read_uncached, readers_while, server_of};
+use crate::failover::killed::{holder_count, library, read_uncached, readers_while, server_of};
 
 /// A reader of names no one looked up before (`-limit-` pages get inode
 /// numbers of their own), each read again a little later uncached: a node
@@ -440,7 +440,7 @@ fn while_an_upgrade_gets_ready_status_answers_and_another_is_refused() {
     let begun = Instant::now();
     let (status, asked) = loop {
         let t = Instant::now();
-        let status = crate::failover::failover::holder_status(&mnt);
+        let status = crate::failover::killed::holder_status(&mnt);
         let asked = t.elapsed();
         assert!(asked < Duration::from_millis(2500), "status took {asked:?}");
         if status["server"].ends_with("(starting)") {
@@ -517,7 +517,7 @@ fn a_holder_waits_for_its_socket_name_a_holder_before_still_holds() {
         }
         // Served: the holder made its socket before it started the server.
         read_uncached(&mount.path().join("书/第1章.txt/offset-1.txt")).expect("served");
-        let status = crate::failover::failover::holder_status(mount.path());
+        let status = crate::failover::killed::holder_status(mount.path());
         assert_eq!(status["holder"], mount.pid().to_string(), "{status:?}");
         return;
     }
