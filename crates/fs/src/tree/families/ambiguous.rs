@@ -60,7 +60,7 @@ pub(in crate::tree) fn lookup(
 }
 
 /// The `ERROR` of the shared name, with its attributes.
-pub(in crate::tree) fn error(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
+fn error(fs: &NovelFs, book: Arc<OsStr>, name: Box<OsStr>) -> Result<Found> {
     let a = resolve::ambiguity(&fs.source, &book, &name)?;
     let node = Node::AmbiguousError {
         book,

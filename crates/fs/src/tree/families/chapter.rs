@@ -93,7 +93,7 @@ pub(in crate::tree) fn lookup(fs: &NovelFs, chapter: ChapterRef, name: &OsStr) -
 
 /// The `ERROR` of `version` of the chapter, which cannot be decoded, with
 /// its attributes.
-pub(in crate::tree) fn error(
+fn error(
     fs: &NovelFs,
     chapter: ChapterRef,
     version: u64,

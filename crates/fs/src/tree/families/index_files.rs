@@ -17,13 +17,13 @@ use super::super::{Found, NovelFs, Stat, listed};
 
 /// The library's index as the sources are now (computed if it is not
 /// cached).
-pub(in crate::tree) fn books_index(fs: &NovelFs) -> Result<Rendered> {
+fn books_index(fs: &NovelFs) -> Result<Rendered> {
     fs.index_files
         .library(&fs.source, &fs.outlines, fs.switch.tool_on(Tool::Books))
 }
 
 /// A book's index as the sources are now (computed if it is not cached).
-pub(in crate::tree) fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result<Rendered> {
+fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result<Rendered> {
     fs.index_files.book(
         &fs.source,
         &fs.outlines,
@@ -34,7 +34,7 @@ pub(in crate::tree) fn chapters_index(fs: &NovelFs, book: &Arc<OsStr>) -> Result
 
 /// The node and attributes of an index file in `format`, both of one
 /// rendering.
-pub(in crate::tree) fn found(
+fn found(
     fs: &NovelFs,
     rendered: Rendered,
     format: PageFormat,
@@ -75,7 +75,7 @@ pub(in crate::tree) fn chapters_found(
 /// An index file as a listing names it: no version, and attributes the
 /// kernel may not keep (a lookup gives the real ones). Listing a
 /// directory never computes an index.
-pub(in crate::tree) fn unlooked(node: Node, name: &str) -> Listed {
+fn unlooked(node: Node, name: &str) -> Listed {
     Listed {
         attr: Some(Attr {
             ino: 0,

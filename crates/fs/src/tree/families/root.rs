@@ -30,7 +30,7 @@ pub(in crate::tree) fn error_stat(fs: &NovelFs) -> Result<Stat> {
 
 /// What the root's `ERROR` says: that the switch is off, or why
 /// `novels/` cannot be listed (gone, unreadable); ENOENT when neither.
-pub(in crate::tree) fn error_text(fs: &NovelFs) -> Result<String> {
+fn error_text(fs: &NovelFs) -> Result<String> {
     if !fs.switched_on() {
         return Ok(NovelError::SwitchedOff.error_line());
     }
