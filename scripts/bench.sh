@@ -45,7 +45,7 @@
 # cut at --s3fs-cap seconds (default auto: 21x the s3:// side's median of
 # the same workload, at least 30 s); --no-s3fs: not that side.
 # --failover: only the failover figures: the failover tests of tests/it
-# (failover::, upgrade::, sandbox_failover::) built in the release profile and
+# (failover::killed::, failover::upgrade::, failover::sandbox_failover::) built in the release profile and
 # run --runs times one at a time; each prints its readers' longest pause
 # (the longest single read or listing of 16 readers checking every byte),
 # failed reads and wrong bytes, and the holder's VmRSS, which the table holds
@@ -1420,11 +1420,11 @@ declare -A BK_HWM=()
 
 # failover_figures: the failover tests in a release build (see --failover).
 failover_figures() {
-    echo "== failover: tests/it failover::, upgrade::, sandbox_failover:: (release), $RUNS runs"
-    local tests="failover::readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed
-        failover::the_holder_stays_small_and_holds_nothing_of_the_library
-        upgrade::readers_see_no_error_while_the_server_is_upgraded_in_place
-        sandbox_failover::readers_in_a_sandbox_see_no_error_while_the_server_is_killed"
+    echo "== failover: tests/it failover::killed::, failover::upgrade::, failover::sandbox_failover:: (release), $RUNS runs"
+    local tests="failover::killed::readers_see_no_error_and_no_wrong_byte_while_the_server_is_killed
+        failover::killed::the_holder_stays_small_and_holds_nothing_of_the_library
+        failover::upgrade::readers_see_no_error_while_the_server_is_upgraded_in_place
+        failover::sandbox_failover::readers_in_a_sandbox_see_no_error_while_the_server_is_killed"
     (cd "$REPO" && cargo test --release --quiet --test it --no-run)
     local r out
     for r in $(seq "$RUNS"); do

@@ -17,7 +17,7 @@ part() {
         failed+=("$name")
     fi
 }
-# The release build is the second build tests/it/upgrade.rs upgrades a
+# The release build is the second build tests/it/failover/upgrade.rs upgrades a
 # mount to and back (after .ci/run's package build, nothing to do).
 part release cargo build --release --locked
 # --no-fail-fast: a failing test binary does not keep the others from running.

@@ -6,15 +6,15 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::attach::missing_dev_fuse;
 use super::config::MountConfig;
 use super::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
-use super::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
-use super::process::{Forked, detach_stdio, fork_with_socket, report_failure};
-use super::session::{Start, serve};
+use super::os::attach::missing_dev_fuse;
+use super::os::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
+use super::os::process::{Forked, detach_stdio, fork_with_socket, report_failure};
+use super::os::watchdog::Watchdog;
+use super::serving::session::{Start, serve};
 use super::verdict;
-use super::watchdog::Watchdog;
 use novelfs_fs::MMAP_THRESHOLD;
 use novelfs_library::Library;
 
@@ -46,7 +46,7 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
             let at = config.mountpoint.display();
             // `novelfs unmount` unmounts novelfs mounts only: anything else
             // mounted there is named, with the tool that unmounts it.
-            return Err(match super::mountinfo::mount_type(&config.mountpoint) {
+            return Err(match super::os::mountinfo::mount_type(&config.mountpoint) {
                 Some(t) if t == "fuse.novelfs" => format!(
                     "{at} is already a mount point (a novelfs mount); unmount it first (`novelfs unmount {at}`)"
                 ),
@@ -167,7 +167,13 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     if config.failover {
         // This process stays as the holder; a child serves.
-        return super::holder_lean::hold(&config, &mountpoint, given_in, watchdog, ready_pipe);
+        return super::failover::holder_lean::hold(
+            &config,
+            &mountpoint,
+            given_in,
+            watchdog,
+            ready_pipe,
+        );
     }
     // Opened here, past every fork and the allocator's settings: a
     // bucket's client starts threads.
@@ -222,7 +228,7 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
     }
     // Before any other thread starts: the holder may ask it to step down.
-    super::step_down::watch(h.generation);
+    super::failover::step_down::watch(h.generation);
     h.start_sentinel();
     // The arguments are parsed; nothing is kept busy.
     let _ = std::env::set_current_dir("/");

@@ -1,41 +1,30 @@
 //! The kernel side: everything that talks to FUSE, the kernel's mount
-//! table or the process itself. `fuse` translates fuser's requests to the
-//! tree (`novelfs_fs`) and nothing more; `session` attaches and serves one
-//! mount; `daemon` runs `novelfs mount` as a process; `config` resolves
-//! the command's settings once.
+//! table or the process itself. `serving` answers the kernel's requests
+//! (`fuse` translates fuser's requests to the tree, `novelfs_fs`, and
+//! nothing more; `session` attaches and serves one mount); `failover`
+//! keeps a mount's connection across its server's death (the holder,
+//! upgrades, `novelfs status`); `os` is the plumbing (attaching, the
+//! mount table, fusermount, forks, the auto_unmount watchdog). Here:
+//! `daemon` runs `novelfs mount` as a process; `config` resolves the
+//! command's settings once; `handoff` and `unanswered` are what a holder
+//! and every server it starts share.
 
 pub(crate) mod access;
-mod ask_holder;
-mod attach;
 pub(crate) mod config;
 mod counted;
 pub(crate) mod daemon;
-mod deadline;
-mod ending;
 pub(crate) mod failover;
-#[macro_use]
-mod read_only;
-mod fuse;
-pub mod fusermount;
 mod handoff;
-mod holder;
-pub(crate) mod holder_lean;
-mod holder_os;
 pub(crate) mod library_at;
 pub(crate) mod logging;
-pub(crate) mod mountinfo;
-pub(crate) mod mountpoint;
-mod offload;
 pub(crate) mod options;
-mod process;
-mod pusher;
-mod replies;
-mod runner;
-mod session;
-pub(crate) mod status;
-mod step_down;
+mod os;
+mod serving;
 pub(crate) mod transport;
 pub(crate) mod unanswered;
-pub(crate) mod upgrade;
 mod verdict;
-mod watchdog;
+
+// The commands (`crate::cli`) name these at `mount::`.
+pub(crate) use failover::{holder_lean, status, upgrade};
+pub use os::fusermount;
+pub(crate) use os::{mountinfo, mountpoint};

@@ -1,7 +1,7 @@
 //! The tree of the mount (§2 of docs/contract.md) over the library layer,
 //! free of FUSE: which names exist, what they are, what bytes they hold,
 //! how long the kernel may keep them. `tree` holds the request handlers
-//! (`NovelFs`) and returns plain values; the binary's `mount::fuse`
+//! (`NovelFs`) and returns plain values; the binary's `mount::serving::fuse`
 //! translates them for the kernel. Each concern the handlers rely on has
 //! its own module. `events` names the machine-readable log lines that the
 //! daemon writes and tests read back.

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::js::format_number;
 use super::number::ChapterNumber;
+use super::text::js::format_number;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum NovelError {

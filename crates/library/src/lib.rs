@@ -11,22 +11,18 @@ mod args;
 pub mod backing;
 mod chapter_io;
 mod chapters;
-pub mod decode;
 pub mod error;
 pub mod index;
-pub mod js;
-pub mod line;
 pub mod lookup;
 pub mod number;
-mod output;
-pub mod page;
+mod pages;
 mod paths;
-pub mod render;
 pub mod scan;
 pub mod stable_hash;
 pub mod stream;
 pub mod switch;
 pub mod test_switch;
+mod text;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -35,10 +31,13 @@ pub use args::{normalize_path_root, parse_int_arg, sanitize_segment};
 pub use chapters::{ChapterRow, ChapterTable, SharedNumber, chapter_table};
 pub use error::NovelError;
 pub use lookup::{BookIndex, Lookup};
-pub use output::{PageFormat, PageOutput};
-pub use page::{ChapterText, Page, READ_LIMIT};
-pub use render::PageOrigin;
+pub use pages::output::{PageFormat, PageOutput};
+pub use pages::page::{ChapterText, Page, READ_LIMIT};
+pub use pages::render::PageOrigin;
+// Their paths as the other crates name them.
+pub use pages::{page, render};
 pub use scan::Chapter;
+pub use text::{decode, js, line};
 
 /// Builds what file-name parsing and sorting need (regexes, collation
 /// tables) ahead of the first request: a mount calls it on a thread of its

@@ -12,9 +12,9 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use regex::Regex;
 
-use super::js;
 use super::number::{self, ChapterNumber};
 use super::scan::Chapter;
+use super::text::js;
 
 /// The outcome of `find_chapter`.
 #[derive(Debug, Clone, PartialEq)]

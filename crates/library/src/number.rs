@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::js::{self, JS_WHITESPACE_CLASS};
+use super::text::js::{self, JS_WHITESPACE_CLASS};
 
 /// A chapter number as JavaScript holds it: a double. A leading run of more
 /// than 15 digits is rounded, never an overflow.

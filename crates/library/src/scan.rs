@@ -11,8 +11,8 @@ use std::sync::{LazyLock, OnceLock};
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 
-use super::js;
 use super::number::{self, ChapterNumber};
+use super::text::js;
 
 /// One chapter file of a book.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,8 @@
 //! The source layout's rules, checked on the sources themselves: each layer
-//! names only the layers below it (the tree never talks to FUSE), and no
-//! files nor top-level modules import each other in a circle.
+//! names only the layers below it (the tree never talks to FUSE), no
+//! files nor top-level modules import each other in a circle, and no file
+//! or folder grows past the bounds of `sizes` (400 lines before a file's
+//! tests, 15 files in a folder).
 //!
 //! The check reads the crate as rustc does: modules from their `mod`
 //! declarations (`#[path]` and `#[cfg(test)]` included), `crate::`,
@@ -10,11 +12,13 @@
 //! reach anywhere and are left out of the import graph.
 
 mod scan;
+mod sizes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use scan::{ModPath, Scan, scan};
+use sizes::size_problems;
 
 /// A module in a file of its own.
 struct FileModule {
@@ -409,14 +413,31 @@ fn the_sources_keep_their_layout() {
             }
         }
         all.extend(problems(&src));
+        let test_only: BTreeSet<&PathBuf> = krate
+            .files
+            .iter()
+            .filter(|f| f.test)
+            .map(|f| &f.file)
+            .collect();
+        let files: Vec<(PathBuf, bool)> = on_disk
+            .iter()
+            .map(|f| (f.clone(), test_only.contains(f)))
+            .collect();
+        all.extend(size_problems(&files, |p| {
+            p.strip_prefix(root).unwrap_or(p).display().to_string()
+        }));
     }
     let src = root.join("src");
     let krate = Crate::read(&src);
-    let session = krate.modules[&vec!["mount".to_string(), "session".to_string()]];
-    let attach = krate.modules[&vec!["mount".to_string(), "attach".to_string()]];
+    let module =
+        |path: &[&str]| krate.modules[&path.iter().map(|s| s.to_string()).collect::<ModPath>()];
+    let session = module(&["mount", "serving", "session"]);
+    let attach = module(&["mount", "os", "attach"]);
+    let fuse = module(&["mount", "serving", "fuse"]);
+    let deadline = module(&["mount", "serving", "deadline"]);
     assert!(
-        krate.imports()[session].contains(&attach),
-        "the scan sees `use super::attach`"
+        krate.imports()[session].contains(&attach) && krate.imports()[fuse].contains(&deadline),
+        "the scan sees `use crate::mount::os::attach` and `use super::deadline`"
     );
     assert!(all.is_empty(), "layout problems:\n{}", all.join("\n"));
 }

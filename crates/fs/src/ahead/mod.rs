@@ -8,7 +8,7 @@
 //!   directories (thread `novelfs-outline`);
 //! - `kernel`: the kernel's page cache (the pages it would READ), ahead of
 //!   a reader reading pages (thread `novelfs-store`, which the binary's
-//!   `mount::pusher` runs: it needs the kernel's notifier).
+//!   `mount::serving::pusher` runs: it needs the kernel's notifier).
 //!
 //! One `Ahead`, owned by the tree, keeps the readers and the three
 //! members, and is told what the tree serves. A reader is a `Track`

@@ -2,12 +2,13 @@
 //! are, what bytes they hold. `fuse.rs` only translates requests to these.
 //!
 //! `NovelFs` holds the mount's state and its entry points. Each entry
-//! point dispatches once over `Node` to the module of the node's family:
-//! `root`, `book`, `chapter`, `ambiguous`, `page`, `index_files`. This
-//! file holds the struct and the dispatch of lookups, attributes and
-//! listings; `build` makes a `NovelFs` for a mount, `attrs` holds the
-//! attribute rules, `opendir` what the kernel may keep of a listing,
-//! `read` the bytes of files and links, `stores` what is told to `ahead`.
+//! point dispatches once over `Node` to the module of the node's family
+//! (in `families/`): `root`, `book`, `chapter`, `ambiguous`, `page`,
+//! `index_files`. This file holds the struct and the dispatch of lookups,
+//! attributes and listings; `build` makes a `NovelFs` for a mount, `attrs`
+//! holds the attribute rules, `opendir` what the kernel may keep of a
+//! listing, `read` the bytes of files and links, `stores` what is told to
+//! `ahead`.
 //!
 //! Nothing here is trusted across requests: every operation re-validates
 //! its node against the source (through stamp-checked caches), so a change
@@ -19,18 +20,13 @@
 //! on a source carries the version of that source in its node, so an
 //! inode's bytes never change. An edit makes the same name a new inode.
 
-mod ambiguous;
 mod attrs;
-mod book;
 mod build;
-mod chapter;
 mod dir_pages;
-mod index_files;
+mod families;
 mod invalidations;
 mod opendir;
-mod page;
 mod read;
-mod root;
 mod stores;
 
 #[cfg(test)]
@@ -59,6 +55,7 @@ use super::switch::Switch;
 use attrs::{Found, Stat};
 pub use build::FsConfig;
 pub use dir_pages::{Detail, DirReply};
+use families::{ambiguous, book, chapter, index_files, page, root};
 pub use opendir::DirCache;
 use opendir::digest;
 use read::error_bytes;

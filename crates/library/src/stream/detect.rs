@@ -10,7 +10,7 @@ use encoding_rs::{Decoder, GBK};
 use super::chunks::{for_each_chunk, read_full};
 use super::line_index::{Indexer, LineIndex};
 use super::{TextEncoding, TextLayout};
-use crate::decode::{UndetectableEncoding, is_plausible_text_code, is_text_high_byte};
+use crate::text::decode::{UndetectableEncoding, is_plausible_text_code, is_text_high_byte};
 
 /// The length of the UTF-8 sequence `lead` starts (0: not a lead byte).
 fn utf8_width(lead: u8) -> usize {

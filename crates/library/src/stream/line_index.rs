@@ -9,8 +9,8 @@ use encoding_rs::{CoderResult, Decoder};
 
 use super::chunks::for_each_chunk;
 use super::{TextEncoding, TextLayout};
-use crate::js::utf16_units;
-use crate::line::{LINE_CUT, LineStats};
+use crate::text::js::utf16_units;
+use crate::text::line::{LINE_CUT, LineStats};
 
 /// Decoded bytes of a line kept to measure it: at most 3 UTF-8 bytes per
 /// unit, so this many hold more than `LINE_CUT` units.

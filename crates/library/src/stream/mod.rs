@@ -75,9 +75,9 @@ mod tests {
 
     use super::chunks::CHUNK;
     use super::*;
-    use crate::decode::UndetectableEncoding;
-    use crate::decode::decode_owned;
-    use crate::page::{ChapterText, READ_LIMIT};
+    use crate::pages::page::{ChapterText, READ_LIMIT};
+    use crate::text::decode::UndetectableEncoding;
+    use crate::text::decode::decode_owned;
 
     /// The bytes, streamed and decoded whole: the same pages, sizes and
     /// chain, or the same error.

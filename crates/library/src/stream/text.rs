@@ -8,8 +8,8 @@ use super::chunks::read_full;
 use super::detect::detect;
 use super::line_index::{self, LineIndex};
 use super::{TextEncoding, TextLayout};
-use crate::decode::UndetectableEncoding;
-use crate::line::{LINE_CUT, LineStats};
+use crate::text::decode::UndetectableEncoding;
+use crate::text::line::{LINE_CUT, LineStats};
 
 /// Source bytes of a line enough to show it: a unit takes at most 4 bytes
 /// (a GB18030 four-byte sequence), so this many hold more than `LINE_CUT`

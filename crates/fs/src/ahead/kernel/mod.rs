@@ -1,5 +1,5 @@
 //! The kernel's page cache, filled ahead of a reader (contract §2.4a; the
-//! kernel is told by `crate::mount::pusher` with FUSE_NOTIFY_STORE). Once a
+//! kernel is told by `crate::mount::serving::pusher` with FUSE_NOTIFY_STORE). Once a
 //! reader has read a page (a READ of it reached the daemon), the rest of
 //! that chapter and the chapters after it in the book, in the format it
 //! read, are rendered on the store thread and stored into the inodes the

@@ -1,0 +1,70 @@
+//! The published snapshot followed: its directories are served from it,
+//! not listed.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::super::bodies::lock;
+use super::super::follow::{Follower, PendingHead, Said};
+use super::Listings;
+
+impl Listings {
+    /// Serves directories from `follower`'s snapshot from now on.
+    pub(in crate::backing) fn follow(&self, follower: Arc<Follower>) {
+        let _ = self.follow.set(follower);
+    }
+
+    /// Follows the snapshot `head` names once it is answered (see
+    /// `take_pending`).
+    pub(in crate::backing) fn follow_pending(&self, head: Arc<PendingHead>) {
+        *lock(&self.pending) = Some(head);
+        self.pending_any.store(true, Ordering::Release);
+    }
+
+    /// Takes the pending head, waiting for its answer, and follows its
+    /// snapshot when there is one: readers that come meanwhile wait too,
+    /// so none lists what the snapshot holds.
+    pub(super) fn take_pending(&self) {
+        if !self.pending_any.load(Ordering::Acquire) {
+            return;
+        }
+        let mut pending = lock(&self.pending);
+        let Some(head) = pending.take() else { return };
+        if let Some(head) = head.get() {
+            match Follower::start(self.storage.clone(), self.ttl, head) {
+                Ok(f) => {
+                    let _ = self.follow.set(Arc::new(f));
+                }
+                Err(e) => {
+                    log::warn!("the published snapshot is not followed ({e}): the mount lists")
+                }
+            }
+        }
+        log::info!("freshness: {}", self.freshness());
+        self.pending_any.store(false, Ordering::Release);
+    }
+
+    /// Whether a published snapshot is followed (it may have lapsed since).
+    pub(in crate::backing) fn following(&self) -> bool {
+        self.take_pending();
+        self.follow.get().is_some()
+    }
+
+    /// The freshness rule in force: the snapshot's, or listings'.
+    pub(in crate::backing) fn freshness(&self) -> String {
+        match self.follow.get() {
+            Some(f) => f.describe(),
+            None if self.pending_any.load(Ordering::Acquire) => {
+                "the published snapshot where there is one (its head is being asked for)".into()
+            }
+            None => format!("listings, each made again once per TTL ({:?})", self.ttl),
+        }
+    }
+
+    /// What the followed snapshot says of `dir`, when it answers for it.
+    pub(super) fn in_snapshot(&self, dir: &Path) -> Option<Said> {
+        self.take_pending();
+        self.follow.get()?.dir(dir)
+    }
+}

@@ -1,0 +1,65 @@
+//! The thread that runs the deadlines as they pass, started with the
+//! first request armed and gone with the mount.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use novelfs_fs::lock;
+
+use super::{Deadlines, Timer};
+
+impl Deadlines {
+    pub(super) fn start(&self) {
+        if self.timer.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let timer = Arc::downgrade(&self.timer);
+        let spawned = std::thread::Builder::new()
+            .name("novelfs-deadline".into())
+            .spawn(move || {
+                novelfs_fs::unpinned();
+                run(timer)
+            });
+        if let Err(e) = spawned {
+            log::warn!("no deadline thread ({e}): a hung source may hang requests");
+        }
+    }
+}
+
+/// The longest the timer thread sleeps between looks at its deadlines.
+pub(super) const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+/// Runs the expiries as their deadlines pass, while the mount lives.
+fn run(timer: std::sync::Weak<Timer>) {
+    loop {
+        let Some(t) = timer.upgrade() else { return };
+        let mut pending = lock(&t.pending);
+        let now = Instant::now();
+        // Under the lock: a request that ends meanwhile finds its deadline
+        // either still pending or already run.
+        let mut ran = false;
+        while let Some(entry) = pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let mut expiry = entry.remove();
+            if let Some(next) = expiry() {
+                pending.insert(next, expiry);
+            }
+            ran = true;
+        }
+        if ran {
+            drop(pending);
+            continue;
+        }
+        // At most `MAX_SLEEP` at a time: the thread sees the mount go, and
+        // deadlines armed meanwhile are run in time without a wake-up.
+        let wait = pending
+            .keys()
+            .next()
+            .map_or(MAX_SLEEP, |k| k.0 - now)
+            .min(MAX_SLEEP);
+        let _ = t.wake.wait_timeout(pending, wait);
+    }
+}

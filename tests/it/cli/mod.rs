@@ -1,0 +1,10 @@
+//! The command line: error texts, usage, options, installation, logs, a
+//! newcomer's mistakes, the tests' switches.
+
+mod cli_errors;
+mod cli_usage;
+mod install;
+mod logs;
+mod newcomer;
+mod options;
+mod test_switches;
