@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, MountCmd, ReadCmd, UnmountCmd};
+use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
+use super::mount_args::MountCmd;
 use super::mount_config::{bucket_options, mount_config};
 use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};

@@ -1,6 +1,7 @@
 //! novelfs(1), generated from the clap definitions.
 
-use super::args::{NOTES, command};
+use super::args::command;
+use super::help::NOTES;
 
 /// A section rendered by clap_mangen, without roff's preamble and without
 /// its own `.SH` line, so that it can sit under another heading.

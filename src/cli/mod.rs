@@ -1,12 +1,15 @@
-//! The `novelfs` command line: `args` holds the clap definitions, `argv`
-//! the argv forms clap cannot see (fstab and mount(8) helpers), `man` the
-//! man page, `commands` what each subcommand does, and `mount_config` the
+//! The `novelfs` command line: `args` holds the clap definitions, `help`
+//! their prose, `argv` the argv forms clap cannot see (fstab and mount(8)
+//! helpers), `man` the man page, `commands` what each subcommand does, and `mount_config` the
 //! mount's settings from `novelfs mount`'s arguments.
 
 mod args;
 mod argv;
+mod bucket_args;
 mod commands;
+mod help;
 mod man;
+mod mount_args;
 mod mount_config;
 mod root_check;
 

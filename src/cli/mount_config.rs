@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::{BucketArgs, MountCmd};
+use super::bucket_args::BucketArgs;
+use super::mount_args::MountCmd;
 use crate::mount::access::Access;
 use crate::mount::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR, DEFAULT_THREADS,

@@ -14,15 +14,6 @@ pub(super) const MAX_LINES: usize = 400;
 /// Files in one folder of sources.
 pub(super) const MAX_FILES: usize = 15;
 
-/// Files over `MAX_LINES` that others are changing now, each with the
-/// most lines it may have meanwhile (where it stood): it may shrink, not
-/// grow, and once under the bound it leaves this list.
-const OVER_FOR_NOW: [(&str, usize); 3] = [
-    ("crates/storage/src/s3/mod.rs", 485),
-    ("crates/storage/src/s3/ops.rs", 479),
-    ("src/cli/args.rs", 571),
-];
-
 /// The lines of `text` before its first `#[cfg(test)]` line.
 fn lines_before_tests(text: &str) -> usize {
     text.lines()
@@ -48,21 +39,10 @@ pub(super) fn size_problems(
             std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let lines = lines_before_tests(&text);
         let shown = name(file);
-        let allowed = OVER_FOR_NOW.iter().find(|(f, _)| *f == shown);
-        match allowed {
-            Some((_, cap)) if lines > *cap => found.push(format!(
-                "{shown} has {lines} lines before its tests: it is over {MAX_LINES} for now, \
-                 but may not grow past {cap}"
-            )),
-            Some(_) if lines <= MAX_LINES => found.push(format!(
-                "{shown} has {lines} lines before its tests, within {MAX_LINES}: \
-                 take it off OVER_FOR_NOW (tests/it/layout/sizes.rs)"
-            )),
-            Some(_) => {}
-            None if lines > MAX_LINES => found.push(format!(
+        if lines > MAX_LINES {
+            found.push(format!(
                 "{shown} has {lines} lines before its tests (at most {MAX_LINES}): split it by job"
-            )),
-            None => {}
+            ));
         }
     }
     for (folder, n) in per_folder {

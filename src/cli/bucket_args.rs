@@ -1,0 +1,35 @@
+//! How a command reaches a library in a bucket: the options every
+//! command that takes a ROOT shares.
+
+use clap::Args;
+
+/// How to reach a library in a bucket (ROOT `s3://BUCKET[/PREFIX]`,
+/// `gs://BUCKET[/PREFIX]` or `az://CONTAINER[/PREFIX]`), as mountpoint-s3
+/// names these options. Credentials come from the cloud's own chain
+/// (docs/clouds.md): for S3, AWS_ACCESS_KEY_ID and friends, the shared
+/// credentials and config files (with --profile), container and instance
+/// metadata.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BucketArgs {
+    /// The store's endpoint (http(s)://HOST[:PORT]): MinIO, Ceph, R2 and
+    /// other servers speaking S3, an emulator, a sovereign cloud; the
+    /// cloud's own by default.
+    #[arg(long, value_name = "URL", value_parser = crate::mount::options::value::endpoint)]
+    pub endpoint_url: Option<String>,
+    /// Azure: the storage account (else AZURE_STORAGE_ACCOUNT_NAME).
+    #[arg(long, value_name = "NAME", value_parser = |v: &str| crate::mount::options::value::non_empty(v, crate::mount::options::value::NAME))]
+    pub account: Option<String>,
+    /// The bucket's region (else the profile's, AWS_REGION, or us-east-1).
+    #[arg(long, value_name = "REGION", value_parser = crate::mount::options::value::region)]
+    pub region: Option<String>,
+    /// A named profile of the shared AWS credentials and config files.
+    #[arg(long, value_name = "NAME", value_parser = |v: &str| crate::mount::options::value::non_empty(v, crate::mount::options::value::NAME))]
+    pub profile: Option<String>,
+    /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
+    #[arg(long)]
+    pub force_path_style: bool,
+    /// Send requests unsigned, for a public bucket (or container): no
+    /// credentials are looked for (the AWS CLI's name; -o no_sign_request).
+    #[arg(long)]
+    pub no_sign_request: bool,
+}
