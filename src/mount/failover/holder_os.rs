@@ -2,7 +2,10 @@
 //! pidfds of the server (of one of its threads, or of the whole process),
 //! the memfds that outlive a server, and one buffer mapped for a request.
 
+use fuser::abi::fuse_opcode::{FUSE_BATCH_FORGET, FUSE_FORGET, FUSE_INTERRUPT};
+use fuser::abi::{fuse_in_header, fuse_notify_code, fuse_out_header};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use zerocopy::{FromBytes, IntoBytes};
 
 pub(super) fn pollin(fd: RawFd) -> libc::pollfd {
     libc::pollfd {
@@ -119,36 +122,35 @@ pub(super) fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
 /// Answers the request of `n` bytes read into `buf` from the connection
 /// `fuse` with EIO (FORGET, INTERRUPT and BATCH_FORGET take no answer).
 pub(super) fn fail_request(fuse: RawFd, buf: &Buffer, n: usize) {
-    if n < 40 {
+    // SAFETY: the kernel wrote `n` bytes into the buffer.
+    let req = unsafe { std::slice::from_raw_parts(buf.ptr, n) };
+    let Ok((head, _)) = fuse_in_header::read_from_prefix(req) else {
+        return;
+    };
+    let no_answer = [FUSE_FORGET, FUSE_INTERRUPT, FUSE_BATCH_FORGET];
+    if no_answer.into_iter().any(|op| head.opcode == op as u32) {
         return;
     }
-    // SAFETY: the kernel wrote at least a fuse_in_header (40 bytes).
-    let head = unsafe { std::slice::from_raw_parts(buf.ptr, 40) };
-    let opcode = u32::from_le_bytes(head[4..8].try_into().expect("4"));
-    let unique = u64::from_le_bytes(head[8..16].try_into().expect("8"));
-    if matches!(opcode, 2 | 36 | 42) {
-        return;
-    }
-    let mut out = [0u8; 16];
-    out[0..4].copy_from_slice(&16u32.to_le_bytes());
-    out[4..8].copy_from_slice(&(-libc::EIO).to_le_bytes());
-    out[8..16].copy_from_slice(&unique.to_le_bytes());
-    // SAFETY: writing a 16-byte fuse_out_header.
-    unsafe { libc::write(fuse, out.as_ptr().cast(), 16) };
+    write_header(fuse, -libc::EIO, head.unique);
 }
 
-/// `FUSE_NOTIFY_RESEND` (Linux 6.9+): requests the connection's last
-/// server read and never answered are queued again for the next.
-const FUSE_NOTIFY_RESEND: i32 = 7;
+/// Writes a reply or notification that is a bare `fuse_out_header`:
+/// `error` an answer's negated errno, or a notification's code.
+fn write_header(fuse: RawFd, error: i32, unique: u64) {
+    let out = fuse_out_header {
+        len: std::mem::size_of::<fuse_out_header>() as u32,
+        error,
+        unique,
+    };
+    let bytes = out.as_bytes();
+    // SAFETY: writing a whole fuse_out_header.
+    unsafe { libc::write(fuse, bytes.as_ptr().cast(), bytes.len()) };
+}
 
 /// Asks the kernel to queue again what the dead server read and never
-/// answered.
+/// answered (`FUSE_NOTIFY_RESEND`, Linux 6.9+).
 pub(super) fn notify_resend(fuse: RawFd) {
-    let mut resend = [0u8; 16];
-    resend[0..4].copy_from_slice(&16u32.to_le_bytes());
-    resend[4..8].copy_from_slice(&FUSE_NOTIFY_RESEND.to_le_bytes());
-    // SAFETY: writing a 16-byte fuse_out_header.
-    unsafe { libc::write(fuse, resend.as_ptr().cast(), 16) };
+    write_header(fuse, fuse_notify_code::FUSE_NOTIFY_RESEND as i32, 0);
 }
 
 /// Whether the kernel still has the connection (not unmounted, not

@@ -94,6 +94,18 @@ mod dev_fuse;
 pub mod experimental;
 mod forget_one;
 mod ll;
+/// The kernel's FUSE ABI as this crate speaks it (patch: for a program
+/// that answers its connection itself for a while, as novelfs's holder
+/// does between servers): the opcodes, the notification codes and the
+/// structures of the few requests and replies it needs, zerocopy-readable
+/// and -writable.
+pub mod abi {
+    pub use crate::ll::fuse_abi::{
+        fuse_access_in, fuse_attr, fuse_attr_out, fuse_dirent, fuse_entry_out, fuse_in_header,
+        fuse_notify_code, fuse_notify_inval_entry_out, fuse_notify_inval_inode_out, fuse_opcode,
+        fuse_open_out, fuse_out_header, fuse_read_in,
+    };
+}
 mod mnt;
 mod notify;
 mod open_flags;

@@ -12,30 +12,19 @@ use crate::mount::handoff;
 use crate::mount::os::process::euid_egid;
 use novelfs_fs::{OUTSIDE_INO, ROOT_INO};
 
-const LOOKUP: u32 = 1;
-const FORGET: u32 = 2;
-const GETATTR: u32 = 3;
-const OPEN: u32 = 14;
-const READ: u32 = 15;
-const RELEASE: u32 = 18;
-const GETXATTR: u32 = 22;
-const LISTXATTR: u32 = 23;
-const OPENDIR: u32 = 27;
-const READDIR: u32 = 28;
-const RELEASEDIR: u32 = 29;
-const ACCESS: u32 = 34;
-const INTERRUPT: u32 = 36;
-const NOTIFY_REPLY: u32 = 41;
-const BATCH_FORGET: u32 = 42;
-const READDIRPLUS: u32 = 44;
+use fuser::abi::fuse_opcode::{
+    FUSE_ACCESS, FUSE_BATCH_FORGET, FUSE_FORGET, FUSE_GETATTR, FUSE_GETXATTR, FUSE_INTERRUPT,
+    FUSE_LISTXATTR, FUSE_LOOKUP, FUSE_NOTIFY_REPLY, FUSE_OPEN, FUSE_OPENDIR, FUSE_READ,
+    FUSE_READDIR, FUSE_READDIRPLUS, FUSE_RELEASE, FUSE_RELEASEDIR,
+};
+use fuser::abi::{
+    fuse_access_in, fuse_attr, fuse_attr_out, fuse_dirent, fuse_entry_out, fuse_in_header,
+    fuse_notify_code, fuse_notify_inval_entry_out, fuse_notify_inval_inode_out, fuse_open_out,
+    fuse_out_header, fuse_read_in,
+};
+use zerocopy::{FromBytes, IntoBytes};
 
-const NOTIFY_INVAL_INODE: i32 = 2;
-const NOTIFY_INVAL_ENTRY: i32 = 3;
-
-const HEADER: usize = 40;
-const OUT_HEADER: usize = 16;
-const ATTR: usize = 88;
-const ENTRY_OUT: usize = 40 + ATTR;
+const OUT_HEADER: usize = std::mem::size_of::<fuse_out_header>();
 /// The longest `ERROR` (a longer reason is cut at a character).
 const MAX_ERROR: usize = 2048;
 const ERROR_NAME: &[u8] = b"ERROR";
@@ -80,108 +69,152 @@ impl GaveUpTree {
         }
     }
 
-    fn attr(&self, out: &mut Writer, ino: u64) {
+    fn attr(&self, ino: u64) -> fuse_attr {
         let (size, mode, nlink) = if ino == ROOT_INO {
             (0, self.dir_mode, 2)
         } else {
             (self.error.len() as u64, self.file_mode, 1)
         };
-        out.u64(ino);
-        out.u64(size);
-        out.u64(size.div_ceil(512));
-        for _ in 0..3 {
-            out.u64(self.secs);
-        }
-        for _ in 0..3 {
-            out.u32(self.nsecs);
-        }
-        for v in [mode, nlink, self.uid, self.gid, 0, 4096, 0] {
-            out.u32(v);
+        let secs = self.secs as i64;
+        fuse_attr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: secs,
+            mtime: secs,
+            ctime: secs,
+            atimensec: self.nsecs,
+            mtimensec: self.nsecs,
+            ctimensec: self.nsecs,
+            mode,
+            nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            padding: 0,
         }
     }
 
-    /// An entry (`fuse_entry_out`), kept for no time: the kernel asks
-    /// again, and the holder answers the same.
-    fn entry(&self, out: &mut Writer, ino: u64) {
-        out.u64(ino);
-        out.u64(0);
-        out.zeros(24);
-        self.attr(out, ino);
+    /// An entry, kept for no time: the kernel asks again, and the holder
+    /// answers the same.
+    fn entry(&self, ino: u64) -> fuse_entry_out {
+        fuse_entry_out {
+            nodeid: ino,
+            generation: 0,
+            entry_valid: 0,
+            attr_valid: 0,
+            entry_valid_nsec: 0,
+            attr_valid_nsec: 0,
+            attr: self.attr(ino),
+        }
     }
 
     /// Answers the request `req` (as read from the connection `fuse`).
     pub(super) fn answer(&self, fuse: RawFd, req: &[u8]) {
-        if req.len() < HEADER {
+        let Ok((head, body)) = fuse_in_header::read_from_prefix(req) else {
             return;
-        }
-        let opcode = u32_at(req, 4);
-        let unique = u64_at(req, 8);
-        let node = u64_at(req, 16);
-        let body = &req[HEADER..];
-        let mut out = Writer::new(unique);
-        let errno = match (opcode, node) {
-            (FORGET | BATCH_FORGET | INTERRUPT | NOTIFY_REPLY, _) => return,
-            (LOOKUP, ROOT_INO) if name_of(body) == ERROR_NAME => {
-                self.entry(&mut out, OUTSIDE_INO);
-                0
+        };
+        let node = head.nodeid;
+        let is = |op: fuser::abi::fuse_opcode| head.opcode == op as u32;
+        let ours = node == ROOT_INO || node == OUTSIDE_INO;
+        let mut out = Writer::new(head.unique);
+        let errno = if is(FUSE_FORGET)
+            || is(FUSE_BATCH_FORGET)
+            || is(FUSE_INTERRUPT)
+            || is(FUSE_NOTIFY_REPLY)
+        {
+            return;
+        } else if is(FUSE_LOOKUP) && node == ROOT_INO && name_of(body) == ERROR_NAME {
+            out.bytes(self.entry(OUTSIDE_INO).as_bytes());
+            0
+        } else if is(FUSE_GETATTR) && ours {
+            let reply = fuse_attr_out {
+                attr_valid: 0,
+                attr_valid_nsec: 0,
+                dummy: 0,
+                attr: self.attr(node),
+            };
+            out.bytes(reply.as_bytes());
+            0
+        } else if (is(FUSE_OPENDIR) && node == ROOT_INO) || (is(FUSE_OPEN) && node == OUTSIDE_INO) {
+            // No handle, and nothing for the kernel to keep.
+            let reply = fuse_open_out {
+                fh: 0,
+                open_flags: 0,
+                backing_id: 0,
+            };
+            out.bytes(reply.as_bytes());
+            0
+        } else if is(FUSE_RELEASE) || is(FUSE_RELEASEDIR) || (is(FUSE_ACCESS) && node == ROOT_INO) {
+            0
+        } else if is(FUSE_ACCESS) && node == OUTSIDE_INO {
+            match fuse_access_in::read_from_prefix(body) {
+                Ok((access, _)) if access.mask & libc::X_OK == 0 => 0,
+                _ => libc::EACCES,
             }
-            (GETATTR, ROOT_INO | OUTSIDE_INO) => {
-                out.zeros(16);
-                self.attr(&mut out, node);
-                0
-            }
-            (OPENDIR, ROOT_INO) | (OPEN, OUTSIDE_INO) => {
-                // No handle, and nothing for the kernel to keep.
-                out.zeros(16);
-                0
-            }
-            (RELEASE | RELEASEDIR, _) => 0,
-            (ACCESS, ROOT_INO) => 0,
-            (ACCESS, OUTSIDE_INO) if u32_at(body, 0) & libc::X_OK as u32 == 0 => 0,
-            (ACCESS, OUTSIDE_INO) => libc::EACCES,
+        } else if (is(FUSE_GETXATTR) || is(FUSE_LISTXATTR)) && ours {
             // As the servers: the kernel stops asking.
-            (GETXATTR | LISTXATTR, ROOT_INO | OUTSIDE_INO) => libc::ENOSYS,
-            (READ, OUTSIDE_INO) if body.len() >= 20 => {
-                let (offset, size) = (u64_at(body, 8), u32_at(body, 16) as usize);
-                let start = (offset as usize).min(self.error.len());
-                let end = start.saturating_add(size).min(self.error.len());
-                out.bytes(&self.error[start..end]);
-                0
-            }
-            (READDIR | READDIRPLUS, ROOT_INO) if body.len() >= 20 => {
-                let (offset, size) = (u64_at(body, 8), u32_at(body, 16) as usize);
-                let entries: [(&[u8], u64, u32); 3] = [
-                    (b".", ROOT_INO, libc::DT_DIR.into()),
-                    (b"..", ROOT_INO, libc::DT_DIR.into()),
-                    (ERROR_NAME, OUTSIDE_INO, libc::DT_REG.into()),
-                ];
-                for (i, (name, ino, kind)) in entries.into_iter().enumerate().skip(offset as usize)
-                {
-                    let before = out.len;
-                    if opcode == READDIRPLUS {
-                        if ino == OUTSIDE_INO {
-                            self.entry(&mut out, ino);
-                        } else {
-                            // The kernel looks up neither `.` nor `..`.
-                            out.zeros(ENTRY_OUT);
-                        }
-                    }
-                    out.u64(ino);
-                    out.u64(i as u64 + 1);
-                    out.u32(name.len() as u32);
-                    out.u32(kind);
-                    out.bytes(name);
-                    out.zeros((8 - name.len() % 8) % 8);
-                    if out.len - OUT_HEADER > size {
-                        out.len = before;
-                        break;
-                    }
-                }
-                0
-            }
-            _ => libc::EIO,
+            libc::ENOSYS
+        } else if let (true, Ok((read, _))) = (
+            is(FUSE_READ) && node == OUTSIDE_INO,
+            fuse_read_in::read_from_prefix(body),
+        ) {
+            let start = (read.offset as usize).min(self.error.len());
+            let end = start
+                .saturating_add(read.size as usize)
+                .min(self.error.len());
+            out.bytes(&self.error[start..end]);
+            0
+        } else if let (true, Ok((read, _))) = (
+            (is(FUSE_READDIR) || is(FUSE_READDIRPLUS)) && node == ROOT_INO,
+            fuse_read_in::read_from_prefix(body),
+        ) {
+            self.list_root(
+                &mut out,
+                read.offset,
+                read.size as usize,
+                is(FUSE_READDIRPLUS),
+            );
+            0
+        } else {
+            libc::EIO
         };
         out.send(fuse, errno);
+    }
+
+    /// The root's entries from `offset`, within `size` bytes; with `plus`,
+    /// each with its entry (READDIRPLUS).
+    fn list_root(&self, out: &mut Writer, offset: u64, size: usize, plus: bool) {
+        let entries: [(&[u8], u64, u32); 3] = [
+            (b".", ROOT_INO, libc::DT_DIR.into()),
+            (b"..", ROOT_INO, libc::DT_DIR.into()),
+            (ERROR_NAME, OUTSIDE_INO, libc::DT_REG.into()),
+        ];
+        for (i, (name, ino, kind)) in entries.into_iter().enumerate().skip(offset as usize) {
+            let before = out.len;
+            if plus {
+                if ino == OUTSIDE_INO {
+                    out.bytes(self.entry(ino).as_bytes());
+                } else {
+                    // The kernel looks up neither `.` nor `..`.
+                    out.zeros(std::mem::size_of::<fuse_entry_out>());
+                }
+            }
+            let dirent = fuse_dirent {
+                ino,
+                off: i as u64 + 1,
+                namelen: name.len() as u32,
+                typ: kind,
+            };
+            out.bytes(dirent.as_bytes());
+            out.bytes(name);
+            out.zeros((8 - name.len() % 8) % 8);
+            if out.len - OUT_HEADER > size {
+                out.len = before;
+                break;
+            }
+        }
     }
 }
 
@@ -189,50 +222,39 @@ impl GaveUpTree {
 struct Writer {
     buf: [u8; 4096],
     len: usize,
+    unique: u64,
 }
 
 impl Writer {
     fn new(unique: u64) -> Writer {
-        let mut w = Writer {
+        Writer {
             buf: [0; 4096],
             len: OUT_HEADER,
-        };
-        w.buf[8..16].copy_from_slice(&unique.to_le_bytes());
-        w
+            unique,
+        }
     }
     fn bytes(&mut self, b: &[u8]) {
         self.buf[self.len..self.len + b.len()].copy_from_slice(b);
         self.len += b.len();
     }
     fn zeros(&mut self, n: usize) {
+        self.buf[self.len..self.len + n].fill(0);
         self.len += n;
-    }
-    fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-    fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
     }
     /// Sends the reply: its body, or only the header with `errno`.
     fn send(mut self, fuse: RawFd, errno: i32) {
         if errno != 0 {
             self.len = OUT_HEADER;
         }
-        self.buf[0..4].copy_from_slice(&(self.len as u32).to_le_bytes());
-        self.buf[4..8].copy_from_slice(&(-errno).to_le_bytes());
+        let head = fuse_out_header {
+            len: self.len as u32,
+            error: -errno,
+            unique: self.unique,
+        };
+        self.buf[..OUT_HEADER].copy_from_slice(head.as_bytes());
         // SAFETY: writing `len` initialized bytes of the buffer.
         unsafe { libc::write(fuse, self.buf.as_ptr().cast(), self.len) };
     }
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .map_or(0, |s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .map_or(0, |s| u64::from_le_bytes(s.try_into().expect("8 bytes")))
 }
 
 /// A LOOKUP's name: the body up to its NUL.
@@ -245,20 +267,26 @@ fn name_of(body: &[u8]) -> &[u8] {
 /// of its own: it waits for the root's lock, which a reader may hold while
 /// its lookup waits for the holder's answer.
 fn forget_the_old_root(fuse: RawFd) {
-    let mut inode = [0u8; OUT_HEADER + 24];
-    let len = inode.len() as u32;
-    inode[0..4].copy_from_slice(&len.to_le_bytes());
-    inode[4..8].copy_from_slice(&NOTIFY_INVAL_INODE.to_le_bytes());
-    inode[16..24].copy_from_slice(&ROOT_INO.to_le_bytes());
+    let inode_out = fuse_notify_inval_inode_out {
+        ino: ROOT_INO,
+        off: 0,
+        len: 0,
+    };
+    let inode = notification(
+        fuse_notify_code::FUSE_NOTIFY_INVAL_INODE,
+        &[inode_out.as_bytes()],
+    );
     // SAFETY: writing a whole notification.
     unsafe { libc::write(fuse, inode.as_ptr().cast(), inode.len()) };
-    let mut entry = [0u8; OUT_HEADER + 16 + ERROR_NAME.len() + 1];
-    let len = entry.len() as u32;
-    entry[0..4].copy_from_slice(&len.to_le_bytes());
-    entry[4..8].copy_from_slice(&NOTIFY_INVAL_ENTRY.to_le_bytes());
-    entry[16..24].copy_from_slice(&ROOT_INO.to_le_bytes());
-    entry[24..28].copy_from_slice(&(ERROR_NAME.len() as u32).to_le_bytes());
-    entry[32..32 + ERROR_NAME.len()].copy_from_slice(ERROR_NAME);
+    let entry_out = fuse_notify_inval_entry_out {
+        parent: ROOT_INO,
+        namelen: ERROR_NAME.len() as u32,
+        padding: 0,
+    };
+    let entry = notification(
+        fuse_notify_code::FUSE_NOTIFY_INVAL_ENTRY,
+        &[entry_out.as_bytes(), ERROR_NAME, &[0]],
+    );
     let spawned = std::thread::Builder::new()
         .name("novelfs-holder-inval".into())
         .stack_size(64 << 10)
@@ -268,6 +296,22 @@ fn forget_the_old_root(fuse: RawFd) {
     if let Err(e) = spawned {
         log::warn!("holder: cannot drop a missing ERROR the kernel may keep: {e}");
     }
+}
+
+/// A notification of `code` with `parts` as its body: its header's
+/// `error` is the code, its `unique` 0.
+fn notification(code: fuse_notify_code, parts: &[&[u8]]) -> Vec<u8> {
+    let len = OUT_HEADER + parts.iter().map(|p| p.len()).sum::<usize>();
+    let head = fuse_out_header {
+        len: len as u32,
+        error: code as i32,
+        unique: 0,
+    };
+    let mut out = head.as_bytes().to_vec();
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out
 }
 
 impl Holder<'_> {

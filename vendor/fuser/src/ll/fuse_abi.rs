@@ -45,35 +45,35 @@ pub(crate) const FUSE_KERNEL_MINOR_VERSION: u32 = if cfg!(target_os = "macos") {
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, Clone, Copy, KnownLayout, Immutable)]
-pub(crate) struct fuse_attr {
-    pub(crate) ino: u64,
-    pub(crate) size: u64,
-    pub(crate) blocks: u64,
+pub struct fuse_attr {
+    pub ino: u64,
+    pub size: u64,
+    pub blocks: u64,
     // NOTE: this field is defined as u64 in fuse_kernel.h in libfuse. However, it is treated as signed
     // to match stat.st_atime
-    pub(crate) atime: i64,
+    pub atime: i64,
     // NOTE: this field is defined as u64 in fuse_kernel.h in libfuse. However, it is treated as signed
     // to match stat.st_mtime
-    pub(crate) mtime: i64,
+    pub mtime: i64,
     // NOTE: this field is defined as u64 in fuse_kernel.h in libfuse. However, it is treated as signed
     // to match stat.st_ctime
-    pub(crate) ctime: i64,
+    pub ctime: i64,
     #[cfg(target_os = "macos")]
-    pub(crate) crtime: u64,
-    pub(crate) atimensec: u32,
-    pub(crate) mtimensec: u32,
-    pub(crate) ctimensec: u32,
+    pub crtime: u64,
+    pub atimensec: u32,
+    pub mtimensec: u32,
+    pub ctimensec: u32,
     #[cfg(target_os = "macos")]
-    pub(crate) crtimensec: u32,
-    pub(crate) mode: u32,
-    pub(crate) nlink: u32,
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
-    pub(crate) rdev: u32,
+    pub crtimensec: u32,
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u32,
     #[cfg(target_os = "macos")]
-    pub(crate) flags: u32, // see chflags(2)
-    pub(crate) blksize: u32,
-    pub(crate) padding: u32,
+    pub flags: u32, // see chflags(2)
+    pub blksize: u32,
+    pub padding: u32,
 }
 
 #[repr(C)]
@@ -115,7 +115,7 @@ pub mod consts {
 #[repr(u32)]
 #[derive(Debug, TryFromPrimitive)]
 #[allow(non_camel_case_types)]
-pub(crate) enum fuse_opcode {
+pub enum fuse_opcode {
     FUSE_LOOKUP = 1,
     FUSE_FORGET = 2, // no reply
     FUSE_GETATTR = 3,
@@ -175,7 +175,7 @@ pub(crate) enum fuse_opcode {
 #[repr(u32)]
 #[derive(Debug, TryFromPrimitive)]
 #[allow(non_camel_case_types)]
-pub(crate) enum fuse_notify_code {
+pub enum fuse_notify_code {
     FUSE_POLL = 1,
     FUSE_NOTIFY_INVAL_INODE = 2,
     FUSE_NOTIFY_INVAL_ENTRY = 3,
@@ -189,14 +189,14 @@ pub(crate) enum fuse_notify_code {
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_entry_out {
-    pub(crate) nodeid: u64,
-    pub(crate) generation: u64,
-    pub(crate) entry_valid: u64,
-    pub(crate) attr_valid: u64,
-    pub(crate) entry_valid_nsec: u32,
-    pub(crate) attr_valid_nsec: u32,
-    pub(crate) attr: fuse_attr,
+pub struct fuse_entry_out {
+    pub nodeid: u64,
+    pub generation: u64,
+    pub entry_valid: u64,
+    pub attr_valid: u64,
+    pub entry_valid_nsec: u32,
+    pub attr_valid_nsec: u32,
+    pub attr: fuse_attr,
 }
 
 #[repr(C)]
@@ -229,11 +229,11 @@ pub(crate) struct fuse_getattr_in {
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_attr_out {
-    pub(crate) attr_valid: u64,
-    pub(crate) attr_valid_nsec: u32,
-    pub(crate) dummy: u32,
-    pub(crate) attr: fuse_attr,
+pub struct fuse_attr_out {
+    pub attr_valid: u64,
+    pub attr_valid_nsec: u32,
+    pub dummy: u32,
+    pub attr: fuse_attr,
 }
 
 #[cfg(target_os = "macos")]
@@ -372,10 +372,10 @@ pub(crate) struct fuse_create_out(pub(crate) fuse_entry_out, pub(crate) fuse_ope
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_open_out {
-    pub(crate) fh: u64,
-    pub(crate) open_flags: u32,
-    pub(crate) backing_id: u32, // Used since ABI 7.40.
+pub struct fuse_open_out {
+    pub fh: u64,
+    pub open_flags: u32,
+    pub backing_id: u32, // Used since ABI 7.40.
 }
 
 #[repr(C)]
@@ -400,16 +400,16 @@ pub(crate) struct fuse_flush_in {
 
 #[repr(C)]
 #[derive(Debug, FromBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_read_in {
-    pub(crate) fh: u64,
-    pub(crate) offset: u64,
-    pub(crate) size: u32,
-    pub(crate) read_flags: u32,
-    pub(crate) lock_owner: u64,
+pub struct fuse_read_in {
+    pub fh: u64,
+    pub offset: u64,
+    pub size: u32,
+    pub read_flags: u32,
+    pub lock_owner: u64,
     // NOTE: this field is defined as u32 in fuse_kernel.h in libfuse. However, it is then cast
     // to an i32 when invoking the filesystem's read method
-    pub(crate) flags: i32,
-    pub(crate) padding: u32,
+    pub flags: i32,
+    pub padding: u32,
 }
 
 #[repr(C)]
@@ -498,11 +498,11 @@ pub(crate) struct fuse_lk_out {
 
 #[repr(C)]
 #[derive(Debug, FromBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_access_in {
+pub struct fuse_access_in {
     // NOTE: this field is defined as u32 in fuse_kernel.h in libfuse. However, it is then cast
     // to an i32 when invoking the filesystem's access method
-    pub(crate) mask: i32,
-    pub(crate) padding: u32,
+    pub mask: i32,
+    pub padding: u32,
 }
 
 #[repr(C)]
@@ -642,23 +642,23 @@ pub(crate) struct fuse_fallocate_in {
 
 #[repr(C)]
 #[derive(Debug, FromBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_in_header {
-    pub(crate) len: u32,
-    pub(crate) opcode: u32,
-    pub(crate) unique: u64,
-    pub(crate) nodeid: u64,
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
-    pub(crate) pid: u32,
-    pub(crate) padding: u32,
+pub struct fuse_in_header {
+    pub len: u32,
+    pub opcode: u32,
+    pub unique: u64,
+    pub nodeid: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: u32,
+    pub padding: u32,
 }
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_out_header {
-    pub(crate) len: u32,
-    pub(crate) error: i32,
-    pub(crate) unique: u64,
+pub struct fuse_out_header {
+    pub len: u32,
+    pub error: i32,
+    pub unique: u64,
 }
 
 /// `enum fuse_uring_cmd` (7.42+): the `cmd_op` of an `IORING_OP_URING_CMD`
@@ -693,11 +693,11 @@ pub(crate) struct fuse_uring_req_header {
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_dirent {
-    pub(crate) ino: u64,
-    pub(crate) off: u64,
-    pub(crate) namelen: u32,
-    pub(crate) typ: u32,
+pub struct fuse_dirent {
+    pub ino: u64,
+    pub off: u64,
+    pub namelen: u32,
+    pub typ: u32,
     // followed by name of namelen bytes
 }
 
@@ -710,18 +710,18 @@ pub(crate) struct fuse_direntplus {
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_notify_inval_inode_out {
-    pub(crate) ino: u64,
-    pub(crate) off: i64,
-    pub(crate) len: i64,
+pub struct fuse_notify_inval_inode_out {
+    pub ino: u64,
+    pub off: i64,
+    pub len: i64,
 }
 
 #[repr(C)]
 #[derive(Debug, IntoBytes, KnownLayout, Immutable)]
-pub(crate) struct fuse_notify_inval_entry_out {
-    pub(crate) parent: u64,
-    pub(crate) namelen: u32,
-    pub(crate) padding: u32,
+pub struct fuse_notify_inval_entry_out {
+    pub parent: u64,
+    pub namelen: u32,
+    pub padding: u32,
 }
 
 #[repr(C)]
