@@ -1,7 +1,10 @@
-//! The storage seam of novelfs: how the library layer lists a library's
-//! directories and reads its objects, whether the library is a directory
-//! on a local disk (`LocalStorage`) or keys in an S3 bucket
-//! (`BucketStorage`).
+//! Every read of a library. The library's semantics read through one
+//! seam, `novelfs_library::backing::Backing`, which this crate implements
+//! twice (`backing`): a directory on a local disk, read with the page cache
+//! and `fadvise`, and keys in a bucket, read through `Storage`, the object
+//! store's interface (list a directory with sizes and versions, read whole
+//! or a range, many in flight), which `BucketStorage` speaks to S3, Google
+//! Cloud Storage and Azure Blob alike.
 //!
 //! The API is synchronous and blocking: its callers are plain threads (the
 //! FUSE workers, the CLI). `BucketStorage` keeps its own small async runtime
@@ -16,14 +19,12 @@ pub mod backing;
 mod cloud;
 pub mod counters;
 mod error;
-mod local;
 pub mod outage;
 mod path;
 
 pub use cloud::{BucketStorage, BucketUrl, Cloud, Credentials, StoreOptions};
 pub use counters::{Counter, Counters};
 pub use error::StorageError;
-pub use local::LocalStorage;
 pub use path::{RelPath, is_plain_name};
 
 /// The library in the local directory `root`, made absolute and canonical
@@ -43,44 +44,43 @@ pub fn open_bucket(bucket: backing::BucketBacking, url: &str) -> novelfs_library
     novelfs_library::Library::new(backing, std::path::PathBuf::from(display), display)
 }
 
-/// What a directory entry is. Anything else on a local disk (a symlink, a
-/// device, a socket) is left out of listings: a symlink is never followed,
-/// so nothing outside the library is ever read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    File,
-    Dir,
-}
-
-/// A local file's identity and state as `stat` gives them: any rewrite,
-/// rename over or touch changes at least one field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LocalStamp {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
-}
+/// What a directory entry is: the library's own kinds (a file or a
+/// directory), one enum from the seam to the bucket's listings.
+pub use novelfs_library::backing::EntryKind;
 
 /// The version of an object: two reads that see the same version see the
 /// same bytes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Version {
-    /// A local file, by its stamp.
-    Local(LocalStamp),
-    /// An S3 object, by its ETag as the server gives it (quotes included)
-    /// and its size.
+    /// An object, by its ETag (in its quoted form, whatever the store's
+    /// answer gave) and its size.
     ETag { etag: String, size: u64 },
     /// A directory of a bucket: a common prefix, with no object behind it.
     Prefix,
+}
+
+/// A version's hash reaches the inode journal and the published index
+/// (inode numbers, directory stamps): each variant hashes as it did when
+/// such values were first written, its tag the derived one of that day
+/// (an ETag was the second variant), so that no index or journal written
+/// before is read differently.
+impl std::hash::Hash for Version {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Version::ETag { etag, size } => {
+                1isize.hash(state);
+                etag.hash(state);
+                size.hash(state);
+            }
+            Version::Prefix => 2isize.hash(state),
+        }
+    }
 }
 
 impl Version {
     /// The object's size in bytes, when the version records it.
     pub fn size(&self) -> Option<u64> {
         match self {
-            Version::Local(s) => Some(s.size),
             Version::ETag { size, .. } => Some(*size),
             Version::Prefix => None,
         }
@@ -92,7 +92,7 @@ impl Version {
 pub struct Entry {
     /// The plain name in its directory, byte for byte.
     pub name: OsString,
-    pub kind: Kind,
+    pub kind: EntryKind,
     /// Bytes for a file; 0 for a directory of a bucket.
     pub size: u64,
     pub version: Version,
@@ -209,8 +209,8 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
             for e in self.list(&dir)? {
                 let path = dir.join(&e.name)?;
                 match e.kind {
-                    Kind::Dir => dirs.push(path),
-                    Kind::File => files.push((path, e)),
+                    EntryKind::Dir => dirs.push(path),
+                    EntryKind::File => files.push((path, e)),
                 }
             }
         }

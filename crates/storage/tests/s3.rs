@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use harness::S3Server;
 use novelfs_storage::{
-    BucketStorage, BucketUrl, Credentials, InFlight, Kind, ReadRequest, RelPath, Storage,
+    BucketStorage, BucketUrl, Credentials, EntryKind, InFlight, ReadRequest, RelPath, Storage,
     StorageError, StoreOptions, Version,
 };
 
@@ -87,7 +87,7 @@ fn listing_a_book_of_2500_keys_costs_three_lists_and_no_head() {
             .unwrap()
             .parse()
             .unwrap();
-        assert_eq!(e.kind, Kind::File);
+        assert_eq!(e.kind, EntryKind::File);
         assert_eq!(e.size, (10 + i % 7) as u64, "{e:?}");
         match &e.version {
             Version::ETag { etag, size } => assert!(!etag.is_empty() && *size == e.size),
@@ -102,7 +102,10 @@ fn listing_a_book_of_2500_keys_costs_three_lists_and_no_head() {
         .collect();
     assert_eq!(
         names,
-        [("novel_switch.txt", Kind::File), ("novels", Kind::Dir)]
+        [
+            ("novel_switch.txt", EntryKind::File),
+            ("novels", EntryKind::Dir)
+        ]
     );
     let books: Vec<_> = s3
         .list(&path("novels"))
@@ -485,9 +488,9 @@ fn a_stat_is_one_head_for_an_object_and_a_list_for_a_directory() {
     let s3 = store(&server, "s3://library", Duration::from_secs(10));
     server.reset_counts();
     let e = s3.stat(&path("novels/书/第1章.md")).unwrap();
-    assert_eq!((e.kind, e.size), (Kind::File, 5));
+    assert_eq!((e.kind, e.size), (EntryKind::File, 5));
     let d = s3.stat(&path("novels/书")).unwrap();
-    assert_eq!(d.kind, Kind::Dir);
+    assert_eq!(d.kind, EntryKind::Dir);
     assert!(s3.stat(&path("novels/无")).unwrap_err().is_not_found());
     let counts = server.counts();
     assert_eq!((counts.head, counts.list), (3, 2), "{counts:?}");

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use novelfs_library::stable_hash::stable_hash_bytes;
 use serde_json::{Value, json};
 
-use crate::{Entry, Kind, RelPath, Storage, StorageError, Version};
+use crate::{Entry, EntryKind, RelPath, Storage, StorageError, Version};
 
 /// The head, relative to the library's root.
 pub const HEAD: &str = ".novelfs/snapshot.json";
@@ -152,7 +152,7 @@ impl Snapshot {
             let dir = path.parent().unwrap_or(Path::new(""));
             by_dir.entry(dir.to_path_buf()).or_default().push(Entry {
                 name: path.file_name().ok_or_else(bad)?.to_owned(),
-                kind: Kind::File,
+                kind: EntryKind::File,
                 size,
                 version: Version::ETag { etag, size },
                 modified: UNIX_EPOCH + Duration::new(secs, nanos),
@@ -171,7 +171,7 @@ impl Snapshot {
             let entries = by_dir.entry(parent).or_default();
             entries.extend(names.into_iter().map(|name| Entry {
                 name,
-                kind: Kind::Dir,
+                kind: EntryKind::Dir,
                 size: 0,
                 version: Version::Prefix,
                 modified: UNIX_EPOCH,
@@ -318,7 +318,7 @@ mod tests {
     fn file(name: &str, etag: &str) -> Entry {
         Entry {
             name: name.into(),
-            kind: Kind::File,
+            kind: EntryKind::File,
             size: 3,
             version: Version::ETag {
                 etag: etag.into(),
@@ -352,7 +352,7 @@ mod tests {
         ];
         let bytes = listing_bytes(&files);
         let snap = Snapshot::parse(head(), &bytes).unwrap();
-        let names = |d: &str| -> Vec<(String, Kind)> {
+        let names = |d: &str| -> Vec<(String, EntryKind)> {
             snap.dir(Path::new(d))
                 .unwrap()
                 .iter()
@@ -362,13 +362,13 @@ mod tests {
         assert_eq!(
             names(""),
             [
-                ("novels".into(), Kind::Dir),
-                ("readme.md".into(), Kind::File)
+                ("novels".into(), EntryKind::Dir),
+                ("readme.md".into(), EntryKind::File)
             ]
         );
         assert_eq!(
             names("novels"),
-            [("乙".into(), Kind::Dir), ("书".into(), Kind::Dir)]
+            [("乙".into(), EntryKind::Dir), ("书".into(), EntryKind::Dir)]
         );
         let book = snap.dir(Path::new("novels/书")).unwrap();
         assert_eq!(book[0], file("第1章.md", "\"a\""));

@@ -9,7 +9,8 @@ use std::time::SystemTime;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 
 use crate::{
-    Entry, InFlight, Kind, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError, Version,
+    Entry, EntryKind, InFlight, Object, ReadMany, ReadRequest, RelPath, Storage, StorageError,
+    Version,
 };
 
 use super::BucketStorage;
@@ -22,7 +23,7 @@ use crate::counters::Counters;
 fn object_entry(name: std::ffi::OsString, o: &object_store::ObjectMeta) -> Entry {
     Entry {
         name,
-        kind: Kind::File,
+        kind: EntryKind::File,
         size: o.size,
         version: version(o.e_tag.clone(), o.size),
         modified: o.last_modified.into(),
@@ -71,7 +72,7 @@ impl Storage for BucketStorage {
                     if crate::is_plain_name(name.as_bytes()) {
                         entries.push(Entry {
                             name: name.into(),
-                            kind: Kind::Dir,
+                            kind: EntryKind::Dir,
                             size: 0,
                             version: Version::Prefix,
                             modified: SystemTime::UNIX_EPOCH,
@@ -167,7 +168,7 @@ impl Storage for BucketStorage {
         match head {
             Ok(meta) => Ok(Entry {
                 name,
-                kind: Kind::File,
+                kind: EntryKind::File,
                 size: meta.size,
                 version: version(meta.e_tag, meta.size),
                 modified: meta.last_modified.into(),
@@ -184,7 +185,7 @@ impl Storage for BucketStorage {
                 }
                 Ok(Entry {
                     name,
-                    kind: Kind::Dir,
+                    kind: EntryKind::Dir,
                     size: 0,
                     version: Version::Prefix,
                     modified: SystemTime::UNIX_EPOCH,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::outage::{Guarded, Outage};
-use crate::{Kind, Storage, StorageError};
+use crate::{Storage, StorageError};
 
 use super::bodies::{Key, Store};
 use super::follow::{Follower, PendingHead};
@@ -124,13 +124,7 @@ impl Backing for BucketBacking {
             .listings
             .of(dir)?
             .iter()
-            .map(|e| {
-                let kind = match e.kind {
-                    Kind::File => EntryKind::File,
-                    Kind::Dir => EntryKind::Dir,
-                };
-                (e.name.clone(), kind)
-            })
+            .map(|e| (e.name.clone(), e.kind))
             .collect())
     }
 
@@ -157,7 +151,7 @@ impl Backing for BucketBacking {
         if !is_root {
             match self.listings.entry(path)? {
                 None => return Ok(None),
-                Some(e) if e.kind == Kind::File => {
+                Some(e) if e.kind == EntryKind::File => {
                     return Ok(Some(file_meta(&e.version, e.size, e.modified)));
                 }
                 Some(_) => {}
@@ -178,7 +172,7 @@ impl Backing for BucketBacking {
         let Some(listed) = self.listings.entry(path)? else {
             return Ok(None);
         };
-        if listed.kind != Kind::File {
+        if listed.kind != EntryKind::File {
             return Ok(None);
         }
         if listed.size > self.big.part_bytes {
@@ -207,7 +201,7 @@ impl Backing for BucketBacking {
                     Some(e) => e,
                     None => self.listings.entry(&p).ok()??,
                 };
-                if e.kind != Kind::File {
+                if e.kind != EntryKind::File {
                     return None;
                 }
                 let key = if e.size > self.big.part_bytes {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::{Entry, Kind, RelPath, StorageError, Version};
+use crate::{Entry, EntryKind, RelPath, StorageError, Version};
 
 use super::super::bodies::{Key, is_changed, rel, to_io};
 use super::super::listings;
@@ -30,7 +30,7 @@ impl BucketBacking {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             // Its listing was forgotten: the entry now is the new one.
             Err(e) if is_changed(&e) => match self.listings.entry(path)? {
-                Some(e) if e.kind == Kind::File => {
+                Some(e) if e.kind == EntryKind::File => {
                     let meta = file_meta(&e.version, e.size, e.modified);
                     if e.size <= self.big.part_bytes {
                         return self.open_whole(path, e);
@@ -114,7 +114,7 @@ impl BucketBacking {
             return None;
         }
         let listed = self.listings.kept_entry(path)?;
-        if listed.kind != Kind::File || listed.size > self.big.part_bytes {
+        if listed.kind != EntryKind::File || listed.size > self.big.part_bytes {
             return None;
         }
         let key = Key::whole(path);

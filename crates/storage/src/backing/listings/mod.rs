@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{Entry, Kind, Storage};
+use crate::{Entry, EntryKind, Storage};
 
 use super::bodies::lock;
 use super::follow::{Follower, PendingHead, Said};
@@ -217,12 +217,12 @@ impl Listings {
         if let Some(Said::Entries(entries)) = self.in_snapshot(dir) {
             return entries
                 .iter()
-                .any(|e| e.name == name && e.kind == Kind::File);
+                .any(|e| e.name == name && e.kind == EntryKind::File);
         }
         lock(&self.made).by_dir.get(dir).is_some_and(|l| {
             l.entries
                 .iter()
-                .any(|e| e.name == name && e.kind == Kind::File)
+                .any(|e| e.name == name && e.kind == EntryKind::File)
         })
     }
 
@@ -273,7 +273,7 @@ mod tests {
     use std::ops::Range;
     use std::sync::atomic::AtomicUsize;
 
-    use crate::{Kind, Object, RelPath, StorageError, Version};
+    use crate::{EntryKind, Object, RelPath, StorageError, Version};
 
     use super::*;
 
@@ -312,7 +312,7 @@ mod tests {
             }
             Ok(vec![Entry {
                 name: "第1章.md".into(),
-                kind: Kind::File,
+                kind: EntryKind::File,
                 size: 1,
                 version: Version::ETag { etag, size: 1 },
                 modified: std::time::UNIX_EPOCH,
@@ -533,7 +533,7 @@ mod tests {
         let entries: Vec<Entry> = (0..100)
             .map(|i| Entry {
                 name: format!("第{i}章.md").into(),
-                kind: Kind::File,
+                kind: EntryKind::File,
                 size: 1,
                 version: Version::ETag {
                     etag: format!("\"{i:032}\""),
