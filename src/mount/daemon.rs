@@ -279,9 +279,8 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     // ready (`NovelFs::prepared`), compile on the other core while the
     // bucket's check is on its round trip, not after it.
     if at.is_bucket() {
-        let _ = std::thread::Builder::new()
-            .name("novelfs-prepare".into())
-            .spawn(novelfs_library::prepare_patterns);
+        let _ =
+            novelfs_kit::thread::spawn("novelfs-prepare", None, novelfs_library::prepare_patterns);
     }
     if let Some(ms) = novelfs_library::test_switch::var(SLOW_START_VAR).and_then(|v| v.parse().ok())
     {

@@ -201,15 +201,13 @@ impl Handoff {
             libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut kept);
             kept
         };
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-sentinel".into())
-            .spawn(move || {
-                // SAFETY: gettid has no preconditions.
-                let _ = tell.send(unsafe { libc::gettid() });
-                loop {
-                    std::thread::park();
-                }
-            });
+        let spawned = novelfs_kit::thread::spawn("novelfs-sentinel", None, move || {
+            // SAFETY: gettid has no preconditions.
+            let _ = tell.send(unsafe { libc::gettid() });
+            loop {
+                std::thread::park();
+            }
+        });
         // SAFETY: restores the mask saved above.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &kept, std::ptr::null_mut()) };
         self.sentinel = spawned.ok().map(|_| told);

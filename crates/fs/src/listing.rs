@@ -55,7 +55,7 @@ pub(crate) struct Listings {
 impl Listings {
     pub(crate) fn new(budget: usize) -> Listings {
         Listings {
-            taken: Mutex::new(Lru::new(budget)),
+            taken: Mutex::new(crate::cache::lru(budget)),
             next: AtomicU32::new(1),
             last_listed: Mutex::new(hashbrown::HashMap::new()),
         }

@@ -19,7 +19,7 @@ pub(crate) struct Pages {
 impl Pages {
     pub(crate) fn new(budget: usize) -> Pages {
         Pages {
-            cache: Mutex::new(Lru::new(budget)),
+            cache: Mutex::new(crate::cache::lru(budget)),
         }
     }
 

@@ -25,14 +25,12 @@ pub(crate) fn watch(generation: u64) {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     };
-    let spawned = std::thread::Builder::new()
-        .name("novelfs-step-down".into())
-        .spawn(move || {
-            let mut sig = 0;
-            // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
-            unsafe { libc::sigwait(&set, &mut sig) };
-            step_down(generation);
-        });
+    let spawned = novelfs_kit::thread::spawn("novelfs-step-down", None, move || {
+        let mut sig = 0;
+        // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
+        unsafe { libc::sigwait(&set, &mut sig) };
+        step_down(generation);
+    });
     if let Err(e) = spawned {
         log::warn!("no thread to step down on an upgrade (it will be killed instead): {e}");
     }

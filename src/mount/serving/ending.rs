@@ -58,26 +58,23 @@ impl Ending {
     /// kernel has dropped it, the session has `GRACE` to end.
     pub(crate) fn watch(&self, fuse: RawFd) {
         let me = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-ending".into())
-            .stack_size(64 << 10)
-            .spawn(move || {
-                loop {
-                    // No events asked: only POLLERR (the connection is
-                    // gone), POLLHUP or POLLNVAL wake it.
-                    let mut p = libc::pollfd {
-                        fd: fuse,
-                        events: 0,
-                        revents: 0,
-                    };
-                    // SAFETY: one valid pollfd.
-                    let n = unsafe { libc::poll(&mut p, 1, -1) };
-                    if n > 0 && p.revents != 0 {
-                        break;
-                    }
+        let spawned = novelfs_kit::thread::spawn("novelfs-ending", Some(64 << 10), move || {
+            loop {
+                // No events asked: only POLLERR (the connection is
+                // gone), POLLHUP or POLLNVAL wake it.
+                let mut p = libc::pollfd {
+                    fd: fuse,
+                    events: 0,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let n = unsafe { libc::poll(&mut p, 1, -1) };
+                if n > 0 && p.revents != 0 {
+                    break;
                 }
-                me.exit_unless_ended("the mount is gone");
-            });
+            }
+            me.exit_unless_ended("the mount is gone");
+        });
         if let Err(e) = spawned {
             log::warn!("no thread watching for the mount's end: {e}");
         }

@@ -59,12 +59,10 @@ impl Pool {
         q.threads += 1;
         drop(q);
         let pool = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-spare".into())
-            .spawn(move || {
-                novelfs_fs::unpinned();
-                pool.work()
-            });
+        let spawned = novelfs_kit::thread::spawn("novelfs-spare", None, move || {
+            novelfs_fs::unpinned();
+            pool.work()
+        });
         if let Err(e) = spawned {
             log::warn!("no spare thread: {e}");
             let mut q = lock(&self.queue);

@@ -206,17 +206,17 @@ pub(crate) fn serve(
     let notifier = session.notifier();
     let ending = fs.clone();
     let store_fs = fs.clone();
-    let spawned = std::thread::Builder::new()
-        .name("novelfs-store".into())
-        .spawn(move || store_ahead(&store_fs, &notifier));
+    let spawned = novelfs_kit::thread::spawn("novelfs-store", None, move || {
+        store_ahead(&store_fs, &notifier)
+    });
     if let Err(e) = spawned {
         log::warn!("no thread storing pages ahead of readers: {e}");
     }
     if fs.watch().is_some() {
         let notifier = session.notifier();
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-notify".into())
-            .spawn(move || push_changes(&fs, &notifier));
+        let spawned = novelfs_kit::thread::spawn("novelfs-notify", None, move || {
+            push_changes(&fs, &notifier)
+        });
         if let Err(e) = spawned {
             log::warn!("no thread telling the kernel of changes on disk: {e}");
         }
@@ -227,21 +227,19 @@ pub(crate) fn serve(
     ended.watch(fuse);
     let signal_ended = ended.clone();
     let signal_mountpoint = mountpoint.to_path_buf();
-    let spawned = std::thread::Builder::new()
-        .name("novelfs-signal".into())
-        .spawn(move || {
-            let mut sig = 0;
-            // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
-            unsafe { libc::sigwait(&signals, &mut sig) };
-            log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
-            if unmount(&signal_mountpoint, false).is_err() {
-                // Busy: detach now; the kernel finishes once open files close.
-                let _ = unmount(&signal_mountpoint, true);
-            }
-            // Detached while a reader still holds a file, the connection
-            // lives on: the signal still ends the server.
-            signal_ended.exit_unless_ended(&format!("signal {sig}"));
-        });
+    let spawned = novelfs_kit::thread::spawn("novelfs-signal", None, move || {
+        let mut sig = 0;
+        // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
+        unsafe { libc::sigwait(&signals, &mut sig) };
+        log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
+        if unmount(&signal_mountpoint, false).is_err() {
+            // Busy: detach now; the kernel finishes once open files close.
+            let _ = unmount(&signal_mountpoint, true);
+        }
+        // Detached while a reader still holds a file, the connection
+        // lives on: the signal still ends the server.
+        signal_ended.exit_unless_ended(&format!("signal {sig}"));
+    });
     if let Err(e) = spawned {
         log::warn!("no thread unmounting on a signal: {e}");
     }

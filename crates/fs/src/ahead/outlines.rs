@@ -68,20 +68,18 @@ impl Outliner {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ChapterRef>>(QUEUE_BATCHES);
         let spawned = {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("novelfs-outline".into())
-                .spawn(move || {
-                    for batch in rx {
-                        for c in batch {
-                            if !shared.stopped.load(Ordering::Relaxed) {
-                                // An unreadable chapter is cached as its
-                                // error, or answered when it is listed.
-                                let _ = outlines.outline_small(&source, &c, GUESS_MAX_BYTES);
-                            }
-                            shared.pending.fetch_sub(1, Ordering::Relaxed);
+            novelfs_kit::thread::spawn("novelfs-outline", None, move || {
+                for batch in rx {
+                    for c in batch {
+                        if !shared.stopped.load(Ordering::Relaxed) {
+                            // An unreadable chapter is cached as its
+                            // error, or answered when it is listed.
+                            let _ = outlines.outline_small(&source, &c, GUESS_MAX_BYTES);
                         }
+                        shared.pending.fetch_sub(1, Ordering::Relaxed);
                     }
-                })
+                }
+            })
         };
         let queue = match spawned {
             Ok(_) => Some(Mutex::new(tx)),

@@ -100,7 +100,6 @@ pub(crate) fn trim_heap() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::Lru;
 
     #[test]
     fn heap_trim_waits_for_enough_freed_entries() {
@@ -119,7 +118,7 @@ mod tests {
         // Other tests evict and trim through the same counter: a trim
         // within a few rounds of evicting enough is what is asserted.
         let trimmed = (0..5).any(|_| {
-            let mut lru = Lru::new(1 << 20);
+            let mut lru = crate::cache::lru(1 << 20);
             for i in 0..(TRIM_AFTER_EVICTED_BYTES >> 18) + 8 {
                 lru.insert(i, (), 1 << 18);
             }

@@ -61,7 +61,7 @@ pub(crate) struct IndexFiles {
 impl IndexFiles {
     pub(crate) fn new(budget: usize) -> IndexFiles {
         IndexFiles {
-            rendered: Mutex::new(Lru::new(budget)),
+            rendered: Mutex::new(crate::cache::lru(budget)),
             seen: Mutex::new(Held::new(HashMap::new())),
             totals: Mutex::new(HashMap::new()),
         }

@@ -78,7 +78,7 @@ fn size_of_page(source: &Source, c: &ChapterId, page: PageName, text: &ChapterTe
 impl Outlines {
     pub(crate) fn new(budget: usize) -> Outlines {
         Outlines {
-            cache: Mutex::new(Lru::new(budget)),
+            cache: Mutex::new(crate::cache::lru(budget)),
             stored: None,
         }
     }

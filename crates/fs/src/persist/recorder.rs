@@ -27,10 +27,10 @@ impl Recorder {
         queue: usize,
     ) -> Recorder {
         let (tx, rx) = sync_channel(queue);
-        let thread = std::thread::Builder::new()
-            .name("novelfs-index".into())
-            .spawn(move || write_all(conn, profile, granularity, rx))
-            .ok();
+        let thread = novelfs_kit::thread::spawn("novelfs-index", None, move || {
+            write_all(conn, profile, granularity, rx)
+        })
+        .ok();
         Recorder {
             queue: Some(tx),
             thread,

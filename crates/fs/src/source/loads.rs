@@ -1,77 +1,16 @@
 //! How chapter loads share the daemon: requests for one version of a
 //! chapter join a single load of it, and big loads share a byte budget.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 
 use super::{LoadedChapter, VersionKey};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lock;
 
-/// A load in progress: requests for the same version wait for its result.
-#[derive(Default)]
-pub(super) struct Flight {
-    result: Mutex<Option<Result<LoadedChapter>>>,
-    done: Condvar,
-}
-
-impl Flight {
-    pub(super) fn wait(&self) -> Result<LoadedChapter> {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = &*result {
-                return r.clone();
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// Loads in progress, by the version looked at.
-pub(super) type Flights = Mutex<HashMap<VersionKey, Arc<Flight>>>;
-
-/// The request's part in loading `key`: the leader when no load of it is
-/// under way, else the flight to wait on.
-pub(super) fn lead_or_join(
-    loads: &Flights,
-    key: VersionKey,
-) -> std::result::Result<Leader<'_>, Arc<Flight>> {
-    match lock(loads).entry(key.clone()) {
-        Entry::Occupied(e) => Err(e.get().clone()),
-        Entry::Vacant(e) => {
-            let flight = Arc::new(Flight::default());
-            e.insert(flight.clone());
-            Ok(Leader { loads, key, flight })
-        }
-    }
-}
-
-/// The request that loads a version for every request waiting on it.
-/// However it ends (a panic included, as EIO), its waiters are answered
-/// and the version can be loaded again.
-pub(super) struct Leader<'a> {
-    loads: &'a Flights,
-    pub(super) key: VersionKey,
-    flight: Arc<Flight>,
-}
-
-impl Leader<'_> {
-    pub(super) fn finish(self, result: &Result<LoadedChapter>) {
-        *lock(&self.flight.result) = Some(result.clone());
-    }
-}
-
-impl Drop for Leader<'_> {
-    fn drop(&mut self) {
-        lock(self.loads).remove(&self.key);
-        let mut result = lock(&self.flight.result);
-        if result.is_none() {
-            *result = Some(Err(Error::LoadAbandoned));
-        }
-        self.flight.done.notify_all();
-    }
-}
+/// Loads in progress, by the version looked at: requests for one version
+/// join a single load of it (the kit's single flight); a load whose
+/// leader ended without a result answers its waiters `LoadAbandoned`.
+pub(super) type Flights = novelfs_kit::flight::Flights<VersionKey, Result<LoadedChapter>>;
 
 /// A number of bytes shared by the loads under way. A load that does not
 /// fit waits for others to end; one is always let in, however big.

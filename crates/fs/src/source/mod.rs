@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::SystemTime;
 
 use loads::{Flights, LoadBudget};
+use novelfs_kit::flight::Part;
 use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 
 use super::cache::{Charge, Lru, Stamp};
@@ -154,7 +155,7 @@ pub(crate) struct Source {
     /// The versions of chapters read while their stamps proved nothing.
     versions: Settling<ChapterRef>,
     /// Loads in progress, by the version looked at.
-    loads: Flights,
+    loads: Arc<Flights>,
     big_loads: LoadBudget,
     /// Chapter files read and decoded so far (what tests count to show
     /// that a request decoded nothing).
@@ -191,13 +192,13 @@ impl Source {
             freshness,
             // An eighth of the book indexes' share: a few thousand
             // chapters, the span of a walk's repeated looks.
-            looked: Mutex::new(Held::new(Lru::new(indexes_budget / 8))),
-            books: Mutex::new(Lru::new(indexes_budget - indexes_budget / 8)),
-            texts: Mutex::new(Lru::new(texts_budget)),
+            looked: Mutex::new(Held::new(crate::cache::lru(indexes_budget / 8))),
+            books: Mutex::new(crate::cache::lru(indexes_budget - indexes_budget / 8)),
+            texts: Mutex::new(crate::cache::lru(texts_budget)),
             texts_budget,
             table_bytes,
             versions: Settling::new(version_of),
-            loads: Flights::default(),
+            loads: Arc::new(Flights::new(|| Err(Error::LoadAbandoned))),
             big_loads: LoadBudget::new(BIG_LOADS_BYTES),
             decodes: std::sync::atomic::AtomicU64::new(0),
             observer: OnceLock::new(),
@@ -369,21 +370,22 @@ impl Source {
         if let Some(hit) = self.cached(&key, &source) {
             return Ok(hit);
         }
-        let leader = match loads::lead_or_join(&self.loads, key) {
-            Ok(leader) => leader,
-            Err(other) => {
+        // A load that ended between the look at the cache and the look at
+        // the loads in progress left its text in the cache.
+        let leader = match self
+            .loads
+            .lead_or_join_unless(key.clone(), || self.cached(&key, &source))
+        {
+            Part::Lead(leader) => leader,
+            Part::Found(hit) => return Ok(hit),
+            Part::Join(other) => {
                 #[cfg(test)]
                 self.at(|s| &s.joined, c);
                 return other.wait();
             }
         };
-        // A load that ended between the look at the cache and the look at
-        // the loads in progress left its text in the cache.
-        let result = match self.cached(&leader.key, &source) {
-            Some(hit) => Ok(hit),
-            None => self.load(c, source, keep),
-        };
-        leader.finish(&result);
+        let result = self.load(c, source, keep);
+        leader.finish(result.clone());
         result
     }
 

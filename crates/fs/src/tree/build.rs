@@ -67,10 +67,12 @@ impl NovelFs {
         // for a CPU on a busy machine, and the mount is ready only then.
         let preparing = match novelfs_library::patterns_prepared() {
             true => None,
-            false => std::thread::Builder::new()
-                .name("novelfs-prepare".into())
-                .spawn(novelfs_library::prepare_patterns)
-                .ok(),
+            false => novelfs_kit::thread::spawn(
+                "novelfs-prepare",
+                None,
+                novelfs_library::prepare_patterns,
+            )
+            .ok(),
         };
         // The library's filesystem, worked out once for all that depends
         // on it.

@@ -84,10 +84,8 @@ impl Follower {
         if !state.checking && state.checked.elapsed() >= self.ttl {
             state.checking = true;
             let me = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("novelfs-snapshot".into())
-                .stack_size(256 << 10)
-                .spawn(move || me.check());
+            let spawned =
+                novelfs_kit::thread::spawn("novelfs-snapshot", Some(256 << 10), move || me.check());
             if spawned.is_err() {
                 state.checking = false;
                 state.checked = Instant::now();
@@ -250,11 +248,10 @@ enum Pending {
 impl PendingHead {
     /// Asks `storage` for the head now; `None` when no thread could.
     pub fn ask(storage: Arc<dyn Storage>) -> Option<Arc<PendingHead>> {
-        let thread = std::thread::Builder::new()
-            .name("novelfs-head".into())
-            .stack_size(256 << 10)
-            .spawn(move || snapshot::published_head(&*storage))
-            .ok()?;
+        let thread = novelfs_kit::thread::spawn("novelfs-head", Some(256 << 10), move || {
+            snapshot::published_head(&*storage)
+        })
+        .ok()?;
         Some(Arc::new(PendingHead {
             state: Mutex::new(Pending::Asking(thread)),
         }))

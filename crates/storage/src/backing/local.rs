@@ -58,20 +58,16 @@ impl LocalBacking {
     /// cache (`POSIX_FADV_WILLNEED` starts the reads and returns).
     fn start_read_ahead() -> Mutex<Sender<Vec<PathBuf>>> {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-readahead".into())
-            .spawn(move || {
-                for path in rx.into_iter().flatten() {
-                    if let Ok(f) = open_file(&path) {
-                        // Not an access: the advice starts reads and
-                        // returns, and no request waits on this thread.
-                        // SAFETY: advice on an open descriptor; no memory involved.
-                        unsafe {
-                            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED)
-                        };
-                    }
+        let spawned = novelfs_kit::thread::spawn("novelfs-readahead", None, move || {
+            for path in rx.into_iter().flatten() {
+                if let Ok(f) = open_file(&path) {
+                    // Not an access: the advice starts reads and
+                    // returns, and no request waits on this thread.
+                    // SAFETY: advice on an open descriptor; no memory involved.
+                    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
                 }
-            });
+            }
+        });
         if let Err(e) = spawned {
             log::warn!("no read-ahead thread: {e}");
         }

@@ -33,6 +33,7 @@ use crate::mount::os::process::{detach_stdio, report_failure as report};
 
 mod control;
 mod gave_up;
+mod gave_up_tree;
 mod server;
 mod starting;
 mod upgrade;

@@ -15,12 +15,10 @@ impl Deadlines {
             return;
         }
         let timer = Arc::downgrade(&self.timer);
-        let spawned = std::thread::Builder::new()
-            .name("novelfs-deadline".into())
-            .spawn(move || {
-                novelfs_fs::unpinned();
-                run(timer)
-            });
+        let spawned = novelfs_kit::thread::spawn("novelfs-deadline", None, move || {
+            novelfs_fs::unpinned();
+            run(timer)
+        });
         if let Err(e) = spawned {
             log::warn!("no deadline thread ({e}): a hung source may hang requests");
         }

@@ -32,10 +32,10 @@ impl Store {
         for _ in 0..start {
             let (storage, bodies) = (self.storage.clone(), self.bodies.clone());
             let limits = (self.limit, self.batch_bytes);
-            let spawned = std::thread::Builder::new()
-                .name("novelfs-fetch".into())
-                .stack_size(FETCHER_STACK)
-                .spawn(move || fetcher(&*storage, &bodies, limits));
+            let spawned =
+                novelfs_kit::thread::spawn("novelfs-fetch", Some(FETCHER_STACK), move || {
+                    fetcher(&*storage, &bodies, limits)
+                });
             if let Err(e) = spawned {
                 log::warn!("no thread fetching chapters ahead: {e}");
                 lock(&self.bodies.0).fetchers -= 1;

@@ -1,5 +1,5 @@
 //! The bodies kept, by what they are of and their version, the least
-//! recently used given up first past a bound in bytes.
+//! recently used given up first past a bound in bytes (the kit's LRU).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,13 +8,12 @@ use crate::Version;
 
 use super::{Bodies, Key};
 
-/// A body held: its version, its bytes, when it was last used (its tick)
-/// and when the GET that brought it began (the object was this version
-/// then or later).
+/// A body held: its version, its bytes, and when the GET that brought it
+/// began (the object was this version then or later).
+#[derive(Clone)]
 pub(super) struct Held {
     pub(super) version: Version,
     pub(super) body: Arc<Vec<u8>>,
-    pub(super) used: u64,
     pub(super) got: Instant,
 }
 
@@ -27,16 +26,11 @@ impl Bodies {
         version: &Version,
         got_since: Option<Instant>,
     ) -> Option<Arc<Vec<u8>>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let held = self.held.get_mut(key)?;
+        let held = self.held.peek(key)?;
         if held.version != *version || got_since.is_some_and(|since| held.got < since) {
             return None;
         }
-        self.order.remove(&held.used);
-        held.used = tick;
-        self.order.insert(tick, key.clone());
-        Some(held.body.clone())
+        self.held.get(key).map(|held| held.body)
     }
 
     /// Keeps `body` unless it alone is over `limit`, giving up the least
@@ -48,35 +42,12 @@ impl Bodies {
         body: Arc<Vec<u8>>,
         limit: u64,
     ) {
-        let len = body.len() as u64;
-        if len > limit {
+        let len = body.len();
+        if len as u64 > limit {
             return;
         }
-        if let Some(old) = self.held.remove(key) {
-            self.order.remove(&old.used);
-            self.bytes -= old.body.len() as u64;
-        }
-        while self.bytes + len > limit {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some(old) = self.held.remove(&oldest) {
-                self.bytes -= old.body.len() as u64;
-            }
-        }
-        self.tick += 1;
-        self.bytes += len;
-        self.order.insert(self.tick, key.clone());
         let (version, got) = got;
-        let used = self.tick;
-        self.held.insert(
-            key.clone(),
-            Held {
-                version,
-                body,
-                used,
-                got,
-            },
-        );
+        self.held
+            .insert(key.clone(), Held { version, body, got }, len);
     }
 }

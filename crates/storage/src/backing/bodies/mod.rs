@@ -13,7 +13,7 @@ mod held;
 mod helpers;
 mod queue;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::{Storage, Version};
 
 use held::Held;
+use novelfs_kit::lru::Lru;
 use queue::Pending;
 
 pub(super) use helpers::{is_changed, lock, rel, to_io};
@@ -75,13 +76,8 @@ impl Key {
 /// the least recently used given up first past a bound in bytes. A walk
 /// that reads a chapter twice (its figures for an index file, then its
 /// pages) pays one GET.
-#[derive(Default)]
 struct Bodies {
-    held: HashMap<Key, Held>,
-    /// The keys held, by when they were last used.
-    order: BTreeMap<u64, Key>,
-    tick: u64,
-    bytes: u64,
+    held: Lru<Key, Held>,
     /// Keys queued for the fetchers and not yet asked for: a reader of
     /// one takes it off the queue and asks itself, and the fetchers skip
     /// it, so no object is asked for twice.
@@ -96,6 +92,20 @@ struct Bodies {
     pending_keys: usize,
     /// Fetcher threads running.
     fetchers: usize,
+}
+
+impl Bodies {
+    /// Bodies held within `limit` bytes, none yet.
+    fn new(limit: u64) -> Bodies {
+        Bodies {
+            held: Lru::new(usize::try_from(limit).unwrap_or(usize::MAX)),
+            queued: HashSet::new(),
+            fetching: HashSet::new(),
+            pending: VecDeque::new(),
+            pending_keys: 0,
+            fetchers: 0,
+        }
+    }
 }
 
 /// Bodies to fetch ahead, each with the version its listing gave.
@@ -127,7 +137,7 @@ impl Store {
             limit,
             batch_bytes,
             wait,
-            bodies: Arc::default(),
+            bodies: Arc::new((Mutex::new(Bodies::new(limit)), Condvar::new())),
         }
     }
 
@@ -186,7 +196,7 @@ impl Store {
 
     /// Whether a body of `key` is held, in any version.
     pub(super) fn holds(&self, key: &Key) -> bool {
-        lock(&self.bodies.0).held.contains_key(key)
+        lock(&self.bodies.0).held.contains(key)
     }
 
     /// Keeps `body` of `key`, in the version a GET begun at `got` gave,
@@ -336,7 +346,7 @@ mod tests {
     /// body each in turn.
     #[test]
     fn a_readers_batches_in_its_order_and_another_books_beside_them() {
-        let mut b = Bodies::default();
+        let mut b = Bodies::new(1 << 20);
         assert!(b.queue(batch(1, 0..24)));
         assert!(b.queue(batch(1, 24..32)));
         assert!(b.queue(batch(2, 0..8)));

@@ -21,7 +21,7 @@ impl Bodies {
     /// ask for.
     pub(super) fn coming(&self, key: &Key, version: &Version) -> bool {
         self.held
-            .get(key)
+            .peek(key)
             .is_some_and(|held| held.version == *version)
             || self.fetching.contains(key)
             || self.queued.contains(key)
@@ -86,7 +86,7 @@ impl Bodies {
             pending.taken += 1;
             self.pending_keys -= 1;
             if self.queued.remove(&key)
-                && !self.held.contains_key(&key)
+                && !self.held.contains(&key)
                 && self.fetching.insert(key.clone())
             {
                 chunk.push((key, version));

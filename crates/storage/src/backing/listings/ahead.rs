@@ -30,18 +30,16 @@ impl Listings {
             let next = lock(&self.pace).next(self.ttl, lead, |d| self.needless(d));
             let Some((dir, wait)) = next else { return };
             let me = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name("novelfs-list".into())
-                .stack_size(LISTER_STACK)
-                .spawn(move || {
+            let spawned =
+                novelfs_kit::thread::spawn("novelfs-list", Some(LISTER_STACK), move || {
                     std::thread::sleep(wait);
                     // The walker may have come to it meanwhile.
                     let made = match me.needless(&dir) {
                         true => None,
                         false => match me.find(&dir) {
-                            Found::Mine(flight) => {
+                            Found::Mine(lead) => {
                                 let begun = Instant::now();
-                                me.fly(&dir, &flight).is_ok().then_some(begun)
+                                me.fly(&dir, lead).is_ok().then_some(begun)
                             }
                             Found::Fresh(_) | Found::Theirs(_) => None,
                         },
@@ -57,7 +55,7 @@ impl Listings {
 
     /// Whether `dir` is fresh or being listed: nothing to list ahead.
     pub(super) fn needless(&self, dir: &Path) -> bool {
-        self.fresh(dir).is_some() || lock(&self.making).contains_key(dir)
+        self.fresh(dir).is_some() || self.making.under_way(&dir.to_path_buf())
     }
 
     /// A reader used the listing of `dir`: when it was made ahead, there

@@ -1,47 +1,42 @@
-//! One listing of a directory made at a time: a reader that wants it
-//! while it is made waits for its result rather than list it again.
+//! One listing of a directory made at a time (the kit's single flight): a
+//! reader that wants it while it is made waits for its result rather than
+//! list it again.
 
 use std::io;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
+
+use novelfs_kit::flight::{Flight, Flights, Leader, Part};
 
 use crate::Entry;
 
-use super::super::bodies::{lock, rel, to_io};
+use super::super::bodies::{rel, to_io};
 use super::Listings;
 
 /// A listing's result as its waiters share it: the entries, or the
-/// error's kind and words.
+/// error's kind and words (an error reaches every waiter and is kept
+/// nowhere).
 pub(super) type Outcome = Result<Arc<Vec<Entry>>, (io::ErrorKind, String)>;
 
-/// A listing being made: the readers that want it meanwhile wait for its
-/// result rather than list the directory again.
-#[derive(Default)]
-pub(super) struct Flight {
-    /// The listing's result once made: the entries, or the error's kind
-    /// and words (an error reaches every waiter and is kept nowhere).
-    pub(super) result: Mutex<Option<Outcome>>,
-    pub(super) done: Condvar,
-    /// Set when the directory is forgotten while the listing is made: the
-    /// result is then not kept (it may predate the change that made the
-    /// directory forgotten).
-    pub(super) forgotten: AtomicBool,
+/// The listings being made, by directory.
+pub(super) type Making = Flights<PathBuf, Outcome>;
+
+/// The making of a directory's listing, led by one reader.
+pub(super) type Lead = Leader<PathBuf, Outcome>;
+
+/// What the waiters of a listing that was never made get.
+pub(super) fn making() -> Arc<Making> {
+    Arc::new(Flights::new(|| {
+        Err((io::ErrorKind::Other, "the listing was not made".to_string()))
+    }))
 }
 
-impl Flight {
-    pub(super) fn wait(&self) -> io::Result<Arc<Vec<Entry>>> {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = &*result {
-                return r
-                    .clone()
-                    .map_err(|(kind, words)| io::Error::new(kind, words));
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
-    }
+/// A listing's result as a reader gets it.
+pub(super) fn waited(flight: &Flight<Outcome>) -> io::Result<Arc<Vec<Entry>>> {
+    flight
+        .wait()
+        .map_err(|(kind, words)| io::Error::new(kind, words))
 }
 
 /// What a reader finds when it wants a listing made.
@@ -49,38 +44,30 @@ pub(super) enum Found {
     /// A fresh one, made while it took the lock.
     Fresh(Arc<Vec<Entry>>),
     /// Another's flight, to wait for.
-    Theirs(Arc<Flight>),
+    Theirs(Arc<Flight<Outcome>>),
     /// No flight: this one, its to make.
-    Mine(Arc<Flight>),
+    Mine(Lead),
 }
 
 impl Listings {
     /// The flight of `dir`: another's, or a new one of this reader's.
     pub(super) fn find(&self, dir: &Path) -> Found {
-        let mut making = lock(&self.making);
         // Made while this reader took the lock: no flight left, but a
         // fresh listing.
-        if let Some(entries) = self.fresh(dir) {
-            return Found::Fresh(entries);
-        }
-        match making.get(dir) {
-            Some(f) => Found::Theirs(f.clone()),
-            None => {
-                let f = Arc::new(Flight::default());
-                making.insert(dir.to_path_buf(), f.clone());
-                Found::Mine(f)
-            }
+        match self
+            .making
+            .lead_or_join_unless(dir.to_path_buf(), || self.fresh(dir))
+        {
+            Part::Found(entries) => Found::Fresh(entries),
+            Part::Join(flight) => Found::Theirs(flight),
+            Part::Lead(lead) => Found::Mine(lead),
         }
     }
 
-    /// Makes the listing of `dir` for `flight`, keeping it unless the
-    /// directory was forgotten meanwhile.
-    pub(super) fn fly(&self, dir: &Path, flight: &Flight) -> io::Result<Arc<Vec<Entry>>> {
-        let landing = Landing {
-            listings: self,
-            dir,
-            flight,
-        };
+    /// Makes the listing of `dir` for `lead`, keeping it unless the
+    /// directory was forgotten meanwhile; its waiters get the result (and
+    /// if this panics, an error rather than a wait for ever).
+    pub(super) fn fly(&self, dir: &Path, lead: Lead) -> io::Result<Arc<Vec<Entry>>> {
         let begun = Instant::now();
         let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(to_io));
         let listed = listed.map(Arc::new);
@@ -88,45 +75,14 @@ impl Listings {
             self.timed(begun.elapsed());
         }
         if let Ok(entries) = &listed
-            && !flight.forgotten.load(Ordering::Acquire)
+            && !lead.flight().forgotten()
         {
             self.keep(dir, entries.clone(), begun);
         }
-        landing.land(match &listed {
+        lead.finish(match &listed {
             Ok(entries) => Ok(entries.clone()),
             Err(e) => Err((e.kind(), e.to_string())),
         });
         listed
-    }
-}
-
-/// Ends a flight: its waiters get its result, and the next reader after
-/// it lists again unless the result was kept. Dropped unlanded (the lister
-/// panicked or never started), its waiters get an error rather than wait
-/// for ever.
-pub(super) struct Landing<'a> {
-    pub(super) listings: &'a Listings,
-    pub(super) dir: &'a Path,
-    pub(super) flight: &'a Flight,
-}
-
-impl Landing<'_> {
-    pub(super) fn land(self, result: Outcome) {
-        *lock(&self.flight.result) = Some(result);
-    }
-}
-
-impl Drop for Landing<'_> {
-    fn drop(&mut self) {
-        lock(&self.listings.making).remove(self.dir);
-        let mut result = lock(&self.flight.result);
-        if result.is_none() {
-            *result = Some(Err((
-                io::ErrorKind::Other,
-                "the listing was not made".to_string(),
-            )));
-        }
-        drop(result);
-        self.flight.done.notify_all();
     }
 }

@@ -26,8 +26,8 @@ mod timing;
 
 use std::collections::HashMap;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ use super::bodies::lock;
 use super::follow::{Follower, PendingHead, Said};
 use super::list_pace::Pace;
 use crate::outage::Outage;
-use flight::{Flight, Found};
+use flight::Found;
 use made::{Listed, Made, listing_bytes};
 use timing::FIRST_LIST_TIME;
 
@@ -57,7 +57,7 @@ pub(super) struct Listings {
     /// Whether directories are listed ahead of a walker.
     ahead: bool,
     made: Mutex<Made>,
-    making: Mutex<HashMap<PathBuf, Arc<Flight>>>,
+    making: Arc<flight::Making>,
     pace: Mutex<Pace>,
     /// A LIST's time, smoothed: how long before a walker comes to a
     /// directory its listing ahead is begun (twice this).
@@ -110,7 +110,7 @@ impl Listings {
                 bytes: 0,
                 limit: u64::MAX,
             }),
-            making: Mutex::new(HashMap::new()),
+            making: flight::making(),
             pace: Mutex::default(),
             list_time: Mutex::new(FIRST_LIST_TIME),
             refreshing: AtomicUsize::new(0),
@@ -157,8 +157,8 @@ impl Listings {
         }
         let listed = match self.find(dir) {
             Found::Fresh(entries) => return Ok(entries),
-            Found::Theirs(flight) => flight.wait(),
-            Found::Mine(flight) => self.fly(dir, &flight),
+            Found::Theirs(flight) => flight::waited(&flight),
+            Found::Mine(lead) => self.fly(dir, lead),
         };
         // It stopped answering this listing.
         if listed.is_err()
@@ -261,9 +261,7 @@ impl Listings {
         if let Some(f) = self.follow.get() {
             f.behind(dir);
         }
-        if let Some(f) = lock(&self.making).get(dir) {
-            f.forgotten.store(true, Ordering::Release);
-        }
+        self.making.forget_where(|d| d == dir);
         lock(&self.made).remove(dir);
     }
 }
@@ -271,7 +269,8 @@ impl Listings {
 #[cfg(test)]
 mod tests {
     use std::ops::Range;
-    use std::sync::atomic::AtomicUsize;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use crate::{EntryKind, Object, RelPath, StorageError, Version};
 

@@ -3,15 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::hash::Hash;
-use std::sync::atomic::Ordering;
-
-use super::trim::EVICTED_BYTES;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A byte-bounded map whose own tables count in its budget: with entries
 /// of a hundred bytes (outlines, small texts) the hash table and the
 /// ordering tree cost as much again as the values, and a budget that
 /// counted only the values held twice its size.
-pub(crate) struct Lru<K, V> {
+pub struct Lru<K, V> {
     /// hashbrown's map for its `allocation_size` (std's is the same table),
     /// with its default hasher (foldhash): SipHash showed in the profile
     /// of a `grep -r`, every request looks up several caches.
@@ -22,6 +20,9 @@ pub(crate) struct Lru<K, V> {
     /// The values' weights (the tables come on top, see `tables_bytes`).
     used: usize,
     clock: u64,
+    /// Where the bytes evicted are added up, when somewhere is: what
+    /// tells the allocator's trimming that memory was given back.
+    evictions: Option<&'static AtomicUsize>,
 }
 
 /// What an ordering tree of (`u64`, `K`) takes per entry: leaves of 11
@@ -35,17 +36,24 @@ fn order_entry_bytes<K>() -> usize {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
-    pub(crate) fn new(budget: usize) -> Self {
+    pub fn new(budget: usize) -> Self {
         Lru {
             entries: hashbrown::HashMap::default(),
             order: BTreeMap::new(),
             budget,
             used: 0,
             clock: 0,
+            evictions: None,
         }
     }
 
-    pub(crate) fn get<Q>(&mut self, key: &Q) -> Option<V>
+    /// The same, adding the bytes it evicts to `counter`.
+    pub fn counting_evictions_in(mut self, counter: &'static AtomicUsize) -> Self {
+        self.evictions = Some(counter);
+        self
+    }
+
+    pub fn get<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -61,8 +69,17 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         Some(value)
     }
 
+    /// The value of `key`, its place in the order unchanged.
+    pub fn peek<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.get(key).map(|(value, _, _)| value)
+    }
+
     /// Whether `key` is held (its place in the order unchanged).
-    pub(crate) fn contains<Q>(&self, key: &Q) -> bool
+    pub fn contains<Q>(&self, key: &Q) -> bool
     where
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -73,7 +90,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// Inserts `value` weighing `bytes`. An entry larger than the whole
     /// budget is kept alone: a 100,000-line chapter read page by page with
     /// a small cache must not be decoded again for every page.
-    pub(crate) fn insert(&mut self, key: K, value: V, bytes: usize) {
+    pub fn insert(&mut self, key: K, value: V, bytes: usize) {
         self.remove(&key);
         self.make_room(bytes);
         self.rebuild_if_full();
@@ -92,13 +109,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
 
     /// Changes the budget (what is over it goes at the next insert or
     /// `make_room`).
-    pub(crate) fn set_budget(&mut self, budget: usize) {
+    pub fn set_budget(&mut self, budget: usize) {
         self.budget = budget;
     }
 
     /// Evicts the least recently used entries until `bytes` more fit, so
     /// that a value about to be built does not come on top of a full cache.
-    pub(crate) fn make_room(&mut self, bytes: usize) {
+    pub fn make_room(&mut self, bytes: usize) {
         while self.used + bytes + self.tables_bytes(self.entries.len() + 1) > self.budget
             && !self.entries.is_empty()
         {
@@ -144,7 +161,9 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
             && let Some((_, b, _)) = self.entries.remove(&oldest)
         {
             self.used -= b;
-            EVICTED_BYTES.fetch_add(b, Ordering::Relaxed);
+            if let Some(counter) = self.evictions {
+                counter.fetch_add(b, Ordering::Relaxed);
+            }
         }
     }
 
@@ -155,31 +174,35 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     }
 
     /// The values' weights and the tables holding them.
-    #[cfg(test)]
-    pub(crate) fn total_bytes(&self) -> usize {
+    pub fn total_bytes(&self) -> usize {
         self.used + self.tables_bytes(self.entries.len())
     }
 
     /// Drops every entry, and the tables that held them.
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
+        let evictions = self.evictions;
         *self = Lru::new(self.budget);
+        self.evictions = evictions;
     }
 
-    pub(crate) fn remove(&mut self, key: &K) {
+    pub fn remove(&mut self, key: &K) {
         if let Some((_, bytes, tick)) = self.entries.remove(key) {
             self.used -= bytes;
             self.order.remove(&tick);
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn used_bytes(&self) -> usize {
+    /// The values' weights.
+    pub fn used_bytes(&self) -> usize {
         self.used
     }
 
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 

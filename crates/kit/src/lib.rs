@@ -1,0 +1,15 @@
+//! The pieces the tree (`novelfs-fs`) and the storage (`novelfs-storage`)
+//! both build on, written once: a byte-bounded LRU map (`lru`), one
+//! computation of a key at a time with the others waiting for its result
+//! (`flight`), and starting a named thread (`thread`). No I/O, no
+//! knowledge of the library.
+
+pub mod flight;
+pub mod lru;
+pub mod thread;
+
+/// Locks `m`, taking the data of a lock whose holder panicked: every
+/// value kept under these locks is whole between two statements.
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
