@@ -27,6 +27,12 @@ const TABLE: &[Row] = &[
         bad: &["127.0.0.1:9000", "ftp://x", "http://", ""],
     },
     Row {
+        flag: Some("--account"),
+        key: Some("account"),
+        good: &["shelf", "devstoreaccount1"],
+        bad: &[""],
+    },
+    Row {
         flag: Some("--region"),
         key: Some("region"),
         good: &["us-east-1", "eu-west-3"],
@@ -148,7 +154,11 @@ fn mount(args: &[&str]) -> Output {
         args.iter()
             .any(|a| a.contains(o) || a.contains(&o.replace('_', "-")))
     });
-    let lib = if bucket {
+    // Azure's account is refused with another cloud's bucket.
+    let azure = args.iter().any(|a| a.contains("account"));
+    let lib = if azure {
+        "az://novelfs-options-test/library"
+    } else if bucket {
         "s3://novelfs-options-test/library"
     } else {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/library")
