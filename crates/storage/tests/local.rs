@@ -6,6 +6,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use novelfs_library::backing::SourceKind;
 use novelfs_storage::{
     InFlight, Kind, LocalStorage, ReadRequest, RelPath, Storage, StorageError, Version,
 };
@@ -102,7 +103,7 @@ fn a_rewritten_file_read_at_its_old_version_is_changed() {
     std::fs::write(dir.path().join("novels/书/第1章.md"), "第一章正文呀").unwrap();
     let e = local.read(&p, Some(&old)).unwrap_err();
     assert!(matches!(e, StorageError::Changed { .. }), "{e}");
-    assert_eq!(e.errno(), libc::ESTALE);
+    assert_eq!(e.source_kind(), SourceKind::Changed);
     assert!(matches!(
         local.read_range(&p, 0..3, Some(&old)),
         Err(StorageError::Changed { .. })

@@ -172,6 +172,7 @@ impl<C: Send + Sync + std::fmt::Debug + 'static> CredentialProvider for Told<C> 
 mod tests {
     use super::*;
     use crate::StorageError;
+    use novelfs_library::backing::SourceKind;
     use crate::cloud::classify::{Context, classify};
 
     fn cx() -> Context<'static> {
@@ -208,7 +209,7 @@ mod tests {
             panic!("{told:?}");
         };
         assert!(looked.ends_with("(HTTP 403)"), "{looked}");
-        assert_eq!(told.errno(), libc::EACCES);
+        assert_eq!(told.source_kind(), SourceKind::Denied);
         assert!(told.is_source_failure());
         let line = told.to_string();
         assert!(

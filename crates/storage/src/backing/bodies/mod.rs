@@ -24,7 +24,7 @@ use crate::{Storage, Version};
 use held::Held;
 use queue::Pending;
 
-pub(super) use helpers::{is_changed, lock, rel, to_io};
+pub(super) use helpers::{is_changed, lock, rel};
 
 /// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
 /// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in

@@ -7,21 +7,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use novelfs_library::backing::SourceFault;
+
 use crate::Entry;
 
-use super::super::bodies::{lock, rel, to_io};
+use super::super::bodies::{lock, rel};
 use super::Listings;
 
 /// A listing's result as its waiters share it: the entries, or the
-/// error's kind and words.
-pub(super) type Outcome = Result<Arc<Vec<Entry>>, (io::ErrorKind, String)>;
+/// error, copied to each with its kind, words and fault.
+pub(super) type Outcome = Result<Arc<Vec<Entry>>, io::Error>;
 
 /// A listing being made: the readers that want it meanwhile wait for its
 /// result rather than list the directory again.
 #[derive(Default)]
 pub(super) struct Flight {
-    /// The listing's result once made: the entries, or the error's kind
-    /// and words (an error reaches every waiter and is kept nowhere).
+    /// The listing's result once made: the entries, or the error (a copy
+    /// of it reaches every waiter; it is kept nowhere).
     pub(super) result: Mutex<Option<Outcome>>,
     pub(super) done: Condvar,
     /// Set when the directory is forgotten while the listing is made: the
@@ -35,9 +37,10 @@ impl Flight {
         let mut result = lock(&self.result);
         loop {
             if let Some(r) = &*result {
-                return r
-                    .clone()
-                    .map_err(|(kind, words)| io::Error::new(kind, words));
+                return match r {
+                    Ok(entries) => Ok(entries.clone()),
+                    Err(e) => Err(SourceFault::copy(e)),
+                };
             }
             result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
         }
@@ -82,7 +85,7 @@ impl Listings {
             flight,
         };
         let begun = Instant::now();
-        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(to_io));
+        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(io::Error::from));
         let listed = listed.map(Arc::new);
         if listed.is_ok() {
             self.timed(begun.elapsed());
@@ -94,7 +97,7 @@ impl Listings {
         }
         landing.land(match &listed {
             Ok(entries) => Ok(entries.clone()),
-            Err(e) => Err((e.kind(), e.to_string())),
+            Err(e) => Err(SourceFault::copy(e)),
         });
         listed
     }
@@ -121,10 +124,7 @@ impl Drop for Landing<'_> {
         lock(&self.listings.making).remove(self.dir);
         let mut result = lock(&self.flight.result);
         if result.is_none() {
-            *result = Some(Err((
-                io::ErrorKind::Other,
-                "the listing was not made".to_string(),
-            )));
+            *result = Some(Err(io::Error::other("the listing was not made")));
         }
         drop(result);
         self.flight.done.notify_all();
