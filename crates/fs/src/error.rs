@@ -173,11 +173,7 @@ mod tests {
                 reason: reason.clone(),
                 kind,
             };
-            let passing = NovelError::Unavailable {
-                path,
-                reason,
-                kind,
-            };
+            let passing = NovelError::Unavailable { path, reason, kind };
             for e in [io, passing] {
                 let words = format!("the source failed: {e}");
                 let failed = Error::from(e);

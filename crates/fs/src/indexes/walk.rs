@@ -5,8 +5,8 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use novelfs_library::index::{self, BookChapters, ChapterStats};
 use novelfs_library::backing::SourceKind;
+use novelfs_library::index::{self, BookChapters, ChapterStats};
 use novelfs_library::{BookIndex, NovelError};
 
 use super::look::BookLook;

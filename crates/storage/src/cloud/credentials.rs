@@ -172,8 +172,8 @@ impl<C: Send + Sync + std::fmt::Debug + 'static> CredentialProvider for Told<C> 
 mod tests {
     use super::*;
     use crate::StorageError;
-    use novelfs_library::backing::SourceKind;
     use crate::cloud::classify::{Context, classify};
+    use novelfs_library::backing::SourceKind;
 
     fn cx() -> Context<'static> {
         Context {
