@@ -379,7 +379,7 @@ mod tests {
             passing: true,
             error: std::sync::Arc::new(io::Error::other("s3://b: access denied")),
         };
-        let e = io::Error::new(io::ErrorKind::Other, fault);
+        let e = io::Error::other(fault);
         for e in [SourceFault::copy(&e), e] {
             assert_eq!(SourceKind::of(&e), SourceKind::Denied);
             assert!(passing(&e));
