@@ -8,12 +8,14 @@ use super::mount_config::{bucket_options, mount_config};
 use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};
 use novelfs_fs::persist;
+use novelfs_library::backing::SourceKind;
 use novelfs_library::{self as library, Library, NovelError, ReadArgs};
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
     let io = |reason: String| NovelError::Io {
         path: args.root.to_string_lossy().into_owned(),
         reason,
+        kind: SourceKind::Other,
     };
     let at = LibraryAt::parse(&args.root).map_err(io)?;
     let bucket = bucket_options(&args.bucket, &BucketOptions::default());
@@ -41,6 +43,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
             .map_err(|reason| NovelError::Io {
                 path: root.clone(),
                 reason,
+                kind: SourceKind::Other,
             }),
     }
 }

@@ -58,7 +58,7 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
             });
         }
         MountpointState::Stale if config.force => {
-            unmount(&config.mountpoint, true)?;
+            unmount(&config.mountpoint, true).map_err(|e| e.to_string())?;
             if mountpoint_state(&config.mountpoint) != MountpointState::Ready {
                 return Err(stale_message(&config.mountpoint));
             }

@@ -6,6 +6,7 @@
 use std::fmt;
 
 use novelfs_library::NovelError;
+use novelfs_library::backing::SourceKind;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -30,8 +31,8 @@ pub enum Error {
     /// library is not known to lack it.
     SourceDown,
     /// The source was read and failed (or holds a text that cannot be
-    /// served as asked); `reason` says why.
-    SourceFailed { reason: String },
+    /// served as asked); `kind` says how, for the errno, `reason` why.
+    Source { kind: SourceKind, reason: String },
     /// The load a request waited on ended without a result: the request
     /// that led it panicked.
     LoadAbandoned,
@@ -62,9 +63,9 @@ impl Error {
             Error::IsADirectory => libc::EISDIR,
             Error::NotALink => libc::EINVAL,
             Error::SwitchedOff | Error::Denied => libc::EACCES,
+            Error::Source { kind, .. } => source_errno(*kind),
             Error::Stale
             | Error::SourceDown
-            | Error::SourceFailed { .. }
             | Error::LoadAbandoned
             | Error::SourceStuck
             | Error::Panicked => libc::EIO,
@@ -75,10 +76,41 @@ impl Error {
     }
 }
 
-/// A chapter that cannot be read or decoded, met where its text is needed.
+/// The errno a reader gets for a failure of the source of `kind`, the one
+/// table: an object changed under a read pinned to its version is a stale
+/// handle (`EAGAIN` would invite the same read, which fails the same way);
+/// a refusal is the caller's access denied; a chapter gone between its
+/// listing and its read is not there. An outage, or anything else, is the
+/// source failing, not the file: `EIO`, as a local disk failing would give.
+fn source_errno(kind: SourceKind) -> i32 {
+    match kind {
+        SourceKind::NotFound => libc::ENOENT,
+        SourceKind::Changed => libc::ESTALE,
+        SourceKind::Denied => libc::EACCES,
+        SourceKind::Transient | SourceKind::Other => libc::EIO,
+    }
+}
+
+impl Error {
+    /// Reading the source failed with `e`, of its kind.
+    pub fn source_failed(e: &std::io::Error) -> Error {
+        Error::Source {
+            kind: SourceKind::of(e),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// A chapter that cannot be read or decoded, met where its text is needed:
+/// the source's failure keeps its kind, any other is `Other`.
 impl From<NovelError> for Error {
     fn from(e: NovelError) -> Error {
-        Error::SourceFailed {
+        let kind = match &e {
+            NovelError::Io { kind, .. } | NovelError::Unavailable { kind, .. } => *kind,
+            _ => SourceKind::Other,
+        };
+        Error::Source {
+            kind,
             reason: e.to_string(),
         }
     }
@@ -94,7 +126,7 @@ impl fmt::Display for Error {
             Error::SwitchedOff => "switched off",
             Error::Stale => "the version read is gone",
             Error::SourceDown => "the library cannot be listed",
-            Error::SourceFailed { reason } => return write!(f, "the source failed: {reason}"),
+            Error::Source { reason, .. } => return write!(f, "the source failed: {reason}"),
             Error::LoadAbandoned => "the load waited on was abandoned",
             Error::SourceStuck => "the library's filesystem does not answer",
             Error::Panicked => "the handler panicked",
@@ -120,5 +152,45 @@ mod tests {
         assert_eq!(Error::SwitchedOff.errno(), libc::EACCES);
         let failed = Error::from(NovelError::SwitchedOff);
         assert_eq!(failed.errno(), libc::EIO);
+    }
+
+    /// Each kind of the source's failure reaches the reader as its errno,
+    /// through a library error as through an `io::Error`, the words kept.
+    #[test]
+    fn each_kind_of_source_failure_answers_its_errno() {
+        let table = [
+            (SourceKind::NotFound, libc::ENOENT),
+            (SourceKind::Changed, libc::ESTALE),
+            (SourceKind::Denied, libc::EACCES),
+            (SourceKind::Transient, libc::EIO),
+            (SourceKind::Other, libc::EIO),
+        ];
+        for (kind, errno) in table {
+            let path = "/lib/novels/书/第1章.md".to_string();
+            let reason = format!("{kind:?}");
+            let io = NovelError::Io {
+                path: path.clone(),
+                reason: reason.clone(),
+                kind,
+            };
+            let passing = NovelError::Unavailable { path, reason, kind };
+            for e in [io, passing] {
+                let words = format!("the source failed: {e}");
+                let failed = Error::from(e);
+                assert_eq!(failed.errno(), errno, "{kind:?}");
+                assert_eq!(failed.to_string(), words);
+            }
+        }
+        let local = [
+            (std::io::ErrorKind::NotFound, libc::ENOENT),
+            (std::io::ErrorKind::PermissionDenied, libc::EACCES),
+            (std::io::ErrorKind::StaleNetworkFileHandle, libc::ESTALE),
+            (std::io::ErrorKind::TimedOut, libc::EIO),
+            (std::io::ErrorKind::InvalidData, libc::EIO),
+        ];
+        for (io_kind, errno) in local {
+            let failed = Error::source_failed(&io_kind.into());
+            assert_eq!(failed.errno(), errno, "{io_kind:?}");
+        }
     }
 }

@@ -183,6 +183,99 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// What kind of failure an access to the storage met, as the layers above
+/// answer it (the tree gives each its own errno) without knowing the
+/// storage's own error types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    /// Nothing at that path (a chapter gone between its listing and its
+    /// read).
+    NotFound,
+    /// The object is no longer in the version a read is pinned to.
+    Changed,
+    /// The storage refused the access (its credentials, or the mode bits
+    /// of a local file).
+    Denied,
+    /// The storage did not answer now: a timeout, a connection refused or
+    /// cut, a server error.
+    Transient,
+    /// Anything else.
+    Other,
+}
+
+impl SourceKind {
+    /// The kind of `e`: the one its backing declared (a `SourceFault`
+    /// inside it), else read from its `io::ErrorKind` as a local disk
+    /// gives it.
+    pub fn of(e: &io::Error) -> SourceKind {
+        if let Some(fault) = SourceFault::in_error(e) {
+            return fault.kind;
+        }
+        use io::ErrorKind::*;
+        match e.kind() {
+            NotFound => SourceKind::NotFound,
+            StaleNetworkFileHandle => SourceKind::Changed,
+            PermissionDenied => SourceKind::Denied,
+            TimedOut | ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected
+            | BrokenPipe => SourceKind::Transient,
+            _ => SourceKind::Other,
+        }
+    }
+}
+
+/// Whether `e` says the storage failed now rather than what the file is:
+/// what its backing declared, else a transient kind (a local disk's
+/// `EACCES` is the file's mode, kept as what the file is until it
+/// changes). Such a failure is never kept as the file's contents.
+pub fn passing(e: &io::Error) -> bool {
+    match SourceFault::in_error(e) {
+        Some(fault) => fault.passing,
+        None => SourceKind::of(e) == SourceKind::Transient,
+    }
+}
+
+/// A storage's error as it crosses the seam, inside the `io::Error` the
+/// backing returns: the storage's own error (whose words the `io::Error`
+/// shows unchanged) with the kind and the lasting-ness the storage
+/// declares for it. A concrete type of this crate, so that the layers
+/// above find it by downcasting without depending on the storage crate.
+#[derive(Debug, Clone)]
+pub struct SourceFault {
+    pub kind: SourceKind,
+    /// The failure is the storage's now (an outage, refused credentials,
+    /// an object replaced under a read), not what the object is.
+    pub passing: bool,
+    pub error: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+}
+
+impl SourceFault {
+    /// The fault inside `e`, when its backing declared one.
+    pub fn in_error(e: &io::Error) -> Option<&SourceFault> {
+        e.get_ref()?.downcast_ref::<SourceFault>()
+    }
+
+    /// `e` again, with its kind, its words and its fault (an `io::Error`
+    /// is not `Clone`): what each waiter on one access gets.
+    pub fn copy(e: &io::Error) -> io::Error {
+        match SourceFault::in_error(e) {
+            Some(fault) => io::Error::new(e.kind(), fault.clone()),
+            None => io::Error::new(e.kind(), e.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for SourceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for SourceFault {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
+    }
+}
+
 /// What the crate's own tests read through: a library with nothing in it,
 /// and bytes in memory opened as a file.
 #[cfg(test)]
@@ -250,6 +343,47 @@ pub(crate) mod for_tests {
         }
         fn unchanged(&self) -> io::Result<bool> {
             Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A local disk's error declares nothing: its kind is its errno's, and
+    /// only an outage passes (a file's mode is what the file is).
+    #[test]
+    fn a_local_error_has_the_kind_of_its_errno() {
+        let table = [
+            (libc::ENOENT, SourceKind::NotFound, false),
+            (libc::ESTALE, SourceKind::Changed, false),
+            (libc::EACCES, SourceKind::Denied, false),
+            (libc::ETIMEDOUT, SourceKind::Transient, true),
+            (libc::ECONNRESET, SourceKind::Transient, true),
+            (libc::EIO, SourceKind::Other, false),
+        ];
+        for (errno, kind, passes) in table {
+            let e = io::Error::from_raw_os_error(errno);
+            assert_eq!(SourceKind::of(&e), kind, "{e}");
+            assert_eq!(passing(&e), passes, "{e}");
+        }
+    }
+
+    /// A fault the backing declared decides, whatever the `io::ErrorKind`
+    /// beside it, and survives a copy with its words.
+    #[test]
+    fn a_declared_fault_decides_and_is_copied() {
+        let fault = SourceFault {
+            kind: SourceKind::Denied,
+            passing: true,
+            error: std::sync::Arc::new(io::Error::other("s3://b: access denied")),
+        };
+        let e = io::Error::other(fault);
+        for e in [SourceFault::copy(&e), e] {
+            assert_eq!(SourceKind::of(&e), SourceKind::Denied);
+            assert!(passing(&e));
+            assert_eq!(e.to_string(), "s3://b: access denied");
         }
     }
 }

@@ -75,12 +75,7 @@ impl Library {
 
     pub(super) fn io_error(&self, book: &OsStr, file: &OsStr, e: std::io::Error) -> NovelError {
         let path = self.display_path(&book.to_string_lossy(), &file.to_string_lossy());
-        let reason = e.to_string();
-        if passing(&e) {
-            NovelError::Unavailable { path, reason }
-        } else {
-            NovelError::Io { path, reason }
-        }
+        NovelError::from_io(path, &e)
     }
 
     /// Opens a chapter file for reading, without following symlinks, with
@@ -134,19 +129,4 @@ impl Library {
         }
         Ok(max)
     }
-}
-
-/// Whether an error says the storage could not answer now, rather than
-/// what the file is: a timeout or a connection refused, cut or reset.
-pub(crate) fn passing(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        e.kind(),
-        TimedOut
-            | ConnectionRefused
-            | ConnectionReset
-            | ConnectionAborted
-            | NotConnected
-            | BrokenPipe
-    )
 }

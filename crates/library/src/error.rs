@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::backing::{SourceKind, passing};
 use super::number::ChapterNumber;
 use super::text::js::format_number;
 
@@ -47,15 +48,18 @@ pub enum NovelError {
     /// The storage did not answer in time or could not be reached (a
     /// bucket's server stalling, a dropped connection): the same words as
     /// `Io`, but what failed now may be read at the next try, so it is
-    /// never kept as what the file holds.
+    /// never kept as what the file holds. `kind` is what failed, for the
+    /// errno a reader gets; the text says nothing of it.
     Unavailable {
         path: String,
         reason: String,
+        kind: SourceKind,
     },
     /// Reading the source failed (permissions, vanished file, too large…).
     Io {
         path: String,
         reason: String,
+        kind: SourceKind,
     },
 }
 
@@ -103,7 +107,7 @@ impl fmt::Display for NovelError {
                 f,
                 "{root} is not a novelfs library: it has no novels/ directory (expected {root}/novels/<book>/<chapter>.md)"
             ),
-            NovelError::Io { path, reason } | NovelError::Unavailable { path, reason } => {
+            NovelError::Io { path, reason, .. } | NovelError::Unavailable { path, reason, .. } => {
                 write!(f, "无法读取 \"{path}\"：{reason}")
             }
         }
@@ -124,6 +128,17 @@ fn tool_label(tool: &str) -> &str {
 }
 
 impl NovelError {
+    /// Reading `path` (as pages print it) failed with `e`: `Unavailable`
+    /// when the storage failed now, else `Io`; either keeps `e`'s kind.
+    pub fn from_io(path: String, e: &std::io::Error) -> NovelError {
+        let (reason, kind) = (e.to_string(), SourceKind::of(e));
+        if passing(e) {
+            NovelError::Unavailable { path, reason, kind }
+        } else {
+            NovelError::Io { path, reason, kind }
+        }
+    }
+
     /// The line an `ERROR` file holds and the CLI prints.
     pub fn error_line(&self) -> String {
         format!("错误：{self}\n")

@@ -7,7 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use super::backing::{EntryKind, Meta};
+use super::backing::{EntryKind, Meta, SourceKind};
 use super::{BookIndex, Library, NovelError, scan};
 
 /// Whether an error only says that a path is not there (not that it
@@ -110,6 +110,7 @@ impl Library {
         let unreadable = |e: std::io::Error| NovelError::Io {
             path: self.display_dir(Some(OsStr::new(book))),
             reason: e.to_string(),
+            kind: SourceKind::of(&e),
         };
         if !self.is_book(OsStr::new(book)) {
             return match self.backing.stat(&Self::rel_dir(Some(OsStr::new(book)))) {
@@ -138,12 +139,7 @@ impl Library {
     /// `None` when it can.
     pub fn unreadable_dir(&self, book: Option<&OsStr>) -> Option<NovelError> {
         let e = self.backing.list(&Self::rel_dir(book)).err()?;
-        let (path, reason) = (self.display_dir(book), e.to_string());
-        Some(if super::chapter_io::passing(&e) {
-            NovelError::Unavailable { path, reason }
-        } else {
-            NovelError::Io { path, reason }
-        })
+        Some(NovelError::from_io(self.display_dir(book), &e))
     }
 
     /// The chapter index of the book directory `book`, named as it is on

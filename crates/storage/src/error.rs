@@ -6,6 +6,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use novelfs_library::backing::{SourceFault, SourceKind};
+
 /// One failed access to a library's storage.
 ///
 /// Its `Display` text names the object and the cause, never a credential:
@@ -42,24 +44,26 @@ pub enum StorageError {
 }
 
 impl StorageError {
-    /// The errno a reader of the file system gets for this error.
-    ///
-    /// `Changed` is `ESTALE`: the object a handle was opened on is gone in
-    /// that version, which is what a stale NFS handle means; `EAGAIN` would
-    /// invite the same read again, which fails the same way while the
-    /// caller keeps asking for the old version. A missing bucket, an
-    /// unreachable endpoint and a timeout are the source failing, not the
-    /// file: `EIO`, as a local disk failing would give.
-    pub fn errno(&self) -> i32 {
+    /// What kind of failure this is, as the layers above the seam answer
+    /// it (the tree's errno table gives each kind its errno): `Changed` is
+    /// its own kind, since a reader pinned to a version must be told the
+    /// object changed, not that the storage failed; a missing bucket or a
+    /// wrong region is the source failing, not the file: `Other`, as a
+    /// local disk failing would be.
+    pub fn source_kind(&self) -> SourceKind {
         match self {
-            StorageError::NotFound { .. } => libc::ENOENT,
-            StorageError::Changed { .. } => libc::ESTALE,
-            StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => libc::EACCES,
+            StorageError::NotFound { .. } => SourceKind::NotFound,
+            StorageError::Changed { .. } => SourceKind::Changed,
+            StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => {
+                SourceKind::Denied
+            }
+            StorageError::Timeout { .. } | StorageError::Unreachable { .. } => {
+                SourceKind::Transient
+            }
+            StorageError::Other(_) if self.is_outage() => SourceKind::Transient,
             StorageError::NoBucket { .. }
             | StorageError::WrongRegion { .. }
-            | StorageError::Unreachable { .. }
-            | StorageError::Timeout { .. }
-            | StorageError::Other(_) => libc::EIO,
+            | StorageError::Other(_) => SourceKind::Other,
         }
     }
 
@@ -142,17 +146,34 @@ impl fmt::Display for StorageError {
 
 impl std::error::Error for StorageError {}
 
+/// The error a reader of the library gets for `e`, the one mapping of the
+/// crate: an `io::ErrorKind` of its kind (what code that knows only
+/// `io::Error` reads), and `e` itself inside, with the kind and the
+/// lasting-ness it declares (`SourceFault`), its words unchanged.
 impl From<StorageError> for std::io::Error {
     fn from(e: StorageError) -> Self {
-        let kind = match &e {
-            StorageError::NotFound { .. } => std::io::ErrorKind::NotFound,
-            StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => {
-                std::io::ErrorKind::PermissionDenied
-            }
-            StorageError::Timeout { .. } => std::io::ErrorKind::TimedOut,
-            _ => std::io::ErrorKind::Other,
+        use std::io::ErrorKind;
+        let kind = e.source_kind();
+        let io_kind = match (&e, kind) {
+            (_, SourceKind::NotFound) => ErrorKind::NotFound,
+            (_, SourceKind::Changed) => ErrorKind::StaleNetworkFileHandle,
+            (_, SourceKind::Denied) => ErrorKind::PermissionDenied,
+            (StorageError::Timeout { .. }, _) => ErrorKind::TimedOut,
+            (StorageError::Unreachable { .. }, _) => ErrorKind::ConnectionRefused,
+            (_, SourceKind::Transient) => ErrorKind::NotConnected,
+            (_, SourceKind::Other) => ErrorKind::Other,
         };
-        std::io::Error::new(kind, e)
+        // Only a missing object says what is there: anything else is the
+        // storage now (refused credentials may be renewed, a 5xx may pass,
+        // an object replaced under a read is read again), never what a
+        // file holds.
+        let passing = kind != SourceKind::NotFound;
+        let fault = SourceFault {
+            kind,
+            passing,
+            error: std::sync::Arc::new(e),
+        };
+        std::io::Error::new(io_kind, fault)
     }
 }
 
@@ -160,55 +181,116 @@ impl From<StorageError> for std::io::Error {
 mod tests {
     use super::*;
 
-    #[test]
-    fn each_error_has_its_errno() {
-        let cases = [
-            (StorageError::not_found("novels/书/第1章.md"), libc::ENOENT),
+    /// Each error, its kind, the `io::ErrorKind` it crosses the seam with,
+    /// and whether it passes.
+    fn table() -> Vec<(StorageError, SourceKind, std::io::ErrorKind, bool)> {
+        use std::io::ErrorKind as K;
+        vec![
+            (
+                StorageError::not_found("novels/书/第1章.md"),
+                SourceKind::NotFound,
+                K::NotFound,
+                false,
+            ),
             (
                 StorageError::Changed {
                     path: "novels/书/第1章.md".into(),
                 },
-                libc::ESTALE,
+                SourceKind::Changed,
+                K::StaleNetworkFileHandle,
+                true,
             ),
             (
                 StorageError::NoBucket {
                     bucket: "bucket library".into(),
                 },
-                libc::EIO,
+                SourceKind::Other,
+                K::Other,
+                true,
             ),
             (
                 StorageError::WrongRegion {
                     bucket: "library".into(),
                     region: Some("eu-west-3".into()),
                 },
-                libc::EIO,
+                SourceKind::Other,
+                K::Other,
+                true,
             ),
             (
                 StorageError::AccessDenied {
                     what: "s3://library".into(),
                     code: "InvalidAccessKeyId".into(),
                 },
-                libc::EACCES,
+                SourceKind::Denied,
+                K::PermissionDenied,
+                true,
+            ),
+            (
+                StorageError::NoCredentials {
+                    looked: "the environment".into(),
+                },
+                SourceKind::Denied,
+                K::PermissionDenied,
+                true,
             ),
             (
                 StorageError::Unreachable {
                     endpoint: "http://127.0.0.1:9".into(),
                     reason: "connection refused".into(),
                 },
-                libc::EIO,
+                SourceKind::Transient,
+                K::ConnectionRefused,
+                true,
             ),
             (
                 StorageError::Timeout {
                     what: "GET novels/书/第1章.md".into(),
                     after: Duration::from_secs(5),
                 },
-                libc::EIO,
+                SourceKind::Transient,
+                K::TimedOut,
+                true,
             ),
-            (StorageError::Other("x".into()), libc::EIO),
-        ];
-        for (e, errno) in cases {
-            assert_eq!(e.errno(), errno, "{e}");
+            (
+                StorageError::Other("GET s3://b/k: HTTP 503 SlowDown".into()),
+                SourceKind::Transient,
+                K::NotConnected,
+                true,
+            ),
+            (
+                StorageError::Other("x".into()),
+                SourceKind::Other,
+                K::Other,
+                true,
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_error_has_its_kind() {
+        for (e, kind, _, _) in table() {
+            assert_eq!(e.source_kind(), kind, "{e}");
             assert!(!e.to_string().is_empty());
+        }
+    }
+
+    /// Crossing the seam, an error keeps its words and its kind, read back
+    /// by the library alone from the `io::Error`.
+    #[test]
+    fn an_error_crosses_the_seam_with_its_kind_and_words() {
+        for (e, kind, io_kind, passing) in table() {
+            let words = e.to_string();
+            let io = std::io::Error::from(e);
+            assert_eq!(io.to_string(), words);
+            assert_eq!(io.kind(), io_kind, "{words}");
+            assert_eq!(SourceKind::of(&io), kind, "{words}");
+            assert_eq!(novelfs_library::backing::passing(&io), passing, "{words}");
+            let copy = SourceFault::copy(&io);
+            assert_eq!(
+                (copy.kind(), SourceKind::of(&copy), copy.to_string()),
+                (io_kind, kind, words)
+            );
         }
     }
 

@@ -267,6 +267,7 @@ impl Storage for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use novelfs_library::backing::SourceKind;
 
     fn timeout() -> StorageError {
         StorageError::Timeout {
@@ -313,7 +314,7 @@ mod tests {
         assert!(o.is_down());
         // Within RETRY_AFTER: every access fails at once.
         let e = o.admit(t0 + RETRY_AFTER / 2).unwrap_err();
-        assert_eq!(e.errno(), libc::EIO);
+        assert_eq!(e.source_kind(), SourceKind::Transient);
         assert!(e.is_outage(), "a fast failure is one of the outage");
         // Then one probe, and only one, goes.
         let later = t0 + RETRY_AFTER;

@@ -87,12 +87,40 @@ fn fuse_connection_lost(path: &Path) -> bool {
 /// died keeps its type in mountinfo, so a stale novelfs mount is cleared too.
 const NOVELFS_TYPE: &str = "fuse.novelfs";
 
+/// Why `unmount` did not unmount: what its callers tell apart (a mount
+/// that is busy, or refused otherwise, may still be detached lazily; where
+/// nothing of novelfs is mounted, there is nothing to detach). Its text is
+/// the one line the user is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UnmountError {
+    /// Nothing is mounted there, or something other than novelfs is: left
+    /// untouched.
+    NotOurs(String),
+    /// A file or directory in the mount at this path is open.
+    Busy(PathBuf),
+    /// Anything else, in the words of its cause.
+    Failed(String),
+}
+
+impl std::fmt::Display for UnmountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnmountError::NotOurs(why) | UnmountError::Failed(why) => f.write_str(why),
+            UnmountError::Busy(path) => write!(
+                f,
+                "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
+                path.display()
+            ),
+        }
+    }
+}
+
 /// Unmounts the novelfs mount at `path`; `lazy` detaches even while files
 /// are open. Anything else mounted there, or nothing, is refused untouched.
-pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
-    let path = novelfs_mount_at(path)?;
-    let c =
-        CString::new(path.as_os_str().as_bytes()).map_err(|_| "path contains NUL".to_string())?;
+pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), UnmountError> {
+    let path = novelfs_mount_at(path).map_err(UnmountError::NotOurs)?;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| UnmountError::Failed("path contains NUL".to_string()))?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
     // SAFETY: c is a valid NUL-terminated path.
     if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
@@ -101,12 +129,28 @@ pub(crate) fn unmount(path: &Path, lazy: bool) -> Result<(), String> {
     let err = std::io::Error::last_os_error();
     match err.raw_os_error() {
         Some(libc::EPERM) => unmount_with_helper(&path, lazy),
-        Some(libc::EBUSY) => Err(format!(
-            "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
+        Some(libc::EBUSY) => Err(UnmountError::Busy(path)),
+        Some(libc::EINVAL) => Err(UnmountError::NotOurs(format!(
+            "{} is not a mount point",
             path.display()
-        )),
-        Some(libc::EINVAL) => Err(format!("{} is not a mount point", path.display())),
-        _ => Err(format!("cannot unmount {}: {err}", path.display())),
+        ))),
+        _ => Err(UnmountError::Failed(format!(
+            "cannot unmount {}: {err}",
+            path.display()
+        ))),
+    }
+}
+
+/// Unmounts the novelfs mount at `path`, detaching it lazily when it
+/// cannot be unmounted now (busy, or refused): the kernel finishes once
+/// its open files close. Where nothing of novelfs is mounted, nothing is
+/// tried again.
+pub(crate) fn unmount_or_detach(path: &Path) {
+    match unmount(path, false) {
+        Ok(()) | Err(UnmountError::NotOurs(_)) => {}
+        Err(UnmountError::Busy(_) | UnmountError::Failed(_)) => {
+            let _ = unmount(path, true);
+        }
     }
 }
 
@@ -169,13 +213,13 @@ pub(crate) fn detach_if_ours(mountpoint: &Path, mount_id: Option<u64>) {
     }
 }
 
-fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
+fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), UnmountError> {
     let (uid, _) = euid_egid();
     let Some(helper) = fusermount() else {
-        return Err(format!(
+        return Err(UnmountError::Failed(format!(
             "cannot unmount {} as uid {uid}: only root may call umount(2), and fusermount3 (which unmounts a user's own FUSE mounts) is not installed: install the package fuse3, or run as root",
             path.display()
-        ));
+        )));
     };
     let out = std::process::Command::new(&helper)
         .arg(if lazy { "-uz" } else { "-u" })
@@ -183,18 +227,18 @@ fn unmount_with_helper(path: &Path, lazy: bool) -> Result<(), String> {
         .arg(path)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", helper.display()))?;
+        .map_err(|e| UnmountError::Failed(format!("cannot run {}: {e}", helper.display())))?;
     if out.status.success() {
         return Ok(());
     }
     let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
     if said.contains("busy") {
-        return Err(format!(
-            "cannot unmount {}: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`",
-            path.display()
-        ));
+        return Err(UnmountError::Busy(path.to_path_buf()));
     }
-    Err(format!("cannot unmount {}: {said}", path.display()))
+    Err(UnmountError::Failed(format!(
+        "cannot unmount {}: {said}",
+        path.display()
+    )))
 }
 
 pub(crate) fn stale_message(mnt: &Path) -> String {
@@ -234,5 +278,28 @@ mod tests {
         );
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(absolute(Path::new("mnt/")), cwd.join("mnt"));
+    }
+
+    /// Where nothing is mounted, unmounting is refused as not ours, in the
+    /// line the user is told, and nothing is tried again.
+    #[test]
+    fn nothing_mounted_is_not_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = unmount(dir.path(), false).unwrap_err();
+        let said = format!(
+            "{} is not a mount point; nothing was unmounted",
+            dir.path().display()
+        );
+        assert_eq!(e, UnmountError::NotOurs(said.clone()));
+        assert_eq!(e.to_string(), said);
+        unmount_or_detach(dir.path());
+    }
+
+    #[test]
+    fn busy_says_how_to_detach() {
+        assert_eq!(
+            UnmountError::Busy("/mnt/novels".into()).to_string(),
+            "cannot unmount /mnt/novels: it is busy (a file or directory in it is open); close it, or use `novelfs unmount --lazy`"
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::mount::handoff::{self, Handoff};
 use crate::mount::logging;
 use crate::mount::os::attach::attach;
 use crate::mount::os::mountinfo::mount_id;
-use crate::mount::os::mountpoint::{detach_if_ours, unmount};
+use crate::mount::os::mountpoint::{detach_if_ours, unmount_or_detach};
 use crate::mount::os::watchdog::Watchdog;
 use crate::mount::unanswered;
 use novelfs_fs::{JournalFile, NovelFs};
@@ -232,10 +232,7 @@ pub(crate) fn serve(
         // SAFETY: waiting on the set blocked above; sig is a valid out pointer.
         unsafe { libc::sigwait(&signals, &mut sig) };
         log::info!("signal {sig}: unmounting {}", signal_mountpoint.display());
-        if unmount(&signal_mountpoint, false).is_err() {
-            // Busy: detach now; the kernel finishes once open files close.
-            let _ = unmount(&signal_mountpoint, true);
-        }
+        unmount_or_detach(&signal_mountpoint);
         // Detached while a reader still holds a file, the connection
         // lives on: the signal still ends the server.
         signal_ended.exit_unless_ended(&format!("signal {sig}"));

@@ -9,6 +9,7 @@ mod bucket_listings;
 mod bucket_random;
 mod bucket_walk;
 mod clouds;
+mod errnos;
 mod fleet;
 pub(crate) mod native;
 mod object_storage;

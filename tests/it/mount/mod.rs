@@ -14,3 +14,4 @@ pub(crate) mod persist;
 mod python_reader;
 mod soak;
 mod store_ahead;
+mod unmount_busy;

@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use novelfs_library::backing::SourceKind;
 use novelfs_library::index::{self, BookChapters, ChapterStats};
 use novelfs_library::{BookIndex, NovelError};
 
@@ -111,6 +112,7 @@ pub(super) fn walk_book(
                         .library()
                         .display_path(&book.to_string_lossy(), &c.file),
                     reason: gone.to_string(),
+                    kind: SourceKind::NotFound,
                 };
                 (Err(error), UNIX_EPOCH)
             }

@@ -292,9 +292,7 @@ impl Source {
             if e.kind() == std::io::ErrorKind::NotFound {
                 Error::NotFound
             } else {
-                Error::SourceFailed {
-                    reason: e.to_string(),
-                }
+                Error::source_failed(&e)
             }
         })?;
         // The same names: the index (and the version) already given out.

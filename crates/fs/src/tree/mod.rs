@@ -187,7 +187,7 @@ impl NovelFs {
     /// Logs (once) that a directory cannot be served, and why.
     fn log_gave_up(&self, e: &NovelError) {
         match e {
-            NovelError::Io { path, reason } => self.gave_up.gave_up(path, reason),
+            NovelError::Io { path, reason, .. } => self.gave_up.gave_up(path, reason),
             other => self.gave_up.gave_up(&other.to_string(), "cannot be read"),
         }
     }

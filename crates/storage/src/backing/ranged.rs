@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use crate::{RelPath, Storage, StorageError, Version};
 
-use super::bodies::{Key, Store, rel, to_io};
+use super::bodies::{Key, Store, rel};
 use super::listings::Listings;
 use super::{Meta, Opened};
 
@@ -132,9 +132,9 @@ impl Ranged {
                 if let Some(dir) = self.path.parent() {
                     b.listings.forget(dir);
                 }
-                Err(to_io(e))
+                Err(io::Error::from(e))
             }
-            Err(e) => Err(to_io(e)),
+            Err(e) => Err(io::Error::from(e)),
         }
     }
 }

@@ -173,6 +173,7 @@ mod tests {
     use super::*;
     use crate::StorageError;
     use crate::cloud::classify::{Context, classify};
+    use novelfs_library::backing::SourceKind;
 
     fn cx() -> Context<'static> {
         Context {
@@ -208,7 +209,7 @@ mod tests {
             panic!("{told:?}");
         };
         assert!(looked.ends_with("(HTTP 403)"), "{looked}");
-        assert_eq!(told.errno(), libc::EACCES);
+        assert_eq!(told.source_kind(), SourceKind::Denied);
         assert!(told.is_source_failure());
         let line = told.to_string();
         assert!(

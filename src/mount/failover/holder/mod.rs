@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use super::holder_os::{block_signals, connected};
 use crate::mount::handoff;
-use crate::mount::os::mountpoint::{detach_if_ours, unmount};
+use crate::mount::os::mountpoint::{detach_if_ours, unmount_or_detach};
 use crate::mount::os::process::{detach_stdio, report_failure as report};
 
 mod control;
@@ -324,9 +324,6 @@ impl Holder<'_> {
     }
 
     fn unmount(&self) {
-        if unmount(self.mountpoint, false).is_err() {
-            // Busy: detach now; the kernel finishes once open files close.
-            let _ = unmount(self.mountpoint, true);
-        }
+        unmount_or_detach(self.mountpoint);
     }
 }

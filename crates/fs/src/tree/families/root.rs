@@ -76,9 +76,7 @@ pub(in crate::tree) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
                 return Ok(error());
             }
             None => {
-                return Err(Error::SourceFailed {
-                    reason: failed.to_string(),
-                });
+                return Err(Error::source_failed(&failed));
             }
         },
     };

@@ -25,7 +25,7 @@ use held::Held;
 use novelfs_kit::lru::Lru;
 use queue::Pending;
 
-pub(super) use helpers::{is_changed, lock, rel, to_io};
+pub(super) use helpers::{is_changed, lock, rel};
 
 /// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
 /// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in

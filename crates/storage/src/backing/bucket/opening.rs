@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::{Entry, EntryKind, RelPath, StorageError, Version};
 
-use super::super::bodies::{Key, is_changed, rel, to_io};
+use super::super::bodies::{Key, is_changed, rel};
 use super::super::listings;
 use super::super::ranged::Ranged;
 use super::super::{Meta, Opened};
@@ -68,7 +68,7 @@ impl BucketBacking {
         let (bytes, version) = match self.get_whole(&key, &rel(path)?, None) {
             Ok(got) => got,
             Err(e) if e.is_not_found() => return Ok(None),
-            Err(e) => return Err(to_io(e)),
+            Err(e) => return Err(io::Error::from(e)),
         };
         // A version newer than the listing's is read as it is: its time is
         // not known before the next listing, so it is now.
@@ -138,7 +138,7 @@ impl BucketBacking {
                 self.listings.forget(path.parent()?);
                 return None;
             }
-            Err(e) => return Some(Err(to_io(e))),
+            Err(e) => return Some(Err(io::Error::from(e))),
         };
         let opened = Fetched::opened(bytes, &listed.version, listed.modified, false);
         Some(Ok(Some(opened)))

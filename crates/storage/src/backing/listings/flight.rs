@@ -8,16 +8,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use novelfs_kit::flight::{Flight, Flights, Leader, Part};
+use novelfs_library::backing::SourceFault;
 
 use crate::Entry;
 
-use super::super::bodies::{rel, to_io};
+use super::super::bodies::rel;
 use super::Listings;
 
-/// A listing's result as its waiters share it: the entries, or the
-/// error's kind and words (an error reaches every waiter and is kept
+/// A listing's result as its waiters share it: the entries, or the error
+/// (each waiter gets a copy with its kind, words and fault; it is kept
 /// nowhere).
-pub(super) type Outcome = Result<Arc<Vec<Entry>>, (io::ErrorKind, String)>;
+pub(super) type Outcome = Result<Arc<Vec<Entry>>, Arc<io::Error>>;
 
 /// The listings being made, by directory.
 pub(super) type Making = Flights<PathBuf, Outcome>;
@@ -28,15 +29,13 @@ pub(super) type Lead = Leader<PathBuf, Outcome>;
 /// What the waiters of a listing that was never made get.
 pub(super) fn making() -> Arc<Making> {
     Arc::new(Flights::new(|| {
-        Err((io::ErrorKind::Other, "the listing was not made".to_string()))
+        Err(Arc::new(io::Error::other("the listing was not made")))
     }))
 }
 
 /// A listing's result as a reader gets it.
 pub(super) fn waited(flight: &Flight<Outcome>) -> io::Result<Arc<Vec<Entry>>> {
-    flight
-        .wait()
-        .map_err(|(kind, words)| io::Error::new(kind, words))
+    flight.wait().map_err(|e| SourceFault::copy(&e))
 }
 
 /// What a reader finds when it wants a listing made.
@@ -69,7 +68,7 @@ impl Listings {
     /// if this panics, an error rather than a wait for ever).
     pub(super) fn fly(&self, dir: &Path, lead: Lead) -> io::Result<Arc<Vec<Entry>>> {
         let begun = Instant::now();
-        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(to_io));
+        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(io::Error::from));
         let listed = listed.map(Arc::new);
         if listed.is_ok() {
             self.timed(begun.elapsed());
@@ -81,7 +80,7 @@ impl Listings {
         }
         lead.finish(match &listed {
             Ok(entries) => Ok(entries.clone()),
-            Err(e) => Err((e.kind(), e.to_string())),
+            Err(e) => Err(Arc::new(SourceFault::copy(e))),
         });
         listed
     }
