@@ -4,13 +4,53 @@
 
 use std::ffi::OsStr;
 
-use super::backing::Opened;
+use super::backing::{Meta, Opened};
 use super::{Chapter, ChapterText, Library, MAX_CHAPTER_BYTES_CAP, NovelError, decode, stream};
+
+/// What reading a chapter's file gave, in one call: the metadata of the
+/// file actually read, whether its bytes were at hand (no I/O: the page
+/// cache, the bodies held), their digest when it was asked for, and the
+/// text or why it cannot be had.
+pub struct ChapterRead {
+    pub meta: Meta,
+    pub at_hand: bool,
+    pub digest: Option<u64>,
+    pub text: Result<ChapterText, NovelError>,
+}
 
 impl Library {
     /// Whether a chapter file of `len` bytes is served through a line index.
     pub fn streams(&self, len: u64) -> bool {
         len > self.stream_above
+    }
+
+    /// Opens the file `file` of `book`, digests its bytes when `digest_if`
+    /// says so of the metadata of the file opened, and reads and decodes
+    /// it as `chapter`: the tree's one call for a chapter's text.
+    /// `Ok(None)` when the name no longer holds a regular file; a failure
+    /// to open it is the `Err`, a failure to read or decode it the text's.
+    pub fn read_chapter(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        chapter: &Chapter,
+        digest_if: impl FnOnce(&Meta) -> bool,
+    ) -> Result<Option<ChapterRead>, NovelError> {
+        let Some(f) = self.open_chapter_file(book, file)? else {
+            return Ok(None);
+        };
+        let meta = f.meta().clone();
+        let at_hand = f.at_hand();
+        let digest = digest_if(&meta)
+            .then(|| super::backing::digest(&*f).ok())
+            .flatten();
+        let text = self.load_opened_chapter(book, chapter, f);
+        Ok(Some(ChapterRead {
+            meta,
+            at_hand,
+            digest,
+            text,
+        }))
     }
 
     /// Reads and decodes a chapter file opened with `open_chapter_file`:

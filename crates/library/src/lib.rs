@@ -10,6 +10,7 @@
 mod args;
 pub mod backing;
 mod chapter_io;
+pub use chapter_io::ChapterRead;
 mod chapters;
 pub mod error;
 pub mod index;

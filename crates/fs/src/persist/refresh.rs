@@ -165,11 +165,11 @@ fn index_chapter(
         return Outcome::Reused;
     }
     let read_at = SystemTime::now();
-    let Ok(Some(f)) = library.open_chapter_file(book, &chapter.os_name) else {
+    let Ok(Some(read)) = library.read_chapter(book, &chapter.os_name, chapter, |_| false) else {
         return Outcome::Unreadable;
     };
-    let stamp = Stamp::of(f.meta());
-    let Ok(text) = library.load_opened_chapter(book, chapter, f) else {
+    let stamp = Stamp::of(&read.meta);
+    let Ok(text) = read.text else {
         return Outcome::Unreadable;
     };
     if !unix_nanos(read_at).is_some_and(|at| trusted(&stamp, at, granularity)) {

@@ -116,43 +116,37 @@ impl Source {
         let mut was_cached = false;
         let at = self.freshness.now();
         let g = self.freshness.granularity();
-        let (version, mtime, loaded): (u64, SystemTime, Loaded) =
-            match self.library.open_chapter_file(&c.book, &c.file) {
-                Ok(None) => return Err(Error::NotFound),
-                Ok(Some(f)) => {
-                    let meta = f.meta().clone();
-                    self.decodes
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    log::debug!(
-                        "{} path={}",
-                        crate::events::DECODED,
-                        Node::Chapter { chapter: c.clone() }.path()
-                    );
-                    was_cached = f.at_hand();
-                    let stamp = Stamp::of(&meta);
-                    // Bytes the stamp does not prove are digested first, so
-                    // that the next look can tell them from an edit made
-                    // under the same stamp.
-                    let digest = self
-                        .versions
-                        .must_digest(c, &stamp, at, g)
-                        .then(|| novelfs_library::backing::digest(&*f).ok())
-                        .flatten();
-                    let loaded = self
-                        .library
-                        .load_opened_chapter(&c.book, chapter, f)
-                        .map(Arc::new);
-                    let version = match digest {
-                        Some(d) => self.versions.looked(c, &stamp, d, at, g),
-                        None => version_of(&stamp),
-                    };
-                    (version, mtime_of(&meta), loaded)
-                }
-                // Opening failed for another reason: an error to show, under
-                // the version of the name.
-                Err(e @ NovelError::Unavailable { .. }) => return Err(e.into()),
-                Err(e) => (source.version(), source.mtime(), Err(e)),
-            };
+        // Bytes the stamp does not prove are digested as they are read, so
+        // that the next look can tell them from an edit made under the same
+        // stamp.
+        let read = self
+            .library
+            .read_chapter(&c.book, &c.file, chapter, |meta| {
+                self.versions.must_digest(c, &Stamp::of(meta), at, g)
+            });
+        let (version, mtime, loaded): (u64, SystemTime, Loaded) = match read {
+            Ok(None) => return Err(Error::NotFound),
+            Ok(Some(read)) => {
+                self.decodes
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                log::debug!(
+                    "{} path={}",
+                    crate::events::DECODED,
+                    Node::Chapter { chapter: c.clone() }.path()
+                );
+                was_cached = read.at_hand;
+                let stamp = Stamp::of(&read.meta);
+                let version = match read.digest {
+                    Some(d) => self.versions.looked(c, &stamp, d, at, g),
+                    None => version_of(&stamp),
+                };
+                (version, mtime_of(&read.meta), read.text.map(Arc::new))
+            }
+            // Opening failed for another reason: an error to show, under
+            // the version of the name.
+            Err(e @ NovelError::Unavailable { .. }) => return Err(e.into()),
+            Err(e) => (source.version(), source.mtime(), Err(e)),
+        };
         // The storage failing while the chapter was read (a bucket's part
         // timed out, or was replaced under the read) says nothing of the
         // chapter: it is kept nowhere, and the next read asks again.
