@@ -29,7 +29,11 @@
 # (reports in the kept temp dir; implies --keep).
 # --wholelib: only the whole-library figures (below; 2,000 books x 100
 # chapters, with --quick 200 x 100; --scale-books/--scale-chapters shape it;
-# --stat-calls N stats of a missing name, default 1000). --persist: with
+# --stat-calls N stats of a missing name, default 1000), then compared with
+# the last committed result of the same command run quiet (load < 1.5):
+# REGRESSED, and exit 3, where a figure's ratio (to the sources, or the cold
+# grep's to the zero-work floor) grew by more than 20%, the run-to-run
+# spread's bound (scripts/bench_regress.py). --persist: with
 # them, the persistent index's figures (implies --wholelib). Every mount but
 # those of --persist runs with --no-index, so no figure depends on what an
 # earlier mount left in an index.
@@ -1468,6 +1472,7 @@ write_result() {
     } > "$out"
     # The bench runs as root; the file belongs to whoever owns the repository.
     chown --reference="$REPO" "$RESULTS_DIR" "$out" 2>/dev/null || true
+    RESULT_FILE=$out
     echo "result file: $out"
 }
 
@@ -1494,3 +1499,9 @@ echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"
 $LIB table "$RES" | tee "$WORK/table.txt"
 write_result
+# The whole-library figures against the last committed quiet result of
+# the same command: REGRESSED (and exit 3) where a ratio grew past the
+# run-to-run spread (scripts/bench_regress.py).
+if [ "$WHOLE" = 1 ]; then
+    python3 "$REPO/scripts/bench_regress.py" "$RESULT_FILE" "$RESULTS_DIR" || exit $?
+fi
