@@ -58,8 +58,18 @@ def read(path):
 
 
 def options(command):
-    """The command's options, as a set (their order does not matter)."""
-    return frozenset((command or "").split()[1:])
+    """The command's options, as a set (their order does not matter), less
+    `--runs N`: more runs measure the same figures."""
+    words = (command or "").split()[1:]
+    kept, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == "--runs":
+            skip = True
+        elif not w.startswith("--runs="):
+            kept.append(w)
+    return frozenset(kept)
 
 
 def committed(results_dir):

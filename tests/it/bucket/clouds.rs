@@ -211,6 +211,38 @@ fn a_public_container_reads_unsigned_and_a_private_one_is_refused() {
     assert_eq!(code, Some(1), "{err}");
 }
 
+/// A GCS bucket mounted with `--no-sign-request` and no credentials at
+/// all gives the disk's pages, every request unsigned (no Authorization
+/// header reaches the proxy).
+#[test]
+fn a_gcs_bucket_reads_unsigned_with_no_sign_request() {
+    require_fuse!();
+    let (_dir, root) = small();
+    let Some(bucket) = Bucket::with_cloud(&root, Emulator::FakeGcs) else {
+        return;
+    };
+    let endpoint = bucket.server.endpoint();
+    let m = Mount::with_env(
+        Path::new(&bucket.url()),
+        &[
+            "--endpoint-url",
+            &endpoint,
+            "--no-sign-request",
+            "--path-root",
+            "/library",
+        ],
+        "warn",
+        &[],
+    );
+    let disk = Mount::new(&root, &["--path-root", "/library"]);
+    assert_eq!(page(m.path()), page(disk.path()));
+    let log = bucket.server.log();
+    assert!(!log.is_empty());
+    for r in &log {
+        assert_eq!(r.key_id, "-", "unsigned: {r:?}");
+    }
+}
+
 /// The account's key, in the daemon's environment only, is in neither
 /// mountinfo, the daemon's argv nor its log, and the requests are signed
 /// with it (Shared Key).
