@@ -118,9 +118,11 @@ fn each_gcs_mistake_is_one_line_and_nothing_mounted() {
     let env = bucket.env();
 
     // fake-gcs-server answers a missing bucket with a 500; Google answers
-    // its XML API's LIST so, which the proxy says in its stead.
+    // its XML API's LIST so, which the proxy says in its stead (to the
+    // LIST only: the snapshot's head is asked for beside it, in either
+    // order).
     bucket.server.set(
-        "reply=1&reply_status=404&reply_body=%3CError%3E%3CCode%3ENoSuchBucket%3C%2FCode%3E%3C%2FError%3E",
+        "only=LIST&reply=1&reply_status=404&reply_body=%3CError%3E%3CCode%3ENoSuchBucket%3C%2FCode%3E%3C%2FError%3E",
     );
     let (code, err) = mount_fails("gs://no-such-bucket", &args, &env);
     assert_eq!(code, Some(1), "{err}");
@@ -128,11 +130,12 @@ fn each_gcs_mistake_is_one_line_and_nothing_mounted() {
 
     // And refused credentials so (fake-gcs-server checks none).
     bucket.server.set(
-        "reply=1&reply_status=403&reply_body=%3CError%3E%3CCode%3EAccessDenied%3C%2FCode%3E%3C%2FError%3E",
+        "only=LIST&reply=1&reply_status=403&reply_body=%3CError%3E%3CCode%3EAccessDenied%3C%2FCode%3E%3C%2FError%3E",
     );
     let (code, err) = mount_fails(&bucket.url(), &args, &env);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("denied"), "{err}");
+    bucket.server.set("only=");
 
     // Nothing in the environment and no gcloud files: the metadata
     // server, the chain's last step, has no service here.
