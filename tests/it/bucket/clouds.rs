@@ -161,6 +161,27 @@ fn page(mnt: &Path) -> Vec<u8> {
     std::fs::read(mnt.join("书/第2章.md/offset-1.txt")).unwrap()
 }
 
+/// Mounts `url` with `args` and `--no-sign-request`, nothing in the
+/// environment: its page is the disk's (`root` mounted with the same path
+/// root), and every request `server` saw went unsigned.
+fn reads_unsigned_as_the_disk(
+    url: &str,
+    args: &[&str],
+    root: &Path,
+    server: &crate::common::s3_server::S3Server,
+) {
+    let mut all = args.to_vec();
+    all.extend(["--no-sign-request", "--path-root", "/library"]);
+    let m = Mount::with_env(Path::new(url), &all, "warn", &[]);
+    let disk = Mount::new(root, &["--path-root", "/library"]);
+    assert_eq!(page(m.path()), page(disk.path()));
+    let log = server.log();
+    assert!(!log.is_empty());
+    for r in &log {
+        assert_eq!(r.key_id, "-", "unsigned: {r:?}");
+    }
+}
+
 /// A container whose access level lets anyone read it mounts with
 /// `--no-sign-request` and gives the disk's pages, every request unsigned;
 /// a private one so mounted is refused, in one line.
@@ -178,28 +199,12 @@ fn a_public_container_reads_unsigned_and_a_private_one_is_refused() {
         .put_many(public, &crate::common::bucket::objects_of(&root, PREFIX));
     private.server.reset_counts();
     let endpoint = private.server.endpoint();
-    let url = format!("az://{public}/{PREFIX}");
-    let m = Mount::with_env(
-        Path::new(&url),
-        &[
-            "--endpoint-url",
-            &endpoint,
-            "--account",
-            AZURITE_ACCOUNT,
-            "--no-sign-request",
-            "--path-root",
-            "/library",
-        ],
-        "warn",
-        &[],
+    reads_unsigned_as_the_disk(
+        &format!("az://{public}/{PREFIX}"),
+        &["--endpoint-url", &endpoint, "--account", AZURITE_ACCOUNT],
+        &root,
+        &private.server,
     );
-    let disk = Mount::new(&root, &["--path-root", "/library"]);
-    assert_eq!(page(m.path()), page(disk.path()));
-    let log = private.server.log();
-    assert!(!log.is_empty());
-    for r in &log {
-        assert_eq!(r.key_id, "-", "unsigned: {r:?}");
-    }
     let (code, err) = mount_fails(
         &private.url(),
         &[
@@ -225,25 +230,12 @@ fn a_gcs_bucket_reads_unsigned_with_no_sign_request() {
         return;
     };
     let endpoint = bucket.server.endpoint();
-    let m = Mount::with_env(
-        Path::new(&bucket.url()),
-        &[
-            "--endpoint-url",
-            &endpoint,
-            "--no-sign-request",
-            "--path-root",
-            "/library",
-        ],
-        "warn",
-        &[],
+    reads_unsigned_as_the_disk(
+        &bucket.url(),
+        &["--endpoint-url", &endpoint],
+        &root,
+        &bucket.server,
     );
-    let disk = Mount::new(&root, &["--path-root", "/library"]);
-    assert_eq!(page(m.path()), page(disk.path()));
-    let log = bucket.server.log();
-    assert!(!log.is_empty());
-    for r in &log {
-        assert_eq!(r.key_id, "-", "unsigned: {r:?}");
-    }
 }
 
 /// The account's key, in the daemon's environment only, is in neither

@@ -6,12 +6,10 @@ use std::sync::Arc;
 
 use object_store::azure::MicrosoftAzureBuilder;
 
-use super::{Clients, Credentials, Setup, Store, aws::host_is_address, credentials};
+use super::{
+    Clients, Credentials, Setup, Store, aws::host_is_address, credentials, credentials::env_set,
+};
 use crate::StorageError;
-
-fn env_set(var: &str) -> bool {
-    std::env::var_os(var).is_some_and(|v| !v.is_empty())
-}
 
 /// Whether credentials are set before the chain's last step (managed
 /// identity): the account's key, a SAS, a token, a service principal,

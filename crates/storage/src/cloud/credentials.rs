@@ -58,7 +58,8 @@ pub fn missing_in(e: &object_store::Error) -> Option<&Missing> {
     None
 }
 
-fn env_set(var: &str) -> bool {
+/// Whether the environment sets `var` to something.
+pub(super) fn env_set(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty())
 }
 

@@ -6,15 +6,11 @@ use std::sync::Arc;
 
 use object_store::gcp::GoogleCloudStorageBuilder;
 
-use super::{Clients, Credentials, Setup, Store, credentials};
+use super::{Clients, Credentials, Setup, Store, credentials, credentials::env_set};
 use crate::StorageError;
 
 /// Google's endpoint.
 const DEFAULT_ENDPOINT: &str = "https://storage.googleapis.com";
-
-fn env_set(var: &str) -> bool {
-    std::env::var_os(var).is_some_and(|v| !v.is_empty())
-}
 
 /// gcloud's application default credentials, as object_store reads them.
 fn adc_file() -> Option<std::path::PathBuf> {
