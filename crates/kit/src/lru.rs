@@ -1,48 +1,67 @@
-//! The byte-bounded LRU map every cache is: it counts its own hash table
-//! and ordering tree, not only its values, and only bounds memory.
+//! The byte-bounded LRU map every cache is: it counts its own tables,
+//! not only its values, and only bounds memory.
 
-use std::collections::BTreeMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+/// No slot: the end of the order, or of the free list.
+const NIL: u32 = u32::MAX;
+
 /// A byte-bounded map whose own tables count in its budget: with entries
-/// of a hundred bytes (outlines, small texts) the hash table and the
-/// ordering tree cost as much again as the values, and a budget that
-/// counted only the values held twice its size.
+/// of a hundred bytes (outlines, small texts) the tables cost as much
+/// again as the values, and a budget that counted only the values held
+/// twice its size.
+///
+/// Every operation is O(1) and hashes its key once: the entries live in
+/// slots linked newest to oldest, the hash table holds slot numbers, and
+/// each slot keeps its key's hash, so a touch moves two links and an
+/// eviction finds its slot without hashing the key again. A `grep -r`
+/// looks a page up in several caches and evicts one entry for each it
+/// inserts; a map plus an ordering tree (a second hash and a tree removal
+/// and insertion per touch) was a sixth of the daemon's time there.
 pub struct Lru<K, V> {
-    /// hashbrown's map for its `allocation_size` (std's is the same table),
-    /// with its default hasher (foldhash): SipHash showed in the profile
-    /// of a `grep -r`, every request looks up several caches.
-    entries: hashbrown::HashMap<K, (V, usize, u64)>,
-    /// Last-use tick → key, oldest first: eviction and touch are O(log n).
-    order: BTreeMap<u64, K>,
+    /// Slot numbers, by their keys' hashes (foldhash, hashbrown's default:
+    /// SipHash showed in the profile of a `grep -r`).
+    table: HashTable<u32>,
+    slots: Vec<Slot<K, V>>,
+    hasher: DefaultHashBuilder,
+    /// The most and the least recently used slot.
+    newest: u32,
+    oldest: u32,
+    /// Slots freed, linked through `older`.
+    free: u32,
+    len: usize,
     budget: usize,
     /// The values' weights (the tables come on top, see `tables_bytes`).
     used: usize,
-    clock: u64,
     /// Where the bytes evicted are added up, when somewhere is: what
     /// tells the allocator's trimming that memory was given back.
     evictions: Option<&'static AtomicUsize>,
 }
 
-/// What an ordering tree of (`u64`, `K`) takes per entry: leaves of 11
-/// slots, filled to 5 or 6 when ticks arrive in order (a full leaf splits
-/// in half and only the right half grows) and at least 5 when the oldest
-/// are taken, plus the inner nodes above them (one per 6 leaves).
-fn order_entry_bytes<K>() -> usize {
-    let leaf = 11 * (8 + std::mem::size_of::<K>()) + 16;
-    let inner = leaf + 12 * 8;
-    (leaf + inner / 6) / 5
+struct Slot<K, V> {
+    /// `None` while the slot is free.
+    entry: Option<(K, V)>,
+    bytes: usize,
+    hash: u64,
+    newer: u32,
+    older: u32,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     pub fn new(budget: usize) -> Self {
         Lru {
-            entries: hashbrown::HashMap::default(),
-            order: BTreeMap::new(),
+            table: HashTable::new(),
+            slots: Vec::new(),
+            hasher: DefaultHashBuilder::default(),
+            newest: NIL,
+            oldest: NIL,
+            free: NIL,
+            len: 0,
             budget,
             used: 0,
-            clock: 0,
             evictions: None,
         }
     }
@@ -53,20 +72,36 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self
     }
 
+    /// The slot holding `key`.
+    fn find<Q>(&self, key: &Q) -> Option<u32>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let slots = &self.slots;
+        self.table
+            .find(hash, |&i| {
+                slots[i as usize]
+                    .entry
+                    .as_ref()
+                    .is_some_and(|(k, _)| k.borrow() == key)
+            })
+            .copied()
+    }
+
     pub fn get<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (stored, (value, _, tick)) = self.entries.get_key_value(key)?;
-        let (stored, value, old_tick) = (stored.clone(), value.clone(), *tick);
-        self.clock += 1;
-        self.order.remove(&old_tick);
-        self.order.insert(self.clock, stored);
-        if let Some((_, _, tick)) = self.entries.get_mut(key) {
-            *tick = self.clock;
-        }
-        Some(value)
+        let i = self.find(key)?;
+        self.unlink(i);
+        self.link_newest(i);
+        self.slots[i as usize]
+            .entry
+            .as_ref()
+            .map(|(_, v)| v.clone())
     }
 
     /// The value of `key`, its place in the order unchanged.
@@ -75,7 +110,8 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.entries.get(key).map(|(value, _, _)| value)
+        let i = self.find(key)?;
+        self.slots[i as usize].entry.as_ref().map(|(_, v)| v)
     }
 
     /// Whether `key` is held (its place in the order unchanged).
@@ -84,25 +120,33 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.entries.contains_key(key)
+        self.find(key).is_some()
     }
 
     /// Inserts `value` weighing `bytes`. An entry larger than the whole
     /// budget is kept alone: a 100,000-line chapter read page by page with
     /// a small cache must not be decoded again for every page.
     pub fn insert(&mut self, key: K, value: V, bytes: usize) {
-        self.remove(&key);
+        let hash = self.hasher.hash_one(&key);
+        self.remove_hashed(hash, &key);
         self.make_room(bytes);
         self.rebuild_if_full();
-        self.clock += 1;
+        let i = self.take_slot(Slot {
+            entry: Some((key, value)),
+            bytes,
+            hash,
+            newer: NIL,
+            older: NIL,
+        });
+        self.link_newest(i);
+        let slots = &self.slots;
+        self.table
+            .insert_unique(hash, i, |&j| slots[j as usize].hash);
+        self.len += 1;
         self.used += bytes;
-        self.order.insert(self.clock, key.clone());
-        self.entries.insert(key, (value, bytes, self.clock));
-        // A table that grew for this entry counts from now on: older
-        // entries make room for it.
-        while self.used + self.tables_bytes(self.entries.len()) > self.budget
-            && self.entries.len() > 1
-        {
+        // Tables that grew for this entry count from now on: older
+        // entries make room for them.
+        while self.used + self.tables_bytes(0) > self.budget && self.len > 1 {
             self.evict_oldest();
         }
     }
@@ -116,20 +160,18 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// Evicts the least recently used entries until `bytes` more fit, so
     /// that a value about to be built does not come on top of a full cache.
     pub fn make_room(&mut self, bytes: usize) {
-        while self.used + bytes + self.tables_bytes(self.entries.len() + 1) > self.budget
-            && !self.entries.is_empty()
-        {
-            // A table grown for more entries (or a bigger budget) goes
-            // down to their number first.
-            let len = self.entries.len() + 1;
-            if len < self.entries.capacity() / 4 {
-                self.entries.shrink_to(2 * len);
+        while self.used + bytes + self.tables_bytes(1) > self.budget && self.len > 0 {
+            // Tables grown for more entries (or a bigger budget) go down
+            // to their number first.
+            let len = self.len + 1;
+            if len < self.table.capacity() / 4 || len < self.slots.capacity() / 4 {
+                self.compact(2 * len);
                 continue;
             }
             self.evict_oldest();
         }
-        if self.entries.is_empty() {
-            self.entries.shrink_to_fit();
+        if self.len == 0 {
+            self.clear_tables();
         }
     }
 
@@ -142,40 +184,153 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// 1,898 to 3,374 entries in 4 runs of 300, by the hasher's seed,
     /// instead of 4,019). Built anew for its live entries and an eighth
     /// more, it keeps the size they need, and the next rebuild is an eighth
-    /// of its entries' insertions away.
+    /// of its entries' insertions away. The slots grow by the same eighth.
     fn rebuild_if_full(&mut self) {
-        let len = self.entries.len();
-        if len < self.entries.capacity() {
-            return;
+        let len = self.len;
+        if len >= self.table.capacity() {
+            let mut fresh = HashTable::with_capacity(len + len / 8 + 1);
+            for (i, s) in self.slots.iter().enumerate() {
+                if s.entry.is_some() {
+                    fresh.insert_unique(s.hash, i as u32, |_| unreachable!("room was made"));
+                }
+            }
+            self.table = fresh;
         }
-        let mut fresh = hashbrown::HashMap::with_capacity_and_hasher(
-            len + len / 8 + 1,
-            self.entries.hasher().clone(),
-        );
-        fresh.extend(self.entries.drain());
-        self.entries = fresh;
+        if self.free == NIL && self.slots.len() == self.slots.capacity() {
+            self.slots.reserve_exact(len / 8 + 1);
+        }
+    }
+
+    /// Moves the entries, oldest first, into slots and a table made for
+    /// `capacity` entries.
+    fn compact(&mut self, capacity: usize) {
+        let mut order = Vec::with_capacity(self.len);
+        let mut i = self.oldest;
+        while i != NIL {
+            order.push(i);
+            i = self.slots[i as usize].newer;
+        }
+        let mut old = std::mem::take(&mut self.slots);
+        self.clear_tables();
+        self.slots.reserve_exact(capacity.max(order.len()));
+        self.table = HashTable::with_capacity(capacity.max(order.len()));
+        for i in order {
+            let slot = std::mem::replace(&mut old[i as usize], Slot::free());
+            let hash = slot.hash;
+            let j = self.take_slot(slot);
+            self.link_newest(j);
+            let slots = &self.slots;
+            self.table
+                .insert_unique(hash, j, |&k| slots[k as usize].hash);
+        }
     }
 
     fn evict_oldest(&mut self) {
-        if let Some((_, oldest)) = self.order.pop_first()
-            && let Some((_, b, _)) = self.entries.remove(&oldest)
-        {
-            self.used -= b;
-            if let Some(counter) = self.evictions {
-                counter.fetch_add(b, Ordering::Relaxed);
-            }
+        let i = self.oldest;
+        if i == NIL {
+            return;
+        }
+        let b = self.release(i);
+        if let Some(counter) = self.evictions {
+            counter.fetch_add(b, Ordering::Relaxed);
         }
     }
 
-    /// What the hash table (as it is now) and the ordering tree take with
-    /// `len` entries.
-    fn tables_bytes(&self, len: usize) -> usize {
-        self.entries.allocation_size() + len * order_entry_bytes::<K>()
+    /// Takes slot `i` out of the table and the order; frees it and
+    /// returns its entry's weight.
+    fn release(&mut self, i: u32) -> usize {
+        let hash = self.slots[i as usize].hash;
+        if let Ok(found) = self.table.find_entry(hash, |&j| j == i) {
+            found.remove();
+        }
+        self.unlink(i);
+        let slot = &mut self.slots[i as usize];
+        let bytes = slot.bytes;
+        let entry = slot.entry.take();
+        slot.older = self.free;
+        self.free = i;
+        self.len -= 1;
+        self.used -= bytes;
+        drop(entry);
+        bytes
+    }
+
+    fn remove_hashed(&mut self, hash: u64, key: &K) {
+        let slots = &self.slots;
+        let found = self
+            .table
+            .find(hash, |&i| {
+                slots[i as usize]
+                    .entry
+                    .as_ref()
+                    .is_some_and(|(k, _)| k == key)
+            })
+            .copied();
+        if let Some(i) = found {
+            self.release(i);
+        }
+    }
+
+    /// A free slot holding `slot`.
+    fn take_slot(&mut self, slot: Slot<K, V>) -> u32 {
+        if self.free != NIL {
+            let i = self.free;
+            self.free = self.slots[i as usize].older;
+            self.slots[i as usize] = slot;
+            return i;
+        }
+        self.slots.push(slot);
+        (self.slots.len() - 1) as u32
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let (newer, older) = {
+            let s = &self.slots[i as usize];
+            (s.newer, s.older)
+        };
+        match newer {
+            NIL => self.newest = older,
+            n => self.slots[n as usize].older = older,
+        }
+        match older {
+            NIL => self.oldest = newer,
+            o => self.slots[o as usize].newer = newer,
+        }
+    }
+
+    fn link_newest(&mut self, i: u32) {
+        let old_newest = self.newest;
+        {
+            let s = &mut self.slots[i as usize];
+            s.newer = NIL;
+            s.older = old_newest;
+        }
+        match old_newest {
+            NIL => self.oldest = i,
+            n => self.slots[n as usize].newer = i,
+        }
+        self.newest = i;
+    }
+
+    fn clear_tables(&mut self) {
+        self.table = HashTable::new();
+        self.slots = Vec::new();
+        self.newest = NIL;
+        self.oldest = NIL;
+        self.free = NIL;
+    }
+
+    /// What the hash table and the slots take as they are now, with room
+    /// for `more` entries beyond their slots' capacity.
+    fn tables_bytes(&self, more: usize) -> usize {
+        let free_slots = self.slots.capacity() - self.len;
+        let slots = self.slots.capacity() + more.saturating_sub(free_slots);
+        self.table.allocation_size() + slots * std::mem::size_of::<Slot<K, V>>()
     }
 
     /// The values' weights and the tables holding them.
     pub fn total_bytes(&self) -> usize {
-        self.used + self.tables_bytes(self.entries.len())
+        self.used + self.tables_bytes(0)
     }
 
     /// Drops every entry, and the tables that held them.
@@ -186,10 +341,8 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     }
 
     pub fn remove(&mut self, key: &K) {
-        if let Some((_, bytes, tick)) = self.entries.remove(key) {
-            self.used -= bytes;
-            self.order.remove(&tick);
-        }
+        let hash = self.hasher.hash_one(key);
+        self.remove_hashed(hash, key);
     }
 
     /// The values' weights.
@@ -198,11 +351,23 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
+    }
+}
+
+impl<K, V> Slot<K, V> {
+    fn free() -> Self {
+        Slot {
+            entry: None,
+            bytes: 0,
+            hash: 0,
+            newer: NIL,
+            older: NIL,
+        }
     }
 }
 
@@ -242,11 +407,11 @@ mod tests {
         for i in 0..100_000u64 {
             lru.insert(i, i, 16);
         }
-        let grown = lru.entries.allocation_size();
+        let grown = lru.tables_bytes(0);
         lru.set_budget(256 << 10);
         lru.insert(u64::MAX, 0, 16);
         assert!(lru.total_bytes() <= 256 << 10);
-        assert!(lru.entries.allocation_size() < grown / 8);
+        assert!(lru.tables_bytes(0) < grown / 8);
         assert!(lru.len() > 1_000, "{} entries left", lru.len());
     }
 
@@ -273,5 +438,47 @@ mod tests {
             (None, Some(5)),
             "room for 5,000 more: the older goes"
         );
+    }
+    #[test]
+    fn holds_the_most_recently_used_entries_whatever_the_operations() {
+        // A model: keys by recency, newest last. Whatever the budget and
+        // the tables' sizes decide, what stays is a run of the newest.
+        let mut lru: Lru<u32, u64> = Lru::new(40_000);
+        let mut model: Vec<(u32, u64)> = Vec::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..200_000u64 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let key = (seed % 500) as u32;
+            match (seed >> 32) % 10 {
+                0..=4 => {
+                    let got = lru.get(&key);
+                    let at = model.iter().position(|(k, _)| *k == key);
+                    assert_eq!(got, at.map(|i| model[i].1), "get {key} at {step}");
+                    if let Some(i) = at {
+                        let e = model.remove(i);
+                        model.push(e);
+                    }
+                }
+                5..=8 => {
+                    let bytes = 8 + (seed >> 40) as usize % 900;
+                    lru.insert(key, step, bytes);
+                    model.retain(|(k, _)| *k != key);
+                    model.push((key, step));
+                }
+                _ => {
+                    lru.remove(&key);
+                    model.retain(|(k, _)| *k != key);
+                }
+            }
+            model.drain(..model.len() - lru.len());
+            assert!(lru.len() == 1 || lru.total_bytes() <= 40_000, "at {step}");
+            if step % 1_000 == 0 {
+                for (k, v) in &model {
+                    assert_eq!(lru.peek(k), Some(v), "{k} held at {step}");
+                }
+            }
+        }
     }
 }
