@@ -89,8 +89,31 @@ pub(super) fn walk_book(
     }
     let positions: Vec<usize> = (0..index.chapters.len()).collect();
     let read = match walk {
-        Walk::Book => map_spread(&positions, count_of),
-        Walk::Library => positions.iter().map(count_of).collect(),
+        Walk::Book => {
+            // Chapters outlined already (ahead of a walk, or by their
+            // listings) are counted here: a helper thread costs more to
+            // start than a hundred of them. Only the others are spread.
+            let outlined = |p: &usize| {
+                let c = &index.chapters[*p];
+                look.versions[*p].is_some_and(|v| outlines.holds(&chapter_ref(book, &c.os_name), v))
+            };
+            let mut read: Vec<Option<_>> = positions
+                .iter()
+                .map(|p| outlined(p).then(|| count_of(p)))
+                .collect();
+            let missing: Vec<usize> = positions
+                .iter()
+                .copied()
+                .filter(|p| read[*p].is_none())
+                .collect();
+            for (p, r) in missing.iter().zip(map_spread(&missing, count_of)) {
+                read[*p] = Some(r);
+            }
+            read.into_iter()
+                .map(|r| r.expect("every chapter counted"))
+                .collect()
+        }
+        Walk::Library => positions.iter().map(count_of).collect::<Vec<_>>(),
     };
     let mut versions = Vec::with_capacity(read.len());
     let mut mtime = look.book.mtime;

@@ -248,6 +248,11 @@ impl Outlines {
         Ok(())
     }
 
+    /// Whether the outline of `version` of the chapter is cached.
+    pub(crate) fn holds(&self, c: &ChapterRef, version: u64) -> bool {
+        lock(&self.cache).contains(&(c.clone(), version))
+    }
+
     /// Whether the outline of the chapter's current version is cached.
     #[cfg(test)]
     pub(crate) fn is_cached(&self, source: &Source, c: &ChapterRef) -> bool {
