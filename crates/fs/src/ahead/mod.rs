@@ -70,6 +70,7 @@ use disk::Prefetcher;
 use kernel::Place;
 use kernel::StoreAhead;
 use novelfs_library::{BookIndex, Library};
+pub(crate) use outlines::IndexAhead;
 #[cfg(not(test))]
 use outlines::Outliner;
 use track::Tracks;
@@ -116,6 +117,7 @@ impl Ahead {
         source: &Arc<Source>,
         outlines: &Arc<Outlines>,
         outlines_budget: usize,
+        index_ahead: Option<IndexAhead>,
     ) -> Arc<Ahead> {
         let requested = source.library().listing_ttl().is_some();
         let ahead = Arc::new(Ahead {
@@ -123,7 +125,12 @@ impl Ahead {
             source: Arc::downgrade(source),
             requested,
             disk: Prefetcher::start(requested),
-            outlines: Outliner::start(source.clone(), outlines.clone(), outlines_budget),
+            outlines: Outliner::start(
+                source.clone(),
+                outlines.clone(),
+                outlines_budget,
+                index_ahead,
+            ),
             kernel: StoreAhead::new(),
         });
         // Weak: the outliner holds the source, so a strong tie back would

@@ -13,7 +13,14 @@
 //! chapter. The thread runs at the requests' priority (a request may wait
 //! for the chapter this thread is loading, see `Source::chapter_from`) and
 //! never blocks a request: a full queue drops the work.
+//!
+//! A reader's walk that reaches the end of a book goes on to its index
+//! files (`grep -r` lists them after the chapters): once the last window's
+//! outlines are made, the book's index is made too (`IndexAhead`), from
+//! those outlines, so that the lookup of `novel_chapters.txt` finds it
+//! made instead of walking the book while its reader waits.
 
+use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -44,14 +51,23 @@ const QUEUE_BATCHES: usize = 64;
 pub(crate) const OUTLINE_GUESS: usize = 512;
 
 struct Shared {
-    /// Chapters queued and not yet done by the thread.
+    /// Chapters (and indexes) queued and not yet done by the thread.
     pending: AtomicUsize,
     /// Set when the tree is dropped: the thread stops mid-batch.
     stopped: AtomicBool,
 }
 
+/// Makes a book's index ahead of its reader (the tree's `IndexFiles`).
+pub(crate) type IndexAhead = Box<dyn Fn(&Arc<OsStr>) + Send + Sync>;
+
+/// Chapters to outline, then maybe the index of their book.
+struct Batch {
+    chapters: Vec<ChapterRef>,
+    then_index: Option<Arc<OsStr>>,
+}
+
 pub(crate) struct Outliner {
-    queue: Option<Mutex<SyncSender<Vec<ChapterRef>>>>,
+    queue: Option<Mutex<SyncSender<Batch>>>,
     /// Bytes of outlines the window may take (a quarter of their share).
     allowance: usize,
     shared: Arc<Shared>,
@@ -60,21 +76,34 @@ pub(crate) struct Outliner {
 impl Outliner {
     /// Starts the thread; it ends with the `Outliner`. Without a thread,
     /// nothing is outlined ahead.
-    pub(crate) fn start(source: Arc<Source>, outlines: Arc<Outlines>, budget: usize) -> Outliner {
+    pub(crate) fn start(
+        source: Arc<Source>,
+        outlines: Arc<Outlines>,
+        budget: usize,
+        index_ahead: Option<IndexAhead>,
+    ) -> Outliner {
         let shared = Arc::new(Shared {
             pending: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
         });
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ChapterRef>>(QUEUE_BATCHES);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(QUEUE_BATCHES);
         let spawned = {
             let shared = shared.clone();
             novelfs_kit::thread::spawn("novelfs-outline", None, move || {
                 for batch in rx {
-                    for c in batch {
+                    for c in batch.chapters {
                         if !shared.stopped.load(Ordering::Relaxed) {
                             // An unreadable chapter is cached as its
                             // error, or answered when it is listed.
                             let _ = outlines.outline_small(&source, &c, GUESS_MAX_BYTES);
+                        }
+                        shared.pending.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    if let Some(book) = batch.then_index {
+                        if let Some(make) = &index_ahead
+                            && !shared.stopped.load(Ordering::Relaxed)
+                        {
+                            make(&book);
                         }
                         shared.pending.fetch_sub(1, Ordering::Relaxed);
                     }
@@ -118,6 +147,10 @@ impl Outliner {
             return 0;
         }
         track.outlines.queued(&chapters);
+        // The book's last window, for a reader of its pages (a listing
+        // alone, `find`, reads no index): its index follows.
+        let then_index = (chapters.end >= track.index.chapters.len() && track.reads())
+            .then(|| track.book.clone());
         let batch: Vec<ChapterRef> = track.index.chapters[chapters]
             .iter()
             .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
@@ -127,11 +160,17 @@ impl Outliner {
         if n == 0 {
             return 0;
         }
-        self.shared.pending.fetch_add(n, Ordering::Relaxed);
+        // The index counts as one more piece of work pending.
+        let work = n + usize::from(then_index.is_some());
+        self.shared.pending.fetch_add(work, Ordering::Relaxed);
+        let batch = Batch {
+            chapters: batch,
+            then_index,
+        };
         match lock(queue).try_send(batch) {
             Ok(()) => n,
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.pending.fetch_sub(n, Ordering::Relaxed);
+                self.shared.pending.fetch_sub(work, Ordering::Relaxed);
                 // What was not queued is queued by the next listing.
                 track.outlines.dropped(from);
                 0

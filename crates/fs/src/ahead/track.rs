@@ -51,6 +51,11 @@ pub(crate) struct Track<P> {
 }
 
 impl<P: PagePlace> Track<P> {
+    /// Whether its reader reads pages (not only lists).
+    pub(crate) fn reads(&self) -> bool {
+        !self.pages.is_empty()
+    }
+
     pub(crate) fn new(book: &Arc<OsStr>, index: &Arc<BookIndex>) -> Track<P> {
         Track {
             book: book.clone(),

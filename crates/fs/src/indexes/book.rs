@@ -41,7 +41,8 @@ impl IndexFiles {
             return Ok(hit);
         }
         let reports = self.reports();
-        let look = match BookLook::take(source, book) {
+        let listed = self.listed_look(source, book).map(Ok);
+        let look = match listed.unwrap_or_else(|| BookLook::take(source, book)) {
             Ok(look) => look,
             // A book (or library) that cannot be listed: its index holds
             // the error its `ERROR` file holds, never nothing.
@@ -114,6 +115,9 @@ impl IndexFiles {
         book: &Arc<OsStr>,
         look: BookLook,
     ) -> Rendered {
+        #[cfg(test)]
+        self.books_made
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let walked = self.walk_settled(source, outlines, book, look, Walk::Book);
         let (version, mtime) = (walked.version, walked.mtime);
         let listing = walked.listing(book);

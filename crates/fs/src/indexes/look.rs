@@ -11,6 +11,7 @@ use crate::source::{BookVersion, Source, mtime_of};
 
 /// A book as looked at now: its chapter index and each chapter file's
 /// metadata (`None`: gone since the scan), from one `lstat` each.
+#[derive(Clone)]
 pub(crate) struct BookLook {
     pub(crate) book: BookVersion,
     pub(crate) metas: Vec<Option<novelfs_library::backing::Meta>>,
@@ -21,12 +22,24 @@ pub(crate) struct BookLook {
 
 impl BookLook {
     pub(crate) fn take(source: &Source, book: &OsStr) -> Result<BookLook> {
+        // In a watched book what this look sees of each chapter holds
+        // until the watch reports a change there: the chapter's outline
+        // and pages, made next, need no `lstat` of their own.
+        // (The book's scan watches it, if it can be.)
         let now = source.book(book)?;
+        let reports = source.watched(book).then(|| source.looks_reported());
         let metas: Vec<_> = now
             .index
             .chapters
             .iter()
-            .map(|c| source.library().chapter_metadata(book, &c.os_name))
+            .map(|c| {
+                #[cfg(test)]
+                source.at(
+                    |s| &s.before_stat,
+                    &crate::node::chapter_ref(&Arc::from(book), &c.os_name),
+                );
+                source.library().chapter_metadata(book, &c.os_name)
+            })
             .collect();
         let shared: Arc<OsStr> = Arc::from(book);
         let versions = now
@@ -38,7 +51,19 @@ impl BookLook {
                 let meta = meta.clone()?;
                 Some(source.version_now(&shared, &c.os_name, meta))
             })
-            .collect();
+            .collect::<Vec<_>>();
+        if let Some(reports) = reports {
+            let looks = now
+                .index
+                .chapters
+                .iter()
+                .zip(metas.iter().zip(&versions))
+                .filter_map(|(c, (meta, version))| {
+                    let c = crate::node::chapter_ref(&shared, &c.os_name);
+                    Some((c, meta.clone()?, (*version)?))
+                });
+            source.keep_looks(looks, reports);
+        }
         Ok(BookLook {
             book: now,
             metas,

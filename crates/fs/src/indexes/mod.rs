@@ -23,7 +23,7 @@ mod rendered;
 mod version;
 mod walk;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 
@@ -36,6 +36,12 @@ use look::Look;
 
 pub(crate) use look::BookLook;
 pub(crate) use rendered::Rendered;
+
+/// The looks listings took (`IndexFiles::listed`), most recent last.
+type ListedLooks = VecDeque<(Arc<OsStr>, BookLook)>;
+
+/// Listings' looks kept (`IndexFiles::listed`): one per walker.
+const LISTED_LOOKS: usize = 4;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -52,6 +58,14 @@ pub(crate) struct IndexFiles {
     /// a look saw holds until the watch reports a change there (`Held`,
     /// `changed`).
     seen: Mutex<Held<HashMap<Arc<OsStr>, Look>>>,
+    /// The last looks the listings of watched books took, most recent
+    /// last: the lookup of a book's index after its listing (a walk reads
+    /// the index files after the chapters) takes that look instead of an
+    /// `lstat` of each chapter again, while the watch reports nothing.
+    listed: Mutex<Held<ListedLooks>>,
+    /// Books' indexes made (walked and rendered), for tests.
+    #[cfg(test)]
+    pub(crate) books_made: std::sync::atomic::AtomicUsize,
     /// What `novel_books` counts of each book, by the version of the
     /// book's index: a few dozen bytes a book, so that a change in one
     /// book costs the library index only that book.
@@ -63,6 +77,9 @@ impl IndexFiles {
         IndexFiles {
             rendered: Mutex::new(crate::cache::lru(budget)),
             seen: Mutex::new(Held::new(HashMap::new())),
+            listed: Mutex::new(Held::new(VecDeque::new())),
+            #[cfg(test)]
+            books_made: std::sync::atomic::AtomicUsize::new(0),
             totals: Mutex::new(HashMap::new()),
         }
     }
@@ -70,6 +87,7 @@ impl IndexFiles {
     /// The library's watch reported `changes`: what was seen of the books
     /// they touch is looked at again.
     pub(crate) fn changed(&self, changes: &[Change]) {
+        lock(&self.listed).reported().clear();
         let mut held = lock(&self.seen);
         let seen = held.reported();
         for change in changes {
@@ -80,6 +98,40 @@ impl IndexFiles {
                 }
             }
         }
+    }
+
+    /// The number of reports the watch made so far, before a listing's
+    /// look at a book (`listed`).
+    pub(crate) fn listing_reports(&self) -> u64 {
+        lock(&self.listed).reports()
+    }
+
+    /// Keeps the look a listing of a watched `book` took (see `listed`),
+    /// unless the watch reported a change since `reports`.
+    pub(crate) fn listed(&self, source: &Source, book: &Arc<OsStr>, reports: u64, look: &BookLook) {
+        if !source.watched(book) {
+            return;
+        }
+        if let Some(listed) = lock(&self.listed).since(reports) {
+            listed.retain(|(b, _)| b != book);
+            if listed.len() == LISTED_LOOKS {
+                listed.pop_front();
+            }
+            listed.push_back((book.clone(), look.clone()));
+        }
+    }
+
+    /// The look a listing of `book` took, while it holds.
+    fn listed_look(&self, source: &Source, book: &OsStr) -> Option<BookLook> {
+        if !source.watched(book) {
+            return None;
+        }
+        let mut held = lock(&self.listed);
+        let listed = held.held();
+        listed
+            .iter()
+            .find(|(b, _)| **b == *book)
+            .map(|(_, look)| look.clone())
     }
 
     /// What was seen of `book` while the watch reported no change in it.

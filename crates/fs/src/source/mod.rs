@@ -59,6 +59,7 @@ pub(crate) const BIG_CHAPTER_BYTES: u64 = 4 << 20;
 pub(crate) const BIG_LOADS_BYTES: u64 = 4 * BIG_CHAPTER_BYTES;
 
 /// A book's chapter index with the version of its directory.
+#[derive(Clone)]
 pub(crate) struct BookVersion {
     pub version: u64,
     pub index: Arc<BookIndex>,
@@ -231,6 +232,26 @@ impl Source {
                 }
                 // The LRU cannot drop one book's chapters alone.
                 Change::All | Change::Books | Change::Chapters(_) => looked.clear(),
+            }
+        }
+    }
+
+    /// The number of reports the watch made so far (before a look).
+    pub(crate) fn looks_reported(&self) -> u64 {
+        lock(&self.looked).reports()
+    }
+
+    /// Keeps what a look at the chapters of a watched book saw (each
+    /// chapter with its metadata and version), unless the watch reported a
+    /// change since `reports`: the chapters' own looks then hold it.
+    pub(crate) fn keep_looks(
+        &self,
+        looks: impl Iterator<Item = (ChapterRef, novelfs_library::backing::Meta, u64)>,
+        reports: u64,
+    ) {
+        if let Some(looked) = lock(&self.looked).since(reports) {
+            for (c, meta, version) in looks {
+                looked.insert(c, (meta, version), LOOKED_BYTES);
             }
         }
     }

@@ -19,7 +19,7 @@ pub(crate) struct Seams {
 }
 
 impl Source {
-    pub(super) fn at(&self, seam: fn(&Seams) -> &Option<Seam>, c: &ChapterId) {
+    pub(crate) fn at(&self, seam: fn(&Seams) -> &Option<Seam>, c: &ChapterId) {
         if let Some(run) = self.seams.get().and_then(|s| seam(s).as_ref()) {
             run(c);
         }

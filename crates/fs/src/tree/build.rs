@@ -10,7 +10,7 @@ use std::time::Duration;
 use novelfs_library::Library;
 
 use super::NovelFs;
-use crate::ahead::Ahead;
+use crate::ahead::{Ahead, IndexAhead};
 use crate::cache::{Budget, HeapTrim};
 use crate::freshness::{Freshness, Negatives, SourceFs, Watch};
 use crate::gave_up::GaveUp;
@@ -22,7 +22,7 @@ use crate::outline::Outlines;
 use crate::pages::Pages;
 use crate::persist::MountIndex;
 use crate::source::Source;
-use crate::switch::Switch;
+use crate::switch::{Switch, Tool};
 
 /// Settings of one mount.
 #[derive(Debug, Clone)]
@@ -102,8 +102,21 @@ impl NovelFs {
             inodes.bytes(),
         ));
         let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
+        let index_files = Arc::new(IndexFiles::new(budget.index_files));
+        let switch = Arc::new(Switch::new(config.state_file));
+        let index_ahead: IndexAhead = {
+            let (index_files, switch) = (index_files.clone(), switch.clone());
+            let (source, outlines) = (Arc::downgrade(&source), Arc::downgrade(&outlines));
+            Box::new(move |book| {
+                if let (Some(source), Some(outlines)) = (source.upgrade(), outlines.upgrade()) {
+                    let on = switch.tool_on(Tool::Chapters);
+                    // Made and kept, or failed: its lookup says why.
+                    let _ = index_files.book(&source, &outlines, book, on);
+                }
+            })
+        };
         NovelFs {
-            ahead: Ahead::start(&source, &outlines, budget.outlines),
+            ahead: Ahead::start(&source, &outlines, budget.outlines, Some(index_ahead)),
             source,
             freshness,
             inodes,
@@ -111,8 +124,8 @@ impl NovelFs {
             outlines,
             pages: Pages::new(budget.pages),
             listings: Listings::new(budget.listings),
-            index_files: IndexFiles::new(budget.index_files),
-            switch: Switch::new(config.state_file),
+            index_files,
+            switch,
             heap_trim: HeapTrim::default(),
             gave_up: GaveUp::default(),
             preparing: Mutex::new(preparing),

@@ -69,8 +69,8 @@ pub struct NovelFs {
     outlines: Arc<Outlines>,
     pages: Pages,
     listings: Listings,
-    index_files: IndexFiles,
-    switch: Switch,
+    index_files: Arc<IndexFiles>,
+    switch: Arc<Switch>,
     heap_trim: HeapTrim,
     gave_up: GaveUp,
     /// What is done ahead of readers: the disk's read-ahead, the

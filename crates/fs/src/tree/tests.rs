@@ -210,3 +210,89 @@ fn under_ttl_0_the_kernel_caches_no_listing() {
         }
     }
 }
+
+/// In a watched book the look its listing takes (an `lstat` of each
+/// chapter) serves what a walk of it asks next while the watch reports
+/// nothing: each chapter directory's listing and the lookup of the book's
+/// index look at no chapter again. An unwatched book looks again (its
+/// looks hold for no time).
+#[test]
+fn a_walk_of_a_watched_book_looks_at_each_chapter_once() {
+    use crate::source::Seams;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let names = ["第1章 起.md", "第2章 承.md", "第3章 转.md", "第4章 合.md"];
+    let files: Vec<(&str, &str)> = names.iter().map(|n| (*n, "一\n二")).collect();
+    let f = fixture(&files);
+    assert!(f.fs.watching(), "a temp dir is local and watchable");
+    let looks = Arc::new(AtomicUsize::new(0));
+    let counted = looks.clone();
+    with_seams(
+        &f,
+        Seams {
+            before_stat: Some(Box::new(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+            })),
+            ..Seams::default()
+        },
+    );
+    let book = walk(&f.fs, "书").unwrap();
+    let listed = f.fs.listing(book.ino, 0).unwrap();
+    assert_eq!(listed.entries.len(), names.len() + 2);
+    assert_eq!(
+        looks.load(Ordering::SeqCst),
+        names.len(),
+        "the listing's look"
+    );
+    for n in 1..=names.len() {
+        let chapter = walk(&f.fs, &format!("书/{n}")).unwrap();
+        f.fs.listing(chapter.ino, 0).unwrap();
+    }
+    let index = walk(&f.fs, "书/novel_chapters.txt").unwrap();
+    assert!(
+        String::from_utf8(read_all(&f.fs, index.ino))
+            .unwrap()
+            .contains("第04章 合")
+    );
+    assert_eq!(
+        looks.load(Ordering::SeqCst),
+        names.len(),
+        "each chapter looked at once in the whole walk"
+    );
+}
+
+/// A reader of a book's pages that walks to the book's end finds its
+/// index made ahead, on the outline thread: its lookup walks nothing. A
+/// walk that only lists (`find`) has no index made.
+#[test]
+fn a_reader_walking_to_a_books_end_finds_its_index_made() {
+    use std::sync::atomic::Ordering;
+    let names: Vec<String> = (1..=24).map(|n| format!("第{n}章.md")).collect();
+    let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "一\n二")).collect();
+    for reads in [false, true] {
+        let f = fixture(&files);
+        let book = walk(&f.fs, "书").unwrap();
+        f.fs.listing(book.ino, 0).unwrap();
+        if reads {
+            let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
+            f.fs.read(page.ino, 0, 4096).unwrap();
+        }
+        for n in 1..=names.len() {
+            let chapter = walk(&f.fs, &format!("书/{n}")).unwrap();
+            f.fs.listing(chapter.ino, 0).unwrap();
+        }
+        outlined_ahead(&f.fs);
+        let made = f.fs.index_files.books_made.load(Ordering::SeqCst);
+        assert_eq!(made, usize::from(reads), "made ahead of a reader only");
+        let index = walk(&f.fs, "书/novel_chapters.txt").unwrap();
+        assert!(
+            String::from_utf8(read_all(&f.fs, index.ino))
+                .unwrap()
+                .contains("第24章")
+        );
+        assert_eq!(
+            f.fs.index_files.books_made.load(Ordering::SeqCst),
+            1,
+            "its lookup found it made ({reads})"
+        );
+    }
+}

@@ -135,13 +135,21 @@ impl<R> Armed<R> {
 
     /// The request starts running on this thread.
     pub(crate) fn running_here(&self) {
-        // SAFETY: gettid has no inputs and cannot fail.
-        let tid = unsafe { libc::gettid() };
         let _ = self.running.set(Running {
-            tid,
+            tid: this_tid(),
             accesses: access::this_thread(),
         });
     }
+}
+
+/// The calling thread's id, asked of the kernel once per thread: every
+/// request is run here, and a system call each was a request's own cost.
+fn this_tid() -> libc::pid_t {
+    thread_local! {
+        // SAFETY: gettid has no inputs and cannot fail.
+        static TID: libc::pid_t = unsafe { libc::gettid() };
+    }
+    TID.with(|t| *t)
 }
 
 impl<R> Drop for Armed<R> {

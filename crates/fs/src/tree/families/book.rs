@@ -66,8 +66,10 @@ pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed
     // The book was looked at for this listing: each chapter's
     // attributes need only its own `lstat`, not `attr_of`'s
     // second look at the book per chapter.
+    let reports = fs.index_files.listing_reports();
     let look = match BookLook::take(&fs.source, &book) {
         Ok(look) => {
+            fs.index_files.listed(&fs.source, &book, reports, &look);
             fs.gave_up.back(&fs.library().display_dir(Some(&book)));
             look
         }

@@ -230,6 +230,7 @@ mod tests {
             f.fs.source.clone(),
             f.fs.outlines.clone(),
             share(window - 1),
+            None,
         );
         let on_1 = || {
             let mut track = Track::new(&book, &index);
@@ -237,7 +238,12 @@ mod tests {
             track
         };
         assert_eq!(small.reached(&mut on_1()), 0, "a window over the share");
-        let fits = Outliner::start(f.fs.source.clone(), f.fs.outlines.clone(), share(window));
+        let fits = Outliner::start(
+            f.fs.source.clone(),
+            f.fs.outlines.clone(),
+            share(window),
+            None,
+        );
         let mut track = on_1();
         assert_eq!(fits.reached(&mut track), window);
         assert_eq!(fits.reached(&mut track), 0, "queued once");
