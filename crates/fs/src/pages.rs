@@ -39,22 +39,21 @@ impl Pages {
         if !text.offset_in_range(page.offset) {
             return Err(Error::NotFound);
         }
-        let out = source
+        let rendered = source
             .library()
-            .page_output(
+            .render_page(
                 &c.book,
                 &c.file,
                 &text,
                 page.offset,
                 page.limit_or_default(),
+                page.format,
             )
             .map_err(|e| {
                 // A streamed chapter's file could not be read again.
                 log::warn!("{e}");
                 Error::from(e)
             })?;
-        let mut rendered = out.rendered(page.format).into_bytes();
-        rendered.shrink_to_fit();
         let bytes = Arc::new(rendered);
         lock(&self.cache).insert(key, bytes.clone(), allocated(bytes.len()) + 128);
         Ok(bytes)

@@ -78,6 +78,62 @@ impl Library {
 
     /// The byte size of that page rendered as `format`, computed from line
     /// sizes without rendering it. `offset` must be in range.
+    /// The page at `offset` of `text` in `format`, rendered in one pass
+    /// into a buffer of its size: each line is copied once, from the text,
+    /// and nothing else is allocated (the store thread renders every page
+    /// of a `grep -r`). The bytes of `page_output(..).rendered(format)`.
+    pub fn render_page(
+        &self,
+        book: &OsStr,
+        file: &OsStr,
+        text: &ChapterText,
+        offset: u64,
+        limit: u32,
+        format: PageFormat,
+    ) -> Result<Vec<u8>, NovelError> {
+        let (book_name, file_name) = (book.to_string_lossy(), file.to_string_lossy());
+        let path = self.display_path(&book_name, &file_name);
+        let source = PageOrigin {
+            book: &book_name,
+            file: &file_name,
+            path: &path,
+        };
+        let layout = text.layout(offset, limit);
+        let total_lines = text.total_lines();
+        let lines = text.line_stats(&layout);
+        let frame = render::PageFrame {
+            offset,
+            total_lines,
+            chars: layout.chars,
+            truncated: layout.truncated,
+            last: offset + layout.taken.max(1) as u64 - 1,
+        };
+        let mut out;
+        let shown = match format {
+            PageFormat::Text => {
+                out = String::with_capacity(render::text_len(&source, total_lines, &layout, lines));
+                render::text_start(&mut out, &source);
+                let shown =
+                    text.each_shown(&layout, |n, line| render::text_line(&mut out, n, line));
+                render::text_end(&mut out, &frame);
+                shown
+            }
+            PageFormat::Json => {
+                out = String::with_capacity(render::json_len(&source, total_lines, &layout, lines));
+                render::json_start(&mut out, &source, &frame);
+                let mut first = true;
+                let shown = text.each_shown(&layout, |n, line| {
+                    render::json_line(&mut out, first, n, line);
+                    first = false;
+                });
+                render::json_end(&mut out, !first);
+                shown
+            }
+        };
+        shown.map_err(|e| self.io_error(book, file, e))?;
+        Ok(out.into_bytes())
+    }
+
     pub fn page_len(
         &self,
         book: &OsStr,
@@ -181,5 +237,36 @@ mod tests {
             })
             .collect();
         assert_eq!(lens, rendered);
+    }
+
+    #[test]
+    fn a_page_rendered_in_one_pass_is_the_page_output_and_fills_its_buffer() {
+        let lib = crate::backing::for_tests::library_at("/");
+        let mut text = String::new();
+        for i in 0..1500 {
+            text.push_str(&format!(
+                "第{i}行 \"引\" \\ \u{1}😀{}\n",
+                "长".repeat(i % 7)
+            ));
+        }
+        text.push_str(&"长".repeat(3100));
+        let text = ChapterText::new(text);
+        let (book, file) = (OsStr::new("书 \"一\""), OsStr::new("第1章 \\引.md"));
+        for offset in text.chain().into_iter().chain([2, 1499, 1501]) {
+            for limit in [1, 7, READ_LIMIT] {
+                for format in [PageFormat::Text, PageFormat::Json] {
+                    let out = lib.page_output(book, file, &text, offset, limit).unwrap();
+                    let page = lib
+                        .render_page(book, file, &text, offset, limit, format)
+                        .unwrap();
+                    assert_eq!(
+                        page,
+                        out.rendered(format).into_bytes(),
+                        "{offset} {limit} {format:?}"
+                    );
+                    assert_eq!(page.capacity(), page.len(), "sized once: {offset} {limit}");
+                }
+            }
+        }
     }
 }

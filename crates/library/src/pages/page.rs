@@ -111,7 +111,7 @@ impl ChapterText {
     }
 
     /// Line `i` as shown (cut at `LINE_CUT` units, with the suffix).
-    fn shown(&self, i: usize) -> std::io::Result<String> {
+    fn shown(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, str>> {
         // The stats already tell whether the line is cut.
         let cut = self.stats()[i].units as usize > LINE_CUT;
         match &self.body {
@@ -119,14 +119,14 @@ impl ChapterText {
                 let (s, e) = spans[i];
                 let line = &text[s as usize..e as usize];
                 Ok(if cut {
-                    shown_line(line)
+                    shown_line(line).into()
                 } else {
-                    line.to_string()
+                    line.into()
                 })
             }
             Body::Stream(s) => {
                 let line = s.line(i)?;
-                Ok(if cut { shown_line(&line) } else { line })
+                Ok(if cut { shown_line(&line) } else { line }.into())
             }
         }
     }
@@ -182,20 +182,13 @@ impl ChapterText {
     /// cannot be read or changed since it was indexed.
     pub fn page(&self, offset: u64, limit: u32) -> std::io::Result<Page> {
         let layout = self.layout(offset, limit);
-        let first = (offset - 1) as usize;
-        let lines = (first..first + layout.taken)
-            .map(|i| {
-                Ok(PageLine {
-                    number: i as u64 + 1,
-                    text: self.shown(i)?,
-                })
+        let mut lines = Vec::with_capacity(layout.taken);
+        self.each_shown(&layout, |number, text| {
+            lines.push(PageLine {
+                number,
+                text: text.to_string(),
             })
-            .collect::<std::io::Result<Vec<_>>>()?;
-        if let Body::Stream(s) = &self.body {
-            // The lines were read after this look: a file changed in place
-            // while they were read shows here.
-            s.check_unchanged()?;
-        }
+        })?;
         Ok(Page {
             offset,
             total_lines: self.total_lines(),
@@ -203,6 +196,26 @@ impl ChapterText {
             truncated: layout.truncated,
             lines,
         })
+    }
+
+    /// Each line of the page `layout` as shown, with its number, borrowed
+    /// from the text where it is not cut: a page rendered from them
+    /// copies each line once.
+    pub fn each_shown(
+        &self,
+        layout: &PageLayout,
+        mut f: impl FnMut(u64, &str),
+    ) -> std::io::Result<()> {
+        let first = (layout.offset - 1) as usize;
+        for i in first..first + layout.taken {
+            f(i as u64 + 1, &self.shown(i)?);
+        }
+        if let Body::Stream(s) = &self.body {
+            // The lines were read after this look: a file changed in place
+            // while they were read shows here.
+            s.check_unchanged()?;
+        }
+        Ok(())
     }
 
     /// The offsets of the reading chain: 1, then `last + 1` of every

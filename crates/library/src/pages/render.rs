@@ -1,7 +1,5 @@
 //! The two renderings of a page (SPEC §1.6): `formatRead` text and JSON.
 
-use serde::Serialize;
-
 use super::page::{LineStats, Page, PageLayout};
 
 /// Where a page came from: the names the renderings print.
@@ -15,41 +13,109 @@ pub struct PageOrigin<'a> {
     pub path: &'a str,
 }
 
+/// What a page's renderings print around its lines.
+#[derive(Debug, Clone, Copy)]
+pub struct PageFrame {
+    pub offset: u64,
+    pub total_lines: u64,
+    pub chars: usize,
+    pub truncated: bool,
+    /// The number of its last line (its offset when it has none).
+    pub last: u64,
+}
+
+impl Page {
+    fn frame(&self) -> PageFrame {
+        PageFrame {
+            offset: self.offset,
+            total_lines: self.total_lines,
+            chars: self.chars,
+            truncated: self.truncated,
+            last: self.last_line(),
+        }
+    }
+}
+
 /// `formatRead(...)` followed by the final newline a page file holds.
 pub fn render_text(source: &PageOrigin, page: &Page) -> String {
     // Sized for the whole page up front: growing by doubling would leave
     // up to half of every cached page as spare capacity.
     let body: usize = page.lines.iter().map(|l| l.text.len() + 24).sum();
     let mut out = String::with_capacity(body + source.path.len() + 256);
-    out.push_str("<path>");
-    out.push_str(source.path);
-    out.push_str("</path>\n<type>novel-chapter</type>\n<content>\n");
+    text_start(&mut out, source);
     for line in &page.lines {
-        out.push_str(&line.number.to_string());
-        out.push_str(": ");
-        out.push_str(&line.text);
-        out.push('\n');
+        text_line(&mut out, line.number, &line.text);
     }
-    out.push('\n');
-    out.push_str(&footer(
-        page.total_lines,
-        page.offset,
-        page.last_line(),
-        page.chars,
-        page.truncated,
-    ));
-    out.push_str("\n</content>\n");
+    text_end(&mut out, &page.frame());
     out
 }
 
-fn footer(total_lines: u64, offset: u64, last: u64, chars: usize, truncated: bool) -> String {
-    if truncated {
-        format!(
-            "(输出截断。本章共 {total_lines} 行，已显示 {offset}-{last} 行 / {chars} 字。用 offset={} 继续阅读。)",
-            last + 1
+/// The text rendering's part before the lines.
+pub fn text_start(out: &mut String, source: &PageOrigin) {
+    out.push_str("<path>");
+    out.push_str(source.path);
+    out.push_str("</path>\n<type>novel-chapter</type>\n<content>\n");
+}
+
+/// One line of the text rendering.
+pub fn text_line(out: &mut String, number: u64, text: &str) {
+    push_number(out, number);
+    out.push_str(": ");
+    out.push_str(text);
+    out.push('\n');
+}
+
+/// The text rendering's part after the lines.
+pub fn text_end(out: &mut String, frame: &PageFrame) {
+    out.push('\n');
+    let _ = write_footer(out, frame);
+    out.push_str("\n</content>\n");
+}
+
+fn write_footer(out: &mut impl std::fmt::Write, f: &PageFrame) -> std::fmt::Result {
+    let (total_lines, chars) = (f.total_lines, f.chars);
+    if f.truncated {
+        write!(
+            out,
+            "(输出截断。本章共 {total_lines} 行，已显示 {}-{} 行 / {chars} 字。用 offset={} 继续阅读。)",
+            f.offset,
+            f.last,
+            f.last + 1
         )
     } else {
-        format!("(本章共 {total_lines} 行 / {chars} 字)")
+        write!(out, "(本章共 {total_lines} 行 / {chars} 字)")
+    }
+}
+
+/// The footer's length, written nowhere.
+fn footer_len(frame: &PageFrame) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = write_footer(&mut count, frame);
+    count.0
+}
+
+/// `n` in decimal, without the formatting machinery: every line of every
+/// page is numbered.
+fn push_number(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(d as char);
     }
 }
 
@@ -86,15 +152,13 @@ pub fn text_page_len(total_lines: u64, layout: &PageLayout, lines: &[LineStats])
         .enumerate()
         .map(|(i, l)| digits(layout.offset + i as u64) + ": ".len() + l.bytes as usize + 1)
         .sum();
-    let last = layout.offset + layout.taken.max(1) as u64 - 1;
-    let foot = footer(
+    let foot = footer_len(&PageFrame {
+        offset: layout.offset,
         total_lines,
-        layout.offset,
-        last,
-        layout.chars,
-        layout.truncated,
-    )
-    .len();
+        chars: layout.chars,
+        truncated: layout.truncated,
+        last: layout.offset + layout.taken.max(1) as u64 - 1,
+    });
     head + body + 1 + foot + "\n</content>\n".len()
 }
 
@@ -146,59 +210,91 @@ pub fn json_page_len(total_lines: u64, layout: &PageLayout, lines: &[LineStats])
     head + items + separators + "  ]\n}\n".len()
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct JsonPage<'a> {
-    book: &'a str,
-    chapter: &'a str,
-    file: &'a str,
-    path: &'a str,
-    offset: u64,
-    total_lines: u64,
-    chars: usize,
-    truncated: bool,
-    lines: Vec<JsonLine<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonLine<'a> {
-    number: u64,
-    text: &'a str,
-}
-
 /// `JSON.stringify(result, null, 2)` plus a final newline.
 pub fn render_json(source: &PageOrigin, page: &Page) -> String {
-    let value = JsonPage {
-        book: source.book,
-        chapter: source.file,
-        file: source.file,
-        path: source.path,
-        offset: page.offset,
-        total_lines: page.total_lines,
-        chars: page.chars,
-        truncated: page.truncated,
-        lines: page
-            .lines
-            .iter()
-            .map(|l| JsonLine {
-                number: l.number,
-                text: &l.text,
-            })
-            .collect(),
-    };
     let body: usize = page
         .lines
         .iter()
         .map(|l| l.text.len() + l.text.len() / 8 + 64)
         .sum();
-    let mut out = Vec::with_capacity(body + source.path.len() * 2 + source.file.len() * 4 + 512);
-    serde_json::to_writer_pretty(&mut out, &value).expect("plain data serializes");
-    out.push(b'\n');
-    // SAFETY: serde_json writes only UTF-8 (the strings it is given, whole
-    // or escaped, and ASCII punctuation), as its own `to_string_pretty`
-    // relies on; checking it again was a page's whole length scanned per
-    // JSON page rendered.
-    unsafe { String::from_utf8_unchecked(out) }
+    let mut out = String::with_capacity(body + source.path.len() * 2 + source.file.len() * 4 + 512);
+    json_start(&mut out, source, &page.frame());
+    for (i, line) in page.lines.iter().enumerate() {
+        json_line(&mut out, i == 0, line.number, &line.text);
+    }
+    json_end(&mut out, !page.lines.is_empty());
+    out
+}
+
+/// The JSON rendering's part before the lines: the object's fields in the
+/// original's order, two spaces an indent (`JSON.stringify`'s).
+pub fn json_start(out: &mut String, source: &PageOrigin, frame: &PageFrame) {
+    out.push_str("{\n  \"book\": ");
+    push_json_string(out, source.book);
+    out.push_str(",\n  \"chapter\": ");
+    push_json_string(out, source.file);
+    out.push_str(",\n  \"file\": ");
+    push_json_string(out, source.file);
+    out.push_str(",\n  \"path\": ");
+    push_json_string(out, source.path);
+    out.push_str(",\n  \"offset\": ");
+    push_number(out, frame.offset);
+    out.push_str(",\n  \"totalLines\": ");
+    push_number(out, frame.total_lines);
+    out.push_str(",\n  \"chars\": ");
+    push_number(out, frame.chars as u64);
+    out.push_str(",\n  \"truncated\": ");
+    out.push_str(if frame.truncated { "true" } else { "false" });
+    out.push_str(",\n  \"lines\": [");
+}
+
+/// One line of the JSON rendering (`first`: the page's first).
+pub fn json_line(out: &mut String, first: bool, number: u64, text: &str) {
+    out.push_str(if first { "\n" } else { ",\n" });
+    out.push_str("    {\n      \"number\": ");
+    push_number(out, number);
+    out.push_str(",\n      \"text\": ");
+    push_json_string(out, text);
+    out.push_str("\n    }");
+}
+
+/// The JSON rendering's part after the lines (`any`: whether it had some).
+pub fn json_end(out: &mut String, any: bool) {
+    out.push_str(if any { "\n  ]\n}\n" } else { "]\n}\n" });
+}
+
+/// `s` as a JSON string, escaped as `JSON.stringify` (and serde_json)
+/// escape it: the quote, the backslash and the control characters, the
+/// usual five by name, the others as `\u00xx`; everything else as it is.
+fn push_json_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    let mut from = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let named = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // Each escaped byte is ASCII: `i` is a character boundary.
+        out.push_str(&s[from..i]);
+        if named.is_empty() {
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(named);
+        }
+        from = i + 1;
+    }
+    out.push_str(&s[from..]);
+    out.push('"');
 }
 
 #[cfg(test)]
@@ -278,5 +374,85 @@ mod tests {
             render_json(&SRC, &page),
             "{\n  \"book\": \"书\",\n  \"chapter\": \"第1章.md\",\n  \"file\": \"第1章.md\",\n  \"path\": \"/r/novels/书/第1章.md\",\n  \"offset\": 1,\n  \"totalLines\": 1,\n  \"chars\": 1,\n  \"truncated\": false,\n  \"lines\": [\n    {\n      \"number\": 1,\n      \"text\": \"a\"\n    }\n  ]\n}\n"
         );
+    }
+
+    /// The JSON rendering is serde_json's pretty printing of the page
+    /// (what `JSON.stringify(result, null, 2)` gives), whatever the text.
+    #[test]
+    fn json_rendering_is_serde_jsons() {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct JsonPage<'a> {
+            book: &'a str,
+            chapter: &'a str,
+            file: &'a str,
+            path: &'a str,
+            offset: u64,
+            total_lines: u64,
+            chars: usize,
+            truncated: bool,
+            lines: Vec<JsonLine<'a>>,
+        }
+        #[derive(serde::Serialize)]
+        struct JsonLine<'a> {
+            number: u64,
+            text: &'a str,
+        }
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        let texts = [
+            String::new(),
+            every_byte.clone(),
+            format!("引\"号\\{every_byte}\u{2028}😀\u{7f}\n第二行\r\n\t"),
+            "第一行\n\n第三行".to_string(),
+        ];
+        let src = PageOrigin {
+            book: "书\"\u{1}名",
+            file: "第1章\t.md",
+            path: "/r/novels/书\"\u{1}名/第1章\t.md",
+        };
+        for text in texts {
+            let t = ChapterText::new(text);
+            for offset in t.chain() {
+                let page = t.page(offset, 2).unwrap();
+                let value = JsonPage {
+                    book: src.book,
+                    chapter: src.file,
+                    file: src.file,
+                    path: src.path,
+                    offset: page.offset,
+                    total_lines: page.total_lines,
+                    chars: page.chars,
+                    truncated: page.truncated,
+                    lines: page
+                        .lines
+                        .iter()
+                        .map(|l| JsonLine {
+                            number: l.number,
+                            text: &l.text,
+                        })
+                        .collect(),
+                };
+                let serde = serde_json::to_string_pretty(&value).unwrap() + "\n";
+                assert_eq!(render_json(&src, &page), serde);
+            }
+            let empty = Page {
+                lines: Vec::new(),
+                ..t.page(1, 1).unwrap()
+            };
+            let serde = serde_json::to_string_pretty(&JsonPage {
+                book: src.book,
+                chapter: src.file,
+                file: src.file,
+                path: src.path,
+                offset: empty.offset,
+                total_lines: empty.total_lines,
+                chars: empty.chars,
+                truncated: empty.truncated,
+                lines: Vec::new(),
+            })
+            .unwrap()
+                + "\n";
+            assert_eq!(render_json(&src, &empty), serde, "no lines");
+        }
     }
 }
