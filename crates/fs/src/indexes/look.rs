@@ -22,12 +22,7 @@ pub(crate) struct BookLook {
 
 impl BookLook {
     pub(crate) fn take(source: &Source, book: &OsStr) -> Result<BookLook> {
-        // In a watched book what this look sees of each chapter holds
-        // until the watch reports a change there: the chapter's outline
-        // and pages, made next, need no `lstat` of their own.
-        // (The book's scan watches it, if it can be.)
         let now = source.book(book)?;
-        let reports = source.watched(book).then(|| source.looks_reported());
         let metas: Vec<_> = now
             .index
             .chapters
@@ -51,24 +46,34 @@ impl BookLook {
                 let meta = meta.clone()?;
                 Some(source.version_now(&shared, &c.os_name, meta))
             })
-            .collect::<Vec<_>>();
-        if let Some(reports) = reports {
-            let looks = now
-                .index
-                .chapters
-                .iter()
-                .zip(metas.iter().zip(&versions))
-                .filter_map(|(c, (meta, version))| {
-                    let c = crate::node::chapter_ref(&shared, &c.os_name);
-                    Some((c, meta.clone()?, (*version)?))
-                });
-            source.keep_looks(looks, reports);
-        }
+            .collect();
         Ok(BookLook {
             book: now,
             metas,
             versions,
         })
+    }
+
+    /// Keeps what this look saw of each chapter of a watched book for the
+    /// chapters' own looks (`Source::keep_looks`), unless the watch
+    /// reported a change since `reports` (taken before the look): a
+    /// listing's look serves the outlines and pages its walker asks for
+    /// next. (A walk of the library's books is not followed there.)
+    pub(crate) fn keep(&self, source: &Source, book: &Arc<OsStr>, reports: u64) {
+        if !source.watched(book) {
+            return;
+        }
+        let looks = self
+            .book
+            .index
+            .chapters
+            .iter()
+            .zip(self.metas.iter().zip(&self.versions))
+            .filter_map(|(c, (meta, version))| {
+                let c = crate::node::chapter_ref(book, &c.os_name);
+                Some((c, meta.clone()?, (*version)?))
+            });
+        source.keep_looks(looks, reports);
     }
 
     /// The version of the book's index this look shows.

@@ -66,10 +66,11 @@ pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed
     // The book was looked at for this listing: each chapter's
     // attributes need only its own `lstat`, not `attr_of`'s
     // second look at the book per chapter.
-    let reports = fs.index_files.listing_reports();
+    let reports = (fs.index_files.listing_reports(), fs.source.looks_reported());
     let look = match BookLook::take(&fs.source, &book) {
         Ok(look) => {
-            fs.index_files.listed(&fs.source, &book, reports, &look);
+            fs.index_files.listed(&fs.source, &book, reports.0, &look);
+            look.keep(&fs.source, &book, reports.1);
             fs.gave_up.back(&fs.library().display_dir(Some(&book)));
             look
         }
