@@ -104,19 +104,23 @@ impl NovelFs {
         let outlines = Arc::new(Outlines::new(outlines_budget).with_stored(stored));
         let index_files = Arc::new(IndexFiles::new(budget.index_files));
         let switch = Arc::new(Switch::new(config.state_file));
-        let index_ahead: IndexAhead = {
+        // On a disk only: in a bucket a book's index made ahead would fetch
+        // each chapter whose outline is not cached, a GET its reader may
+        // never have asked for (one who started mid-book reads no index).
+        let local = source.library().local_root().is_some();
+        let index_ahead: Option<IndexAhead> = local.then(|| {
             let (index_files, switch) = (index_files.clone(), switch.clone());
             let (source, outlines) = (Arc::downgrade(&source), Arc::downgrade(&outlines));
-            Box::new(move |book| {
+            Box::new(move |book: &Arc<std::ffi::OsStr>| {
                 if let (Some(source), Some(outlines)) = (source.upgrade(), outlines.upgrade()) {
                     let on = switch.tool_on(Tool::Chapters);
                     // Made and kept, or failed: its lookup says why.
                     let _ = index_files.book(&source, &outlines, book, on);
                 }
-            })
-        };
+            }) as IndexAhead
+        });
         NovelFs {
-            ahead: Ahead::start(&source, &outlines, budget.outlines, Some(index_ahead)),
+            ahead: Ahead::start(&source, &outlines, budget.outlines, index_ahead),
             source,
             freshness,
             inodes,
