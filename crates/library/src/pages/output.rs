@@ -76,8 +76,6 @@ impl Library {
         })
     }
 
-    /// The byte size of that page rendered as `format`, computed from line
-    /// sizes without rendering it. `offset` must be in range.
     /// The page at `offset` of `text` in `format`, rendered in one pass
     /// into a buffer of its size: each line is copied once, from the text,
     /// and nothing else is allocated (the store thread renders every page
@@ -91,36 +89,38 @@ impl Library {
         limit: u32,
         format: PageFormat,
     ) -> Result<Vec<u8>, NovelError> {
-        let (book_name, file_name) = (book.to_string_lossy(), file.to_string_lossy());
-        let path = self.display_path(&book_name, &file_name);
-        let source = PageOrigin {
-            book: &book_name,
-            file: &file_name,
-            path: &path,
-        };
+        self.with_origin(book, file, |source| {
+            self.render_from(source, text, offset, limit, format)
+        })
+        .map_err(|e| self.io_error(book, file, e))
+    }
+
+    /// `render_page`, the names worked out.
+    fn render_from(
+        &self,
+        source: &PageOrigin,
+        text: &ChapterText,
+        offset: u64,
+        limit: u32,
+        format: PageFormat,
+    ) -> std::io::Result<Vec<u8>> {
         let layout = text.layout(offset, limit);
         let total_lines = text.total_lines();
         let lines = text.line_stats(&layout);
-        let frame = render::PageFrame {
-            offset,
-            total_lines,
-            chars: layout.chars,
-            truncated: layout.truncated,
-            last: offset + layout.taken.max(1) as u64 - 1,
-        };
+        let frame = render::PageFrame::of(total_lines, &layout);
         let mut out;
         let shown = match format {
             PageFormat::Text => {
-                out = String::with_capacity(render::text_len(&source, total_lines, &layout, lines));
-                render::text_start(&mut out, &source);
+                out = String::with_capacity(render::text_len(source, total_lines, &layout, lines));
+                render::text_start(&mut out, source);
                 let shown =
                     text.each_shown(&layout, |n, line| render::text_line(&mut out, n, line));
                 render::text_end(&mut out, &frame);
                 shown
             }
             PageFormat::Json => {
-                out = String::with_capacity(render::json_len(&source, total_lines, &layout, lines));
-                render::json_start(&mut out, &source, &frame);
+                out = String::with_capacity(render::json_len(source, total_lines, &layout, lines));
+                render::json_start(&mut out, source, &frame);
                 let mut first = true;
                 let shown = text.each_shown(&layout, |n, line| {
                     render::json_line(&mut out, first, n, line);
@@ -130,10 +130,12 @@ impl Library {
                 shown
             }
         };
-        shown.map_err(|e| self.io_error(book, file, e))?;
+        shown?;
         Ok(out.into_bytes())
     }
 
+    /// The byte size of that page rendered as `format`, computed from line
+    /// sizes without rendering it. `offset` must be in range.
     pub fn page_len(
         &self,
         book: &OsStr,
@@ -184,18 +186,24 @@ impl Library {
     /// bytes, as text and as JSON: the only part of a page's size that
     /// depends on the names and on `with_path_root`.
     pub fn names_lens(&self, book: &OsStr, file: &OsStr) -> (u64, u64) {
-        let book = book.to_string_lossy();
-        let file = file.to_string_lossy();
+        self.with_origin(book, file, |source| {
+            (
+                render::text_names_len(source) as u64,
+                render::json_names_len(source) as u64,
+            )
+        })
+    }
+
+    /// `f` of the names a page of `file` in `book` prints: the book, the
+    /// file and its path under this library's root.
+    fn with_origin<R>(&self, book: &OsStr, file: &OsStr, f: impl FnOnce(&PageOrigin) -> R) -> R {
+        let (book, file) = (book.to_string_lossy(), file.to_string_lossy());
         let path = self.display_path(&book, &file);
-        let source = PageOrigin {
+        f(&PageOrigin {
             book: &book,
             file: &file,
             path: &path,
-        };
-        (
-            render::text_names_len(&source) as u64,
-            render::json_names_len(&source) as u64,
-        )
+        })
     }
 }
 

@@ -24,6 +24,19 @@ pub struct PageFrame {
     pub last: u64,
 }
 
+impl PageFrame {
+    /// The frame of the page `layout` of a chapter of `total_lines` lines.
+    pub fn of(total_lines: u64, layout: &PageLayout) -> PageFrame {
+        PageFrame {
+            offset: layout.offset,
+            total_lines,
+            chars: layout.chars,
+            truncated: layout.truncated,
+            last: layout.offset + layout.taken.max(1) as u64 - 1,
+        }
+    }
+}
+
 impl Page {
     fn frame(&self) -> PageFrame {
         PageFrame {
@@ -123,8 +136,12 @@ fn digits(n: u64) -> usize {
     n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
+/// The length of `s` as a JSON string (`push_json_string`'s), quotes
+/// included.
 fn json_string_len(s: &str) -> usize {
-    serde_json::to_string(s).map_or(0, |j| j.len())
+    let mut len = 0;
+    json_escaped(s, |piece| len += piece.len());
+    len
 }
 
 /// The byte length `render_text` gives for the page `layout` of a chapter
@@ -152,13 +169,7 @@ pub fn text_page_len(total_lines: u64, layout: &PageLayout, lines: &[LineStats])
         .enumerate()
         .map(|(i, l)| digits(layout.offset + i as u64) + ": ".len() + l.bytes as usize + 1)
         .sum();
-    let foot = footer_len(&PageFrame {
-        offset: layout.offset,
-        total_lines,
-        chars: layout.chars,
-        truncated: layout.truncated,
-        last: layout.offset + layout.taken.max(1) as u64 - 1,
-    });
+    let foot = footer_len(&PageFrame::of(total_lines, layout));
     head + body + 1 + foot + "\n</content>\n".len()
 }
 
@@ -267,8 +278,14 @@ pub fn json_end(out: &mut String, any: bool) {
 /// escape it: the quote, the backslash and the control characters, the
 /// usual five by name, the others as `\u00xx`; everything else as it is.
 fn push_json_string(out: &mut String, s: &str) {
+    json_escaped(s, |piece| out.push_str(piece));
+}
+
+/// `s` as a JSON string, in pieces handed to `emit` in order (the one
+/// escaping rule of both the rendering and its length).
+fn json_escaped(s: &str, mut emit: impl FnMut(&str)) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push('"');
+    emit("\"");
     let mut from = 0;
     for (i, &b) in s.as_bytes().iter().enumerate() {
         let named = match b {
@@ -283,18 +300,24 @@ fn push_json_string(out: &mut String, s: &str) {
             _ => continue,
         };
         // Each escaped byte is ASCII: `i` is a character boundary.
-        out.push_str(&s[from..i]);
+        emit(&s[from..i]);
         if named.is_empty() {
-            out.push_str("\\u00");
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 0xf)] as char);
+            let hex = [
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ];
+            emit(std::str::from_utf8(&hex).expect("ASCII"));
         } else {
-            out.push_str(named);
+            emit(named);
         }
         from = i + 1;
     }
-    out.push_str(&s[from..]);
-    out.push('"');
+    emit(&s[from..]);
+    emit("\"");
 }
 
 #[cfg(test)]
@@ -410,49 +433,38 @@ mod tests {
             file: "第1章\t.md",
             path: "/r/novels/书\"\u{1}名/第1章\t.md",
         };
+        let serde_of = |page: &Page| {
+            let value = JsonPage {
+                book: src.book,
+                chapter: src.file,
+                file: src.file,
+                path: src.path,
+                offset: page.offset,
+                total_lines: page.total_lines,
+                chars: page.chars,
+                truncated: page.truncated,
+                lines: page
+                    .lines
+                    .iter()
+                    .map(|l| JsonLine {
+                        number: l.number,
+                        text: &l.text,
+                    })
+                    .collect(),
+            };
+            serde_json::to_string_pretty(&value).unwrap() + "\n"
+        };
         for text in texts {
             let t = ChapterText::new(text);
             for offset in t.chain() {
                 let page = t.page(offset, 2).unwrap();
-                let value = JsonPage {
-                    book: src.book,
-                    chapter: src.file,
-                    file: src.file,
-                    path: src.path,
-                    offset: page.offset,
-                    total_lines: page.total_lines,
-                    chars: page.chars,
-                    truncated: page.truncated,
-                    lines: page
-                        .lines
-                        .iter()
-                        .map(|l| JsonLine {
-                            number: l.number,
-                            text: &l.text,
-                        })
-                        .collect(),
-                };
-                let serde = serde_json::to_string_pretty(&value).unwrap() + "\n";
-                assert_eq!(render_json(&src, &page), serde);
+                assert_eq!(render_json(&src, &page), serde_of(&page));
             }
             let empty = Page {
                 lines: Vec::new(),
                 ..t.page(1, 1).unwrap()
             };
-            let serde = serde_json::to_string_pretty(&JsonPage {
-                book: src.book,
-                chapter: src.file,
-                file: src.file,
-                path: src.path,
-                offset: empty.offset,
-                total_lines: empty.total_lines,
-                chars: empty.chars,
-                truncated: empty.truncated,
-                lines: Vec::new(),
-            })
-            .unwrap()
-                + "\n";
-            assert_eq!(render_json(&src, &empty), serde, "no lines");
+            assert_eq!(render_json(&src, &empty), serde_of(&empty), "no lines");
         }
     }
 }
