@@ -37,8 +37,17 @@ use look::Look;
 pub(crate) use look::BookLook;
 pub(crate) use rendered::Rendered;
 
-/// The looks listings took (`IndexFiles::listed`), most recent last.
-type ListedLooks = VecDeque<(Arc<OsStr>, BookLook)>;
+/// What looks at watched books saw, held until the watch reports a change.
+#[derive(Default)]
+struct Seen {
+    /// Each book's index as last looked at.
+    books: HashMap<Arc<OsStr>, Look>,
+    /// The last looks the listings of watched books took, most recent
+    /// last: the lookup of a book's index after its listing (a walk reads
+    /// the index files after the chapters) takes that look instead of an
+    /// `lstat` of each chapter again.
+    listed: VecDeque<(Arc<OsStr>, BookLook)>,
+}
 
 /// Listings' looks kept (`IndexFiles::listed`): one per walker.
 const LISTED_LOOKS: usize = 4;
@@ -56,13 +65,8 @@ pub(crate) struct IndexFiles {
     /// its index files and for each book of every read of `novel_books`
     /// (most of the `statx` calls of a `grep -r`); in a watched book what
     /// a look saw holds until the watch reports a change there (`Held`,
-    /// `changed`).
-    seen: Mutex<Held<HashMap<Arc<OsStr>, Look>>>,
-    /// The last looks the listings of watched books took, most recent
-    /// last: the lookup of a book's index after its listing (a walk reads
-    /// the index files after the chapters) takes that look instead of an
-    /// `lstat` of each chapter again, while the watch reports nothing.
-    listed: Mutex<Held<ListedLooks>>,
+    /// `changed`). With them, the looks listings took (`Seen::listed`).
+    seen: Mutex<Held<Seen>>,
     /// Books' indexes made (walked and rendered), for tests.
     #[cfg(test)]
     pub(crate) books_made: std::sync::atomic::AtomicUsize,
@@ -76,8 +80,7 @@ impl IndexFiles {
     pub(crate) fn new(budget: usize) -> IndexFiles {
         IndexFiles {
             rendered: Mutex::new(crate::cache::lru(budget)),
-            seen: Mutex::new(Held::new(HashMap::new())),
-            listed: Mutex::new(Held::new(VecDeque::new())),
+            seen: Mutex::new(Held::new(Seen::default())),
             #[cfg(test)]
             books_made: std::sync::atomic::AtomicUsize::new(0),
             totals: Mutex::new(HashMap::new()),
@@ -87,23 +90,17 @@ impl IndexFiles {
     /// The library's watch reported `changes`: what was seen of the books
     /// they touch is looked at again.
     pub(crate) fn changed(&self, changes: &[Change]) {
-        lock(&self.listed).reported().clear();
         let mut held = lock(&self.seen);
         let seen = held.reported();
+        seen.listed.clear();
         for change in changes {
             match change {
-                Change::All | Change::Books => seen.clear(),
+                Change::All | Change::Books => seen.books.clear(),
                 Change::Chapters(book) | Change::Chapter(book, _) => {
-                    seen.remove(book.as_os_str());
+                    seen.books.remove(book.as_os_str());
                 }
             }
         }
-    }
-
-    /// The number of reports the watch made so far, before a listing's
-    /// look at a book (`listed`).
-    pub(crate) fn listing_reports(&self) -> u64 {
-        lock(&self.listed).reports()
     }
 
     /// Keeps the look a listing of a watched `book` took (see `listed`),
@@ -112,7 +109,8 @@ impl IndexFiles {
         if !source.watched(book) {
             return;
         }
-        if let Some(listed) = lock(&self.listed).since(reports) {
+        if let Some(seen) = lock(&self.seen).since(reports) {
+            let listed = &mut seen.listed;
             listed.retain(|(b, _)| b != book);
             if listed.len() == LISTED_LOOKS {
                 listed.pop_front();
@@ -126,9 +124,9 @@ impl IndexFiles {
         if !source.watched(book) {
             return None;
         }
-        let mut held = lock(&self.listed);
-        let listed = held.held();
-        listed
+        let mut held = lock(&self.seen);
+        held.held()
+            .listed
             .iter()
             .find(|(b, _)| **b == *book)
             .map(|(_, look)| look.clone())
@@ -139,11 +137,11 @@ impl IndexFiles {
         if !source.watched(book) {
             return None;
         }
-        lock(&self.seen).held().get(book).copied()
+        lock(&self.seen).held().books.get(book).copied()
     }
 
     /// The number of reports the watch made so far (before a look).
-    fn reports(&self) -> u64 {
+    pub(crate) fn reports(&self) -> u64 {
         lock(&self.seen).reports()
     }
 
@@ -153,7 +151,7 @@ impl IndexFiles {
         if source.watched(book)
             && let Some(seen) = lock(&self.seen).since(reports)
         {
-            seen.insert(book.clone(), look);
+            seen.books.insert(book.clone(), look);
         }
     }
 

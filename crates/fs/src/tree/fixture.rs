@@ -149,6 +149,15 @@ pub(super) fn rewrite(path: &std::path::Path, text: &str) {
     file.write_all(text.as_bytes()).unwrap();
 }
 
+/// Lists the directories of chapters 1 to `count` of the book, in order,
+/// as a walk of it does.
+pub(super) fn list_chapters(fs: &NovelFs, count: usize) {
+    for n in 1..=count {
+        let chapter = walk(fs, &format!("书/{n}")).unwrap();
+        fs.listing(chapter.ino, 0).unwrap();
+    }
+}
+
 pub(super) fn text_of(fs: &NovelFs, ino: u64) -> String {
     String::from_utf8(read_all(fs, ino)).unwrap()
 }

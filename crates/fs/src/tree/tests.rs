@@ -243,16 +243,9 @@ fn a_walk_of_a_watched_book_looks_at_each_chapter_once() {
         names.len(),
         "the listing's look"
     );
-    for n in 1..=names.len() {
-        let chapter = walk(&f.fs, &format!("书/{n}")).unwrap();
-        f.fs.listing(chapter.ino, 0).unwrap();
-    }
+    list_chapters(&f.fs, names.len());
     let index = walk(&f.fs, "书/novel_chapters.txt").unwrap();
-    assert!(
-        String::from_utf8(read_all(&f.fs, index.ino))
-            .unwrap()
-            .contains("第04章 合")
-    );
+    assert!(text_of(&f.fs, index.ino).contains("第04章 合"));
     assert_eq!(
         looks.load(Ordering::SeqCst),
         names.len(),
@@ -276,19 +269,12 @@ fn a_reader_walking_to_a_books_end_finds_its_index_made() {
             let page = walk(&f.fs, "书/1/offset-1.txt").unwrap();
             f.fs.read(page.ino, 0, 4096).unwrap();
         }
-        for n in 1..=names.len() {
-            let chapter = walk(&f.fs, &format!("书/{n}")).unwrap();
-            f.fs.listing(chapter.ino, 0).unwrap();
-        }
+        list_chapters(&f.fs, names.len());
         outlined_ahead(&f.fs);
         let made = f.fs.index_files.books_made.load(Ordering::SeqCst);
         assert_eq!(made, usize::from(reads), "made ahead of a reader only");
         let index = walk(&f.fs, "书/novel_chapters.txt").unwrap();
-        assert!(
-            String::from_utf8(read_all(&f.fs, index.ino))
-                .unwrap()
-                .contains("第24章")
-        );
+        assert!(text_of(&f.fs, index.ino).contains("第24章"));
         assert_eq!(
             f.fs.index_files.books_made.load(Ordering::SeqCst),
             1,

@@ -66,7 +66,7 @@ pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed
     // The book was looked at for this listing: each chapter's
     // attributes need only its own `lstat`, not `attr_of`'s
     // second look at the book per chapter.
-    let reports = (fs.index_files.listing_reports(), fs.source.looks_reported());
+    let reports = (fs.index_files.reports(), fs.source.looks_reported());
     let look = match BookLook::take(&fs.source, &book) {
         Ok(look) => {
             fs.index_files.listed(&fs.source, &book, reports.0, &look);
