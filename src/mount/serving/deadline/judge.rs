@@ -3,7 +3,6 @@
 //! this daemon while the source does not answer.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use novelfs_storage::access;
@@ -67,7 +66,6 @@ const LOOKS_PER_BOUND: u32 = 4;
 
 /// Whether one request is stuck, looked at again and again until it ends.
 pub(super) struct Judge {
-    pub(super) running: Arc<OnceLock<Running>>,
     pub(super) armed_at: Instant,
     /// The longest one access may take: the source timeout, or the
     /// request's own shorter bound.
@@ -81,15 +79,21 @@ pub(super) struct Judge {
 }
 
 impl Judge {
-    /// When to look at the request again, or `None` when it is stuck.
-    pub(super) fn next_look(&mut self, timer: &Timer, now: Instant) -> Option<Instant> {
+    /// When to look at the request again, or `None` when it is stuck;
+    /// `running` is its thread, unset while it waits for one.
+    pub(super) fn next_look(
+        &mut self,
+        timer: &Timer,
+        running: Option<&Running>,
+        now: Instant,
+    ) -> Option<Instant> {
         let again = now
             + if self.arrived_stuck {
                 STUCK_LOOK
             } else {
                 (self.bound / LOOKS_PER_BOUND).max(STUCK_LOOK)
             };
-        let Some(running) = self.running.get() else {
+        let Some(running) = running else {
             // Queued for a thread: failed once queued a whole bound.
             let waited = now.saturating_duration_since(self.armed_at);
             return (self.arrived_stuck && waited < self.bound).then_some(again);

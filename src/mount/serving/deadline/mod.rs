@@ -39,32 +39,38 @@
 //! Each job in a file of its own: `judge` (when a request is stuck),
 //! `repeats` (what the requests past their deadline ask, so that the same
 //! ask fails at once), `overdue` (the count of those requests, logged as
-//! the source stops and starts answering) and `timer` (the thread that
-//! runs the deadlines).
+//! the source stops and starts answering), `shards` (where the deadlines
+//! wait: a map per arming thread) and `timer` (the thread that runs the
+//! deadlines).
 
 mod judge;
 mod overdue;
 mod repeats;
+mod shards;
 mod timer;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 
 use novelfs_fs::lock;
 use novelfs_storage::access;
 use std::time::{Duration, Instant};
 
 use judge::{Judge, Running, STUCK_LOOK};
+use shards::Shard;
 use timer::MAX_SLEEP;
 
-/// Run at a deadline, with the timer's lock held: the next key of a
+/// Run at a deadline, with its shard's lock held: the next key of a
 /// request that is busy here, `None` once it is answered.
 type Expiry = Box<dyn FnMut() -> Option<(Instant, u64)> + Send>;
 
 struct Timer {
-    /// What to do at each deadline, by (deadline, request number).
-    pending: Mutex<BTreeMap<(Instant, u64), Expiry>>,
+    /// Each arming thread's deadlines (`shards`).
+    shards: Mutex<Vec<Weak<Shard>>>,
+    /// When the timer thread looks at the deadlines next, held through
+    /// each look: a request armed with a sooner deadline wakes it.
+    next_look: Mutex<Instant>,
     wake: Condvar,
     next: AtomicU64,
     started: AtomicBool,
@@ -110,14 +116,21 @@ pub(crate) struct Deadlines {
 
 /// A reply that either its request or its deadline gives.
 pub(crate) struct Armed<R> {
-    slot: Arc<Mutex<Option<R>>>,
-    /// Where the deadline is in the timer's map (it moves when the
-    /// request is found busy here).
-    key: Arc<Mutex<(Instant, u64)>>,
-    /// The thread running the request (unset while it waits to run).
-    running: Arc<OnceLock<Running>>,
+    shared: Arc<Shared<R>>,
+    /// The map its deadline waits in.
+    shard: Arc<Shard>,
     asks: Asks,
     timer: Arc<Timer>,
+}
+
+/// What a request and its deadline share: one allocation a request.
+struct Shared<R> {
+    reply: Mutex<Option<R>>,
+    /// Where the deadline is in its shard (it moves, under the shard's
+    /// lock, when the request is found busy here).
+    key: Mutex<(Instant, u64)>,
+    /// The thread running the request (unset while it waits to run).
+    running: OnceLock<Running>,
 }
 
 /// What a request asks (a hash of its operation and arguments, 0 for
@@ -130,12 +143,12 @@ pub(crate) type Asks = u64;
 impl<R> Armed<R> {
     /// The reply, unless the deadline already answered it.
     pub(crate) fn take(&self) -> Option<R> {
-        lock(&self.slot).take()
+        lock(&self.shared.reply).take()
     }
 
     /// The request starts running on this thread.
     pub(crate) fn running_here(&self) {
-        let _ = self.running.set(Running {
+        let _ = self.shared.running.set(Running {
             tid: this_tid(),
             accesses: access::this_thread(),
         });
@@ -156,9 +169,9 @@ impl<R> Drop for Armed<R> {
     /// The request ended: its deadline is dropped, or, if it passed, the
     /// request no longer counts as stuck.
     fn drop(&mut self) {
-        // The key moves only under the timer's lock.
-        let mut pending = lock(&self.timer.pending);
-        let key = *lock(&self.key);
+        // The key moves only under the shard's lock.
+        let mut pending = lock(&self.shard.pending);
+        let key = *lock(&self.shared.key);
         if pending.remove(&key).is_none() {
             drop(pending);
             self.timer.release(self.asks);
@@ -177,7 +190,8 @@ impl Deadlines {
     fn with_rule(source: String, timeout: Duration, rule: Rule) -> Deadlines {
         Deadlines {
             timer: Arc::new(Timer {
-                pending: Mutex::new(BTreeMap::new()),
+                shards: Mutex::new(Vec::new()),
+                next_look: Mutex::new(Instant::now()),
                 wake: Condvar::new(),
                 next: AtomicU64::new(0),
                 started: AtomicBool::new(false),
@@ -215,7 +229,6 @@ impl Deadlines {
             return None;
         }
         self.start();
-        let slot = Arc::new(Mutex::new(Some(reply)));
         let bound = within.map_or(self.timer.timeout, |w| w.min(self.timer.timeout));
         let armed_at = Instant::now();
         let look = if arrived_stuck {
@@ -227,10 +240,13 @@ impl Deadlines {
             armed_at + look,
             self.timer.next.fetch_add(1, Ordering::Relaxed),
         );
-        let expiring = slot.clone();
-        let running = Arc::new(OnceLock::new());
+        let shared = Arc::new(Shared {
+            reply: Mutex::new(Some(reply)),
+            key: Mutex::new(key),
+            running: OnceLock::new(),
+        });
+        let expiring = shared.clone();
         let mut judge = Judge {
-            running: running.clone(),
             armed_at,
             bound,
             arrived_stuck,
@@ -238,46 +254,41 @@ impl Deadlines {
         };
         let timer = self.timer.clone();
         let mut fallback = Some(fallback);
-        let key_slot = Arc::new(Mutex::new(key));
-        let moving = key_slot.clone();
         let expiry: Expiry = Box::new(move || {
             let now = Instant::now();
             // Answered already (the request is only finishing up): nothing
             // waits on it.
-            let next = if lock(&expiring).is_none() {
+            let next = if lock(&expiring.reply).is_none() {
                 Some(now + timer.timeout)
             } else {
-                judge.next_look(&timer, now)
+                judge.next_look(&timer, expiring.running.get(), now)
             };
             if let Some(next) = next {
-                let mut key = lock(&moving);
+                let mut key = lock(&expiring.key);
                 key.0 = next;
                 return Some(*key);
             }
             timer.hold(asks);
             timer.went_overdue(bound);
-            if let Some(reply) = lock(&expiring).take()
+            if let Some(reply) = lock(&expiring.reply).take()
                 && let Some(fallback) = fallback.take()
             {
                 fallback(reply);
             }
             None
         });
-        let mut pending = lock(&self.timer.pending);
-        let first = pending.keys().next().is_none_or(|k| key < *k);
-        pending.insert(key, expiry);
-        drop(pending);
+        let shard = self.shard_here();
+        lock(&shard.pending).insert(key, expiry);
         // The timer thread looks at its deadlines at least every
         // `MAX_SLEEP`: only a deadline sooner than that, and sooner than
-        // any it waits for, needs it woken. Waking it for every request
+        // its next look, needs it woken. Waking it for every request
         // cost each request a context switch.
-        if first && look < MAX_SLEEP {
+        if look < MAX_SLEEP && key.0 < *lock(&self.timer.next_look) {
             self.timer.wake.notify_one();
         }
         Some(Armed {
-            slot,
-            key: key_slot,
-            running,
+            shared,
+            shard,
             asks,
             timer: self.timer.clone(),
         })
@@ -588,6 +599,42 @@ mod tests {
         let stuck = accesses(&d, 1, timeout * 4, sent);
         assert_eq!(stuck.join().unwrap(), Some("accesses"));
         assert!(got.try_recv().is_err());
+    }
+
+    #[test]
+    fn each_thread_arms_its_requests_in_a_map_of_its_own() {
+        let d = Deadlines::new("lib".into(), Duration::from_secs(60));
+        let here = [arm(&d, (), None, |_| {}), arm(&d, (), None, |_| {})];
+        assert_eq!(d.timer.live_shards().len(), 1, "one thread, one map");
+        let elsewhere: Vec<Armed<()>> = (0..2)
+            .map(|_| {
+                let d = d.clone();
+                std::thread::spawn(move || arm(&d, (), None, |_| {}))
+                    .join()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(d.timer.live_shards().len(), 3, "a map per arming thread");
+        // The maps of the threads that ended go with their last request.
+        drop(elsewhere);
+        assert_eq!(d.timer.live_shards().len(), 1);
+        drop(here);
+    }
+
+    #[test]
+    fn a_deadline_armed_on_a_thread_that_ended_is_still_run() {
+        let d = Deadlines::new("lib".into(), Duration::from_millis(100));
+        let (sent, got) = mpsc::channel();
+        let armed = std::thread::spawn({
+            let d = d.clone();
+            move || arm(&d, "orphan", None, move |r| sent.send(r).unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got.recv_timeout(Duration::from_secs(5)), Ok("orphan"));
+        assert_eq!(armed.take(), None, "answered by its deadline");
+        drop(armed);
+        assert!(!d.source_stuck());
     }
 
     #[test]

@@ -32,32 +32,33 @@ pub(super) const MAX_SLEEP: Duration = Duration::from_secs(1);
 fn run(timer: std::sync::Weak<Timer>) {
     loop {
         let Some(t) = timer.upgrade() else { return };
-        let mut pending = lock(&t.pending);
+        // Held through the look: a request armed meanwhile with a sooner
+        // deadline than the one found finds the thread waiting and wakes
+        // it (see `Deadlines::arm`).
+        let mut next_look = lock(&t.next_look);
         let now = Instant::now();
-        // Under the lock: a request that ends meanwhile finds its deadline
-        // either still pending or already run.
-        let mut ran = false;
-        while let Some(entry) = pending.first_entry() {
-            if entry.key().0 > now {
-                break;
+        let mut soonest = now + MAX_SLEEP;
+        for shard in t.live_shards() {
+            // Under the shard's lock: a request that ends meanwhile finds
+            // its deadline either still pending or already run.
+            let mut pending = lock(&shard.pending);
+            while let Some(entry) = pending.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                let mut expiry = entry.remove();
+                if let Some(next) = expiry() {
+                    pending.insert(next, expiry);
+                }
             }
-            let mut expiry = entry.remove();
-            if let Some(next) = expiry() {
-                pending.insert(next, expiry);
+            if let Some(first) = pending.keys().next() {
+                soonest = soonest.min(first.0);
             }
-            ran = true;
         }
-        if ran {
-            drop(pending);
-            continue;
-        }
+        *next_look = soonest;
         // At most `MAX_SLEEP` at a time: the thread sees the mount go, and
         // deadlines armed meanwhile are run in time without a wake-up.
-        let wait = pending
-            .keys()
-            .next()
-            .map_or(MAX_SLEEP, |k| k.0 - now)
-            .min(MAX_SLEEP);
-        let _ = t.wake.wait_timeout(pending, wait);
+        let wait = soonest.saturating_duration_since(Instant::now());
+        let _ = t.wake.wait_timeout(next_look, wait);
     }
 }
