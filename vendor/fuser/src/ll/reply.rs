@@ -26,6 +26,8 @@ use crate::time::time_from_system_time;
 
 const INLINE_DATA_THRESHOLD: usize = size_of::<u64>() * 4;
 pub(crate) type ResponseBuf = SmallVec<[u8; INLINE_DATA_THRESHOLD]>;
+/// What a listing's reply reserves at first (patch: see PATCHES.md).
+const LISTING_START: usize = 4096;
 
 pub(crate) trait Response {
     fn errno(&self) -> Option<Errno> {
@@ -385,7 +387,10 @@ impl EntListBuf {
     pub(crate) fn new(max_size: usize) -> Self {
         Self {
             max_size,
-            buf: ResponseBuf::new(),
+            // A page at once (the size the kernel asks of a listing that
+            // is not big): grown by doubling from the inline bytes, a
+            // reply of a few entries cost several reallocations.
+            buf: ResponseBuf::with_capacity(max_size.min(LISTING_START)),
         }
     }
 
