@@ -455,6 +455,47 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
 }
 
 #[test]
+fn a_reader_wakes_the_store_thread_only_while_it_waits() {
+    let (lib, chapters) = listed_book(&[
+        ("第1章.md", lines(5, "甲")),
+        ("第2章.md", lines(5, "乙")),
+        ("第3章.md", lines(5, "丙")),
+    ]);
+    let fs = &lib.fs;
+    let page = |i: usize| list_plus(fs, chapters[&format!("第{i}章.md")].ino)["offset-1.txt"].ino;
+    let kernel = fs.ahead.kernel();
+    let spared = || {
+        kernel
+            .wakes_spared
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let (first, second) = (page(1), page(2));
+    // No thread waits: the read's event wakes nothing.
+    let before = spared();
+    fs.read(first, 0, 4096).unwrap();
+    assert_eq!(spared() - before, 1, "a wake-up with no one waiting");
+    drain(fs);
+    // A thread waiting is woken by the next read, long before its bound.
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let start = std::time::Instant::now();
+            fs.stores_ahead(Some(Duration::from_secs(60)));
+            start.elapsed()
+        });
+        let start = std::time::Instant::now();
+        while !kernel.waiting() {
+            assert!(start.elapsed() < Duration::from_secs(20), "never waited");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let before = spared();
+        fs.read(second, 0, 4096).unwrap();
+        assert_eq!(spared(), before, "the waiting thread was not woken");
+        let waited = waiter.join().unwrap();
+        assert!(waited < Duration::from_secs(30), "woken after {waited:?}");
+    });
+}
+
+#[test]
 fn one_track_drives_the_disk_the_outlines_and_the_stores() {
     let many: Vec<(String, String)> = (1..=20)
         .map(|i| (format!("第{i}章.md"), lines(5, "甲")))

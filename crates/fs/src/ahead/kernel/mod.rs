@@ -114,6 +114,8 @@ struct State {
     /// were given up on, while it holds them (see `given`): at most what
     /// the kernel holds.
     given: hashbrown::HashSet<u64>,
+    /// The store thread waits for an event (see `StoreAhead::wake`).
+    waiting: bool,
 }
 
 pub(crate) struct StoreAhead {
@@ -127,6 +129,9 @@ pub(crate) struct StoreAhead {
     /// How many times a listing woke the store thread.
     #[cfg(test)]
     pub(crate) woken_by_listings: std::sync::atomic::AtomicUsize,
+    /// How many events found the store thread busy, and woke nothing.
+    #[cfg(test)]
+    pub(crate) wakes_spared: std::sync::atomic::AtomicUsize,
 }
 
 /// What a plan needs of the tree.
@@ -146,6 +151,14 @@ impl StoreAhead {
             reads: AtomicU64::new(0),
             #[cfg(test)]
             woken_by_listings: Default::default(),
+            #[cfg(test)]
+            wakes_spared: Default::default(),
         }
+    }
+
+    /// Whether the store thread waits for an event now.
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> bool {
+        crate::lock(&self.state).waiting
     }
 }

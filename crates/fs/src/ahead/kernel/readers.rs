@@ -72,8 +72,22 @@ impl StoreAhead {
         let mut state = lock(&self.state);
         state.events += 1;
         self.any_reader.store(true, Ordering::Relaxed);
+        self.wake(state);
+    }
+
+    /// Wakes the store thread for the event just added under `state`, if
+    /// it waits: a notify is a system call whether or not a thread waits,
+    /// and a busy store thread sees the event before it waits again.
+    fn wake(&self, state: std::sync::MutexGuard<'_, super::State>) {
+        let waiting = state.waiting;
         drop(state);
-        self.wake.notify_one();
+        #[cfg(test)]
+        if !waiting {
+            self.wakes_spared.fetch_add(1, Ordering::Relaxed);
+        }
+        if waiting {
+            self.wake.notify_one();
+        }
     }
 
     /// Drops the least recent pages read past `READERS`.
@@ -161,7 +175,6 @@ impl StoreAhead {
         }
         if moved {
             state.events += 1;
-            drop(state);
             // The listing's end has nothing for the store thread, nor has a
             // listing while the plan still reaches a few chapters further
             // (their pages are rendered already): the event waits for its
@@ -171,7 +184,7 @@ impl StoreAhead {
             if first && short {
                 #[cfg(test)]
                 self.woken_by_listings.fetch_add(1, Ordering::Relaxed);
-                self.wake.notify_one();
+                self.wake(state);
             }
         }
     }

@@ -53,6 +53,10 @@ impl StoreAhead {
                     (Some(d), Some(g)) => Some(d.min(g)),
                     (d, g) => d.or(g),
                 };
+                // Marked under the lock the events are added under: one
+                // added while the thread is not waiting is seen before it
+                // waits, and wakes nothing (see `StoreAhead::wake`).
+                state.waiting = true;
                 state = match until {
                     Some(t) => {
                         self.wake
@@ -62,6 +66,7 @@ impl StoreAhead {
                     }
                     None => self.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
                 };
+                state.waiting = false;
             }
             // A new event means the kernel went on with the reader's
             // requests, so it parsed the replies before: every refused store
