@@ -23,7 +23,7 @@ impl Pages {
         }
     }
 
-    /// The bytes of a page version.
+    /// The bytes of a page version, kept for the reads after.
     pub(crate) fn bytes(
         &self,
         source: &Source,
@@ -35,27 +35,72 @@ impl Pages {
         if let Some(bytes) = lock(&self.cache).get(&key) {
             return Ok(bytes);
         }
-        let text = source.chapter_version(c, version)??;
-        if !text.offset_in_range(page.offset) {
-            return Err(Error::NotFound);
-        }
-        let rendered = source
-            .library()
-            .render_page(
-                &c.book,
-                &c.file,
-                &text,
-                page.offset,
-                page.limit_or_default(),
-                page.format,
-            )
-            .map_err(|e| {
-                // A streamed chapter's file could not be read again.
-                log::warn!("{e}");
-                Error::from(e)
-            })?;
-        let bytes = Arc::new(rendered);
+        let bytes = render(source, c, page, version)?;
         lock(&self.cache).insert(key, bytes.clone(), allocated(bytes.len()) + 128);
         Ok(bytes)
     }
+
+    /// Renders a page version ahead of its reader, kept until the kernel
+    /// is given it (`for_kernel`).
+    pub(crate) fn ahead(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        page: PageName,
+        version: u64,
+    ) -> Result<u64> {
+        self.bytes(source, c, page, version).map(|b| b.len() as u64)
+    }
+
+    /// The bytes of a page version the kernel is given now: the kernel's
+    /// page cache holds them from then on, so they leave this cache (a
+    /// page rendered ahead) or never enter it. Kept, they were evicted
+    /// later among thousands of others: each freed far from where the
+    /// next page was made, and the evictions were over a tenth of the store
+    /// thread's work in a cold `grep -r`.
+    pub(crate) fn for_kernel(
+        &self,
+        source: &Source,
+        c: &ChapterRef,
+        page: PageName,
+        version: u64,
+    ) -> Result<Arc<Vec<u8>>> {
+        let key = (c.clone(), version, page);
+        if let Some(bytes) = lock(&self.cache).take(&key) {
+            return Ok(bytes);
+        }
+        render(source, c, page, version)
+    }
+}
+
+impl Pages {
+    /// How many pages are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.cache).len()
+    }
+}
+
+/// Renders a page version.
+fn render(source: &Source, c: &ChapterRef, page: PageName, version: u64) -> Result<Arc<Vec<u8>>> {
+    let text = source.chapter_version(c, version)??;
+    if !text.offset_in_range(page.offset) {
+        return Err(Error::NotFound);
+    }
+    let rendered = source
+        .library()
+        .render_page(
+            &c.book,
+            &c.file,
+            &text,
+            page.offset,
+            page.limit_or_default(),
+            page.format,
+        )
+        .map_err(|e| {
+            // A streamed chapter's file could not be read again.
+            log::warn!("{e}");
+            Error::from(e)
+        })?;
+    Ok(Arc::new(rendered))
 }

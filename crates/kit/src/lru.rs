@@ -239,6 +239,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// Takes slot `i` out of the table and the order; frees it and
     /// returns its entry's weight.
     fn release(&mut self, i: u32) -> usize {
+        let bytes = self.slots[i as usize].bytes;
+        drop(self.vacate(i));
+        bytes
+    }
+
+    /// Frees slot `i`, handing back its entry.
+    fn vacate(&mut self, i: u32) -> Option<(K, V)> {
         let hash = self.slots[i as usize].hash;
         if let Ok(found) = self.table.find_entry(hash, |&j| j == i) {
             found.remove();
@@ -251,8 +258,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self.free = i;
         self.len -= 1;
         self.used -= bytes;
-        drop(entry);
-        bytes
+        entry
     }
 
     fn remove_hashed(&mut self, hash: u64, key: &K) {
@@ -338,6 +344,16 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         let evictions = self.evictions;
         *self = Lru::new(self.budget);
         self.evictions = evictions;
+    }
+
+    /// Removes `key`, handing back its value.
+    pub fn take<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let i = self.find(key)?;
+        self.vacate(i).map(|(_, v)| v)
     }
 
     pub fn remove(&mut self, key: &K) {
@@ -467,8 +483,13 @@ mod tests {
                     model.retain(|(k, _)| *k != key);
                     model.push((key, step));
                 }
-                _ => {
+                _ if seed & 1 == 0 => {
                     lru.remove(&key);
+                    model.retain(|(k, _)| *k != key);
+                }
+                _ => {
+                    let had = model.iter().find(|(k, _)| *k == key).map(|e| e.1);
+                    assert_eq!(lru.take(&key), had, "take {key} at {step}");
                     model.retain(|(k, _)| *k != key);
                 }
             }

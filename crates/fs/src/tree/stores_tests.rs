@@ -455,6 +455,23 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
 }
 
 #[test]
+fn pages_given_to_the_kernel_are_not_kept() {
+    let (lib, chapters) = listed_book(&[
+        ("第1章.md", lines(5, "甲")),
+        ("第2章.md", lines(5, "乙")),
+        ("第3章.md", lines(5, "丙")),
+    ]);
+    let fs = &lib.fs;
+    let pages: Vec<u64> = (1..=3)
+        .map(|i| list_plus(fs, chapters[&format!("第{i}章.md")].ino)["offset-1.txt"].ino)
+        .collect();
+    fs.read(pages[0], 0, 4096).unwrap();
+    let stored: Vec<u64> = drain(fs).into_iter().map(|s| s.0).collect();
+    assert_eq!(stored, pages[1..], "the pages after the one read");
+    assert_eq!(fs.pages.len(), 1, "only the page a READ asked for is kept");
+}
+
+#[test]
 fn a_reader_wakes_the_store_thread_only_while_it_waits() {
     let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(5, "甲")),

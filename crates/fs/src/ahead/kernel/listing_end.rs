@@ -86,7 +86,7 @@ impl StoreAhead {
             if !self.not_given(ino) {
                 continue;
             }
-            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, version) else {
+            let Ok(bytes) = parts.pages.for_kernel(parts.source, chapter, page, version) else {
                 continue;
             };
             let len = bytes.len() as u64;

@@ -334,11 +334,14 @@ impl StoreAhead {
             if !wanted_now {
                 continue;
             }
-            let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, *version) else {
-                continue;
-            };
-            let len = bytes.len() as u64;
             if let (Some(out), Some(ino)) = (out.as_mut(), held) {
+                let Ok(bytes) = parts
+                    .pages
+                    .for_kernel(parts.source, chapter, page, *version)
+                else {
+                    continue;
+                };
+                let len = bytes.len() as u64;
                 // Claimed now, not when the kernel has taken it: the end of
                 // the chapter's listing and the reader's open store pages
                 // too, on their own threads, and one of them may have
@@ -350,7 +353,9 @@ impl StoreAhead {
                 }
                 continue;
             }
-            *in_flight += len;
+            if let Ok(len) = parts.pages.ahead(parts.source, chapter, page, *version) {
+                *in_flight += len;
+            }
         }
     }
 }
