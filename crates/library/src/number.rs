@@ -54,11 +54,21 @@ pub fn compile_patterns() {
 /// Full-width `０-９ － ． ／` to ASCII (code point − 0xFEE0), as the tool's
 /// `normalizeChapterWidth` does before any number parsing.
 pub fn normalize_width(s: &str) -> String {
+    normalized_width(s).into_owned()
+}
+
+/// `normalize_width`, borrowing a name with nothing to change (nearly
+/// every name: each of a book's names is parsed when it is listed).
+fn normalized_width(s: &str) -> std::borrow::Cow<'_, str> {
+    fn full_width(c: char) -> bool {
+        matches!(c, '\u{FF10}'..='\u{FF19}' | '\u{FF0D}'..='\u{FF0F}')
+    }
+    if !s.chars().any(full_width) {
+        return std::borrow::Cow::Borrowed(s);
+    }
     s.chars()
         .map(|c| match c {
-            '\u{FF10}'..='\u{FF19}' | '\u{FF0D}'..='\u{FF0F}' => {
-                char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
-            }
+            c if full_width(c) => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
             _ => c,
         })
         .collect()
@@ -74,7 +84,7 @@ pub fn strip_last_extension(name: &str) -> &str {
 
 /// `parseChapterNumber`: the five patterns in order, first match wins.
 pub fn parse_chapter_number(name: &str) -> Option<ChapterNumber> {
-    let normalized = normalize_width(name);
+    let normalized = normalized_width(name);
     let stem = strip_last_extension(&normalized);
     for pattern in [&*NUMBERED, &*BETWEEN_SEPARATORS, &*LEADING, &*TRAILING] {
         if let Some(caps) = pattern.captures(stem) {
