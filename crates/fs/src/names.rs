@@ -10,6 +10,7 @@ use novelfs_library::page::{MAX_OFFSET, READ_LIMIT};
 pub(crate) const ERROR_FILE: &str = "ERROR";
 
 use novelfs_library::PageFormat;
+use novelfs_library::render::push_number;
 
 /// A parsed page name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,31 +59,15 @@ impl PageName {
         // `format!`'s machinery was most of the cost.
         let mut name = String::with_capacity(40);
         name.push_str("offset-");
-        push_decimal(&mut name, self.offset);
+        push_number(&mut name, self.offset);
         if let Some(l) = self.limit {
             name.push_str("-limit-");
-            push_decimal(&mut name, u64::from(l));
+            push_number(&mut name, u64::from(l));
         }
         name.push('.');
         name.push_str(self.format.extension());
         name
     }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// Plain decimal digits without a leading zero, within u64.
@@ -100,25 +85,6 @@ mod tests {
 
     fn p(s: &str) -> Option<PageName> {
         PageName::parse(s.as_bytes())
-    }
-
-    #[test]
-    fn decimals_are_written_as_rust_writes_them() {
-        let mut n = 1u64;
-        for k in [0, 1, 9, 10, 99, 100, 401, u64::MAX - 1, u64::MAX]
-            .into_iter()
-            .chain(std::iter::from_fn(|| {
-                n = n
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                Some(n >> (n % 64))
-            }))
-            .take(10_000)
-        {
-            let mut written = String::from("x");
-            push_decimal(&mut written, k);
-            assert_eq!(written, format!("x{k}"));
-        }
     }
 
     #[test]

@@ -23,7 +23,8 @@ impl Pages {
         }
     }
 
-    /// The bytes of a page version, kept for the reads after.
+    /// The bytes of a page version, kept for the reads after (a page
+    /// rendered ahead of its reader, until the kernel is given it).
     pub(crate) fn bytes(
         &self,
         source: &Source,
@@ -40,24 +41,12 @@ impl Pages {
         Ok(bytes)
     }
 
-    /// Renders a page version ahead of its reader, kept until the kernel
-    /// is given it (`for_kernel`).
-    pub(crate) fn ahead(
-        &self,
-        source: &Source,
-        c: &ChapterRef,
-        page: PageName,
-        version: u64,
-    ) -> Result<u64> {
-        self.bytes(source, c, page, version).map(|b| b.len() as u64)
-    }
-
     /// The bytes of a page version the kernel is given now: the kernel's
     /// page cache holds them from then on, so they leave this cache (a
-    /// page rendered ahead) or never enter it. Kept, they were evicted
-    /// later among thousands of others: each freed far from where the
-    /// next page was made, and the evictions were over a tenth of the store
-    /// thread's work in a cold `grep -r`.
+    /// page rendered ahead) or never enter it. Kept, they would be evicted
+    /// later among thousands of others, each freed far from where the next
+    /// page is made: over a tenth of the store thread's work in a cold
+    /// `grep -r`.
     pub(crate) fn for_kernel(
         &self,
         source: &Source,
@@ -71,9 +60,7 @@ impl Pages {
         }
         render(source, c, page, version)
     }
-}
 
-impl Pages {
     /// How many pages are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

@@ -454,17 +454,24 @@ fn a_walk_wakes_the_store_thread_every_few_chapters_and_gets_every_page() {
     );
 }
 
-#[test]
-fn pages_given_to_the_kernel_are_not_kept() {
+/// A book of three one-page chapters, each chapter listed: the inodes of
+/// their first text pages.
+fn three_listed_chapters() -> (Fixture, [u64; 3]) {
     let (lib, chapters) = listed_book(&[
         ("第1章.md", lines(5, "甲")),
         ("第2章.md", lines(5, "乙")),
         ("第3章.md", lines(5, "丙")),
     ]);
+    let page =
+        |i: usize| list_plus(&lib.fs, chapters[&format!("第{i}章.md")].ino)["offset-1.txt"].ino;
+    let pages = [page(1), page(2), page(3)];
+    (lib, pages)
+}
+
+#[test]
+fn pages_given_to_the_kernel_are_not_kept() {
+    let (lib, pages) = three_listed_chapters();
     let fs = &lib.fs;
-    let pages: Vec<u64> = (1..=3)
-        .map(|i| list_plus(fs, chapters[&format!("第{i}章.md")].ino)["offset-1.txt"].ino)
-        .collect();
     fs.read(pages[0], 0, 4096).unwrap();
     let stored: Vec<u64> = drain(fs).into_iter().map(|s| s.0).collect();
     assert_eq!(stored, pages[1..], "the pages after the one read");
@@ -473,20 +480,14 @@ fn pages_given_to_the_kernel_are_not_kept() {
 
 #[test]
 fn a_reader_wakes_the_store_thread_only_while_it_waits() {
-    let (lib, chapters) = listed_book(&[
-        ("第1章.md", lines(5, "甲")),
-        ("第2章.md", lines(5, "乙")),
-        ("第3章.md", lines(5, "丙")),
-    ]);
+    let (lib, [first, second, _]) = three_listed_chapters();
     let fs = &lib.fs;
-    let page = |i: usize| list_plus(fs, chapters[&format!("第{i}章.md")].ino)["offset-1.txt"].ino;
     let kernel = fs.ahead.kernel();
     let spared = || {
         kernel
             .wakes_spared
             .load(std::sync::atomic::Ordering::Relaxed)
     };
-    let (first, second) = (page(1), page(2));
     // No thread waits: the read's event wakes nothing.
     let before = spared();
     fs.read(first, 0, 4096).unwrap();

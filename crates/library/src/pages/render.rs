@@ -116,7 +116,9 @@ fn footer_len(frame: &PageFrame) -> usize {
 
 /// `n` in decimal, without the formatting machinery: every line of every
 /// page is numbered.
-fn push_number(out: &mut String, mut n: u64) {
+/// Appends `n` in decimal, as `{n}` writes it, without `format!`'s
+/// machinery (every page and every page's name prints numbers).
+pub fn push_number(out: &mut String, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -324,6 +326,25 @@ fn json_escaped(s: &str, mut emit: impl FnMut(&str)) {
 mod tests {
     use super::*;
     use crate::pages::page::ChapterText;
+
+    #[test]
+    fn decimals_are_written_as_rust_writes_them() {
+        let mut n = 1u64;
+        for k in [0, 1, 9, 10, 99, 100, 401, u64::MAX - 1, u64::MAX]
+            .into_iter()
+            .chain(std::iter::from_fn(|| {
+                n = n
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                Some(n >> (n % 64))
+            }))
+            .take(10_000)
+        {
+            let mut written = String::from("x");
+            push_number(&mut written, k);
+            assert_eq!(written, format!("x{k}"));
+        }
+    }
 
     #[test]
     fn sizes_match_renderings() {

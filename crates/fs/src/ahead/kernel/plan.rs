@@ -353,8 +353,9 @@ impl StoreAhead {
                 }
                 continue;
             }
-            if let Ok(len) = parts.pages.ahead(parts.source, chapter, page, *version) {
-                *in_flight += len;
+            // Kept until the kernel is given it (`Pages::for_kernel`).
+            if let Ok(bytes) = parts.pages.bytes(parts.source, chapter, page, *version) {
+                *in_flight += bytes.len() as u64;
             }
         }
     }

@@ -81,12 +81,11 @@ impl StoreAhead {
     fn wake(&self, state: std::sync::MutexGuard<'_, super::State>) {
         let waiting = state.waiting;
         drop(state);
-        #[cfg(test)]
-        if !waiting {
-            self.wakes_spared.fetch_add(1, Ordering::Relaxed);
-        }
         if waiting {
             self.wake.notify_one();
+        } else {
+            #[cfg(test)]
+            self.wakes_spared.fetch_add(1, Ordering::Relaxed);
         }
     }
 
