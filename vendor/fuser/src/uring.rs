@@ -511,8 +511,13 @@ fn queue_thread<FS: Filesystem>(
     if let Err(e) = pin_to(usize::from(qid)) {
         debug!("io_uring queue {qid}: not pinned to its CPU: {e}");
     }
+    // Only this thread submits (a reply made elsewhere is handed to it), so
+    // the ring can defer the kernel's completion work to this thread's own
+    // wait: a request then wakes it without signalled task work.
     let built = IoUring::<squeue::Entry128, cqueue::Entry>::builder()
         .setup_cqsize(2 * DEPTH as u32)
+        .setup_single_issuer()
+        .setup_defer_taskrun()
         .build(DEPTH as u32)
         .and_then(|ring| {
             let ents = (0..DEPTH)
