@@ -5,6 +5,7 @@
 mod common;
 mod access;
 mod agents;
+mod bench_guard;
 mod bucket;
 mod cli;
 mod failover;
