@@ -18,37 +18,43 @@ const FLOOR_WARM: &str =
     "[io_uring] floor: the same grep again (warm) vs the grep over the sources";
 const WHOLELIB: &str = "scripts/bench.sh --wholelib --runs 1";
 
-/// A row of a result's table: figure, novelfs's time, the ratio.
-struct Row(&'static str, &'static str, f64);
+/// The figures of one whole-library run the guard reads: the cold grep
+/// (novelfs's time, its ratio to the sources), the warm one's ratio, and
+/// the floor's two.
+#[derive(Clone, Copy)]
+struct Run {
+    cold: (&'static str, f64),
+    warm: f64,
+    floor_cold: (&'static str, f64),
+    floor_warm: f64,
+}
+
+/// A run as one at ab95d49 measured it: novelfs's cold grep 0.56x the floor's.
+const RUN: Run = Run {
+    cold: ("21.380 s", 20.34),
+    warm: 3.79,
+    floor_cold: ("38.002 s", 34.37),
+    floor_warm: 3.79,
+};
 
 /// A result file as `scripts/bench.sh` writes it: its header and its table.
-fn result(command: &str, load: f64, rows: &[Row]) -> String {
+fn result(command: &str, load: f64, run: Run) -> String {
     let mut s = format!(
         "source:  measured by scripts/bench.sh\ncommand: {command}\n\
          load:    start: 08:45:46 up  4:25,  0 user,  load average: {load:.2}, 0.31, 1.16\n\n\
          | figure | novelfs | baseline | ratio | target | result |\n\
          |---|---|---|---|---|---|\n"
     );
-    for Row(figure, time, ratio) in rows {
+    let rows = [
+        (COLD, run.cold.0, run.cold.1),
+        (WARM, "4.372 s", run.warm),
+        (FLOOR_COLD, run.floor_cold.0, run.floor_cold.1),
+        (FLOOR_WARM, "4.277 s", run.floor_warm),
+    ];
+    for (figure, time, ratio) in rows {
         s += &format!("| {figure} | {time} | 1.000 s | {ratio:.2}× | ≤ 8× | FAIL |\n");
     }
     s
-}
-
-/// The rows of a whole-library run: the cold grep (over the sources and
-/// in seconds), the warm one, and the floor's two.
-fn wholelib(
-    cold: (&'static str, f64),
-    warm: f64,
-    floor_cold: (&'static str, f64),
-    floor_warm: f64,
-) -> Vec<Row> {
-    vec![
-        Row(COLD, cold.0, cold.1),
-        Row(WARM, "4.372 s", warm),
-        Row(FLOOR_COLD, floor_cold.0, floor_cold.1),
-        Row(FLOOR_WARM, "4.277 s", floor_warm),
-    ]
 }
 
 /// A results directory in a git repository of its own.
@@ -111,88 +117,78 @@ fn git(dir: &Path, args: &[&str]) {
 
 const REGRESSED: i32 = 3;
 
-#[test]
-fn a_figure_of_novelfs_worse_past_the_tolerance_fails_the_check() {
+/// The guard's exit status for `now` with `before` the one committed quiet
+/// result of the same command.
+fn judged(before: Run, now: Run) -> i32 {
     let results = Results::new();
-    let before = wholelib(("21.380 s", 20.34), 3.79, ("38.002 s", 34.37), 3.79);
     results.write(
         "2026-12-06-1420-aaaaaaa.txt",
-        &result(WHOLELIB, 1.0, &before),
+        &result(WHOLELIB, 1.0, before),
         true,
     );
-    let worse = wholelib(("21.380 s", 20.34), 4.80, ("38.002 s", 34.37), 3.79);
-    let now = results.write("now-worse.txt", &result(WHOLELIB, 1.0, &worse), false);
-    assert_eq!(results.check(&now), REGRESSED, "the warm grep 27% worse");
-    let near = wholelib(("21.380 s", 20.34), 4.30, ("38.002 s", 34.37), 3.79);
-    let now = results.write("now-near.txt", &result(WHOLELIB, 1.0, &near), false);
-    assert_eq!(results.check(&now), 0, "the warm grep 13% worse: within");
+    let now = results.write("now.txt", &result(WHOLELIB, 1.0, now), false);
+    results.check(&now)
+}
+
+#[test]
+fn a_figure_of_novelfs_worse_past_the_tolerance_fails_the_check() {
+    let worse = Run { warm: 4.80, ..RUN };
+    assert_eq!(judged(RUN, worse), REGRESSED, "the warm grep 27% worse");
+    let near = Run { warm: 4.30, ..RUN };
+    assert_eq!(judged(RUN, near), 0, "the warm grep 13% worse: within");
 }
 
 #[test]
 fn the_floors_own_rows_never_fail_it() {
-    let results = Results::new();
-    let before = wholelib(("21.380 s", 20.34), 3.79, ("38.002 s", 34.37), 2.83);
-    results.write(
-        "2026-12-06-1420-aaaaaaa.txt",
-        &result(WHOLELIB, 1.0, &before),
-        true,
-    );
     // The floor's warm grep 34% slower against the sources: the machine's.
-    let now = wholelib(("21.380 s", 20.34), 3.79, ("38.002 s", 34.37), 3.79);
-    let now = results.write("now.txt", &result(WHOLELIB, 1.0, &now), false);
-    assert_eq!(results.check(&now), 0);
+    let before = Run {
+        floor_warm: 2.83,
+        ..RUN
+    };
+    assert_eq!(judged(before, RUN), 0);
 }
 
 #[test]
 fn the_cold_grep_is_judged_against_the_floor_of_its_run() {
-    let results = Results::new();
-    let before = wholelib(("21.380 s", 20.34), 3.79, ("38.002 s", 34.37), 3.79);
-    results.write(
-        "2026-12-06-1420-aaaaaaa.txt",
-        &result(WHOLELIB, 1.0, &before),
-        true,
-    );
     // Against the sources as before, but the floor of this run is faster:
     // novelfs took 0.75x the floor's time instead of 0.56x.
-    let now = wholelib(("21.380 s", 20.34), 3.79, ("28.500 s", 25.80), 3.79);
-    let now = results.write("now.txt", &result(WHOLELIB, 1.0, &now), false);
-    assert_eq!(results.check(&now), REGRESSED);
+    let now = Run {
+        floor_cold: ("28.500 s", 25.80),
+        ..RUN
+    };
+    assert_eq!(judged(RUN, now), REGRESSED);
 }
 
 #[test]
 fn only_a_committed_quiet_result_of_the_same_command_is_compared_with() {
     let results = Results::new();
-    let quiet = wholelib(("21.380 s", 20.34), 3.79, ("38.002 s", 34.37), 3.79);
-    let better = wholelib(("21.380 s", 20.34), 2.00, ("38.002 s", 34.37), 3.79);
+    let better = Run { warm: 2.00, ..RUN };
     results.write(
         "2026-12-06-1000-aaaaaaa.txt",
-        &result(WHOLELIB, 1.0, &quiet),
+        &result(WHOLELIB, 1.0, RUN),
         true,
     );
     // Newer, and each with a warm grep the run below would be 30% worse than:
     // measured busy, of another command, and not committed.
     results.write(
         "2026-12-06-1100-bbbbbbb.txt",
-        &result(WHOLELIB, 4.0, &better),
+        &result(WHOLELIB, 4.0, better),
         true,
     );
     let quick = "scripts/bench.sh --wholelib --quick";
     results.write(
         "2026-12-06-1200-ccccccc.txt",
-        &result(quick, 1.0, &better),
+        &result(quick, 1.0, better),
         true,
     );
     results.write(
         "2026-12-06-1300-ddddddd.txt",
-        &result(WHOLELIB, 1.0, &better),
+        &result(WHOLELIB, 1.0, better),
         false,
     );
-    let now = wholelib(("21.380 s", 20.34), 2.60, ("38.002 s", 34.37), 3.79);
-    let now = results.write(
-        "now.txt",
-        &result("scripts/bench.sh --runs 5 --wholelib", 1.0, &now),
-        false,
-    );
+    let now = Run { warm: 2.60, ..RUN };
+    let same_command = "scripts/bench.sh --runs 5 --wholelib";
+    let now = results.write("now.txt", &result(same_command, 1.0, now), false);
     assert_eq!(
         results.check(&now),
         0,
@@ -201,7 +197,7 @@ fn only_a_committed_quiet_result_of_the_same_command_is_compared_with() {
     // With a quiet committed run of the same command that is newer, it is the one.
     results.write(
         "2026-12-06-1400-eeeeeee.txt",
-        &result(WHOLELIB, 1.0, &better),
+        &result(WHOLELIB, 1.0, better),
         true,
     );
     assert_eq!(results.check(&now), REGRESSED);

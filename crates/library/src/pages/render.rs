@@ -114,8 +114,6 @@ fn footer_len(frame: &PageFrame) -> usize {
     count.0
 }
 
-/// `n` in decimal, without the formatting machinery: every line of every
-/// page is numbered.
 /// Appends `n` in decimal, as `{n}` writes it, without `format!`'s
 /// machinery (every page and every page's name prints numbers).
 pub fn push_number(out: &mut String, mut n: u64) {
