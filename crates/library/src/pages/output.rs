@@ -79,7 +79,8 @@ impl Library {
     /// The page at `offset` of `text` in `format`, rendered in one pass
     /// into a buffer of its size: each line is copied once, from the text,
     /// and nothing else is allocated but the chapter's path (the store
-    /// thread renders every page of a `grep -r`). The bytes of `page_output(..).rendered(format)`.
+    /// thread renders every page of a `grep -r`). The bytes of
+    /// `page_output(..).rendered(format)`.
     pub fn render_page(
         &self,
         book: &OsStr,
