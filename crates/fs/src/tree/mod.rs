@@ -205,8 +205,12 @@ impl NovelFs {
     /// `e` as the kernel gets it: a name not found while `novels/`
     /// itself cannot be listed (a network filesystem gone, a server that
     /// died) is EIO, never ENOENT: the library is not known to lack it.
+    /// Asked of the one shared listing of the books, which a look at
+    /// `novels/`'s stamp keeps: every missing name a walker probes comes
+    /// here, and a listing of `novels/` each would cost as much as the
+    /// library has books.
     fn unless_source_dead(&self, e: Error) -> Error {
-        if e == Error::NotFound && self.library().unreadable_dir(None).is_some() {
+        if e == Error::NotFound && self.source.book_names().is_err() {
             Error::SourceDown
         } else {
             e
@@ -257,6 +261,11 @@ impl NovelFs {
                 Node::Root if name == ERROR_FILE => self.found(Node::RootError),
                 _ => Err(Error::SwitchedOff),
             };
+        }
+        if !chapter::can_ever_hold(&parent, name) {
+            // No change can make such a name resolve: answered without
+            // the chapter, its outline or a look at the library.
+            return Err(Error::NotFound);
         }
         let found = match parent {
             Node::Root => root::lookup(self, name),
