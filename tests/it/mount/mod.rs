@@ -15,3 +15,4 @@ mod python_reader;
 mod soak;
 mod store_ahead;
 mod unmount_busy;
+mod walkers;

@@ -9,6 +9,7 @@ use super::{Parts, Store, StoreAhead};
 use crate::lock;
 use crate::names::PageName;
 use crate::node::{ChapterRef, Node};
+use novelfs_library::PageFormat;
 
 /// Bytes stored at the end of one chapter directory's listing, at most
 /// (`StoreAhead::at_listing_end`): the answer to the reader's last READDIR
@@ -32,6 +33,7 @@ impl StoreAhead {
         chapter: &ChapterRef,
     ) -> Vec<Store> {
         let mut out = Vec::new();
+        let formats: Vec<PageFormat>;
         let wanted: Vec<(PageName, u64, u64)> = {
             let tracks = lock(tracks);
             let mut state = lock(&self.state);
@@ -51,7 +53,8 @@ impl StoreAhead {
                 .flat_map(|t| &t.pages)
                 .collect();
             read.sort_by_key(|p| std::cmp::Reverse(p.read_at));
-            for r in read {
+            formats = read.iter().map(|r| r.format).collect();
+            for r in &read {
                 let Some(plan) = &r.plan else { continue };
                 let Some((ahead, version)) = plan.find(chapter) else {
                     continue;
@@ -69,6 +72,10 @@ impl StoreAhead {
                 );
             }
             wanted
+        };
+        let wanted = match wanted.is_empty() && out.is_empty() {
+            true => Self::whole_chapter(parts, chapter, &formats),
+            false => wanted,
         };
         let mut total: u64 = out.iter().map(|s| s.bytes.len() as u64).sum();
         for (page, version, bytes) in wanted {
@@ -96,5 +103,47 @@ impl StoreAhead {
             }
         }
         out
+    }
+
+    /// The pages of `chapter` in each of `formats` (those read in its
+    /// book), its reading chain in order: what a reader in the book that no
+    /// plan foresaw reads after listing the chapter. Plans look forward from
+    /// the page read, and a walker may go any way: ripgrep's workers take
+    /// a book's chapters last first, each listing a chapter and then
+    /// reading its pages. Its outline is cached (the listing just used it).
+    fn whole_chapter(
+        parts: &Parts,
+        chapter: &ChapterRef,
+        formats: &[PageFormat],
+    ) -> Vec<(PageName, u64, u64)> {
+        if formats.is_empty() {
+            return Vec::new();
+        }
+        let Ok(now) = parts.outlines.outline(parts.source, chapter) else {
+            return Vec::new();
+        };
+        let Ok(outline) = &now.outline else {
+            return Vec::new();
+        };
+        let formats: Vec<PageFormat> = [PageFormat::Text, PageFormat::Json]
+            .into_iter()
+            .filter(|f| formats.contains(f))
+            .collect();
+        let mut wanted = Vec::new();
+        for p in &outline.pages {
+            for &format in &formats {
+                let bytes = match format {
+                    PageFormat::Text => p.text_bytes,
+                    PageFormat::Json => p.json_bytes,
+                };
+                let page = PageName {
+                    offset: p.offset,
+                    limit: None,
+                    format,
+                };
+                wanted.push((page, now.version, bytes));
+            }
+        }
+        wanted
     }
 }
