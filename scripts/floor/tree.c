@@ -24,6 +24,10 @@
 //   -L TXT,JSON list novel_books.txt and .json of these sizes in the root (default: none)
 //   -T S        entries and attributes live S seconds (default 1; novelfs gives 3600 to what
 //               it watches, --ttl to the rest)
+//   -N S        a missing name is a negative entry the kernel keeps S seconds (default 0: a
+//               plain ENOENT, asked again at every lookup); novelfs keeps 3600 s the names no
+//               change can make resolve in a chapter directory (ripgrep's `.gitignore` probe)
+//               and the missing names it records in the directories it watches
 // OPEN and OPENDIR are answered ENOSYS (the kernel then stops sending them, as
 // with novelfs), IOCTL ENOTTY.
 #define _GNU_SOURCE
@@ -83,6 +87,7 @@ static void pin(int cpu) {
 static int books = 40, chapters = 100;
 enum { ROOT = 1, BOOK = 1, CHAPTER = 2, FILE_KIND = 3, BOOK_INDEX = 4, ROOT_INDEX = 5 };
 static uint64_t ttl_s = 1;
+static uint64_t negative_ttl_s;
 // File sizes by kind, [0] the .txt and [1] the .json; an index size of 0
 // leaves those index files out.
 static uint64_t page_bytes[2] = {3000, 4000};
@@ -203,7 +208,12 @@ static int serve(const struct fuse_in_header *ih, const void *op_in, const void 
                 fill_entry((void *)out, ino);
                 return sizeof(struct fuse_entry_out);
             }
-        return -ENOENT;
+        if (!negative_ttl_s) return -ENOENT;
+        // Node id 0: no such name, and the kernel keeps that answer entry_valid seconds.
+        struct fuse_entry_out *o = (void *)out;
+        memset(o, 0, sizeof *o);
+        o->entry_valid = negative_ttl_s;
+        return sizeof *o;
     }
     case FUSE_GETATTR: {
         struct fuse_attr_out *o = (void *)out;
@@ -479,14 +489,14 @@ static void sizes(const char *arg, uint64_t *sizes) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: tree MNT classic|uring [-t N] [-c cpu,cpu] [-s us] [-q depth] [-S us]"
-                         " [-B books] [-C chapters] [-P txt,json] [-I txt,json] [-L txt,json] [-T ttl]\n");
+                         " [-B books] [-C chapters] [-P txt,json] [-I txt,json] [-L txt,json] [-T ttl] [-N ttl]\n");
         return 2;
     }
     const char *mnt = argv[1];
     mode_uring = !strcmp(argv[2], "uring");
     int opt;
     optind = 3;
-    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:P:I:L:T:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:c:s:q:S:B:C:P:I:L:T:N:")) != -1) {
         switch (opt) {
         case 't': nthreads = atoi(optarg); break;
         case 'c': {
@@ -503,6 +513,7 @@ int main(int argc, char **argv) {
         case 'I': sizes(optarg, book_index_bytes); break;
         case 'L': sizes(optarg, root_index_bytes); break;
         case 'T': ttl_s = strtoull(optarg, NULL, 10); break;
+        case 'N': negative_ttl_s = strtoull(optarg, NULL, 10); break;
         }
     }
     make_filler();
