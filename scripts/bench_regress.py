@@ -30,6 +30,12 @@ def seconds(cell):
     return float(m.group(1)) * {"s": 1, "ms": 1e-3, "µs": 1e-6}[m.group(2)]
 
 
+# The cold grep's row and the floor's (by their labels in bench.sh), and
+# only them: other rows name grep -r and cold too (the tools' figures).
+COLD_GREP = re.compile(r"(\[[a-z_]+\]) whole library \([0-9,]+ chapters\): grep -r WORD ")
+FLOOR_COLD_GREP = re.compile(r"(\[[a-z_]+\]) floor: cold grep -r ")
+
+
 def read(path):
     """The file's command, its load at start and its ratios by figure: each
     row's ratio, and for each transport the cold grep's time over the
@@ -49,9 +55,9 @@ def read(path):
             m = re.match(r"([0-9.]+)×", cells[3])
             if m:
                 ratios[cells[0]] = float(m.group(1))
-            t = re.match(r"(\[[a-z_]+\]) ", cells[0])
-            if t and "grep -r" in cells[0] and "cold" in cells[0]:
-                (floor if "floor" in cells[0] else cold)[t.group(1)] = seconds(cells[1])
+            t = COLD_GREP.match(cells[0]) or FLOOR_COLD_GREP.match(cells[0])
+            if t:
+                (floor if t.re is FLOOR_COLD_GREP else cold)[t.group(1)] = seconds(cells[1])
     for transport, c in cold.items():
         f = floor.get(transport)
         if c and f:

@@ -2,8 +2,8 @@
 //! files written for it into a git repository of their own: a figure of
 //! novelfs worse past the tolerance fails the check (exit 3), the zero-work
 //! floor's own rows never do, the cold grep is judged against the floor of
-//! its own run, and only a committed quiet result of the same command is
-//! compared with.
+//! its own run (and no other row that names a cold grep stands for it), and
+//! only a committed quiet result of the same command is compared with.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +39,11 @@ const RUN: Run = Run {
 
 /// A result file as `scripts/bench.sh` writes it: its header and its table.
 fn result(command: &str, load: f64, run: Run) -> String {
+    result_with(command, load, run, &[])
+}
+
+/// `result` with more rows after the four (figure, time, ratio).
+fn result_with(command: &str, load: f64, run: Run, more: &[(&str, &str, f64)]) -> String {
     let mut s = format!(
         "source:  measured by scripts/bench.sh\ncommand: {command}\n\
          load:    start: 08:45:46 up  4:25,  0 user,  load average: {load:.2}, 0.31, 1.16\n\n\
@@ -51,7 +56,7 @@ fn result(command: &str, load: f64, run: Run) -> String {
         (FLOOR_COLD, run.floor_cold.0, run.floor_cold.1),
         (FLOOR_WARM, "4.277 s", run.floor_warm),
     ];
-    for (figure, time, ratio) in rows {
+    for &(figure, time, ratio) in rows.iter().chain(more) {
         s += &format!("| {figure} | {time} | 1.000 s | {ratio:.2}× | ≤ 8× | FAIL |\n");
     }
     s
@@ -201,4 +206,34 @@ fn only_a_committed_quiet_result_of_the_same_command_is_compared_with() {
         true,
     );
     assert_eq!(results.check(&now), REGRESSED);
+}
+
+/// Rows of the tools agents search with: they name a cold grep -r too.
+const RG_VS_GREP: &str = "[io_uring] whole library: cold rg -l WORD vs cold grep -r -l WORD, \
+                          each on a fresh mount";
+const RG_VS_FLOOR: &str = "[io_uring] whole library: cold rg -l WORD (found nowhere) on a fresh \
+                           mount vs on a fresh mount of the zero-work server";
+
+#[test]
+fn a_tools_row_is_judged_by_itself_and_never_as_the_cold_grep() {
+    let results = Results::new();
+    // rg -l's time and its ratio to grep -r -l, beside the floor's rg -l.
+    let tools = |time, ratio| [(RG_VS_GREP, time, ratio), (RG_VS_FLOOR, time, 1.10)];
+    results.write(
+        "2026-12-06-1420-aaaaaaa.txt",
+        &result_with(WHOLELIB, 1.0, RUN, &tools("21.000 s", 1.10)),
+        true,
+    );
+    // rg -l slower, as fast against grep -r -l and the floor: taken for the
+    // cold grep, its 30 s would be 0.79x the floor's 38 s instead of 0.55x.
+    let slower = result_with(WHOLELIB, 1.0, RUN, &tools("30.000 s", 1.10));
+    let slower = results.write("slower.txt", &slower, false);
+    assert_eq!(results.check(&slower), 0);
+    let worse = result_with(WHOLELIB, 1.0, RUN, &tools("21.000 s", 1.40));
+    let worse = results.write("worse.txt", &worse, false);
+    assert_eq!(
+        results.check(&worse),
+        REGRESSED,
+        "rg -l 27% worse against grep -r -l"
+    );
 }
