@@ -31,8 +31,9 @@
 # chapters, with --quick 200 x 100; --scale-books/--scale-chapters shape it;
 # --stat-calls N stats of a missing name, default 1000), then compared with
 # the last committed result of the same command run quiet (load < 1.5):
-# REGRESSED, and exit 3, where a figure's ratio (to the sources, or the cold
-# grep's to the zero-work floor) grew by more than 20%, the run-to-run
+# REGRESSED, and exit 3, where a figure's ratio (to its baseline: the
+# sources, the zero-work floor or another tool; and the cold grep's to the
+# floor) grew by more than 20%, the run-to-run
 # spread's bound (scripts/bench_regress.py). --persist: with
 # them, the persistent index's figures (implies --wholelib). Every mount but
 # those of --persist runs with --no-index, so no figure depends on what an
@@ -146,6 +147,22 @@
 #          mean size of its kind on the novelfs mount and names kept an hour
 #          (as novelfs keeps what it watches), vs the same grep over the
 #          sources; its CPU per page file is the wcpu baseline.
+#          tools: the tools agents search with, each cold (on a fresh
+#          mount) and warm (the same command again on that mount) vs the
+#          same on a fresh mount of the floor serving that shape (≤ 1.5×
+#          each): rg -l WORD (found nowhere), rg --files, rg --files -g
+#          '*.json', fd -t f . (fdfind or fd), find MNT -name offset-1.txt,
+#          Python os.walk counting files, ls -R, du -s (rg and fd skipped
+#          with a note when not on PATH). That floor keeps its missing names
+#          an hour too (tree.c -N 3600), as novelfs keeps ripgrep's probes
+#          (.gitignore, .ignore, .rgignore, .git) in a chapter directory and
+#          the missing names it records in the directories it watches.
+#          Within novelfs: cold rg -l vs cold grep -r -l WORD, each on a
+#          fresh mount (≤ 1.2×); cold rg --files vs cold find -name (≤
+#          1.2×); the first rg --files right after the cold find vs that
+#          find again, warm (≤ 2×); warm rg --files vs warm find is the rg
+#          figure above. A note gives the lines each tool printed cold
+#          (novelfs/floor), which says both walked the same tree.
 #   persist  (--persist, with --wholelib, each transport) index: `novelfs
 #          index ROOT` into an empty --index-dir vs a cat of every source
 #          (both cached; ≤ 1.5×). books: the first `cat MNT/novel_books.txt`
@@ -1063,6 +1080,7 @@ wholelib_figures() {
     unmount_fs "$wmnt"
 
     [ "$PERSIST" = 0 ] || persist_figures "$books" "$wmnt"
+    wholelib_tools "$books" "$wmnt"
 
     # The floor: the same grep over a server that does no work.
     floor_build || return 0
@@ -1082,6 +1100,111 @@ wholelib_figures() {
         printf 'base\twcpu\t%s\t%s\n' "$(awk -v a="$cpu0" -v b="$cpu1" -v t="$ticks" -v n="$WHOLE_FLOOR_FILES" \
             'BEGIN { printf "%.9f", (b - a) / t / n }')" "$(load1)" >> "$RES"
     done
+}
+
+# The tools agents search with (issue #51), each on a fresh mount (cold)
+# and again on it (warm), against the same over a fresh mount of the
+# zero-work server serving the same shape; and ripgrep against grep and
+# find within novelfs.
+WTOOLS=(rgl rgfiles rgjson fd find walk lsr du)
+declare -A WTOOL_TEXT=(
+    [rgl]="rg -l WORD (found nowhere)" [rgfiles]="rg --files" [rgjson]="rg --files -g '*.json'"
+    [fd]="fd -t f ." [find]="find MNT -name offset-1.txt" [walk]="Python os.walk counting files"
+    [lsr]="ls -R" [du]="du -s")
+
+# tool NAME DIR: runs tool NAME over DIR, its output to $WORK/tool.out;
+# stops the bench when it fails (rg -l and grep -r -l must find nothing).
+tool() {
+    local rc=0 want=0
+    case "$1" in
+        rgl) want=1; rg -l -- "$WHOLE_WORD" "$2" > "$WORK/tool.out" || rc=$? ;;
+        grepl) want=1; grep -r -l -- "$WHOLE_WORD" "$2" > "$WORK/tool.out" || rc=$? ;;
+        rgfiles) rg --files "$2" > "$WORK/tool.out" || rc=$? ;;
+        rgjson) rg --files -g '*.json' "$2" > "$WORK/tool.out" || rc=$? ;;
+        fd) "$FD" -t f . "$2" > "$WORK/tool.out" || rc=$? ;;
+        find) find "$2" -name offset-1.txt > "$WORK/tool.out" || rc=$? ;;
+        walk) python3 -c 'import os, sys; print(sum(len(f) for _, _, f in os.walk(sys.argv[1])))' "$2" \
+                  > "$WORK/tool.out" || rc=$? ;;
+        lsr) ls -R "$2" > "$WORK/tool.out" || rc=$? ;;
+        du) du -s "$2" > "$WORK/tool.out" || rc=$? ;;
+    esac
+    [ "$rc" = "$want" ] || { echo "bench.sh: the tool $1 over $2 exited $rc ($want expected)" >&2; exit 1; }
+}
+# also KIND FIGURE: the run just timed, also as KIND's run of FIGURE.
+also() { tail -n 1 "$RES" | awk -F'\t' -v OFS='\t' -v k="$1" -v f="$2" '{ $1 = k; $2 = f; print }' >> "$RES"; }
+
+# wholelib_tools BOOKS MNT: the tools' figures over the whole library
+# (its shape known from whole_shape). Each tool: a fresh novelfs mount,
+# the tool timed (cold) and again (warm); then a fresh mount of the floor,
+# the same two. find's mount also times the first rg --files right after
+# the cold find, and the find again is its warm figure. Then grep -r -l on
+# a fresh mount, the baseline of the cold rg -l.
+wholelib_tools() {
+    local books=$1 wmnt=$2 r t floor_ok=1 lines
+    local tools=()
+    local -A out_nfs=() out_floor=()
+    FD=$(command -v fdfind || command -v fd || true)
+    floor_build || floor_ok=0
+    for t in "${WTOOLS[@]}"; do
+        case "$t" in
+            rg*) command -v rg > /dev/null || continue ;;
+            fd) [ -n "$FD" ] || continue ;;
+        esac
+        tools+=("$t")
+        label "wtc_$t" "whole library: cold ${WTOOL_TEXT[$t]} on a fresh mount vs on a fresh mount of the zero-work server"
+        label "wtw_$t" "whole library: warm ${WTOOL_TEXT[$t]} (again on that mount) vs again on the zero-work server"
+    done
+    command -v rg > /dev/null || echo "note	whole library: the rg tools not measured (no rg on PATH; apt-get install ripgrep)" >> "$RES"
+    [ -n "$FD" ] || echo "note	whole library: fd not measured (neither fdfind nor fd on PATH; apt-get install fd-find)" >> "$RES"
+    [ "$floor_ok" = 1 ] || echo "note	whole library: the tools' floor not measured (scripts/floor/tree.c not built): no tool row has a baseline" >> "$RES"
+    if command -v rg > /dev/null; then
+        label wrgl "whole library: cold rg -l WORD vs cold grep -r -l WORD, each on a fresh mount"
+        label wrgfind "whole library: cold rg --files vs cold find MNT -name offset-1.txt, each on a fresh mount"
+        label wrgafind "whole library: the first rg --files right after a cold find vs that find again (warm), same mount"
+    fi
+    echo "== whole library: the tools agents search with (${tools[*]}), novelfs vs the zero-work server"
+    FMNT=$WORK/floor-mnt
+    for r in $(seq "$RUNS"); do
+        cat_tree "$WROOT/novels"
+        for t in "${tools[@]}"; do
+            mount_lib "$WROOT" "$wmnt" --ttl "$TTL"
+            timed nfs "wtc_$t" tool "$t" "$wmnt"
+            out_nfs[$t]=$(wc -l < "$WORK/tool.out")
+            case "$t" in
+                rgl) also nfs wrgl ;;
+                rgfiles) also nfs wrgfind ;;
+                find) also base wrgfind
+                      [ -z "$(command -v rg)" ] || timed nfs wrgafind tool rgfiles "$wmnt" ;;
+            esac
+            timed nfs "wtw_$t" tool "$t" "$wmnt"
+            [ "$t" != find ] || [ -z "$(command -v rg)" ] || also base wrgafind
+            alive "$wmnt"
+            unmount_fs "$wmnt"
+            [ "$floor_ok" = 1 ] || continue
+            # The floor keeps names an hour (-T) and its missing names too
+            # (-N): novelfs keeps 3600 s the names no change can make
+            # resolve in a chapter directory (ripgrep's .gitignore, .ignore,
+            # .rgignore and .git probes; fd's .fdignore) and the missing
+            # names it records in the directories it watches (books, the
+            # root), so neither side asks twice.
+            floor_mount "$books" "$SCALE_CHAPTERS" "${WHOLE_FLOOR_SIZES[@]}" -T 3600 -N 3600
+            timed base "wtc_$t" tool "$t" "$FMNT"
+            out_floor[$t]=$(wc -l < "$WORK/tool.out")
+            # As on novelfs's mount: an rg --files between the two finds.
+            [ "$t" != find ] || [ -z "$(command -v rg)" ] || tool rgfiles "$FMNT"
+            timed base "wtw_$t" tool "$t" "$FMNT"
+            floor_unmount
+        done
+        if command -v rg > /dev/null; then
+            mount_lib "$WROOT" "$wmnt" --ttl "$TTL"
+            timed base wrgl tool grepl "$wmnt"
+            alive "$wmnt"
+            unmount_fs "$wmnt"
+        fi
+    done
+    lines=""
+    for t in "${tools[@]}"; do lines+=" ${WTOOL_TEXT[$t]}: ${out_nfs[$t]}/${out_floor[$t]:-none};"; done
+    echo "note	whole library: lines each tool printed cold (novelfs/floor):${lines%;}" >> "$RES"
 }
 
 # persist_figures BOOKS MNT: the persistent index over the whole library
