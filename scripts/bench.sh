@@ -11,6 +11,7 @@
 #                    [--transport classic|io_uring|both] [--rtt-calls N]
 #                    [--wholelib] [--stat-calls N] [--persist]
 #                    [--bucket] [--bucket-chapters N] [--s3fs-cap S] [--no-s3fs]
+#                    [--bucket-tools]
 #                    [--failover] [--results-dir DIR]
 #                    [--fleet] [--mounts N] [--fleet-period S] [--fleet-duration S]
 #
@@ -49,6 +50,9 @@
 # moto, novelfs s3:// vs novelfs over s3fs, each workload of the s3fs side
 # cut at --s3fs-cap seconds (default auto: 21x the s3:// side's median of
 # the same workload, at least 30 s); --no-s3fs: not that side.
+# --bucket-tools: (with --bucket, after its figures; alone, only them) rg -l
+# and grep -r -l of a 2,000-chapter bucket library at 20 ms, each in a
+# bubblewrap sandbox on a fresh mount, with the requests of each (below).
 # --failover: only the failover figures: the failover tests of tests/it
 # (failover::killed::, failover::upgrade::, failover::sandbox_failover::) built in the release profile and
 # run --runs times one at a time; each prints its readers' longest pause
@@ -192,6 +196,17 @@
 #          --cache-size 64M cold grep for the memory. The server's own rate
 #          (GETs/s of 16 clients straight through the proxy, measured once
 #          before the workloads) is printed. Every mount has --no-index.
+#   bucket tools (--bucket-tools; classic transport) the same servers, a
+#          bucket of the wholelib generator's library, 20 books x 100
+#          chapters, at 20 ms per request. Each of --runs runs: rg -l WORD
+#          (found nowhere) and grep -r -l WORD, each on a fresh mount of
+#          s3://BUCKET (--freshness listing, --no-index) and run in a
+#          bubblewrap sandbox that sees the mount read-only at /library (as
+#          tests/it/agents.rs runs agents: /usr, /proc, /dev, --unshare-all,
+#          --new-session), its requests counted by kind from its mount's
+#          end. Targets: rg -l ≤ 1.2× grep -r -l (medians), rg -l's GETs ≤
+#          1.05 a chapter, its LISTs no more than grep -r -l's (each the most
+#          of the runs).
 #   load   the 1-minute load average is recorded with every timed run.
 #   RSS    VmHWM of the main mount's daemon (default cache size) after the
 #          cold, warm, ls -l and grep runs (the lookups use their own --ttl 0
@@ -214,10 +229,10 @@ BOOKS="" CHAPTERS="" BIG="" SMALL="" QUICK="" RUNS=3 TTL=1 LOOKUPS=10000 SEED=42
 SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCALE_CHAPTERS=100 SCALE_READS=50000
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
 WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0 RESULTS_DIR=""
-FAILOVER=0 BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE=""
+FAILOVER=0 BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE="" BUCKET_TOOLS=0
 FLEET=0 FLEET_MOUNTS=8 FLEET_PERIOD=2 FLEET_DURATION=""
 ARGS="$*"
-usage() { sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^# report); non-zero/p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --books) BOOKS=$2; shift 2 ;;
@@ -251,6 +266,7 @@ while [ $# -gt 0 ]; do
         --persist) PERSIST=1; WHOLE=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --results-dir) RESULTS_DIR=$2; shift 2 ;;
         --bucket) BUCKET=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
+        --bucket-tools) BUCKET_TOOLS=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --failover) FAILOVER=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --fleet) FLEET=1; MAIN_FIGURES=0; REF_FIGURES=0; shift ;;
         --mounts) FLEET_MOUNTS=$2; shift 2 ;;
@@ -333,7 +349,7 @@ cleanup() {
         fi
     done
     for p in "${FG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    [ "$BUCKET$FLEET" = 00 ] || ! declare -F bucket_cleanup > /dev/null || bucket_cleanup
+    [ "$BUCKET$BUCKET_TOOLS$FLEET" = 000 ] || ! declare -F bucket_cleanup > /dev/null || bucket_cleanup
     if [ "$KEEP" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
     exit $rc
 }
@@ -1548,6 +1564,73 @@ bucket_figures() {
 }
 declare -A BK_HWM=()
 
+# in_sandbox MNT CMD...: CMD in a bubblewrap sandbox as tests/it/agents.rs
+# makes it: /usr and the system's links read-only, MNT read-only at
+# /library, its own /proc and /dev, every namespace unshared.
+in_sandbox() {
+    local mnt=$1 dir target
+    shift
+    local args=(--ro-bind /usr /usr)
+    # Merged-/usr systems link these; others have real directories.
+    for dir in /bin /sbin /lib /lib64 /lib32; do
+        if target=$(readlink "$dir"); then args+=(--symlink "$target" "$dir")
+        elif [ -d "$dir" ]; then args+=(--ro-bind "$dir" "$dir"); fi
+    done
+    bwrap "${args[@]}" --proc /proc --dev /dev --ro-bind "$mnt" /library \
+        --unshare-all --die-with-parent --new-session "$@"
+}
+
+# --bucket-tools: rg -l and grep -r -l of a bucket library, each in a
+# sandbox on a fresh mount, with the requests each sends.
+BT_CHAPTERS=2000 BT_LATENCY=20
+bucket_tools_figures() {
+    local per=100 books chapters r t objects bytes secs put_rate l g rg h mif l0 g0 rg0 h0
+    local bmnt=$WORK/bt-mnt url
+    books=$((BT_CHAPTERS / per)) chapters=$((BT_CHAPTERS / per * per))
+    echo "== bucket tools: $books books x $per chapters at $BT_LATENCY ms, rg -l and grep -r -l in a bubblewrap sandbox ($RUNS runs)"
+    command -v bwrap > /dev/null ||
+        { echo "note	bucket tools: not measured (no bwrap on PATH; apt-get install bubblewrap)" >> "$RES"; return 0; }
+    command -v rg > /dev/null ||
+        { echo "note	bucket tools: not measured (no rg on PATH; apt-get install ripgrep)" >> "$RES"; return 0; }
+    BTROOT=$WORK/bt-lib
+    [ -d "$BTROOT/novels" ] || $LIB gen-scale "$BTROOT" --books "$books" --chapters "$per" --seed "$SEED"
+    BUCKET_NAME=novelfs-bench-tools
+    url=s3://$BUCKET_NAME
+    bucket_servers
+    read -r objects bytes secs put_rate < <($LIB s3-put "$BTROOT" "$MOTO_PORT" "$BUCKET_NAME" --jobs 8)
+    echo "note	bucket tools: $objects objects ($((bytes / 1024)) KiB) put straight to moto in $secs s" >> "$RES"
+    printf 'bttinfo\t%s\t%s\t%s\n' "$chapters" "$BT_LATENCY" "$RUNS" >> "$RES"
+    export AWS_ACCESS_KEY_ID=novelfs-bench AWS_SECRET_ACCESS_KEY=novelfs-bench-secret AWS_REGION=us-east-1
+    local S3OPTS=(--ttl "$TTL" --endpoint-url "$EP")
+    # As the bucket figures: a mount that lists the bucket.
+    "$BIN" mount --help 2>/dev/null | grep -q -- '--freshness' && S3OPTS+=(--freshness listing)
+    TRANSPORT=classic
+    proxy_ctl "set?latency_ms=$BT_LATENCY"
+    for r in $(seq "$RUNS"); do
+        for t in rgl grepl; do
+            proxy_ctl reset
+            mount_lib "$url" "$bmnt" "${S3OPTS[@]}"
+            read -r l0 g0 rg0 h0 _ < <(proxy_counts)
+            if [ "$t" = rgl ]; then bk_timed 0 1 in_sandbox "$bmnt" rg -l -- "$WHOLE_WORD" /library
+            else bk_timed 0 1 in_sandbox "$bmnt" grep -r -l -- "$WHOLE_WORD" /library; fi
+            read -r l g rg h mif < <(proxy_counts)
+            # Found nowhere is also what a tool that saw no file says: a
+            # cold read of every chapter GETs each at least once.
+            if [ -z "$BK_FLAG" ] && [ $((g - g0 + rg - rg0)) -lt "$chapters" ]; then
+                BK_FLAG=err
+                echo "note	bucket tools: $t sent $((g - g0 + rg - rg0)) GETs for $chapters chapters: it did not read them all" >> "$RES"
+            fi
+            printf 'btt\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$BK_SECS" $((l - l0)) $((g - g0)) \
+                $((rg - rg0)) $((h - h0)) "$(load1)" "$BK_FLAG" >> "$RES"
+            alive "$bmnt"
+            unmount_fs "$bmnt"
+        done
+    done
+    proxy_ctl "set?latency_ms=0"
+    unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
+    bucket_cleanup
+}
+
 # shellcheck source=scripts/bench_fleet.sh
 . "$HERE/bench_fleet.sh"
 
@@ -1621,6 +1704,7 @@ done
 [ "$PERF" = 0 ] || perf_figures
 [ "$BIG_FIGURES" = 0 ] || big_figures
 [ "$BUCKET" = 0 ] || bucket_figures
+[ "$BUCKET_TOOLS" = 0 ] || bucket_tools_figures
 [ "$FAILOVER" = 0 ] || failover_figures
 [ "$FLEET" = 0 ] || fleet_figures
 

@@ -608,7 +608,7 @@ def cmd_table(a):
     rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; size TEXT BYTES LIMIT: a
     file's size against its limit; note TEXT: printed below."""
     runs, labels, order, rss, notes, limits, loads, sizes = {}, {}, [], [], [], [], {}, []
-    bucket, fleet = [], []
+    bucket, fleet, btools = [], [], []
     for line in open(a.results):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "label":
@@ -631,10 +631,13 @@ def cmd_table(a):
             notes.append(parts[1])
         elif parts[0] in ("bkt", "bktinfo", "bktrss", "bktlist"):
             bucket.append(parts)
+        elif parts[0] in ("btt", "bttinfo"):
+            btools.append(parts)
         elif parts[0].startswith("flt"):
             fleet.append(parts)
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
     fails = bucket_table(bucket) if bucket else 0
+    fails += bucket_tools_table(btools) if btools else 0
     if fleet:
         # The fleet's targets are PASS or MISS: no FAIL of the count below.
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -858,6 +861,68 @@ def bucket_table(lines):
                 else:
                     parts.append("—")
             print(f"  {lat} ms, {text}: " + " | ".join(parts))
+    print()
+    return fails
+
+
+def bucket_tools_table(lines):
+    """The --bucket-tools figures. Lines (tab-separated):
+    bttinfo CHAPTERS LATENCY_MS RUNS;
+    btt TOOL SECONDS LIST GET RANGED_GET HEAD LOAD FLAG: one run of TOOL
+    (rgl: rg -l, grepl: grep -r -l) in a sandbox on a fresh mount, its
+    requests from its mount's end (FLAG err: it failed).
+    Prints the tools and the targets; returns the FAIL count."""
+    info, runs = None, {}
+    for p in lines:
+        if p[0] == "bttinfo":
+            info = dict(chapters=int(p[1]), lat=int(p[2]), runs=int(p[3]))
+        elif p[0] == "btt":
+            runs.setdefault(p[1], []).append(
+                (float(p[2]), tuple(int(x) for x in p[3:7]), float(p[7]), p[8] if len(p) > 8 else ""))
+    chapters = info["chapters"]
+    names = {"rgl": "rg -l WORD (found nowhere)", "grepl": "grep -r -l WORD"}
+
+    def fig(tool):
+        """median seconds, most of each kind of request, failed, runs' times, loads."""
+        r = runs.get(tool)
+        if not r:
+            return None
+        return (statistics.median(x[0] for x in r), tuple(max(x[1][i] for x in r) for i in range(4)),
+                any(x[3] for x in r), [x[0] for x in r], [x[2] for x in r])
+
+    print(f"Tools in a bubblewrap sandbox over a library in a bucket: {chapters:,} chapters at {info['lat']} ms "
+          f"a request (moto behind tests/s3/proxy.py), each tool on a fresh mount, median of {info['runs']} runs; "
+          f"requests from the mount's end, the most of the runs")
+    print()
+    rows = [("tool", "time", "requests LIST / GET / RANGED / HEAD", "GETs a chapter", "runs (load)")]
+    for tool in ("rgl", "grepl"):
+        f = fig(tool)
+        if f:
+            c = f[1]
+            rows.append((names[tool], fmt_time(f[0]) + (" (FAILED)" if f[2] else ""),
+                         f"{c[0]:,} / {c[1]:,} / {c[2]:,} / {c[3]:,}", f"{(c[1] + c[2]) / chapters:.3f}",
+                         ", ".join(fmt_time(x) for x in f[3]) + f" ({min(f[4]):.2f}–{max(f[4]):.2f})"))
+    print_rows(rows)
+    print()
+    fails = 0
+    trows = [("target", "measured", "limit", "result")]
+    a, b = fig("rgl"), fig("grepl")
+    if a and b:
+        res = "FAIL" if a[2] or b[2] or a[0] > 1.2 * b[0] else "PASS"
+        trows.append((f"{info['lat']} ms, sandbox: rg -l ÷ grep -r -l, each on a fresh mount",
+                      f"{fmt_time(a[0])} ÷ {fmt_time(b[0])} = {a[0] / b[0]:.2f}×", "≤ 1.2×", res))
+        fails += res == "FAIL"
+        res = "PASS" if a[1][0] <= b[1][0] else "FAIL"
+        trows.append((f"{info['lat']} ms, sandbox: LISTs of rg -l vs of grep -r -l",
+                      f"{a[1][0]:,} vs {b[1][0]:,}", "no more", res))
+        fails += res == "FAIL"
+    if a:
+        gets = a[1][1] + a[1][2]
+        res = "PASS" if gets <= 1.05 * chapters and not a[2] else "FAIL"
+        trows.append((f"{info['lat']} ms, sandbox: GETs of rg -l", f"{gets:,} ({gets / chapters:.3f} a chapter)",
+                      f"≤ {1.05 * chapters:,.0f} (1.05 a chapter)", res))
+        fails += res == "FAIL"
+    print_rows(trows)
     print()
     return fails
 
