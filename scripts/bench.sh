@@ -164,7 +164,8 @@
 #          Within novelfs: cold rg -l vs cold grep -r -l WORD, each on a
 #          fresh mount (≤ 1.2×); cold rg --files vs cold find -name (≤
 #          1.2×); the first rg --files right after the cold find vs that
-#          find again, warm (≤ 2×); warm rg --files vs warm find is the rg
+#          find again, warm (≤ 2×; the same on the floor, its own row, no
+#          target); warm rg --files vs warm find is the rg
 #          figure above. A note gives the lines each tool printed cold
 #          (novelfs/floor), which says both walked the same tree.
 #   persist  (--persist, with --wholelib, each transport) index: `novelfs
@@ -1177,6 +1178,8 @@ wholelib_tools() {
         label wrgl "whole library: cold rg -l WORD vs cold grep -r -l WORD, each on a fresh mount"
         label wrgfind "whole library: cold rg --files vs cold find MNT -name offset-1.txt, each on a fresh mount"
         label wrgafind "whole library: the first rg --files right after a cold find vs that find again (warm), same mount"
+        [ "$floor_ok" = 0 ] ||
+            label flrgafind "floor: the first rg --files right after a cold find vs that find again (warm), on the zero-work server"
     fi
     echo "== whole library: the tools agents search with (${tools[*]}), novelfs vs the zero-work server"
     FMNT=$WORK/floor-mnt
@@ -1206,9 +1209,11 @@ wholelib_tools() {
             floor_mount "$books" "$SCALE_CHAPTERS" "${WHOLE_FLOOR_SIZES[@]}" -T 3600 -N 3600
             timed base "wtc_$t" tool "$t" "$FMNT"
             out_floor[$t]=$(wc -l < "$WORK/tool.out")
-            # As on novelfs's mount: an rg --files between the two finds.
-            [ "$t" != find ] || [ -z "$(command -v rg)" ] || tool rgfiles "$FMNT"
+            # As on novelfs's mount: an rg --files between the two finds
+            # (what a FUSE server pays for it, the floor's own row).
+            [ "$t" != find ] || [ -z "$(command -v rg)" ] || timed nfs flrgafind tool rgfiles "$FMNT"
             timed base "wtw_$t" tool "$t" "$FMNT"
+            [ "$t" != find ] || [ -z "$(command -v rg)" ] || also base flrgafind
             floor_unmount
         done
         if command -v rg > /dev/null; then
