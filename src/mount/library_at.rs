@@ -185,7 +185,7 @@ impl LibraryAt {
         let fail = |e: StorageError| format!("{url}: {e}");
         let before = snapshot::published_head(&storage).map_err(fail)?;
         let listing = snapshot::walk(&storage).map_err(fail)?;
-        let unchanged = before.as_ref().is_some_and(|h| h.listing == listing.digest);
+        let unchanged = before.as_ref().is_some_and(|h| h.root == listing.digest);
         let index_etag = if always || !unchanged {
             let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
             storage.put(&key, index()?).map_err(fail)?;

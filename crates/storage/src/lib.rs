@@ -19,6 +19,8 @@ pub mod backing;
 mod cloud;
 pub mod counters;
 mod error;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 pub mod outage;
 mod path;
 
@@ -221,6 +223,16 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// written aside and renamed over): what `novelfs index --publish`
     /// leaves beside a library. Every other call only reads.
     fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError>;
+
+    /// Removes the object at `path` (one DELETE): what a publisher does
+    /// to the pieces of its snapshots no mount needs any more. A store that
+    /// cannot says why.
+    fn delete(&self, path: &RelPath) -> Result<(), StorageError> {
+        Err(StorageError::Other(format!(
+            "{}: cannot remove {path}",
+            self.describe()
+        )))
+    }
 
     /// The object at `path`, whole. With `version`, fails with `Changed`
     /// unless the bytes are of that version.

@@ -219,6 +219,10 @@ impl Storage for Guarded {
         self.outage.one(|| self.inner.put(path, bytes))
     }
 
+    fn delete(&self, path: &RelPath) -> Result<(), StorageError> {
+        self.outage.one(|| self.inner.delete(path))
+    }
+
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
         self.outage.one(|| self.inner.read(path, version))
     }

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::{Entry, Storage, StorageError};
 
@@ -46,6 +46,8 @@ pub(super) enum Said {
     Entries(Arc<Vec<Entry>>),
     /// No such directory in the snapshot.
     Absent,
+    /// Its piece could not be fetched: the bucket's answer.
+    Unanswered(StorageError),
 }
 
 impl Follower {
@@ -59,7 +61,7 @@ impl Follower {
         if let Some(why) = head.lapsed(unix_now()) {
             return Err(StorageError::Other(why));
         }
-        let snapshot = snapshot::read_snapshot(&*storage, head.clone())?;
+        let snapshot = Snapshot::fetch(&*storage, head.clone())?;
         shown(&*storage, Some(&snapshot.head));
         Ok(Follower {
             storage,
@@ -80,8 +82,41 @@ impl Follower {
     /// or `dir` was found behind it (then the directory is listed).
     /// Starts the head's check when one is due.
     pub(super) fn dir(self: &Arc<Self>, dir: &Path) -> Option<Said> {
+        let snapshot = self.followed(dir)?;
+        // Its head could not be checked: served as last read, counted.
+        if lock(&self.state).failing
+            && let Some(c) = self.storage.counters()
+        {
+            c.count(crate::Counter::StaleServes);
+        }
+        match snapshot.dir(&*self.storage, dir) {
+            Ok(Some(entries)) => Some(Said::Entries(entries)),
+            Ok(None) => Some(Said::Absent),
+            // A piece removed since its root was read (a newer snapshot
+            // names others): the directory is listed until the next one.
+            Err(e) if e.is_not_found() => {
+                self.behind(dir);
+                None
+            }
+            // Not fetched now: the bucket does not answer, and a LIST
+            // would wait for it as long again.
+            Err(e) => Some(Said::Unanswered(e)),
+        }
+    }
+
+    /// What the snapshot says of the directory `dir` without its piece:
+    /// a digest of what it holds (its piece's and its sub-directories'
+    /// names) and its newest file's time; `None` when it has no such
+    /// directory, or is not followed there.
+    pub(super) fn shape(self: &Arc<Self>, dir: &Path) -> Option<(u64, SystemTime)> {
+        self.followed(dir)?.shape(dir)
+    }
+
+    /// The snapshot that answers for `dir`, when one does; starts the
+    /// head's check when one is due.
+    fn followed(self: &Arc<Self>, dir: &Path) -> Option<Arc<Snapshot>> {
         let mut state = lock(&self.state);
-        if !state.checking && state.checked.elapsed() >= self.ttl {
+        if !state.checking && state.checked.elapsed() >= self.period(&state.head) {
             state.checking = true;
             let me = self.clone();
             let spawned =
@@ -91,20 +126,18 @@ impl Follower {
                 state.checked = Instant::now();
             }
         }
-        let snapshot = state.snapshot.as_ref()?;
-        if state.behind.contains(dir) {
-            return None;
-        }
-        // Its head could not be checked: served as last read, counted.
-        if state.failing
-            && let Some(c) = self.storage.counters()
-        {
-            c.count(crate::Counter::StaleServes);
-        }
-        Some(match snapshot.dir(dir) {
-            Some(entries) => Said::Entries(entries.clone()),
-            None => Said::Absent,
-        })
+        let snapshot = state.snapshot.clone()?;
+        (!state.behind.contains(dir)).then_some(snapshot)
+    }
+
+    /// How often the head is asked for while the mount is read: once per
+    /// TTL, and no more often than a tenth of the publisher's cadence,
+    /// which cannot publish faster than that.
+    fn period(&self, head: &Head) -> Duration {
+        let cadence = head
+            .every
+            .map_or(Duration::ZERO, |s| Duration::from_secs(s) / 10);
+        self.ttl.max(cadence)
     }
 
     /// An object of `dir` was not in the version the snapshot gives: the
@@ -142,17 +175,17 @@ impl Follower {
         let answer = snapshot::read_head(&*self.storage, Some(&known));
         let fetched = match answer {
             Ok(Some(head)) if head.lapsed(unix_now()).is_none() => {
-                let same = lock(&self.state)
-                    .snapshot
-                    .as_ref()
-                    .is_some_and(|s| s.head.listing == head.listing);
-                if same {
+                let held = lock(&self.state).snapshot.clone();
+                if held.as_ref().is_some_and(|s| s.head.root == head.root) {
                     Ok(Some(Ok(head)))
                 } else {
-                    match snapshot::read_snapshot(&*self.storage, head) {
-                        Ok(s) => Ok(Some(Err(s))),
-                        // Published between its two objects: the next check.
-                        Err(StorageError::Changed { .. }) => Ok(None),
+                    match Snapshot::fetch(&*self.storage, head) {
+                        Ok(s) => Ok(Some(Err(match &held {
+                            Some(before) => s.keeping(before),
+                            None => s,
+                        }))),
+                        // Its root not written yet: the next check.
+                        Err(e) if e.is_not_found() => Ok(None),
                         Err(e) => Err(e),
                     }
                 }
@@ -188,7 +221,7 @@ impl Follower {
             Ok(Some(Err(snapshot))) => {
                 log::info!(
                     "following a new published snapshot: {} files",
-                    snapshot.head.files
+                    snapshot.files()
                 );
                 state.head = snapshot.head.clone();
                 shown(&*self.storage, Some(&snapshot.head));

@@ -207,6 +207,18 @@ impl Storage for BucketStorage {
         })
     }
 
+    /// One DELETE, bounded by the access timeout.
+    fn delete(&self, path: &RelPath) -> Result<(), StorageError> {
+        let (key, kp) = self.key_path(path)?;
+        let access = self.access();
+        let shown = path.to_string();
+        self.rt.block_on(async move {
+            let what = format!("DELETE {}", access.url.display_key(&key));
+            let delete = access.store.delete(&kp);
+            access.bounded(what, &shown, delete).await
+        })
+    }
+
     /// One GET (`If-Match` with `version`).
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
         self.rt

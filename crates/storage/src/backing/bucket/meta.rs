@@ -51,6 +51,12 @@ pub(super) fn dir_meta(path: &Path, entries: &[Entry]) -> Meta {
         .map(|e| e.modified)
         .max()
         .unwrap_or(UNIX_EPOCH);
+    dir_meta_of(path, digest, newest)
+}
+
+/// A directory's metadata from a digest of what it holds and its newest
+/// entry's time.
+pub(super) fn dir_meta_of(path: &Path, digest: u64, newest: std::time::SystemTime) -> Meta {
     Meta {
         kind: EntryKind::Dir,
         len: 0,

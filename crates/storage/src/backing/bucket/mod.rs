@@ -132,6 +132,11 @@ impl Backing for BucketBacking {
     /// versions), so a chapter added, removed or replaced changes it; a
     /// file's is its listed version.
     fn stat(&self, path: &Path) -> io::Result<Option<Meta>> {
+        // A directory of the followed snapshot: its stamp from the root
+        // object, without the piece of its files.
+        if let Some((digest, newest)) = self.listings.snapshot_shape(path) {
+            return Ok(Some(meta::dir_meta_of(path, digest, newest)));
+        }
         let is_root = path.as_os_str().is_empty();
         // A bucket has no empty directories: a listing that holds entries
         // says `path` is one, without a listing of its parent (the root's

@@ -62,6 +62,16 @@ impl Listings {
         }
     }
 
+    /// The digest and newest time the followed snapshot gives the
+    /// directory `dir` without its piece (see `Snapshot::shape`).
+    pub(in crate::backing) fn snapshot_shape(
+        &self,
+        dir: &Path,
+    ) -> Option<(u64, std::time::SystemTime)> {
+        self.take_pending();
+        self.follow.get()?.shape(dir)
+    }
+
     /// What the followed snapshot says of `dir`, when it answers for it.
     pub(super) fn in_snapshot(&self, dir: &Path) -> Option<Said> {
         self.take_pending();

@@ -136,6 +136,7 @@ impl Listings {
                     format!("{}: not in the published snapshot", dir.display()),
                 ));
             }
+            Some(Said::Unanswered(e)) => return Err(e.into()),
             None => {}
         }
         let kept = self.kept(dir);
@@ -196,7 +197,7 @@ impl Listings {
     pub(in crate::backing) fn fresh(&self, dir: &Path) -> Option<Arc<Vec<Entry>>> {
         match self.in_snapshot(dir) {
             Some(Said::Entries(entries)) => return Some(entries),
-            Some(Said::Absent) => return None,
+            Some(Said::Absent | Said::Unanswered(_)) => return None,
             None => {}
         }
         lock(&self.made)
@@ -235,7 +236,7 @@ impl Listings {
                 return entries.iter().find(|e| e.name == name).cloned();
             }
             Some(Said::Absent) => return None,
-            None => {}
+            Some(Said::Unanswered(_)) | None => {}
         }
         let made = lock(&self.made);
         let listed = made.by_dir.get(dir)?;

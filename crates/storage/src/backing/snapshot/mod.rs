@@ -3,37 +3,46 @@
 //! of a fleet (`novelfs index … --publish`), so that every mount serves
 //! names, sizes and versions from it and issues no LIST.
 //!
-//! Two objects under `.novelfs/`: `listing.json`, written only when the
-//! library changed, and `snapshot.json`, the head: small, rewritten at
-//! every confirmation, naming the listing by its digest, when it was made,
-//! when the publisher last confirmed it and the cadence it promised. A
-//! mount asks for the head once per TTL with `If-None-Match` (a 304 while
-//! nothing changed) and fetches the listing only when the head names
-//! another. A head whose digest the listing does not have (a publisher
-//! between its two PUTs) is asked for again at the next check.
+//! Under `.novelfs/`: the head `snapshot.json`, small, rewritten at every
+//! confirmation, naming the snapshot's root object by its digest, when it
+//! was made, when the publisher last confirmed it and the cadence it
+//! promised; and the snapshot's pieces (`pieces`), each stored under its
+//! digest: the root object, naming every directory that holds files with
+//! the digest of its piece, and one piece per such directory. A mount asks
+//! for the head once per check period with `If-None-Match` (a 304 while
+//! nothing changed), fetches the root when the head names another, and a
+//! directory's piece the first time the directory is asked for
+//! (`view`); a piece it holds is never fetched again. A head whose root is
+//! not there yet (a publisher between its PUTs) is asked for again at the
+//! next check.
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use novelfs_library::stable_hash::stable_hash_bytes;
 use serde_json::{Value, json};
 
-use crate::{Entry, EntryKind, RelPath, Storage, StorageError, Version};
+use crate::{RelPath, Storage, StorageError, Version};
+
+mod pieces;
+mod view;
+
+pub use pieces::{Listing, PIECES, walk};
+pub use view::Snapshot;
 
 /// The head, relative to the library's root.
 pub const HEAD: &str = ".novelfs/snapshot.json";
 
-/// The listing, relative to the library's root.
-pub const LISTING: &str = ".novelfs/listing.json";
-
 /// The folder the publisher writes in: never part of the library.
-const OWN_FOLDER: &str = ".novelfs";
+pub(super) const OWN_FOLDER: &str = ".novelfs";
 
-/// The layout of both objects; a mount follows only its own.
-const FORMAT: u64 = 1;
+/// The layout of the head and the pieces; a mount follows only its own
+/// (1 was one listing of the whole library in one object).
+pub(super) const FORMAT: u64 = 2;
+
+/// How long a piece no snapshot names any more is kept, at least, for
+/// the mounts that read an older root and have yet to fetch it.
+const GRACE: Duration = Duration::from_secs(600);
 
 /// What the head says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,9 +50,10 @@ pub struct Head {
     /// The head object's ETag: what the next check sends as
     /// `If-None-Match`.
     pub etag: String,
-    /// The digest (XXH3-64, hex) of the listing's bytes.
-    pub listing: String,
-    /// How many files the listing holds.
+    /// The digest (XXH3-64, hex) of the root object's bytes: its name
+    /// among the pieces.
+    pub root: String,
+    /// How many files the snapshot holds.
     pub files: u64,
     /// The ETag of the index published with it (`index.sqlite`), if any.
     pub index: Option<String>,
@@ -74,7 +84,7 @@ impl Head {
         let field = |name: &str| v[name].as_u64().ok_or_else(|| format!("no {name}"));
         Ok(Head {
             etag,
-            listing: v["listing"].as_str().ok_or("no listing")?.to_string(),
+            root: v["root"].as_str().ok_or("no root")?.to_string(),
             files: field("files")?,
             index: v["index"].as_str().map(str::to_string),
             published: field("published")?,
@@ -86,7 +96,7 @@ impl Head {
     fn to_json(&self) -> Vec<u8> {
         let v = json!({
             "format": FORMAT,
-            "listing": self.listing,
+            "root": self.root,
             "files": self.files,
             "index": self.index,
             "published": self.published,
@@ -118,78 +128,7 @@ impl Head {
     }
 }
 
-/// A listing as a mount serves it: each directory's entries, sorted by
-/// name byte for byte, as `Storage::list` would give them.
-#[derive(Debug)]
-pub struct Snapshot {
-    pub head: Head,
-    by_dir: HashMap<PathBuf, Arc<Vec<Entry>>>,
-}
-
-impl Snapshot {
-    /// The entries of `dir` as of the snapshot; `None` when it held no
-    /// such directory.
-    pub fn dir(&self, dir: &Path) -> Option<&Arc<Vec<Entry>>> {
-        self.by_dir.get(dir)
-    }
-
-    /// The snapshot of the listing's `bytes`, which `head` names.
-    fn parse(head: Head, bytes: &[u8]) -> Result<Snapshot, String> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        let files = v["files"].as_array().ok_or("no files")?;
-        let mut by_dir: HashMap<PathBuf, Vec<Entry>> = HashMap::new();
-        let mut subdirs: HashMap<PathBuf, HashSet<OsString>> = HashMap::new();
-        by_dir.insert(PathBuf::new(), Vec::new());
-        for f in files {
-            let bad = || format!("a malformed file entry: {f}");
-            let key = f[0].as_str().ok_or_else(bad)?;
-            let size = f[1].as_u64().ok_or_else(bad)?;
-            let etag = f[2].as_str().ok_or_else(bad)?.to_string();
-            let secs = f[3].as_u64().ok_or_else(bad)?;
-            let nanos = f[4].as_u64().ok_or_else(bad)?.min(999_999_999) as u32;
-            RelPath::new(key).map_err(|_| bad())?;
-            let path = Path::new(key);
-            let dir = path.parent().unwrap_or(Path::new(""));
-            by_dir.entry(dir.to_path_buf()).or_default().push(Entry {
-                name: path.file_name().ok_or_else(bad)?.to_owned(),
-                kind: EntryKind::File,
-                size,
-                version: Version::ETag { etag, size },
-                modified: UNIX_EPOCH + Duration::new(secs, nanos),
-            });
-            // Each directory above it is an entry of its parent.
-            for above in dir.ancestors() {
-                if let (Some(parent), Some(name)) = (above.parent(), above.file_name()) {
-                    subdirs
-                        .entry(parent.to_path_buf())
-                        .or_default()
-                        .insert(name.to_owned());
-                }
-            }
-        }
-        for (parent, names) in subdirs {
-            let entries = by_dir.entry(parent).or_default();
-            entries.extend(names.into_iter().map(|name| Entry {
-                name,
-                kind: EntryKind::Dir,
-                size: 0,
-                version: Version::Prefix,
-                modified: UNIX_EPOCH,
-            }));
-        }
-        let by_dir = by_dir
-            .into_iter()
-            .map(|(d, mut entries)| {
-                use std::os::unix::ffi::OsStrExt;
-                entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-                (d, Arc::new(entries))
-            })
-            .collect();
-        Ok(Snapshot { head, by_dir })
-    }
-}
-
-fn rel(key: &str) -> RelPath {
+pub(super) fn rel(key: &str) -> RelPath {
     RelPath::new(key).expect("a plain relative key")
 }
 
@@ -208,65 +147,8 @@ pub fn read_head(storage: &dyn Storage, known: Option<&str>) -> Result<Option<He
         .map_err(|e| StorageError::Other(format!("{HEAD}: {e}")))
 }
 
-/// The listing `head` names, fetched (one GET). `Changed` when the object
-/// there is another listing (published since the head was read).
-pub fn read_snapshot(storage: &dyn Storage, head: Head) -> Result<Snapshot, StorageError> {
-    let object = storage.read(&rel(LISTING), None)?;
-    if digest(&object.bytes) != head.listing {
-        return Err(StorageError::Changed {
-            path: LISTING.to_string(),
-        });
-    }
-    Snapshot::parse(head, &object.bytes).map_err(|e| StorageError::Other(format!("{LISTING}: {e}")))
-}
-
-fn digest(bytes: &[u8]) -> String {
+pub(super) fn digest(bytes: &[u8]) -> String {
     format!("{:016x}", stable_hash_bytes(bytes))
-}
-
-/// The library's listing as the publisher makes it.
-pub struct Listing {
-    pub files: u64,
-    bytes: Vec<u8>,
-    /// The digest (XXH3-64, hex) of its bytes: what the head names.
-    pub digest: String,
-}
-
-/// Lists every file of the library (`Storage::list_all`: a bucket in
-/// one LIST per 1,000 keys), the publisher's folder left out.
-pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
-    let mut files: Vec<(String, Entry)> = storage
-        .list_all()?
-        .into_iter()
-        .filter(|(path, _)| path.components().next().is_none_or(|c| c != OWN_FOLDER))
-        .map(|(path, e)| (path.to_string(), e))
-        .collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let bytes = listing_bytes(&files);
-    Ok(Listing {
-        files: files.len() as u64,
-        digest: digest(&bytes),
-        bytes,
-    })
-}
-
-/// The listing's bytes: one row a file, `[key, size, etag, secs, nanos]`.
-fn listing_bytes(files: &[(String, Entry)]) -> Vec<u8> {
-    let rows: Vec<Value> = files
-        .iter()
-        .map(|(key, e)| {
-            let etag = match &e.version {
-                Version::ETag { etag, .. } => etag.as_str(),
-                _ => "",
-            };
-            let t = e.modified.duration_since(UNIX_EPOCH).unwrap_or_default();
-            json!([key, e.size, etag, t.as_secs(), t.subsec_nanos()])
-        })
-        .collect();
-    let mut bytes =
-        serde_json::to_vec(&json!({ "format": FORMAT, "files": rows })).expect("a JSON value");
-    bytes.push(b'\n');
-    bytes
 }
 
 /// The head published now, `None` when there is none.
@@ -280,9 +162,12 @@ pub fn published_head(storage: &dyn Storage) -> Result<Option<Head>, StorageErro
 
 /// Publishes `listing` with the index whose ETag is `index` and the
 /// cadence `every` (seconds), over `before` (the head published, if any):
-/// the listing only when it differs from the one published, the head
-/// always (its confirmation). The listing goes first, so a head never
-/// names a listing that is not there. Whether the listing was written.
+/// the pieces the bucket does not hold yet (only those that changed, since
+/// each is stored under its digest) and the head always (its
+/// confirmation). The pieces go first, so a head never names a root that
+/// is not there. Pieces that neither this snapshot nor `before`'s names,
+/// written more than `GRACE` ago, are removed. Whether the snapshot
+/// changed.
 pub fn publish(
     storage: &dyn Storage,
     listing: Listing,
@@ -291,13 +176,20 @@ pub fn publish(
     every: Option<u64>,
 ) -> Result<bool, StorageError> {
     let now = unix_now();
-    let same = before.is_some_and(|h| h.listing == listing.digest && h.index == index);
-    if before.is_none_or(|h| h.listing != listing.digest) {
-        storage.put(&rel(LISTING), listing.bytes)?;
-    }
+    let same = before.is_some_and(|h| h.root == listing.digest && h.index == index);
+    let mut named: HashSet<&str> = listing.pieces.iter().map(|(d, _)| d.as_str()).collect();
+    named.insert(&listing.digest);
+    let missing: Vec<(&str, &[u8])> = listing
+        .pieces
+        .iter()
+        .map(|(d, bytes)| (d.as_str(), bytes.as_slice()))
+        .chain([(listing.digest.as_str(), listing.root.as_slice())])
+        .filter(|(d, _)| !listing.stored.contains_key(*d))
+        .collect();
+    put_all(storage, &missing)?;
     let head = Head {
         etag: String::new(),
-        listing: listing.digest,
+        root: listing.digest.clone(),
         files: listing.files,
         index,
         published: match before {
@@ -308,83 +200,62 @@ pub fn publish(
         every,
     };
     storage.put(&rel(HEAD), head.to_json())?;
+    // The pieces the snapshot before names stay a round longer: a mount
+    // that read its root may still fetch them.
+    let before_root = match before {
+        Some(h) if h.root != listing.digest && listing.stored.contains_key(&h.root) => {
+            pieces::Root::fetch(storage, &h.root).ok()
+        }
+        _ => None,
+    };
+    if let Some(root) = &before_root {
+        named.extend(root.pieces());
+        named.insert(&before.expect("a root before").root);
+    }
+    let old = SystemTime::now() - GRACE;
+    for (digest, written) in &listing.stored {
+        if !named.contains(digest.as_str()) && *written < old {
+            if let Err(e) = storage.delete(&pieces::piece_key(digest)) {
+                log::warn!("a piece no snapshot names is left in place: {e}");
+            }
+        }
+    }
     Ok(!same)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// PUTs of at most this many pieces in flight: a first snapshot of a big
+/// library writes a piece per book.
+const PUTS_IN_FLIGHT: usize = 16;
 
-    fn file(name: &str, etag: &str) -> Entry {
-        Entry {
-            name: name.into(),
-            kind: EntryKind::File,
-            size: 3,
-            version: Version::ETag {
-                etag: etag.into(),
-                size: 3,
-            },
-            modified: UNIX_EPOCH + Duration::new(1_700_000_000, 5),
+/// Writes each of `pieces` under its digest, `PUTS_IN_FLIGHT` at once;
+/// the first failure, once every PUT ended.
+fn put_all(storage: &dyn Storage, pieces: &[(&str, &[u8])]) -> Result<(), StorageError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..PUTS_IN_FLIGHT.min(pieces.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((digest, bytes)) = pieces.get(i) else {
+                        return;
+                    };
+                    if let Err(e) = storage.put(&pieces::piece_key(digest), bytes.to_vec()) {
+                        failed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(e);
+                        return;
+                    }
+                }
+            });
         }
-    }
-
-    fn head() -> Head {
-        Head {
-            etag: "\"h\"".into(),
-            listing: String::new(),
-            files: 0,
-            index: None,
-            published: 10,
-            confirmed: 100,
-            every: Some(30),
-        }
-    }
-
-    /// The snapshot serves each directory as a LIST with a delimiter
-    /// gives it: files and sub-directories, sorted byte for byte.
-    #[test]
-    fn a_listing_gives_each_directory_as_a_list_would() {
-        let files = vec![
-            ("novels/书/第2章.md".to_string(), file("第2章.md", "\"b\"")),
-            ("novels/书/第1章.md".to_string(), file("第1章.md", "\"a\"")),
-            ("novels/乙/1.txt".to_string(), file("1.txt", "\"c\"")),
-            ("readme.md".to_string(), file("readme.md", "\"d\"")),
-        ];
-        let bytes = listing_bytes(&files);
-        let snap = Snapshot::parse(head(), &bytes).unwrap();
-        let names = |d: &str| -> Vec<(String, EntryKind)> {
-            snap.dir(Path::new(d))
-                .unwrap()
-                .iter()
-                .map(|e| (e.name.to_string_lossy().into_owned(), e.kind))
-                .collect()
-        };
-        assert_eq!(
-            names(""),
-            [
-                ("novels".into(), EntryKind::Dir),
-                ("readme.md".into(), EntryKind::File)
-            ]
-        );
-        assert_eq!(
-            names("novels"),
-            [("乙".into(), EntryKind::Dir), ("书".into(), EntryKind::Dir)]
-        );
-        let book = snap.dir(Path::new("novels/书")).unwrap();
-        assert_eq!(book[0], file("第1章.md", "\"a\""));
-        assert_eq!(book[1], file("第2章.md", "\"b\""));
-        assert!(snap.dir(Path::new("novels/丙")).is_none());
-    }
-
-    #[test]
-    fn a_head_reads_back_and_lapses_past_twice_its_cadence() {
-        let h = head();
-        assert_eq!(Head::parse(&h.to_json(), "\"h\"".into()).unwrap(), h);
-        assert_eq!(h.lapsed(160), None);
-        assert!(h.lapsed(161).is_some());
-        let no_cadence = Head { every: None, ..h };
-        assert_eq!(no_cadence.lapsed(u64::MAX), None);
-        let other = br#"{"format": 2}"#;
-        assert!(Head::parse(other, String::new()).is_err());
+    });
+    match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+//! The pieces of a published snapshot: one object per directory that holds
+//! files (its files' names, sizes, ETags and times), and a root object
+//! naming every such directory with the digest of its piece. Each piece is
+//! stored under its own digest (`.novelfs/pieces/DIGEST.json`), so a piece
+//! that did not change between two snapshots is one object, written once
+//! and fetched once by a mount that keeps it: a change costs the publisher
+//! and every mount the pieces it touched, not the library.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::{FORMAT, OWN_FOLDER, digest, rel};
+use crate::{Entry, EntryKind, RelPath, Storage, StorageError, Version};
+
+/// Where the pieces are, relative to the library's root.
+pub const PIECES: &str = ".novelfs/pieces";
+
+/// The key of the piece of digest `digest`.
+pub(super) fn piece_key(digest: &str) -> RelPath {
+    rel(&format!("{PIECES}/{digest}.json"))
+}
+
+/// The piece's bytes at `digest`, fetched (one GET) and checked against
+/// the digest it is stored under.
+fn fetch(storage: &dyn Storage, digest_named: &str) -> Result<Vec<u8>, StorageError> {
+    let key = piece_key(digest_named);
+    let object = storage.read(&key, None)?;
+    if digest(&object.bytes) != digest_named {
+        return Err(StorageError::Other(format!(
+            "{key}: its bytes are not the piece its name says"
+        )));
+    }
+    Ok(object.bytes)
+}
+
+/// One directory of a snapshot: its sub-directories, and the piece of
+/// its files when it holds any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub subdirs: Vec<OsString>,
+    pub piece: Option<String>,
+    pub files: u64,
+    /// Its newest file's time (the epoch when it holds none).
+    pub newest: SystemTime,
+}
+
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape {
+            subdirs: Vec::new(),
+            piece: None,
+            files: 0,
+            newest: UNIX_EPOCH,
+        }
+    }
+}
+
+/// The root object: every directory of the snapshot.
+#[derive(Debug)]
+pub(super) struct Root {
+    pub dirs: HashMap<PathBuf, Shape>,
+}
+
+impl Root {
+    /// The root object `digest_named` names, fetched (one GET).
+    pub(super) fn fetch(storage: &dyn Storage, digest_named: &str) -> Result<Root, StorageError> {
+        let bytes = fetch(storage, digest_named)?;
+        Root::parse(&bytes)
+            .map_err(|e| StorageError::Other(format!("{}: {e}", piece_key(digest_named))))
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Root, String> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        if v["format"].as_u64() != Some(FORMAT) {
+            return Err(format!("format {}", v["format"]));
+        }
+        let rows = v["dirs"].as_array().ok_or("no dirs")?;
+        let mut dirs: HashMap<PathBuf, Shape> = HashMap::new();
+        dirs.insert(PathBuf::new(), Shape::default());
+        for row in rows {
+            let bad = || format!("a malformed directory entry: {row}");
+            let dir = row[0].as_str().ok_or_else(bad)?;
+            let piece = row[1].as_str().ok_or_else(bad)?.to_string();
+            let files = row[2].as_u64().ok_or_else(bad)?;
+            let secs = row[3].as_u64().ok_or_else(bad)?;
+            let nanos = row[4].as_u64().ok_or_else(bad)?.min(999_999_999) as u32;
+            if !dir.is_empty() {
+                RelPath::new(dir).map_err(|_| bad())?;
+            }
+            let path = PathBuf::from(dir);
+            let shape = dirs.entry(path.clone()).or_default();
+            shape.piece = Some(piece);
+            shape.files = files;
+            shape.newest = UNIX_EPOCH + Duration::new(secs, nanos);
+            // Each directory above it is an entry of its parent.
+            for above in path.ancestors() {
+                if let (Some(parent), Some(name)) = (above.parent(), above.file_name()) {
+                    let subdirs = &mut dirs.entry(parent.to_path_buf()).or_default().subdirs;
+                    if !subdirs.iter().any(|s| s == name) {
+                        subdirs.push(name.to_owned());
+                    }
+                }
+            }
+        }
+        Ok(Root { dirs })
+    }
+
+    /// Every piece it names, itself excluded.
+    pub(super) fn pieces(&self) -> impl Iterator<Item = &str> {
+        self.dirs.values().filter_map(|s| s.piece.as_deref())
+    }
+
+    /// How many files the snapshot holds.
+    pub(super) fn files(&self) -> u64 {
+        self.dirs.values().map(|s| s.files).sum()
+    }
+}
+
+/// The entries of a directory of `shape`: the files of its piece
+/// (`files`, already fetched) and its sub-directories, sorted by name
+/// byte for byte, as `Storage::list` gives them.
+pub(super) fn entries(shape: &Shape, files: Vec<Entry>) -> Vec<Entry> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut entries = files;
+    entries.extend(shape.subdirs.iter().map(|name| Entry {
+        name: name.clone(),
+        kind: EntryKind::Dir,
+        size: 0,
+        version: Version::Prefix,
+        modified: UNIX_EPOCH,
+    }));
+    entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    entries
+}
+
+/// The files of the piece `digest_named`, fetched (one GET).
+pub(super) fn fetch_files(
+    storage: &dyn Storage,
+    digest_named: &str,
+) -> Result<Vec<Entry>, StorageError> {
+    let bytes = fetch(storage, digest_named)?;
+    parse_files(&bytes)
+        .map_err(|e| StorageError::Other(format!("{}: {e}", piece_key(digest_named))))
+}
+
+fn parse_files(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let rows = v["files"].as_array().ok_or("no files")?;
+    rows.iter()
+        .map(|f| {
+            let bad = || format!("a malformed file entry: {f}");
+            let name = f[0].as_str().ok_or_else(bad)?;
+            let size = f[1].as_u64().ok_or_else(bad)?;
+            let etag = f[2].as_str().ok_or_else(bad)?.to_string();
+            let secs = f[3].as_u64().ok_or_else(bad)?;
+            let nanos = f[4].as_u64().ok_or_else(bad)?.min(999_999_999) as u32;
+            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                return Err(bad());
+            }
+            Ok(Entry {
+                name: name.into(),
+                kind: EntryKind::File,
+                size,
+                version: Version::ETag { etag, size },
+                modified: UNIX_EPOCH + Duration::new(secs, nanos),
+            })
+        })
+        .collect()
+}
+
+/// The library's snapshot as the publisher makes it: its root object and
+/// every piece, each with its digest, and the pieces the bucket holds
+/// already (from the same listing) with when each was written.
+pub struct Listing {
+    pub files: u64,
+    /// The digest (XXH3-64, hex) of the root object's bytes: what the
+    /// head names.
+    pub digest: String,
+    pub(super) root: Vec<u8>,
+    pub(super) pieces: Vec<(String, Vec<u8>)>,
+    pub(super) stored: HashMap<String, SystemTime>,
+}
+
+/// Lists every file of the library (`Storage::list_all`: a bucket in
+/// one LIST per 1,000 keys) and makes its pieces; the publisher's folder
+/// is left out of them, and its pieces are noted as stored.
+pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
+    let mut by_dir: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+    let mut stored = HashMap::new();
+    let mut files = 0u64;
+    for (path, e) in storage.list_all()? {
+        let key = path.to_string();
+        if key.split('/').next() == Some(OWN_FOLDER) {
+            let piece = key
+                .strip_prefix(PIECES)
+                .and_then(|k| k.strip_prefix('/'))
+                .and_then(|k| k.strip_suffix(".json"));
+            if let Some(digest) = piece {
+                stored.insert(digest.to_string(), e.modified);
+            }
+            continue;
+        }
+        let dir = Path::new(&key)
+            .parent()
+            .map_or_else(String::new, |d| d.to_string_lossy().into_owned());
+        by_dir.entry(dir).or_default().push(e);
+        files += 1;
+    }
+    let mut pieces = Vec::with_capacity(by_dir.len());
+    let mut rows = Vec::with_capacity(by_dir.len());
+    for (dir, mut entries) in by_dir {
+        use std::os::unix::ffi::OsStrExt;
+        entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        let bytes = files_bytes(&entries);
+        let d = digest(&bytes);
+        let newest = entries
+            .iter()
+            .map(|e| e.modified)
+            .max()
+            .unwrap_or(UNIX_EPOCH);
+        let t = newest.duration_since(UNIX_EPOCH).unwrap_or_default();
+        rows.push(json!([
+            dir,
+            d,
+            entries.len(),
+            t.as_secs(),
+            t.subsec_nanos()
+        ]));
+        pieces.push((d, bytes));
+    }
+    let mut root =
+        serde_json::to_vec(&json!({ "format": FORMAT, "dirs": rows })).expect("a JSON value");
+    root.push(b'\n');
+    Ok(Listing {
+        files,
+        digest: digest(&root),
+        root,
+        pieces,
+        stored,
+    })
+}
+
+/// A piece's bytes: one row a file, `[name, size, etag, secs, nanos]`.
+fn files_bytes(entries: &[Entry]) -> Vec<u8> {
+    let rows: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let etag = match &e.version {
+                Version::ETag { etag, .. } => etag.as_str(),
+                _ => "",
+            };
+            let t = e.modified.duration_since(UNIX_EPOCH).unwrap_or_default();
+            json!([
+                e.name.to_string_lossy(),
+                e.size,
+                etag,
+                t.as_secs(),
+                t.subsec_nanos()
+            ])
+        })
+        .collect();
+    let mut bytes =
+        serde_json::to_vec(&json!({ "format": FORMAT, "files": rows })).expect("a JSON value");
+    bytes.push(b'\n');
+    bytes
+}

@@ -1,0 +1,259 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::memory::MemoryStorage;
+use crate::{EntryKind, Storage};
+
+fn head() -> Head {
+    Head {
+        etag: "\"h\"".into(),
+        root: String::new(),
+        files: 0,
+        index: None,
+        published: 10,
+        confirmed: 100,
+        every: Some(30),
+    }
+}
+
+/// A bucket of `books` books of `chapters` chapters each, and a file
+/// beside them.
+fn bucket(books: usize, chapters: usize) -> MemoryStorage {
+    let storage = MemoryStorage::new();
+    for b in 0..books {
+        for c in 0..chapters {
+            let text = format!("第{c}章的正文，书{b}。");
+            storage.insert(&format!("novels/书{b:03}/第{c:03}章.md"), text.as_bytes());
+        }
+    }
+    storage.insert("readme.md", b"hello");
+    storage
+}
+
+fn publish_now(storage: &MemoryStorage) -> Head {
+    let before = published_head(storage).unwrap();
+    let listing = walk(storage).unwrap();
+    publish(storage, listing, before.as_ref(), None, Some(30)).unwrap();
+    published_head(storage).unwrap().expect("published")
+}
+
+fn names(snap: &Snapshot, storage: &MemoryStorage, dir: &str) -> Vec<(String, EntryKind)> {
+    snap.dir(storage, Path::new(dir))
+        .unwrap()
+        .expect("a directory of the snapshot")
+        .iter()
+        .map(|e| (e.name.to_string_lossy().into_owned(), e.kind))
+        .collect()
+}
+
+/// The snapshot serves each directory as a LIST with a delimiter gives
+/// it: files and sub-directories, sorted byte for byte, with each file's
+/// size and version as listed.
+#[test]
+fn a_snapshot_gives_each_directory_as_a_list_would() {
+    let storage = bucket(3, 4);
+    let head = publish_now(&storage);
+    assert_eq!(head.files, 13);
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    assert_eq!(snap.files(), 13);
+    for dir in ["", "novels", "novels/书001"] {
+        let mut listed = storage
+            .list(&RelPath::new(dir).unwrap_or(RelPath::root()))
+            .unwrap();
+        listed.retain(|e| e.name != ".novelfs");
+        let served = snap.dir(&storage, Path::new(dir)).unwrap().unwrap();
+        assert_eq!(*served, listed, "{dir:?}");
+    }
+    assert_eq!(
+        names(&snap, &storage, ""),
+        [
+            ("novels".into(), EntryKind::Dir),
+            ("readme.md".into(), EntryKind::File)
+        ]
+    );
+    assert!(
+        snap.dir(&storage, Path::new("novels/丙"))
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        snap.dir(&storage, Path::new(".novelfs")).unwrap().is_none(),
+        "the publisher's folder is no part of the library"
+    );
+}
+
+/// A mount starts from the head and the root, and fetches a book's piece
+/// the first time the book is asked for, once: not the library.
+#[test]
+fn a_mount_fetches_the_root_and_then_only_the_books_it_reads() {
+    let storage = bucket(200, 20);
+    let head = publish_now(&storage);
+    let before = storage.asked();
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    let started = storage.asked();
+    assert_eq!(started.gets - before.gets, 1, "the root: one GET");
+    names(&snap, &storage, "novels");
+    assert_eq!(
+        storage.asked().gets,
+        started.gets,
+        "the books need no piece"
+    );
+    for _ in 0..3 {
+        assert_eq!(names(&snap, &storage, "novels/书007").len(), 20);
+    }
+    let read = storage.asked();
+    assert_eq!(read.gets - started.gets, 1, "a book: one GET, once");
+    let piece = read.bytes_out - started.bytes_out;
+    let root = started.bytes_out - before.bytes_out;
+    let whole: u64 = storage
+        .keys()
+        .iter()
+        .filter(|k| k.starts_with(PIECES))
+        .map(|k| {
+            storage
+                .read(&RelPath::new(k).unwrap(), None)
+                .unwrap()
+                .bytes
+                .len() as u64
+        })
+        .sum();
+    assert!(
+        (root + piece) * 10 < whole,
+        "root {root} B and a book {piece} B of {whole} B published"
+    );
+    assert_eq!(snap.made(), 2);
+}
+
+/// One chapter replaced: the publisher writes that book's piece, the root
+/// and the head; a follower that had read the book fetches the root and
+/// that piece again, and nothing for the books that did not change.
+#[test]
+fn one_chapter_replaced_costs_one_piece_and_the_root() {
+    let storage = bucket(50, 10);
+    let first = publish_now(&storage);
+    let old = Snapshot::fetch(&storage, first.clone()).unwrap();
+    names(&old, &storage, "novels/书001");
+    names(&old, &storage, "novels/书002");
+    storage.insert("novels/书001/第003章.md", "新的正文".as_bytes());
+    let before = storage.asked();
+    let second = publish_now(&storage);
+    let published = storage.asked();
+    assert_ne!(second.root, first.root);
+    // One LIST, the piece, the root and the head; the root before is
+    // read once, for the pieces it names (kept a round longer).
+    assert_eq!(published.puts - before.puts, 3, "{published:?}");
+    assert_eq!(published.lists - before.lists, 1);
+    assert!(published.bytes_in - before.bytes_in < 8 << 10);
+    let new = Snapshot::fetch(&storage, second).unwrap().keeping(&old);
+    let fetched = storage.asked();
+    names(&new, &storage, "novels/书002");
+    assert_eq!(
+        storage.asked().gets,
+        fetched.gets,
+        "an unchanged book is kept"
+    );
+    let changed = names(&new, &storage, "novels/书001");
+    assert_eq!(
+        storage.asked().gets,
+        fetched.gets + 1,
+        "the changed book's piece"
+    );
+    assert_eq!(changed.len(), 10);
+    let size = new
+        .dir(&storage, Path::new("novels/书001"))
+        .unwrap()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "第003章.md")
+        .unwrap()
+        .size;
+    assert_eq!(size, "新的正文".len() as u64);
+}
+
+/// Republishing an unchanged library writes the head alone.
+#[test]
+fn a_round_with_nothing_changed_writes_the_head_alone() {
+    let storage = bucket(20, 5);
+    let first = publish_now(&storage);
+    let before = storage.asked();
+    let again = publish_now(&storage);
+    let after = storage.asked();
+    assert_eq!(again.root, first.root);
+    assert_eq!(again.published, first.published);
+    assert_eq!(after.puts - before.puts, 1, "the head: {after:?}");
+    assert_eq!(after.lists - before.lists, 1);
+    assert_eq!(after.deletes, 0);
+}
+
+/// Pieces that no snapshot names are removed once past the grace; those
+/// the snapshot before names stay a round longer, and so does any piece
+/// written within the grace.
+#[test]
+fn pieces_no_snapshot_names_are_removed_after_the_grace() {
+    let storage = bucket(5, 3);
+    publish_now(&storage);
+    let age_pieces = || {
+        for key in storage.keys().iter().filter(|k| k.starts_with(PIECES)) {
+            storage.age(key, GRACE * 2);
+        }
+    };
+    age_pieces();
+    storage.insert("novels/书001/第000章.md", b"changed once");
+    publish_now(&storage);
+    assert_eq!(storage.asked().deletes, 0, "the round before's pieces stay");
+    age_pieces();
+    storage.insert("novels/书001/第000章.md", b"changed twice");
+    let pieces_before = storage.keys().len();
+    let head = publish_now(&storage);
+    let asked = storage.asked();
+    // The first snapshot's root and its piece of book 1 are named by
+    // neither the last snapshot nor the one before it.
+    assert_eq!(asked.deletes, 2, "{asked:?}");
+    assert_eq!(storage.keys().len(), pieces_before + 2 - 2);
+    // What the last snapshot names is all there.
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    for b in 0..5 {
+        assert_eq!(names(&snap, &storage, &format!("novels/书{b:03}")).len(), 3);
+    }
+    let orphan = format!("{PIECES}/0000000000000000.json");
+    storage.insert(&orphan, b"{}");
+    publish_now(&storage);
+    assert!(storage.keys().contains(&orphan), "written within the grace");
+    storage.age(&orphan, GRACE + Duration::from_secs(1));
+    publish_now(&storage);
+    assert!(!storage.keys().contains(&orphan), "past the grace");
+}
+
+#[test]
+fn a_head_reads_back_and_lapses_past_twice_its_cadence() {
+    let h = head();
+    assert_eq!(Head::parse(&h.to_json(), "\"h\"".into()).unwrap(), h);
+    assert_eq!(h.lapsed(160), None);
+    assert!(h.lapsed(161).is_some());
+    let no_cadence = Head { every: None, ..h };
+    assert_eq!(no_cadence.lapsed(u64::MAX), None);
+    let other = br#"{"format": 1}"#;
+    assert!(Head::parse(other, String::new()).is_err());
+}
+
+/// A piece whose bytes are not what its name says is refused, not served.
+#[test]
+fn a_piece_that_is_not_its_digest_is_refused() {
+    let storage = bucket(2, 2);
+    let head = publish_now(&storage);
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    let key = storage
+        .keys()
+        .into_iter()
+        .filter(|k| k.starts_with(PIECES))
+        .find(|k| {
+            let bytes = storage.read(&RelPath::new(k).unwrap(), None).unwrap().bytes;
+            String::from_utf8_lossy(&bytes).contains("第000章")
+        })
+        .expect("a book's piece");
+    storage.insert(&key, br#"{"format":2,"files":[]}"#);
+    let served = ["novels/书000", "novels/书001"]
+        .map(|d| snap.dir(&storage, Path::new(d)).map(|e| e.map(|e| e.len())));
+    assert!(served.iter().any(|r| r.is_err()), "{served:?}");
+}
