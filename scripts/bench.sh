@@ -1585,12 +1585,27 @@ in_sandbox() {
         --unshare-all --die-with-parent --new-session "$@"
 }
 
+# bt_lists LOG: the LISTs of a proxy log, by prefix.
+bt_lists() {
+    python3 - "$1" <<'PY'
+import collections, sys, urllib.parse
+c = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    f = line.rstrip("\n").split("\t")
+    if f[0] == "LIST":
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(f[4]).query)
+        c[q.get("prefix", [""])[0]] += 1
+top = ", ".join(f"{p or '(none)'} {n}" for p, n in c.most_common(3))
+print(f"{sum(c.values())} LISTs of {len(c)} prefixes, the most listed: {top}")
+PY
+}
+
 # --bucket-tools: rg -l and grep -r -l of a bucket library, each in a
 # sandbox on a fresh mount, with the requests each sends.
 BT_CHAPTERS=2000 BT_LATENCY=20
 bucket_tools_figures() {
     local per=100 books chapters r t objects bytes secs put_rate l g rg h mif l0 g0 rg0 h0
-    local bmnt=$WORK/bt-mnt url
+    local bmnt=$WORK/bt-mnt url n0
     books=$((BT_CHAPTERS / per)) chapters=$((BT_CHAPTERS / per * per))
     echo "== bucket tools: $books books x $per chapters at $BT_LATENCY ms, rg -l and grep -r -l in a bubblewrap sandbox ($RUNS runs)"
     command -v bwrap > /dev/null ||
@@ -1616,6 +1631,7 @@ bucket_tools_figures() {
             proxy_ctl reset
             mount_lib "$url" "$bmnt" "${S3OPTS[@]}"
             read -r l0 g0 rg0 h0 _ < <(proxy_counts)
+            n0=$(curl -sf "$EP/__proxy/log" | wc -l)
             if [ "$t" = rgl ]; then bk_timed 0 1 in_sandbox "$bmnt" rg -l -- "$WHOLE_WORD" /library
             else bk_timed 0 1 in_sandbox "$bmnt" grep -r -l -- "$WHOLE_WORD" /library; fi
             read -r l g rg h mif < <(proxy_counts)
@@ -1625,6 +1641,9 @@ bucket_tools_figures() {
                 BK_FLAG=err
                 echo "note	bucket tools: $t sent $((g - g0 + rg - rg0)) GETs for $chapters chapters: it did not read them all" >> "$RES"
             fi
+            # Which prefixes the tool's LISTs were of (from the proxy's log).
+            curl -sf "$EP/__proxy/log" | tail -n +$((n0 + 1)) > "$WORK/bt-$t-$r.log"
+            echo "note	bucket tools: $t, run $r: $(bt_lists "$WORK/bt-$t-$r.log")" >> "$RES"
             printf 'btt\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$BK_SECS" $((l - l0)) $((g - g0)) \
                 $((rg - rg0)) $((h - h0)) "$(load1)" "$BK_FLAG" >> "$RES"
             alive "$bmnt"
