@@ -205,7 +205,8 @@
 #          bubblewrap sandbox that sees the mount read-only at /library (as
 #          tests/it/agents.rs runs agents: /usr, /proc, /dev, --unshare-all,
 #          --new-session), its requests counted by kind from its mount's
-#          end. Targets: rg -l ≤ 1.2× grep -r -l (medians), rg -l's GETs ≤
+#          end (a note gives each run's LISTs by prefix, from the proxy's
+#          log). Targets: rg -l ≤ 1.2× grep -r -l (medians), rg -l's GETs ≤
 #          1.05 a chapter, its LISTs no more than grep -r -l's (each the most
 #          of the runs).
 #   load   the 1-minute load average is recorded with every timed run.
