@@ -32,6 +32,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
                 follow: false,
                 stale_if_error: std::time::Duration::ZERO,
+                drift: std::time::Duration::ZERO,
             };
             at.open(&bucket, reading, None).map_err(io)?
         }

@@ -56,6 +56,14 @@ pub struct MountCmd {
     /// stale. Default 3600. Same as -o stale_if_error=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub stale_if_error: Option<String>,
+    /// A bucket whose published snapshot is followed: every SECONDS one
+    /// directory being read is listed (one LIST) and compared with the
+    /// snapshot, so that a change made in the bucket and never published
+    /// shows within that bound; a directory found changed is listed until
+    /// a newer snapshot covers it. 0 never lists. Default 600. Same as
+    /// -o drift=SECONDS.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    pub drift: Option<String>,
     #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's

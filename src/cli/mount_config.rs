@@ -8,8 +8,8 @@ use super::bucket_args::BucketArgs;
 use super::mount_args::MountCmd;
 use crate::mount::access::Access;
 use crate::mount::config::{
-    DEFAULT_CACHE_BYTES, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR, DEFAULT_THREADS,
-    DEFAULT_TTL, KernelMount, MountConfig,
+    DEFAULT_CACHE_BYTES, DEFAULT_DRIFT, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR,
+    DEFAULT_THREADS, DEFAULT_TTL, KernelMount, MountConfig,
 };
 use crate::mount::failover::Failover;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
@@ -59,6 +59,9 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     )?
     .or(options.stale_if_error)
     .unwrap_or(DEFAULT_STALE_IF_ERROR);
+    let drift = flag("--drift", args.drift.as_deref(), value::drift)?
+        .or(options.drift)
+        .unwrap_or(DEFAULT_DRIFT);
     let cache_bytes = flag(
         "--cache-size",
         args.cache_size.as_deref(),
@@ -160,6 +163,7 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         io_uring,
         source_timeout: Duration::from_secs_f64(source_timeout),
         stale_if_error: Duration::from_secs_f64(stale_if_error),
+        drift: Duration::from_secs_f64(drift),
         no_index_because,
         failover,
         failover_off_because,
@@ -258,6 +262,7 @@ mod tests {
             ttl: None,
             source_timeout: None,
             stale_if_error: None,
+            drift: None,
             state_file: None,
             path_root: None,
             cache_size: None,

@@ -52,6 +52,9 @@ pub(crate) struct MountConfig {
     /// How long past their freshness what was read before is served while
     /// a bucket does not answer.
     pub(crate) stale_if_error: Duration,
+    /// How often a mount following a published snapshot compares one
+    /// directory it reads with a LIST of it (zero: never).
+    pub(crate) drift: Duration,
     /// How to reach the library when `root` is in a bucket.
     pub(crate) bucket: super::library_at::BucketOptions,
     /// Bytes of chapters a bucket's backing may hold fetched ahead of
@@ -87,3 +90,6 @@ pub(crate) const DEFAULT_SOURCE_TIMEOUT: f64 = 5.0;
 
 /// `--stale-if-error`'s default, in seconds (see docs/contract.md §2.5).
 pub(crate) const DEFAULT_STALE_IF_ERROR: f64 = 3600.0;
+
+/// `--drift`, seconds.
+pub(crate) const DEFAULT_DRIFT: f64 = 600.0;

@@ -274,6 +274,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         ahead_bytes: config.ahead_bytes,
         follow: config.follow_published,
         stale_if_error: config.stale_if_error,
+        drift: config.drift,
     };
     // The file-name patterns, which the mount waits for before it reports
     // ready (`NovelFs::prepared`), compile on the other core while the

@@ -56,6 +56,9 @@ pub(crate) struct BucketReading {
     /// How long past their freshness what was read before is served while
     /// the bucket does not answer (`--stale-if-error`).
     pub(crate) stale_if_error: Duration,
+    /// How often a directory read is compared with the snapshot followed
+    /// (`--drift`; zero: never).
+    pub(crate) drift: Duration,
 }
 
 /// The cloud whose scheme `root` reads as, mistyped (`s3:/b`, `gs:b`,
@@ -312,6 +315,7 @@ impl LibraryAt {
                     reading.timeout,
                 );
                 backing.set_stale_if_error(reading.stale_if_error);
+                backing.set_drift(reading.drift);
                 if let Some(head) = &head {
                     backing.follow_pending(head.clone());
                 }

@@ -14,6 +14,8 @@ pub(crate) struct MountOptions {
     pub source_timeout: Option<f64>,
     /// `stale_if_error=SECONDS`: see `--stale-if-error`.
     pub stale_if_error: Option<f64>,
+    /// `drift=SECONDS`: see `--drift`.
+    pub drift: Option<f64>,
     pub no_watch: bool,
     pub path_root: Option<String>,
     pub log_file: Option<String>,
@@ -97,6 +99,7 @@ pub(crate) mod value {
     pub(crate) const TTL: &str = "a number of seconds from 0 to 86400";
     pub(crate) const SOURCE_TIMEOUT: &str = "a number of seconds above 0 and at most 3600";
     pub(crate) const STALE_IF_ERROR: &str = "a number of seconds from 0 to 604800";
+    pub(crate) const DRIFT: &str = "a number of seconds from 0 to 86400";
     pub(crate) const SIZE: &str = "a size such as 16M, 256MiB or 1G";
     pub(crate) const CHAPTER_SIZE: &str = "a size such as 16M, 256MiB or 1G, at most 2GiB";
     pub(crate) const THREADS: &str = "a whole number from 1 to 256";
@@ -119,6 +122,14 @@ pub(crate) mod value {
         match v.trim().parse::<f64>() {
             Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
             _ => Err(TTL),
+        }
+    }
+
+    /// Seconds, 0 (never) to a day.
+    pub(crate) fn drift(v: &str) -> Result<f64, &'static str> {
+        match v.trim().parse::<f64>() {
+            Ok(t) if t.is_finite() && (0.0..=86_400.0).contains(&t) => Ok(t),
+            _ => Err(DRIFT),
         }
     }
 
@@ -290,6 +301,7 @@ pub(crate) fn parse_options(list: &[String]) -> Result<MountOptions, String> {
             "ttl" => o.ttl = Some(value::ttl(v).map_err(bad)?),
             "source_timeout" => o.source_timeout = Some(value::source_timeout(v).map_err(bad)?),
             "stale_if_error" => o.stale_if_error = Some(value::stale_if_error(v).map_err(bad)?),
+            "drift" => o.drift = Some(value::drift(v).map_err(bad)?),
             "index_dir" => o.index_dir = Some(value::non_empty(v, value::DIR).map_err(bad)?),
             "log_file" => o.log_file = Some(value::non_empty(v, value::FILE).map_err(bad)?),
             "io_uring" => o.io_uring = Some(value::io_uring(v).map_err(bad)?),
@@ -327,6 +339,7 @@ fn takes_of(key: &str) -> Option<&'static str> {
         "ttl" => value::TTL,
         "source_timeout" => value::SOURCE_TIMEOUT,
         "stale_if_error" => value::STALE_IF_ERROR,
+        "drift" => value::DRIFT,
         "index_dir" => value::DIR,
         "log_file" => value::FILE,
         "io_uring" => value::IO_URING,

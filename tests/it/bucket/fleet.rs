@@ -252,3 +252,61 @@ fn a_mount_lists_again_once_its_publisher_stops_confirming() {
         "not before twice the cadence"
     );
 }
+
+/// A snapshot published once, then a book added and a chapter added in
+/// the bucket, never published: a mount that reads the books and that
+/// book shows both within its drift bound (`--drift 1`) and the TTL, at
+/// about one LIST a drift period; with `--drift 0` it never lists, and the
+/// snapshot is all it shows.
+#[test]
+fn a_change_never_published_shows_within_the_drift_bound() {
+    let (_dir, root) = library(3, 5);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let machines = tempfile::tempdir().unwrap();
+    publish(&bucket, &machines.path().join("publisher"), &[]);
+    let drifting = fresh_mount(&bucket, &machines.path().join("a"), &["--drift", "1"]);
+    let frozen = fresh_mount(&bucket, &machines.path().join("b"), &["--drift", "0"]);
+    let names = |dir: &Path| crate::common::sorted_names(dir).unwrap_or_default();
+    for m in [&drifting, &frozen] {
+        assert!(!names(m.path()).contains(&"新书".to_string()));
+        assert_eq!(names(&m.path().join("书01")).len(), 5 + 2);
+    }
+    bucket.put("novels/书01/第0006章.md", "第6章\n新的一章\n".as_bytes());
+    bucket.put("novels/新书/第0001章.md", "第1章\n新书的开头\n".as_bytes());
+    bucket.server.reset_counts();
+    let changed = Instant::now();
+    eventually_within(
+        "the book and the chapter never published show",
+        Duration::from_secs(20),
+        || {
+            let books = names(drifting.path());
+            let chapters = names(&drifting.path().join("书01"));
+            std::thread::sleep(Duration::from_millis(100));
+            (books.contains(&"新书".to_string()) && chapters.contains(&"第0006章.md".to_string()))
+                .then_some(())
+        },
+    );
+    let took = changed.elapsed();
+    eprintln!("shown after {took:.2?}");
+    let page = drifting.path().join("新书/第0001章.md/offset-1.txt");
+    assert!(
+        std::fs::read_to_string(page)
+            .unwrap()
+            .contains("新书的开头")
+    );
+    // A check a period (1 s), for the two directories read: the second
+    // comes a period after the first; then a TTL (1 s) and a busy machine.
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert!(!names(frozen.path()).contains(&"新书".to_string()));
+    assert!(!names(&frozen.path().join("书01")).contains(&"第0006章.md".to_string()));
+    let lists = mounts_requests(&bucket, "LIST");
+    let periods = took.as_secs() as usize + 1;
+    // Each drift check is one LIST; the directories found drifted are
+    // listed from then on, once per TTL while they are read.
+    assert!(
+        lists <= 2 * periods + 4,
+        "{lists} LISTs in {took:?} with a drift period of 1 s"
+    );
+}

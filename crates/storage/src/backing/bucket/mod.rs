@@ -95,12 +95,20 @@ impl BucketBacking {
         self.outage.set_stale_for(d);
     }
 
+    /// How often a mount that follows a published snapshot lists one
+    /// directory it reads and compares it with the snapshot (`--drift`;
+    /// zero: never).
+    pub fn set_drift(&self, every: Duration) {
+        self.listings.set_drift(every);
+    }
+
     /// Serves names, sizes and versions from the snapshot `head` names
     /// from now on, with no LIST, checking once per TTL for a newer one
     /// (see `follow`); an error, and listings as before, when its listing
     /// cannot be had or its publisher stopped.
     pub fn follow(&self, head: snapshot::Head) -> Result<(), StorageError> {
-        let follower = Follower::start(self.storage.clone(), self.ttl, head)?;
+        let follower =
+            Follower::start(self.storage.clone(), self.ttl, self.listings.drift(), head)?;
         self.listings.follow(Arc::new(follower));
         Ok(())
     }

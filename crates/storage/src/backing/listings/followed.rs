@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::super::bodies::lock;
 use super::super::follow::{Follower, PendingHead, Said};
@@ -32,7 +33,7 @@ impl Listings {
         let mut pending = lock(&self.pending);
         let Some(head) = pending.take() else { return };
         if let Some(head) = head.get() {
-            match Follower::start(self.storage.clone(), self.ttl, head) {
+            match Follower::start(self.storage.clone(), self.ttl, self.drift(), head) {
                 Ok(f) => {
                     let _ = self.follow.set(Arc::new(f));
                 }
@@ -43,6 +44,16 @@ impl Listings {
         }
         log::info!("freshness: {}", self.freshness());
         self.pending_any.store(false, Ordering::Release);
+    }
+
+    /// How often a directory read is compared with the snapshot (see
+    /// `Follower`): `DRIFT` unless set.
+    pub(in crate::backing) fn set_drift(&self, every: Duration) {
+        *lock(&self.drift) = every;
+    }
+
+    pub(in crate::backing) fn drift(&self) -> Duration {
+        *lock(&self.drift)
     }
 
     /// Whether a published snapshot is followed (it may have lapsed since).

@@ -66,6 +66,9 @@ pub(super) struct Listings {
     /// The published snapshot followed, when the mount follows one: its
     /// directories are served from it, not listed.
     follow: std::sync::OnceLock<Arc<Follower>>,
+    /// How often the snapshot followed is compared with a LIST of a
+    /// directory being read.
+    drift: Mutex<Duration>,
     /// The head of the snapshot to follow, while it is asked for: the
     /// first look that needs a listing waits for it.
     pending: Mutex<Option<Arc<PendingHead>>>,
@@ -75,6 +78,11 @@ pub(super) struct Listings {
     /// TTL is served within the stale window (`--stale-if-error`).
     outage: std::sync::OnceLock<Arc<Outage>>,
 }
+
+/// How often, by default, a mount that follows a published snapshot
+/// lists one directory it reads and compares it with the snapshot: a
+/// change made in the bucket and never published shows within it.
+pub const DRIFT: Duration = Duration::from_secs(600);
 
 impl Listings {
     /// Listings of `storage`'s directories, made again once past `ttl`,
@@ -105,6 +113,7 @@ impl Listings {
             ttl,
             grace,
             ahead,
+            drift: Mutex::new(DRIFT),
             made: Mutex::new(Made {
                 by_dir: HashMap::new(),
                 bytes: 0,

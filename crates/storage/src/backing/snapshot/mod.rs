@@ -34,7 +34,7 @@ pub use view::Snapshot;
 pub const HEAD: &str = ".novelfs/snapshot.json";
 
 /// The folder the publisher writes in: never part of the library.
-pub(super) const OWN_FOLDER: &str = ".novelfs";
+pub const OWN_FOLDER: &str = ".novelfs";
 
 /// The layout of the head and the pieces; a mount follows only its own
 /// (1 was one listing of the whole library in one object).
@@ -214,10 +214,11 @@ pub fn publish(
     }
     let old = SystemTime::now() - GRACE;
     for (digest, written) in &listing.stored {
-        if !named.contains(digest.as_str()) && *written < old {
-            if let Err(e) = storage.delete(&pieces::piece_key(digest)) {
-                log::warn!("a piece no snapshot names is left in place: {e}");
-            }
+        if !named.contains(digest.as_str())
+            && *written < old
+            && let Err(e) = storage.delete(&pieces::piece_key(digest))
+        {
+            log::warn!("a piece no snapshot names is left in place: {e}");
         }
     }
     Ok(!same)

@@ -17,11 +17,21 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::{Entry, Storage, StorageError};
 
 use super::bodies::lock;
+
+mod drift;
+mod pending;
+
 use super::snapshot::{self, Head, Snapshot, unix_now};
+use drift::Drift;
+pub use pending::PendingHead;
 
 pub(super) struct Follower {
     storage: Arc<dyn Storage>,
     ttl: Duration,
+    /// How often a directory being read is listed and compared with the
+    /// snapshot (zero: never): a change made in the bucket and never
+    /// published shows within it.
+    drift: Duration,
     state: Mutex<State>,
 }
 
@@ -38,6 +48,7 @@ struct State {
     not_followed: Option<String>,
     /// Whether the last check failed (the bucket did not answer).
     failing: bool,
+    drift: Drift,
 }
 
 /// What the snapshot says of a directory.
@@ -56,6 +67,7 @@ impl Follower {
     pub(super) fn start(
         storage: Arc<dyn Storage>,
         ttl: Duration,
+        drift: Duration,
         head: Head,
     ) -> Result<Follower, StorageError> {
         if let Some(why) = head.lapsed(unix_now()) {
@@ -66,6 +78,7 @@ impl Follower {
         Ok(Follower {
             storage,
             ttl,
+            drift,
             state: Mutex::new(State {
                 snapshot: Some(Arc::new(snapshot)),
                 head,
@@ -74,6 +87,11 @@ impl Follower {
                 behind: HashSet::new(),
                 not_followed: None,
                 failing: false,
+                drift: Drift {
+                    checked: Instant::now(),
+                    checking: false,
+                    read: Vec::new(),
+                },
             }),
         })
     }
@@ -90,7 +108,12 @@ impl Follower {
             c.count(crate::Counter::StaleServes);
         }
         match snapshot.dir(&*self.storage, dir) {
-            Ok(Some(entries)) => Some(Said::Entries(entries)),
+            Ok(Some(entries)) => {
+                self.read(dir, &snapshot);
+                Some(Said::Entries(entries))
+            }
+            // Under a directory found drifted: what its listing holds.
+            Ok(None) if self.under_behind(dir) => None,
             Ok(None) => Some(Said::Absent),
             // A piece removed since its root was read (a newer snapshot
             // names others): the directory is listed until the next one.
@@ -262,50 +285,5 @@ fn shown(storage: &dyn Storage, head: Option<&Head>) {
             Some(h) => counters.set_snapshot(&format!("{} made {}", h.etag, h.published)),
             None => counters.set_snapshot("none"),
         }
-    }
-}
-
-/// The head of a published snapshot, asked for on a thread of its own
-/// beside the mount's check, so that the mount is ready without waiting
-/// for it: whoever needs it first (a listing, the published index) waits
-/// for what is left of its round trip.
-pub struct PendingHead {
-    state: Mutex<Pending>,
-}
-
-enum Pending {
-    Asking(std::thread::JoinHandle<Result<Option<Head>, StorageError>>),
-    Answered(Option<Head>),
-}
-
-impl PendingHead {
-    /// Asks `storage` for the head now; `None` when no thread could.
-    pub fn ask(storage: Arc<dyn Storage>) -> Option<Arc<PendingHead>> {
-        let thread = novelfs_kit::thread::spawn("novelfs-head", Some(256 << 10), move || {
-            snapshot::published_head(&*storage)
-        })
-        .ok()?;
-        Some(Arc::new(PendingHead {
-            state: Mutex::new(Pending::Asking(thread)),
-        }))
-    }
-
-    /// The head, once answered (`None`: none published, or the question
-    /// failed, which is logged).
-    pub fn get(&self) -> Option<Head> {
-        let mut state = lock(&self.state);
-        let head = match std::mem::replace(&mut *state, Pending::Answered(None)) {
-            Pending::Answered(head) => head,
-            Pending::Asking(thread) => match thread.join() {
-                Ok(Ok(head)) => head,
-                Ok(Err(e)) => {
-                    log::warn!("no published snapshot followed: {e}");
-                    None
-                }
-                Err(_) => None,
-            },
-        };
-        *state = Pending::Answered(head.clone());
-        head
     }
 }
