@@ -32,6 +32,8 @@ pub struct Asked {
 
 #[derive(Default)]
 pub struct MemoryStorage {
+    /// Every request fails as a stalled bucket's would (a timeout).
+    failing: std::sync::atomic::AtomicBool,
     objects: Mutex<BTreeMap<String, Stored>>,
     asked: Mutex<Asked>,
     etags: Mutex<u64>,
@@ -50,6 +52,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl MemoryStorage {
     pub fn new() -> MemoryStorage {
         MemoryStorage::default()
+    }
+
+    /// From now on every request times out (`true`), or is answered.
+    pub fn set_failing(&self, failing: bool) {
+        self.failing
+            .store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn answers(&self, what: &str) -> Result<(), StorageError> {
+        match self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            true => Err(StorageError::Timeout {
+                what: what.to_string(),
+                after: std::time::Duration::ZERO,
+            }),
+            false => Ok(()),
+        }
     }
 
     /// What it was asked so far.
@@ -144,6 +162,7 @@ impl Storage for MemoryStorage {
     }
 
     fn list(&self, dir: &RelPath) -> Result<Vec<Entry>, StorageError> {
+        self.answers("LIST")?;
         self.count(|a| a.lists += 1);
         let prefix = match dir.to_string() {
             d if d.is_empty() => d,
@@ -185,6 +204,7 @@ impl Storage for MemoryStorage {
 
     /// Every key, 1,000 a LIST as S3 gives them.
     fn list_all(&self) -> Result<Vec<(RelPath, Entry)>, StorageError> {
+        self.answers("LIST")?;
         let objects = lock(&self.objects);
         let pages = objects.len().div_ceil(1000).max(1) as u64;
         self.count(|a| a.lists += pages);
@@ -198,6 +218,7 @@ impl Storage for MemoryStorage {
     }
 
     fn put(&self, path: &RelPath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        self.answers("PUT")?;
         self.count(|a| {
             a.puts += 1;
             a.bytes_in += bytes.len() as u64;
@@ -221,6 +242,7 @@ impl Storage for MemoryStorage {
     }
 
     fn read(&self, path: &RelPath, version: Option<&Version>) -> Result<Object, StorageError> {
+        self.answers("GET")?;
         self.count(|a| a.gets += 1);
         let object = self.object(path, version)?;
         self.count(|a| a.bytes_out += object.bytes.len() as u64);
@@ -232,6 +254,7 @@ impl Storage for MemoryStorage {
         path: &RelPath,
         etag: Option<&str>,
     ) -> Result<Option<Object>, StorageError> {
+        self.answers("GET")?;
         self.count(|a| a.gets += 1);
         let object = self.object(path, None)?;
         if let (Some(known), Version::ETag { etag, .. }) = (etag, &object.version)

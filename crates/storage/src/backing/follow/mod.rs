@@ -49,6 +49,11 @@ struct State {
     /// Whether the last check failed (the bucket did not answer).
     failing: bool,
     drift: Drift,
+    /// When the bucket answered the head's check again after an outage,
+    /// while the publisher has not confirmed since.
+    back_at: Option<Instant>,
+    /// Whether a lapsed snapshot is followed past its lapse (`lapsed`).
+    holding: bool,
 }
 
 /// What the snapshot says of a directory.
@@ -87,6 +92,8 @@ impl Follower {
                 behind: HashSet::new(),
                 not_followed: None,
                 failing: false,
+                back_at: None,
+                holding: false,
                 drift: Drift {
                     checked: Instant::now(),
                     checking: false,
@@ -217,13 +224,13 @@ impl Follower {
                 let why = head.lapsed(unix_now()).unwrap_or_default();
                 let mut state = lock(&self.state);
                 state.head = head;
-                self.stop(&mut state, why);
+                self.lapsed(&mut state, why);
                 Ok(None)
             }
             Ok(None) => {
                 let mut state = lock(&self.state);
                 if let Some(why) = state.head.lapsed(unix_now()) {
-                    self.stop(&mut state, why);
+                    self.lapsed(&mut state, why);
                 }
                 Ok(None)
             }
@@ -240,8 +247,12 @@ impl Follower {
             log::info!("the bucket answers the snapshot's check again");
         }
         match fetched {
-            Ok(Some(Ok(head))) => state.head = head,
+            Ok(Some(Ok(head))) => {
+                state.head = head;
+                state.back_at = None;
+            }
             Ok(Some(Err(snapshot))) => {
+                state.back_at = None;
                 log::info!(
                     "following a new published snapshot: {} files",
                     snapshot.files()
@@ -267,6 +278,35 @@ impl Follower {
         state.checking = false;
     }
 
+    /// The head lapsed (its publisher has not confirmed for twice its
+    /// cadence). Where this mount's checks found the bucket not answering
+    /// just before, the publisher could not confirm either: the snapshot
+    /// is followed for one more cadence, and a jitter of up to half of it,
+    /// from when the bucket answered again, so that a publisher that is
+    /// alive confirms first and a fleet coming back from an outage does
+    /// not list all at once. A publisher that stopped while the bucket
+    /// answered is not followed (the dead-publisher rule).
+    fn lapsed(&self, state: &mut State, why: String) {
+        if state.failing && state.back_at.is_none() {
+            state.back_at = Some(Instant::now());
+        }
+        if let Some(back) = state.back_at {
+            let every = Duration::from_secs(state.head.every.unwrap_or(0));
+            if back.elapsed() < every + jitter(every / 2) {
+                if !state.holding {
+                    state.holding = true;
+                    log::info!(
+                        "the published snapshot lapsed while the bucket did not answer: it is \
+                         followed a cadence longer for its publisher to confirm it"
+                    );
+                }
+                return;
+            }
+        }
+        state.holding = false;
+        self.stop(state, why);
+    }
+
     fn stop(&self, state: &mut State, why: String) {
         shown(&*self.storage, None);
         if state.snapshot.take().is_some() || state.not_followed.is_none() {
@@ -275,6 +315,17 @@ impl Follower {
         state.behind.clear();
         state.not_followed = Some(why);
     }
+}
+
+/// A share of `up_to` that differs from mount to mount (the process and
+/// the moment): mounts that saw one outage end do not act together.
+fn jitter(up_to: Duration) -> Duration {
+    let seed = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 32);
+    let fraction = novelfs_library::stable_hash::stable_hash_bytes(&seed.to_le_bytes()) % 1024;
+    up_to.mul_f64(fraction as f64 / 1024.0)
 }
 
 /// Names the snapshot in use in the storage's counters (`novelfs status`):
@@ -287,3 +338,6 @@ fn shown(storage: &dyn Storage, head: Option<&Head>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
