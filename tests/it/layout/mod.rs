@@ -11,6 +11,7 @@
 //! (`#[cfg(test)] mod … { … }` and files declared under `#[cfg(test)]`) may
 //! reach anywhere and are left out of the import graph.
 
+mod safety;
 mod scan;
 mod sizes;
 
