@@ -310,3 +310,44 @@ fn a_change_never_published_shows_within_the_drift_bound() {
         "{lists} LISTs in {took:?} with a drift period of 1 s"
     );
 }
+
+/// The publisher's first run over a bucket at 20 ms a request: its
+/// chapters are read with many GETs in flight (a book fetched ahead while
+/// the one before is outlined), each once; a second run, nothing changed,
+/// reads none.
+#[test]
+fn the_publishers_first_run_keeps_many_gets_in_flight() {
+    let (_dir, root) = library(6, 60);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let machines = tempfile::tempdir().unwrap();
+    bucket.server.set("latency_ms=20");
+    bucket.server.reset_counts();
+    let began = Instant::now();
+    publish(&bucket, &machines.path().join("publisher"), &[]);
+    let took = began.elapsed();
+    let counts = bucket.server.counts();
+    let chapter_gets = bucket
+        .server
+        .log()
+        .iter()
+        .filter(|r| r.kind == "GET" && !r.path.contains("/.novelfs/"))
+        .count();
+    eprintln!("first run of 360 chapters at 20 ms: {took:.2?}, {counts:?}");
+    assert_eq!(chapter_gets, 360, "each chapter once");
+    assert!(
+        counts.max_in_flight >= 16,
+        "GETs in flight: {}",
+        counts.max_in_flight
+    );
+    bucket.server.reset_counts();
+    publish(&bucket, &machines.path().join("publisher"), &[]);
+    let again = bucket
+        .server
+        .log()
+        .iter()
+        .filter(|r| r.kind == "GET" && !r.path.contains("/.novelfs/"))
+        .count();
+    assert_eq!(again, 0, "nothing changed: no chapter read");
+}

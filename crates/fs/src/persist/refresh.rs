@@ -94,11 +94,21 @@ pub fn refresh(
     };
     let mut batch = Batch::default();
     let mut done = 0;
-    for (book_index, book) in &books {
+    // The book's stored rows in one query, not one per chapter; the next
+    // book's are taken a book ahead, with its chapters to read.
+    let mut next_rows = match books.first() {
+        Some((book_index, book)) => {
+            Some(rows_reading_ahead(library, &index, book_index, book).map_err(sql)?)
+        }
+        None => None,
+    };
+    for (i, (book_index, book)) in books.iter().enumerate() {
+        let rows = next_rows.take().expect("rows taken a book ahead");
+        if let Some((after_index, after)) = books.get(i + 1) {
+            next_rows = Some(rows_reading_ahead(library, &index, after_index, after).map_err(sql)?);
+        }
         // The chapters of a book are read and outlined on both CPUs; what
         // is stored is written here, in batches, in the book's order.
-        // The book's stored rows in one query, not one per chapter.
-        let rows = index.book_rows(book.as_bytes()).map_err(sql)?;
         let outcomes = map_spread(&book_index.chapters, |chapter| {
             index_chapter(library, &index, &rows, granularity, book, chapter)
         });
@@ -129,6 +139,33 @@ pub fn refresh(
     summary.removed = remove(&index, &stale).map_err(sql)?;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// The stored rows of `book`, its reading of the chapters they do not
+/// hold started: in a bucket each is a GET, and the bodies' fetchers keep
+/// up to 64 in flight while the book before is outlined, where the
+/// outlining alone would have two (one per CPU). A chapter whose entry
+/// holds is not read.
+fn rows_reading_ahead(
+    library: &Library,
+    index: &PersistentIndex,
+    book_index: &novelfs_library::BookIndex,
+    book: &OsStr,
+) -> rusqlite::Result<BookRows> {
+    let rows = index.book_rows(book.as_bytes())?;
+    if library.listing_ttl().is_some() {
+        let unread = book_index.chapters.iter().filter(|c| {
+            library
+                .chapter_metadata(book, &c.os_name)
+                .is_some_and(|meta| {
+                    index
+                        .lookup_in(&rows, book, &c.os_name, &Stamp::of(&meta))
+                        .is_none()
+                })
+        });
+        library.read_ahead(book, unread.map(|c| c.os_name.as_os_str()));
+    }
+    Ok(rows)
 }
 
 /// What became of one chapter in a refresh.
