@@ -1,8 +1,10 @@
-//! The source layout's rules, checked on the sources themselves: each layer
-//! names only the layers below it (the tree never talks to FUSE), no
-//! files nor top-level modules import each other in a circle, and no file
-//! or folder grows past the bounds of `sizes` (400 lines before a file's
-//! tests, 15 files in a folder).
+//! The source layout's rules, checked on the sources themselves: no crate
+//! depends on one above it (the tree never talks to FUSE), inside each
+//! crate each top-level module names none of those its `LAYERS` rules ban,
+//! no files nor top-level modules import each other in a circle, no file
+//! or folder grows past the bounds of `sizes` (400 product lines in a
+//! file, 15 files in a folder), and every `unsafe` says why it is sound
+//! (`safety`).
 //!
 //! The check reads the crate as rustc does: modules from their `mod`
 //! declarations (`#[path]` and `#[cfg(test)]` included), `crate::`,
@@ -220,37 +222,171 @@ fn circles<N: Ord + Clone>(graph: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
     t.found
 }
 
-/// Which top-level modules each layer must never name, and whether it
-/// must stay free of `fuser`.
-const LAYERS: [(&str, &[&str], bool); 3] = [
-    ("library", &["fs", "mount", "cli"], true),
-    ("fs", &["mount", "cli"], true),
-    ("mount", &["cli"], false),
+/// The layers inside each crate (between crates the compiler and the
+/// manifests keep them, see `CRATES`): in the crate at `.0`, the
+/// top-level module `.1` never names the top-level modules `.2` (`*`:
+/// no top-level module but the crate's root names them). Unit tests may
+/// name anything. Every module a rule names must exist in its crate
+/// (`stale_rules`), so a rule cannot outlive a move of the code.
+const LAYERS: &[(&str, &str, &[&str])] = &[
+    // The kit's tools are independent of one another.
+    ("crates/kit", "flight", &["lru", "thread"]),
+    ("crates/kit", "lru", &["flight", "thread"]),
+    ("crates/kit", "thread", &["flight", "lru"]),
+    // The seam knows nothing of the semantics that read through it.
+    (
+        "crates/library",
+        "backing",
+        &[
+            "number",
+            "scan",
+            "lookup",
+            "text",
+            "pages",
+            "index",
+            "stream",
+            "chapters",
+            "chapter_io",
+        ],
+    ),
+    // Decoding (§1.4) and numbers (§1.2) are below scanning, lookup and
+    // everything that renders or walks chapters.
+    (
+        "crates/library",
+        "text",
+        &[
+            "number", "scan", "lookup", "pages", "index", "stream", "chapters",
+        ],
+    ),
+    (
+        "crates/library",
+        "number",
+        &["scan", "lookup", "pages", "index", "stream", "chapters"],
+    ),
+    // Scanning (§1.1) and lookup (§1.3) never name what renders pages
+    // or index files.
+    (
+        "crates/library",
+        "scan",
+        &["lookup", "pages", "index", "stream", "chapters"],
+    ),
+    (
+        "crates/library",
+        "lookup",
+        &["pages", "index", "stream", "chapters"],
+    ),
+    // The object-store clients and the in-memory bucket know nothing of
+    // the backings that read through them, nor of each other; the
+    // storage's plain values (paths, errors, counters) name neither.
+    ("crates/storage", "cloud", &["backing", "memory"]),
+    ("crates/storage", "memory", &["backing", "cloud"]),
+    ("crates/storage", "path", &["backing", "cloud", "memory"]),
+    ("crates/storage", "error", &["backing", "cloud", "memory"]),
+    (
+        "crates/storage",
+        "counters",
+        &["backing", "cloud", "memory"],
+    ),
+    // The tree (`NovelFs`) is the crate's top: it tells the parts below
+    // it what they need (through its `stores`), none of them names it.
+    ("crates/fs", "*", &["tree"]),
+    // The library on disk knows nothing of what is built from it.
+    (
+        "crates/fs",
+        "source",
+        &[
+            "ahead", "outline", "indexes", "pages", "listing", "inodes", "persist",
+        ],
+    ),
+    // Freshness judges stamps; it never names what it keeps fresh.
+    (
+        "crates/fs",
+        "freshness",
+        &[
+            "source", "ahead", "outline", "indexes", "inodes", "persist", "pages", "listing",
+        ],
+    ),
+    // The persistent index stores outlines; it never names the cache
+    // of outlines, the source or the inodes that use it.
+    (
+        "crates/fs",
+        "persist",
+        &["source", "outline", "inodes", "ahead", "indexes"],
+    ),
+    // What a name is, and the caches: plain values under everything.
+    (
+        "crates/fs",
+        "node",
+        &["source", "cache", "inodes", "outline", "ahead", "indexes"],
+    ),
+    (
+        "crates/fs",
+        "cache",
+        &[
+            "source",
+            "outline",
+            "indexes",
+            "inodes",
+            "ahead",
+            "persist",
+            "freshness",
+        ],
+    ),
+    // The kernel side never names the commands.
+    (".", "mount", &["cli"]),
 ];
 
-/// Every broken layout rule of the crate under `src`.
-fn problems(src: &Path) -> Vec<String> {
+/// The rules of `LAYERS` for the crate at `dir`: (module, banned).
+fn layers_of(dir: &str) -> Vec<(&'static str, &'static [&'static str])> {
+    LAYERS
+        .iter()
+        .filter(|(d, _, _)| *d == dir)
+        .map(|&(_, m, banned)| (m, banned))
+        .collect()
+}
+
+/// The modules that `rules` name and that are not top-level modules of
+/// `krate`: a rule about a module that moved away never fires.
+fn stale_rules(krate: &Crate, rules: &[(&str, &[&str])]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, banned) in rules {
+        for name in std::iter::once(module).chain(banned.iter()) {
+            if *name != "*" && !krate.modules.contains_key(&vec![name.to_string()]) {
+                found.push(format!(
+                    "the layer rule of {module} names {name}, not a top-level module of the crate"
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Every broken layout rule of the crate under `src`, whose layers are
+/// `rules` (module, banned).
+fn problems(src: &Path, rules: &[(&str, &[&str])]) -> Vec<String> {
     let krate = Crate::read(src);
     let imports = krate.imports();
-    let mut found = Vec::new();
+    let mut found = stale_rules(&krate, rules);
     for (i, f) in krate.files.iter().enumerate() {
         let top = krate.top(i);
-        let Some((_, banned, no_fuser)) = LAYERS.iter().find(|(l, _, _)| *l == top) else {
+        if f.test || top == "crate" {
             continue;
-        };
-        if *no_fuser && f.scan.names_fuser {
-            found.push(format!("{} names fuser", krate.name(i, src)));
         }
-        for w in &f.scan.paths {
-            if let Some(t) = krate.resolve(&w.at, &w.segments)
-                && banned.contains(&krate.top(t).as_str())
-            {
-                found.push(format!(
-                    "{} names {} ({top} never names {})",
-                    krate.name(i, src),
-                    w.segments.join("::"),
-                    krate.top(t),
-                ));
+        for (module, banned) in rules {
+            if *module != top && (*module != "*" || banned.contains(&top.as_str())) {
+                continue;
+            }
+            for w in f.scan.paths.iter().filter(|w| !w.in_test) {
+                if let Some(t) = krate.resolve(&w.at, &w.segments)
+                    && banned.contains(&krate.top(t).as_str())
+                {
+                    found.push(format!(
+                        "{} names {} ({module} never names {})",
+                        krate.name(i, src),
+                        w.segments.join("::"),
+                        krate.top(t),
+                    ));
+                }
             }
         }
     }
@@ -340,8 +476,10 @@ fn folder_ties(
 /// The workspace's crates, bottom up: where each one's sources are, the
 /// manifest that lists its dependencies, and whether it must stay free of
 /// fuser. The compiler keeps a crate from naming one it does not depend on,
-/// so the manifests are where the layers between crates are checked.
-const CRATES: [(&str, bool); 4] = [
+/// so the manifests are where the layers between crates are checked. The
+/// kit, beside the others, depends on none of them.
+const CRATES: [(&str, bool); 5] = [
+    ("crates/kit", true),
     ("crates/library", true),
     ("crates/storage", true),
     ("crates/fs", true),
@@ -384,7 +522,7 @@ fn the_sources_keep_their_layout() {
         let read: BTreeSet<&PathBuf> = krate.files.iter().map(|f| &f.file).collect();
         let unread: Vec<_> = on_disk.iter().filter(|f| !read.contains(f)).collect();
         assert!(
-            on_disk.len() > 5 && unread.is_empty(),
+            on_disk.len() > 3 && unread.is_empty(),
             "every source file of {dir} is read from src/lib.rs down; not: {unread:?}"
         );
         let deps = workspace_dependencies(&manifest_dir);
@@ -413,7 +551,7 @@ fn the_sources_keep_their_layout() {
                 );
             }
         }
-        all.extend(problems(&src));
+        all.extend(problems(&src, &layers_of(dir)));
         let test_only: BTreeSet<&PathBuf> = krate
             .files
             .iter()
@@ -427,6 +565,12 @@ fn the_sources_keep_their_layout() {
         all.extend(size_problems(&files, |p| {
             p.strip_prefix(root).unwrap_or(p).display().to_string()
         }));
+    }
+    for (dir, _, _) in LAYERS {
+        assert!(
+            CRATES.iter().any(|(d, _)| d == dir),
+            "a layer rule for {dir}, not one of the crates"
+        );
     }
     let src = root.join("src");
     let krate = Crate::read(&src);
@@ -466,7 +610,7 @@ fn fake_crate(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 fn assert_one_problem_naming(dir: &tempfile::TempDir, files: &[&str]) {
-    let problems = problems(dir.path());
+    let problems = problems(dir.path(), &[]);
     assert_eq!(problems.len(), 1, "{problems:?}");
     for f in files {
         assert!(problems[0].contains(f), "{f} in {problems:?}");
@@ -504,7 +648,10 @@ fn a_clean_crate_passes() {
              #[cfg(test)]\nmod tests {\n    use super::super::tree;\n}\n",
         ),
     ]);
-    assert_eq!(problems(dir.path()), Vec::<String>::new());
+    assert_eq!(
+        problems(dir.path(), &[("library", &["fs"])]),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -554,7 +701,7 @@ fn mount_naming_cli_fails() {
         ("mount/mod.rs", "pub mod config;\n"),
         ("mount/config.rs", "use crate::cli::MountCmd;\n"),
     ]);
-    let problems = problems(dir.path());
+    let problems = problems(dir.path(), &layers_of("."));
     assert!(
         problems
             .iter()
@@ -579,7 +726,7 @@ fn a_circle_of_top_level_modules_fails() {
         ("fs/mod.rs", "pub mod tree;\n"),
         ("fs/tree.rs", "fn f(_: crate::cli::args::Args) {}\n"),
     ]);
-    let problems = problems(dir.path());
+    let problems = problems(dir.path(), &[]);
     assert!(
         problems.iter().any(
             |p| p.contains("top-level modules import each other: cli, fs")
@@ -610,5 +757,94 @@ fn two_folders_tied_both_ways_fail() {
             "fs/source/disk.rs -> fs/ahead/mod.rs",
             "fs/ahead/prefetch.rs -> fs/source/mod.rs",
         ],
+    );
+}
+
+/// Every rule of `LAYERS`, in a fake crate that has every module its
+/// crate's rules name: the crate as it is passes, and a file under the
+/// rule's module naming each module it bans (through `super::super::`,
+/// beside a unit test that may) fails with that rule's report.
+#[test]
+fn every_layer_rule_fails_on_a_planted_tie() {
+    let mut planted = 0;
+    for (dir, _) in CRATES {
+        let rules = layers_of(dir);
+        assert!(!rules.is_empty(), "{dir} has no layer rule");
+        // `*` stands for any module its rule does not ban.
+        let mut names: BTreeSet<&str> = ["elsewhere"].into();
+        for (module, banned) in &rules {
+            names.insert(module);
+            names.extend(banned.iter());
+        }
+        names.remove("*");
+        let lib: String = names.iter().map(|n| format!("pub mod {n};\n")).collect();
+        let crate_with = |tie_from: Option<(&str, &str)>| {
+            let mut files: Vec<(String, String)> = vec![("lib.rs".into(), lib.clone())];
+            for n in &names {
+                match tie_from {
+                    Some((from, to)) if from == *n => {
+                        files.push((
+                            format!("{n}/mod.rs"),
+                            format!(
+                                "mod inner;\n#[cfg(test)]\nmod tests {{\n    use crate::{to}::Thing;\n}}\n"
+                            ),
+                        ));
+                        files.push((
+                            format!("{n}/inner.rs"),
+                            format!("fn f() -> super::super::{to}::Thing {{\n    todo!()\n}}\n"),
+                        ));
+                    }
+                    _ => files.push((format!("{n}.rs"), "pub struct Thing;\n".into())),
+                }
+            }
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(p, c)| (p.as_str(), c.as_str()))
+                .collect();
+            fake_crate(&files)
+        };
+        let clean = crate_with(None);
+        assert_eq!(
+            problems(clean.path(), &rules),
+            Vec::<String>::new(),
+            "{dir}"
+        );
+        for (module, banned) in &rules {
+            let from = if *module == "*" { "elsewhere" } else { module };
+            for to in banned.iter() {
+                let tied = crate_with(Some((from, to)));
+                let found = problems(tied.path(), &rules);
+                let report = format!("{from}/inner.rs names super::super::{to}::Thing");
+                assert!(
+                    !found.is_empty()
+                        && found.iter().all(|p| p.starts_with(&report)
+                            && p.ends_with(&format!("never names {to})"))),
+                    "{dir}: {from} -> {to}: {found:?}"
+                );
+                planted += 1;
+            }
+        }
+    }
+    assert!(planted > 50, "{planted} ties planted");
+}
+
+#[test]
+fn a_rule_naming_a_module_the_crate_lacks_fails() {
+    let dir = fake_crate(&[
+        ("lib.rs", "pub mod mount;\npub mod cli;\n"),
+        ("mount/mod.rs", "pub struct Mount;\n"),
+        ("cli.rs", "pub struct Cli;\n"),
+    ]);
+    assert_eq!(
+        problems(dir.path(), &[("mount", &["cli"]), ("*", &["cli"])]),
+        Vec::<String>::new()
+    );
+    let found = problems(dir.path(), &[("library", &["fs", "cli"])]);
+    assert_eq!(
+        found,
+        vec![
+            "the layer rule of library names library, not a top-level module of the crate",
+            "the layer rule of library names fs, not a top-level module of the crate",
+        ]
     );
 }
