@@ -22,7 +22,7 @@ fn raw_prefix(before: &[char]) -> bool {
 /// `text` with its comments and the insides of its string and char
 /// literals blanked to spaces, lines kept where they are, so that a word
 /// found in it is code.
-fn code_only(text: &str) -> String {
+pub(super) fn code_only(text: &str) -> String {
     let s: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
