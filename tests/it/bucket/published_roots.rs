@@ -89,7 +89,8 @@ fn published_and_from_disk_in(emulator: Emulator, root: &Path, extra: &[&str]) -
         .server
         .log()
         .iter()
-        .filter(|r| r.kind == "GET" && r.path.contains(".novelfs/pieces/"))
+        // Google Cloud Storage's JSON API has the key percent-encoded.
+        .filter(|r| r.kind == "GET" && percent_decoded(&r.path).contains(".novelfs/pieces/"))
         .count() as u64;
     counted.get -= pieces;
     let from_bucket = comparable(tree(m.path()));
@@ -103,6 +104,30 @@ fn published_and_from_disk_in(emulator: Emulator, root: &Path, extra: &[&str]) -
         _bucket: bucket,
         mount: m,
     })
+}
+
+/// `path` with each `%XX` decoded.
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 struct Mounted {
