@@ -41,6 +41,24 @@ impl<R: Clone> Flight<R> {
         }
     }
 
+    /// Waits for the result at most `timeout`: `None` when it is not
+    /// there by then.
+    pub fn wait_for(&self, timeout: std::time::Duration) -> Option<R> {
+        let until = std::time::Instant::now() + timeout;
+        let mut result = lock(&self.result);
+        loop {
+            if let Some(r) = &*result {
+                return Some(r.clone());
+            }
+            let left = until.checked_duration_since(std::time::Instant::now())?;
+            result = self
+                .done
+                .wait_timeout(result, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
     /// Marks the computation as reading what changed since it began.
     pub fn forget(&self) {
         self.forgotten.store(true, Ordering::Release);

@@ -97,6 +97,11 @@ impl Outage {
         self.state().down_since.is_some()
     }
 
+    /// Whether `past` its freshness is within the stale window.
+    pub fn within_stale_window(&self, past: Duration) -> bool {
+        past < self.stale_for()
+    }
+
     /// Whether a copy `past` its freshness may be served now: the source
     /// is down and `past` is within the stale window.
     pub fn stale_ok(&self, past: Duration) -> bool {

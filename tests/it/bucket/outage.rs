@@ -327,3 +327,53 @@ fn zombie(pid: u32) -> bool {
         })
         .unwrap_or(true)
 }
+
+/// A bucket that stalls every request (before its outage is known): a
+/// page read before, past its TTL, is served from what the mount holds
+/// while its listing is made again (stale-while-revalidate within the
+/// stale window), in a fraction of a second, not after the whole source
+/// timeout (5 s); with no stale window it waits, and fails.
+#[test]
+fn a_stalled_bucket_serves_a_page_read_before_at_once() {
+    for (stale_if_error, served) in [("3600", true), ("0", false)] {
+        let (_dir, root) = library(1, 4);
+        let Some(bucket) = Bucket::with(&root) else {
+            return;
+        };
+        let m = bucket.mount(&[
+            "--ttl",
+            "1",
+            "--source-timeout",
+            "5",
+            "--stale-if-error",
+            stale_if_error,
+        ]);
+        let mnt = m.path().to_path_buf();
+        let read: Vec<(PathBuf, String)> = (1..=3)
+            .map(|c| {
+                let p = page(&mnt, 0, c);
+                let text = std::fs::read_to_string(&p).unwrap();
+                (p, text)
+            })
+            .collect();
+        // Past the TTL and its grace: the names must be looked at again.
+        std::thread::sleep(Duration::from_millis(1600));
+        let _released = Released(&bucket);
+        bucket.server.set("stall=-1");
+        let (p, text) = &read[0];
+        let start = Instant::now();
+        let got = std::fs::read_to_string(p);
+        let took = start.elapsed();
+        eprintln!(
+            "stale-if-error {stale_if_error}: a page read before: {:?} after {took:.2?}",
+            got.as_ref().map(|t| t.len())
+        );
+        if served {
+            assert_eq!(got.as_ref().ok(), Some(text), "{}", p.display());
+            assert!(took < Duration::from_millis(1500), "served after {took:?}");
+        } else {
+            assert!(got.is_err(), "no stale window: nothing stale served");
+            assert!(took >= Duration::from_secs(4), "failed after {took:?}");
+        }
+    }
+}

@@ -79,6 +79,10 @@ pub(super) struct Listings {
     outage: std::sync::OnceLock<Arc<Outage>>,
 }
 
+/// How long a reader of a listing past its TTL waits for it to be made
+/// again before it is served the kept one (within the stale window).
+const REVALIDATE_WAIT: Duration = Duration::from_millis(150);
+
 /// How often, by default, a mount that follows a published snapshot
 /// lists one directory it reads and compares it with the snapshot: a
 /// change made in the bucket and never published shows within it.
@@ -165,6 +169,11 @@ impl Listings {
             self.refresh(dir);
             return Ok(entries);
         }
+        if let Some((entries, age, _)) = &kept
+            && let Some(served) = self.revalidated(dir, entries, *age)
+        {
+            return served;
+        }
         let listed = match self.find(dir) {
             Found::Fresh(entries) => return Ok(entries),
             Found::Theirs(flight) => flight::waited(&flight),
@@ -180,6 +189,48 @@ impl Listings {
             self.used(dir);
         }
         listed
+    }
+
+    /// `dir`'s listing made again in the background and waited for at
+    /// most `REVALIDATE_WAIT`, when its kept one (`entries`, `age` old)
+    /// is within the stale window past its TTL: a storage slower than
+    /// that (stalled, before the outage is known) has the kept listing
+    /// served meanwhile, as RFC 5861's stale-while-revalidate does, rather
+    /// than its reader wait a whole timeout. `None`: no stale window, or
+    /// no thread to make it (the reader lists it itself).
+    fn revalidated(
+        self: &Arc<Self>,
+        dir: &Path,
+        entries: &Arc<Vec<Entry>>,
+        age: Duration,
+    ) -> Option<io::Result<Arc<Vec<Entry>>>> {
+        let outage = self.outage.get()?;
+        if !outage.within_stale_window(age.saturating_sub(self.ttl)) {
+            return None;
+        }
+        // Made again already: its reader waited once, the others do not.
+        let under_way = self.making.under_way(&dir.to_path_buf());
+        if !self.refresh(dir) {
+            return None;
+        }
+        let made = match self.find(dir) {
+            Found::Fresh(made) => return Some(Ok(made)),
+            Found::Theirs(_) if under_way => None,
+            Found::Theirs(flight) => flight.wait_for(REVALIDATE_WAIT),
+            // Made and failed since: the kept one, as for an outage.
+            Found::Mine(lead) => {
+                drop(lead);
+                None
+            }
+        };
+        match made {
+            Some(Ok(made)) => Some(Ok(made)),
+            _ => {
+                outage.served_stale();
+                self.used(dir);
+                Some(Ok(entries.clone()))
+            }
+        }
     }
 
     /// The kept listing of `dir`, its age and how long ago it was made,
