@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
 use super::mount_args::MountCmd;
 use super::mount_config::{bucket_options, mount_config};
+use super::out::Written;
 use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};
 use novelfs_fs::persist;
@@ -273,10 +274,15 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
             if s.too_recent > 0 {
                 line += &format!(", {} changed too recently to record", s.too_recent);
             }
-            println!("{line} in {:.2} s", s.elapsed.as_secs_f64());
-            match cmd.every {
-                Some(every) => keep_publishing(&cmd, &dir, every),
-                None => ExitCode::SUCCESS,
+            let written =
+                super::out::emit(&format!("{line} in {:.2} s\n", s.elapsed.as_secs_f64()));
+            match (cmd.every, written) {
+                // The publisher's work is the bucket's, not this line:
+                // a reader gone from stdout does not stop it.
+                (Some(every), Written::Whole | Written::Closed) => {
+                    keep_publishing(&cmd, &dir, every)
+                }
+                (_, written) => written.code(),
             }
         }
         Err(msg) => {

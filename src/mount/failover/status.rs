@@ -26,26 +26,18 @@ pub(crate) enum Shown {
     Prometheus,
 }
 
-/// Runs the command; the exit code.
-pub(crate) fn run(mountpoint: &Path, shown: Shown) -> i32 {
-    match ask(mountpoint, STATUS_REQUEST, ANSWER_WITHIN) {
-        Ok(said) => {
-            let mount = crate::mount::os::mountpoint::absolute(mountpoint)
-                .display()
-                .to_string();
-            let lines = format!("mount: {mount}\n{said}");
-            match shown {
-                Shown::Lines => println!("{lines}"),
-                Shown::Json => println!("{}", json(&lines)),
-                Shown::Prometheus => print!("{}", prometheus(&mount, &lines)),
-            }
-            0
-        }
-        Err(msg) => {
-            eprintln!("novelfs: {msg}");
-            1
-        }
-    }
+/// Runs the command: what it prints, or why it cannot.
+pub(crate) fn run(mountpoint: &Path, shown: Shown) -> Result<String, String> {
+    let said = ask(mountpoint, STATUS_REQUEST, ANSWER_WITHIN)?;
+    let mount = crate::mount::os::mountpoint::absolute(mountpoint)
+        .display()
+        .to_string();
+    let lines = format!("mount: {mount}\n{said}");
+    Ok(match shown {
+        Shown::Lines => format!("{lines}\n"),
+        Shown::Json => format!("{}\n", json(&lines)),
+        Shown::Prometheus => prometheus(&mount, &lines),
+    })
 }
 
 /// The `name: value` pairs of `lines`.

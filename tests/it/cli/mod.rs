@@ -7,4 +7,5 @@ mod install;
 mod logs;
 mod newcomer;
 mod options;
+mod output;
 mod test_switches;
