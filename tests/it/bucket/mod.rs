@@ -14,5 +14,6 @@ mod fleet;
 pub(crate) mod native;
 mod object_storage;
 mod outage;
+mod outage_log;
 mod published_roots;
 mod status_counters;

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use novelfs_library::backing::SourceKind;
+
 use crate::{Entry, Storage, StorageError};
 
 use super::bodies::lock;
@@ -198,8 +200,15 @@ impl Follower {
             }
             Ok(None) => {}
             Err(e) => {
+                // The bucket not answering at all is said once by its
+                // outage (`crate::outage`); a check refused is news.
+                let level = match e.source_kind() {
+                    SourceKind::Transient => log::Level::Info,
+                    _ => log::Level::Warn,
+                };
                 if !state.failing {
-                    log::warn!(
+                    log::log!(
+                        level,
                         "the bucket does not answer the snapshot's check ({e}): the snapshot \
                          as last read is served until it answers"
                     );
