@@ -3,6 +3,7 @@
 
 mod cli_errors;
 mod cli_usage;
+mod docs_options;
 mod install;
 mod logs;
 mod newcomer;
