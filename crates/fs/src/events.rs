@@ -21,6 +21,14 @@ pub const CHANGED: &str = "event=changed";
 /// storage logs them, which names nothing above it: defined there.
 pub use novelfs_storage::outage::{SOURCE_DOWN, SOURCE_UP};
 
+/// A round of the publisher (`novelfs index --publish --every`) ended:
+/// `event=publish_round n=N outcome=done|failed`.
+pub const PUBLISH_ROUND: &str = "event=publish_round";
+
+/// A round of the publisher still waits on the bucket, said once a round:
+/// `event=round_waiting n=N`.
+pub const ROUND_WAITING: &str = "event=round_waiting";
+
 /// The `path=` field of `line` when it holds the event `name`, else `None`.
 pub fn path_of<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let (_, fields) = line.split_once(name)?;

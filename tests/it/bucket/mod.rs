@@ -16,4 +16,5 @@ mod object_storage;
 mod outage;
 mod outage_log;
 mod published_roots;
+mod publisher_log;
 mod status_counters;
