@@ -19,6 +19,7 @@ pub mod backing;
 mod cloud;
 pub mod counters;
 mod error;
+mod metrics;
 pub mod outage;
 mod path;
 

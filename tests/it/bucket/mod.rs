@@ -17,4 +17,5 @@ mod outage;
 mod outage_log;
 mod published_roots;
 mod publisher_log;
+mod status_agrees;
 mod status_counters;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use novelfs_library::backing::SourceKind;
 
+use crate::counters::SnapshotState;
 use crate::{Entry, Storage, StorageError};
 
 use super::bodies::lock;
@@ -62,7 +63,7 @@ impl Follower {
             return Err(StorageError::Other(why));
         }
         let snapshot = snapshot::read_snapshot(&*storage, head.clone())?;
-        shown(&*storage, Some(&snapshot.head));
+        shown(&*storage, &snapshot.head);
         Ok(Follower {
             storage,
             ttl,
@@ -193,7 +194,7 @@ impl Follower {
                     snapshot.head.files
                 );
                 state.head = snapshot.head.clone();
-                shown(&*self.storage, Some(&snapshot.head));
+                shown(&*self.storage, &snapshot.head);
                 state.snapshot = Some(Arc::new(snapshot));
                 state.behind.clear();
                 state.not_followed = None;
@@ -221,7 +222,7 @@ impl Follower {
     }
 
     fn stop(&self, state: &mut State, why: String) {
-        shown(&*self.storage, None);
+        show(&*self.storage, SnapshotState::NotFollowed, &why, 0);
         if state.snapshot.take().is_some() || state.not_followed.is_none() {
             log::warn!("the published snapshot is no longer followed ({why}): the mount lists");
         }
@@ -231,13 +232,16 @@ impl Follower {
 }
 
 /// Names the snapshot in use in the storage's counters (`novelfs status`):
-/// its head's ETag and when it was made; "none" while none is followed.
-fn shown(storage: &dyn Storage, head: Option<&Head>) {
+/// its head's ETag and when it was made.
+fn shown(storage: &dyn Storage, head: &Head) {
+    show(storage, SnapshotState::Followed, &head.etag, head.published);
+}
+
+/// Says in the storage's counters whether a snapshot is followed, and
+/// the words for it (`SnapshotState`).
+pub(in crate::backing) fn show(storage: &dyn Storage, state: SnapshotState, text: &str, made: u64) {
     if let Some(counters) = storage.counters() {
-        match head {
-            Some(h) => counters.set_snapshot(&format!("{} made {}", h.etag, h.published)),
-            None => counters.set_snapshot("none"),
-        }
+        counters.set_snapshot(state, text, made);
     }
 }
 
@@ -251,7 +255,7 @@ pub struct PendingHead {
 
 enum Pending {
     Asking(std::thread::JoinHandle<Result<Option<Head>, StorageError>>),
-    Answered(Option<Head>),
+    Answered(Result<Option<Head>, String>),
 }
 
 impl PendingHead {
@@ -269,16 +273,22 @@ impl PendingHead {
     /// The head, once answered (`None`: none published, or the question
     /// failed, which is logged).
     pub fn get(&self) -> Option<Head> {
+        self.asked().ok().flatten()
+    }
+
+    /// The head, once answered: `None` when none is published, an error
+    /// (logged, once) when the question failed.
+    pub fn asked(&self) -> Result<Option<Head>, String> {
         let mut state = lock(&self.state);
-        let head = match std::mem::replace(&mut *state, Pending::Answered(None)) {
+        let head = match std::mem::replace(&mut *state, Pending::Answered(Ok(None))) {
             Pending::Answered(head) => head,
             Pending::Asking(thread) => match thread.join() {
-                Ok(Ok(head)) => head,
+                Ok(Ok(head)) => Ok(head),
                 Ok(Err(e)) => {
                     log::warn!("no published snapshot followed: {e}");
-                    None
+                    Err(e.to_string())
                 }
-                Err(_) => None,
+                Err(_) => Err("the question for the head panicked".into()),
             },
         };
         *state = Pending::Answered(head.clone());
