@@ -10,6 +10,7 @@ mod bucket_random;
 mod bucket_walk;
 mod clouds;
 mod errnos;
+mod fetched_once;
 mod fleet;
 pub(crate) mod native;
 mod object_storage;
