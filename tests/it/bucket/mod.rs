@@ -14,6 +14,7 @@ mod fetched_once;
 mod fleet;
 pub(crate) mod native;
 mod object_storage;
+mod one_view;
 mod outage;
 mod outage_log;
 mod published_roots;
