@@ -238,7 +238,7 @@ def fleet_table(lines, fmt_time, print_rows):
                          f"against its own {rate[1]:.0f}/s (a round's longest {max(r['max'] for r in rs):.2f} s)")
         if any(r["failed"] for r in rs):
             notes.append(f"{lat} ms, {fresh}, {n} mount{'s' if n != 1 else ''}: {sum(r['failed'] for r in rs)} rounds had a read fail")
-        if fresh == "published" and any(r["snapshot"] in ("none", "-", "?") for r in rs):
+        if fresh == "published" and any(not r["snapshot"].startswith('"') for r in rs):
             notes.append(f"{lat} ms, published, {n} mount{'s' if n != 1 else ''}: a mount followed no snapshot")
         m = mounts.get(key)
         if m and n == max(k[2] for k in mounts if k[:2] == key[:2]):

@@ -201,7 +201,7 @@ pub struct ChaptersCmd {
     pub library: LibraryArgs,
     /// The switch file, for --tool (tools.novel_chapters set to false
     /// switches it off); the table ignores it.
-    #[arg(long, value_name = "FILE", hide = true)]
+    #[arg(long, value_name = "FILE")]
     pub state_file: Option<PathBuf>,
     /// Book name (a directory under novels/).
     pub book: String,

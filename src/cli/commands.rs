@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
 use super::mount_args::MountCmd;
 use super::mount_config::{bucket_options, mount_config};
+use super::out::Written;
 use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};
-use novelfs_fs::persist;
+use novelfs_fs::{events, persist};
 use novelfs_library::backing::SourceKind;
 use novelfs_library::{self as library, Library, NovelError, ReadArgs};
 
@@ -58,7 +59,7 @@ fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCod
         return ExitCode::FAILURE;
     };
     let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
-    loop {
+    for n in 1.. {
         std::thread::sleep(std::time::Duration::from_secs(every));
         let round = || -> Result<String, String> {
             // The index is refreshed and written only when the listing
@@ -81,11 +82,48 @@ fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCod
                 false => "unchanged: the snapshot is confirmed".into(),
             })
         };
-        match round() {
-            Ok(said) => eprintln!("novelfs: {said}"),
-            Err(e) => eprintln!("novelfs: this round failed: {e}"),
-        }
+        let outcome = while_saying_a_stall(n, round);
+        let said = match &outcome {
+            Ok(said) => {
+                log::info!("round {n}: {said}");
+                "done"
+            }
+            Err(e) => {
+                log::warn!("round {n} failed: {e}");
+                "failed"
+            }
+        };
+        log::debug!("{} n={n} outcome={said}", events::PUBLISH_ROUND);
     }
+    ExitCode::SUCCESS
+}
+
+/// How long a round waits on the bucket before the log says so: a round
+/// answered takes well under a second, and one that stalls is bounded by
+/// `ONE_SHOT_TIMEOUT` per request, silent that long otherwise.
+const STALL_SAID_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `round` run as round `n`, the log saying once, after `STALL_SAID_AFTER`,
+/// that it still waits.
+fn while_saying_a_stall<T>(n: u64, round: impl FnOnce() -> T) -> T {
+    let (done, waiting) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if waiting.recv_timeout(STALL_SAID_AFTER)
+                == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            {
+                log::warn!(
+                    "round {n} waiting on the bucket for {} s (each request is given up after {} s)",
+                    STALL_SAID_AFTER.as_secs(),
+                    ONE_SHOT_TIMEOUT.as_secs()
+                );
+                log::debug!("{} n={n}", events::ROUND_WAITING);
+            }
+        });
+        let result = round();
+        drop(done);
+        result
+    })
 }
 
 /// One command's bound on one access to a bucket.
@@ -201,6 +239,20 @@ pub(crate) fn unmount(cmd: UnmountCmd) -> ExitCode {
 /// summary on stdout.
 pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     use std::io::IsTerminal;
+    // The publisher (`--every`) runs for days: its log is the mount's,
+    // each line with its time; a one-shot run speaks plainly.
+    let publisher = cmd.every.is_some();
+    if publisher {
+        logging::init(logging::Sink::Stderr);
+    }
+    let say = |line: &str| match publisher {
+        true => log::info!("{line}"),
+        false => super::out::say(line),
+    };
+    let fail = |line: &str| match publisher {
+        true => log::error!("{line}"),
+        false => super::out::say(&format!("novelfs: {line}")),
+    };
     let library = LibraryArgs {
         root: cmd.root.clone(),
         bucket: cmd.bucket.clone(),
@@ -208,8 +260,12 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     };
     let mut library = match open_library(&library) {
         Ok(library) => library,
+        Err(e) if publisher => {
+            log::error!("{}", e.error_line().trim_end());
+            return ExitCode::FAILURE;
+        }
         Err(e) => {
-            eprint!("{}", e.error_line());
+            super::out::say(&e.error_line());
             return ExitCode::FAILURE;
         }
     };
@@ -221,7 +277,7 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     {
         Ok(dir) => dir,
         Err(_) => {
-            eprintln!("novelfs: no index folder: set XDG_CACHE_HOME or HOME, or give --index-dir");
+            fail("no index folder: set XDG_CACHE_HOME or HOME, or give --index-dir");
             return ExitCode::FAILURE;
         }
     };
@@ -238,8 +294,8 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     let mut progress = |step: persist::Step| match (&bar, step) {
         (Some(bar), persist::Step::Start { chapters }) => bar.set_length(chapters),
         (Some(bar), persist::Step::Chapter) => bar.inc(1),
-        (None, persist::Step::Start { chapters }) => eprintln!("{chapters} chapters"),
-        (None, persist::Step::Book { name, done }) => eprintln!("{done} done: {name}"),
+        (None, persist::Step::Start { chapters }) => say(&format!("{chapters} chapters")),
+        (None, persist::Step::Book { name, done }) => say(&format!("{done} done: {name}")),
         _ => {}
     };
     let result = persist::refresh(&library, &dir, &mut progress);
@@ -252,10 +308,10 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
             let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
             let index = || persist::export(&dir, &library);
             let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, cmd.every, true, index)?;
-            eprintln!(
+            say(&format!(
                 "published at {}/.novelfs/: the index and a snapshot of {files} files",
                 cmd.root.display()
-            );
+            ));
         }
         Ok(summary)
     });
@@ -274,14 +330,19 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
             if s.too_recent > 0 {
                 line += &format!(", {} changed too recently to record", s.too_recent);
             }
-            println!("{line} in {:.2} s", s.elapsed.as_secs_f64());
-            match cmd.every {
-                Some(every) => keep_publishing(&cmd, &dir, every),
-                None => ExitCode::SUCCESS,
+            let written =
+                super::out::emit(&format!("{line} in {:.2} s\n", s.elapsed.as_secs_f64()));
+            match (cmd.every, written) {
+                // The publisher's work is the bucket's, not this line:
+                // a reader gone from stdout does not stop it.
+                (Some(every), Written::Whole | Written::Closed) => {
+                    keep_publishing(&cmd, &dir, every)
+                }
+                (_, written) => written.code(),
             }
         }
         Err(msg) => {
-            eprintln!("novelfs: {msg}");
+            fail(&msg);
             ExitCode::FAILURE
         }
     }

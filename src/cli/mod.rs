@@ -11,10 +11,11 @@ mod help;
 mod man;
 mod mount_args;
 mod mount_config;
+mod out;
 mod root_check;
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::FromArgMatches;
@@ -40,7 +41,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
             eprintln!("novelfs: {line}");
             return ExitCode::from(2);
         }
-        explain(err, &args, fstab_root.as_deref()).exit()
+        let err = explain(err, &args, fstab_root.as_deref());
+        match err.kind() {
+            // `--help` and `--version` are output like any command's: a
+            // terminal gets clap's colours, anything else the one writer.
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                if !std::io::stdout().is_terminal() =>
+            {
+                out::emit(&err.render().to_string()).code()
+            }
+            _ => err.exit(),
+        }
     })
 }
 
@@ -115,10 +126,10 @@ pub fn main() -> ExitCode {
         Command::Mount(cmd) => return commands::mount(*cmd),
         Command::Unmount(cmd) => return commands::unmount(cmd),
         Command::Upgrade(cmd) => {
-            return match crate::mount::upgrade::run(&cmd.mountpoint, cmd.binary.as_deref()) {
-                0 => ExitCode::SUCCESS,
-                _ => ExitCode::FAILURE,
-            };
+            return said(crate::mount::upgrade::run(
+                &cmd.mountpoint,
+                cmd.binary.as_deref(),
+            ));
         }
         Command::Status(cmd) => {
             let shown = if cmd.json {
@@ -128,10 +139,7 @@ pub fn main() -> ExitCode {
             } else {
                 crate::mount::status::Shown::Lines
             };
-            return match crate::mount::status::run(&cmd.mountpoint, shown) {
-                0 => ExitCode::SUCCESS,
-                _ => ExitCode::FAILURE,
-            };
+            return said(crate::mount::status::run(&cmd.mountpoint, shown));
         }
         Command::Index(cmd) => return commands::index(cmd),
         Command::Read(cmd) => commands::read(cmd),
@@ -146,16 +154,21 @@ pub fn main() -> ExitCode {
         Command::Man => Ok(man::man_page()),
     };
     match result {
-        Ok(out) => {
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = stdout
-                .write_all(out.as_bytes())
-                .and_then(|_| stdout.flush());
-            ExitCode::SUCCESS
-        }
+        Ok(text) => out::emit(&text).code(),
         Err(e) => {
-            eprint!("{}", e.error_line());
+            out::say(&e.error_line());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A command that asked a mount's holder: its answer on stdout, or why
+/// not on stderr.
+fn said(answer: Result<String, String>) -> ExitCode {
+    match answer {
+        Ok(text) => out::emit(&text).code(),
+        Err(msg) => {
+            out::say(&format!("novelfs: {msg}"));
             ExitCode::FAILURE
         }
     }

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
-use novelfs_storage::counters::{BYTES, Counter, Counters, Reading, Remote, SLOTS};
+use novelfs_storage::counters::{BYTES, Counter, Counters, Reading, Remote, SLOTS, SnapshotState};
 
 /// Where the counters start in the INIT memfd: past its INIT line's page
 /// and the table of `unanswered`, on a page of their own (an offset to map
@@ -97,6 +97,19 @@ pub(crate) fn said(reading: Option<&Reading>) -> String {
             .iter()
             .map(|&c| format!("{}: {}", c.name(), r.get(c))),
     );
-    lines.push(format!("snapshot: {}", r.snapshot));
+    lines.push(match r.snapshot_state {
+        SnapshotState::Followed => format!(
+            "snapshot: {}\nsnapshot made: {}",
+            r.snapshot,
+            super::utc::format(r.snapshot_made)
+        ),
+        SnapshotState::NonePublished => "snapshot: none published (the mount lists)".into(),
+        SnapshotState::NotFollowed => format!(
+            "snapshot: not followed (the mount lists): {}",
+            r.snapshot.replace('\n', " ")
+        ),
+        SnapshotState::NotAskedFor => "snapshot: not looked for (--freshness listing)".into(),
+        SnapshotState::NotLookedFor => "snapshot: not looked for yet (at the first listing)".into(),
+    });
     lines.join("\n")
 }

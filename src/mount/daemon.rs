@@ -133,8 +133,8 @@ pub(crate) fn run(config: MountConfig) -> i32 {
                 if let Ok(at @ LibraryAt::Bucket(_)) = LibraryAt::parse(&config.root)
                     && verdict::by_cli()
                 {
-                    let checked = at.check(&config.bucket, config.source_timeout);
-                    verdict::tell(&daemon, &checked);
+                    let (checked, cost) = at.check_costing(&config.bucket, config.source_timeout);
+                    verdict::tell(&daemon, &checked, &cost);
                 }
                 return wait_for_daemon(daemon);
             }
@@ -292,7 +292,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         .map(|fd| move || verdict::hear(fd));
     let checked_elsewhere = heard
         .as_ref()
-        .map(|hear| hear as &dyn Fn() -> Result<(), String>);
+        .map(|hear| hear as &dyn Fn() -> Result<verdict::Cost, String>);
     let (mut library, head) = at.open_following(&config.bucket, reading, checked_elsewhere)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     let library = match &config.path_root {

@@ -11,9 +11,15 @@ use std::time::Duration;
 use novelfs_fs::persist;
 use novelfs_library::{Library, NovelError};
 use novelfs_storage::backing::{BucketBacking, PendingHead, snapshot};
+
+use super::verdict::Cost;
 use novelfs_storage::{
     BucketStorage, BucketUrl, Cloud, RelPath, Storage, StorageError, StoreOptions, Version,
 };
+
+/// How a bucket's check made elsewhere went (a waiting CLI's, heard by
+/// `verdict::hear`), and what it cost.
+pub(crate) type CheckedElsewhere<'a> = Option<&'a dyn Fn() -> Result<Cost, String>>;
 
 /// Set (to anything), a mount checks its bucket in two round trips, the
 /// bucket's then `novels/`'s, as it would without `BucketStorage::check_dir`:
@@ -134,6 +140,26 @@ impl LibraryAt {
             LibraryAt::Dir(root) => Library::check_root(root).map_err(|e| e.to_string()),
             LibraryAt::Bucket(url) => Self::checked_storage(url, options, timeout).map(drop),
         }
+    }
+
+    /// `check` of a bucket, and what it cost, by counter: the requests the
+    /// waiting CLI sends, which the daemon counts as its own (`verdict`).
+    pub(crate) fn check_costing(
+        &self,
+        options: &BucketOptions,
+        timeout: Duration,
+    ) -> (Result<(), String>, Cost) {
+        let LibraryAt::Bucket(url) = self else {
+            return (self.check(options, timeout), Vec::new());
+        };
+        let storage = match Self::storage(url, options, timeout) {
+            Ok(storage) => storage,
+            Err(e) => return (Err(e), Vec::new()),
+        };
+        let checked = Self::check_library(&storage, url);
+        let reading = storage.counters().read();
+        let cost = reading.values.into_iter().filter(|(_, n)| *n > 0).collect();
+        (checked, cost)
     }
 
     /// The bucket's storage once one LIST of `novels/` has said it holds a
@@ -273,7 +299,7 @@ impl LibraryAt {
         &self,
         options: &BucketOptions,
         reading: BucketReading,
-        checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
+        checked_elsewhere: CheckedElsewhere<'_>,
     ) -> Result<Library, String> {
         self.open_following(options, reading, checked_elsewhere)
             .map(|(library, _)| library)
@@ -287,7 +313,7 @@ impl LibraryAt {
         &self,
         options: &BucketOptions,
         reading: BucketReading,
-        checked_elsewhere: Option<&dyn Fn() -> Result<(), String>>,
+        checked_elsewhere: CheckedElsewhere<'_>,
     ) -> Result<(Library, Option<Arc<PendingHead>>), String> {
         match self {
             LibraryAt::Dir(root) => {
@@ -302,11 +328,20 @@ impl LibraryAt {
                 let storage = Arc::new(Self::storage(url, options, reading.timeout)?);
                 let head = match reading.follow {
                     true => PendingHead::ask(storage.clone() as Arc<dyn Storage>),
-                    false => None,
+                    false => {
+                        let none = novelfs_storage::counters::SnapshotState::NotAskedFor;
+                        storage.counters().set_snapshot(none, "", 0);
+                        None
+                    }
                 };
                 match checked_elsewhere {
                     None => Self::check_library(&storage, url)?,
-                    Some(verdict) => verdict()?,
+                    // The CLI's requests are the mount's: counted here.
+                    Some(verdict) => {
+                        for (counter, n) in verdict()? {
+                            storage.counters().add(counter, n);
+                        }
+                    }
                 }
                 let backing = BucketBacking::new(
                     storage as Arc<dyn Storage>,

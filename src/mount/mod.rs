@@ -22,6 +22,7 @@ mod os;
 mod serving;
 pub(crate) mod transport;
 pub(crate) mod unanswered;
+pub(crate) mod utc;
 mod verdict;
 
 // The commands (`crate::cli`) name these at `mount::`.

@@ -12,6 +12,23 @@ pub const STORED: &str = "event=stored";
 /// A chapter decoded from its source file: `event=decoded path=/book/chapter`.
 pub const DECODED: &str = "event=decoded";
 
+/// A version of a chapter read before is no longer the source's (its file
+/// changed or went): `event=changed path=/book/chapter`.
+pub const CHANGED: &str = "event=changed";
+
+/// The library's storage stopped answering, and answers again: once each
+/// per outage, `event=source_down` / `event=source_up` (no `path=`). The
+/// storage logs them, which names nothing above it: defined there.
+pub use novelfs_storage::outage::{SOURCE_DOWN, SOURCE_UP};
+
+/// A round of the publisher (`novelfs index --publish --every`) ended:
+/// `event=publish_round n=N outcome=done|failed`.
+pub const PUBLISH_ROUND: &str = "event=publish_round";
+
+/// A round of the publisher still waits on the bucket, said once a round:
+/// `event=round_waiting n=N`.
+pub const ROUND_WAITING: &str = "event=round_waiting";
+
 /// The `path=` field of `line` when it holds the event `name`, else `None`.
 pub fn path_of<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let (_, fields) = line.split_once(name)?;

@@ -44,11 +44,20 @@ pub enum Counter {
     /// Reads served from what was held while the storage could not say
     /// whether it is still current.
     StaleServes,
+    /// HTTP attempts that got no answer (the connection refused, reset or
+    /// timed out before a response), by kind: not among the requests
+    /// above, which the bucket answered.
+    ListUnanswered,
+    GetUnanswered,
+    RangedGetUnanswered,
+    HeadUnanswered,
+    PutUnanswered,
+    OtherUnanswered,
 }
 
 impl Counter {
     /// Every counter, in the order they are shown.
-    pub const ALL: [Counter; 13] = [
+    pub const ALL: [Counter; 19] = [
         Counter::List,
         Counter::Get,
         Counter::RangedGet,
@@ -62,7 +71,27 @@ impl Counter {
         Counter::CacheHits,
         Counter::CacheMisses,
         Counter::StaleServes,
+        Counter::ListUnanswered,
+        Counter::GetUnanswered,
+        Counter::RangedGetUnanswered,
+        Counter::HeadUnanswered,
+        Counter::PutUnanswered,
+        Counter::OtherUnanswered,
     ];
+
+    /// The counter of the attempts of this kind of request that got no
+    /// answer; itself for a counter that is no request's.
+    pub fn unanswered(self) -> Counter {
+        match self {
+            Counter::List => Counter::ListUnanswered,
+            Counter::Get => Counter::GetUnanswered,
+            Counter::RangedGet => Counter::RangedGetUnanswered,
+            Counter::Head => Counter::HeadUnanswered,
+            Counter::Put => Counter::PutUnanswered,
+            Counter::Other => Counter::OtherUnanswered,
+            other => other,
+        }
+    }
 
     /// Its name in `novelfs status` (`name: value`); with `_` for the
     /// spaces, its key in `--json`.
@@ -81,63 +110,12 @@ impl Counter {
             Counter::CacheHits => "cache hits",
             Counter::CacheMisses => "cache misses",
             Counter::StaleServes => "stale serves",
-        }
-    }
-
-    /// Its Prometheus metric, the label that sets it apart from the others
-    /// of that metric, and the metric's help.
-    pub fn metric(
-        self,
-    ) -> (
-        &'static str,
-        Option<(&'static str, &'static str)>,
-        &'static str,
-    ) {
-        const REQUESTS: &str = "novelfs_requests_total";
-        const REQUESTS_HELP: &str = "HTTP requests sent to the bucket, retries included, by kind";
-        let kind = |k| Some(("kind", k));
-        match self {
-            Counter::List => (REQUESTS, kind("list"), REQUESTS_HELP),
-            Counter::Get => (REQUESTS, kind("get"), REQUESTS_HELP),
-            Counter::RangedGet => (REQUESTS, kind("ranged_get"), REQUESTS_HELP),
-            Counter::Head => (REQUESTS, kind("head"), REQUESTS_HELP),
-            Counter::Put => (REQUESTS, kind("put"), REQUESTS_HELP),
-            Counter::Other => (REQUESTS, kind("other"), REQUESTS_HELP),
-            Counter::NotModified => (
-                "novelfs_not_modified_total",
-                None,
-                "Conditional GETs answered 304 Not Modified",
-            ),
-            Counter::Retries => (
-                "novelfs_retries_total",
-                None,
-                "HTTP attempts of an access after its first",
-            ),
-            Counter::Errors => (
-                "novelfs_errors_total",
-                None,
-                "Accesses to the bucket that failed once retries were spent",
-            ),
-            Counter::BytesFetched => (
-                "novelfs_fetched_bytes_total",
-                None,
-                "Bytes of object bodies received from the bucket",
-            ),
-            Counter::CacheHits => (
-                "novelfs_body_cache_hits_total",
-                None,
-                "Chapter reads the bodies' cache answered",
-            ),
-            Counter::CacheMisses => (
-                "novelfs_body_cache_misses_total",
-                None,
-                "Chapter reads the bodies' cache did not hold",
-            ),
-            Counter::StaleServes => (
-                "novelfs_stale_serves_total",
-                None,
-                "Reads served from what was held while the bucket could not be asked",
-            ),
+            Counter::ListUnanswered => "list unanswered",
+            Counter::GetUnanswered => "get unanswered",
+            Counter::RangedGetUnanswered => "ranged get unanswered",
+            Counter::HeadUnanswered => "head unanswered",
+            Counter::PutUnanswered => "put unanswered",
+            Counter::OtherUnanswered => "other unanswered",
         }
     }
 }
@@ -152,8 +130,28 @@ pub enum Remote {
     Bucket = 2,
 }
 
+/// Whether the mount follows a published snapshot, and if not, why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotState {
+    /// The mount has not looked for one yet (its first listing does).
+    NotLookedFor = 0,
+    /// One is followed: its head's ETag and when it was made.
+    Followed = 1,
+    /// None is published: the mount lists.
+    NonePublished = 2,
+    /// One is published but not followed (lapsed, withdrawn, unreadable):
+    /// the mount lists; why, in words.
+    NotFollowed = 3,
+    /// `--freshness listing`: none is looked for.
+    NotAskedFor = 4,
+}
+
 /// The words of a block.
 pub const SLOTS: usize = 64;
+/// The snapshot's state and when it was made (Unix seconds).
+const SNAPSHOT_STATE: usize = 30;
+const SNAPSHOT_MADE: usize = 31;
+const _: () = assert!(Counter::ALL.len() < SNAPSHOT_STATE);
 /// The block's bytes.
 pub const BYTES: usize = SLOTS * 8;
 /// Where the snapshot's name starts: a sequence word (odd while it is
@@ -221,9 +219,11 @@ impl Counters {
         self.cells()[0].store(remote as u64, Ordering::Relaxed);
     }
 
-    /// Names the snapshot of the library in use (cut to `SNAPSHOT_MAX`
-    /// bytes, at a character's boundary).
-    pub fn set_snapshot(&self, name: &str) {
+    /// Says whether a snapshot is followed (`text`: its head's ETag, or
+    /// why not, cut to `SNAPSHOT_MAX` bytes at a character's boundary;
+    /// `made`: when it was made, Unix seconds).
+    pub fn set_snapshot(&self, state: SnapshotState, text: &str, made: u64) {
+        let name = text;
         let mut end = name.len().min(SNAPSHOT_MAX);
         while !name.is_char_boundary(end) {
             end -= 1;
@@ -238,6 +238,8 @@ impl Counters {
             return;
         }
         c[SNAPSHOT_AT + 1].store(end as u64, Ordering::Relaxed);
+        c[SNAPSHOT_STATE].store(state as u64, Ordering::Relaxed);
+        c[SNAPSHOT_MADE].store(made, Ordering::Relaxed);
         for (i, word) in bytes.chunks(8).enumerate() {
             let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
             c[SNAPSHOT_AT + 2 + i].store(w, Ordering::Relaxed);
@@ -262,8 +264,13 @@ pub struct Reading {
     pub remote: Remote,
     /// By counter, in the order of `Counter::ALL`.
     pub values: Vec<(Counter, u64)>,
-    /// The snapshot in use: "none" when none is named.
+    /// Whether a snapshot is followed.
+    pub snapshot_state: SnapshotState,
+    /// The ETag of the snapshot's head when it is followed; why not when
+    /// it is not; empty otherwise.
     pub snapshot: String,
+    /// When the snapshot followed was made (Unix seconds; 0: none).
+    pub snapshot_made: u64,
 }
 
 impl Reading {
@@ -296,14 +303,31 @@ impl Reading {
             .flat_map(|w| w.to_le_bytes())
             .take(len)
             .collect();
-        let snapshot = match String::from_utf8_lossy(&bytes) {
-            s if s.is_empty() || words[SNAPSHOT_AT] % 2 == 1 => "none".to_string(),
-            s => s.into_owned(),
+        // Being written: the one before or after it, as it was when read
+        // in the next `status`.
+        let writing = words[SNAPSHOT_AT] % 2 == 1;
+        let snapshot_state = match words[SNAPSHOT_STATE] {
+            _ if writing => SnapshotState::NotLookedFor,
+            1 => SnapshotState::Followed,
+            2 => SnapshotState::NonePublished,
+            3 => SnapshotState::NotFollowed,
+            4 => SnapshotState::NotAskedFor,
+            _ => SnapshotState::NotLookedFor,
+        };
+        let snapshot = match writing {
+            true => String::new(),
+            false => String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        let snapshot_made = match snapshot_state {
+            SnapshotState::Followed => words[SNAPSHOT_MADE],
+            _ => 0,
         };
         Reading {
             remote,
             values,
+            snapshot_state,
             snapshot,
+            snapshot_made,
         }
     }
 
@@ -326,8 +350,8 @@ mod tests {
         c.count(Counter::List);
         c.add(Counter::BytesFetched, 1234);
         c.count(Counter::StaleServes);
-        assert_eq!(c.read().snapshot, "none");
-        c.set_snapshot("2026-12-06T04:00:00Z");
+        assert_eq!(c.read().snapshot_state, SnapshotState::NotLookedFor);
+        c.set_snapshot(SnapshotState::Followed, "\"e1\"", 1_796_627_099);
         let bytes: Vec<u8> = match &c.cells {
             Cells::Own(w) => w
                 .iter()
@@ -342,8 +366,11 @@ mod tests {
         assert_eq!(r.get(Counter::BytesFetched), 1234);
         assert_eq!(r.get(Counter::StaleServes), 1);
         assert_eq!(r.get(Counter::Get), 0);
-        assert_eq!(r.snapshot, "2026-12-06T04:00:00Z");
-        c.set_snapshot(&"快".repeat(200));
+        assert_eq!(r.snapshot, "\"e1\"");
+        assert_eq!(r.snapshot_state, SnapshotState::Followed);
+        assert_eq!(r.snapshot_made, 1_796_627_099);
+        assert_eq!(r.get(Counter::GetUnanswered), 0);
+        c.set_snapshot(SnapshotState::NotFollowed, &"快".repeat(200), 0);
         assert!(c.read().snapshot.chars().all(|ch| ch == '快'));
     }
 }

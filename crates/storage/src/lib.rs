@@ -21,6 +21,7 @@ pub mod counters;
 mod error;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
+mod metrics;
 pub mod outage;
 mod path;
 

@@ -25,6 +25,12 @@ use crate::{
     StorageError, Version,
 };
 
+/// The machine-readable log events of an outage (`novelfs_fs::events`
+/// lists them with the others): one when the source stops answering, one
+/// when it answers again.
+pub const SOURCE_DOWN: &str = "event=source_down";
+pub const SOURCE_UP: &str = "event=source_up";
+
 /// How long accesses fail at once after one got no answer, before the
 /// next probe asks the source: short, so that service is back within
 /// about this of the source (and a probe's timeout).
@@ -148,6 +154,7 @@ impl Outage {
                 if s.down_since.is_none() {
                     s.down_since = Some(now);
                     drop(s);
+                    log::debug!("{SOURCE_DOWN}");
                     let stale = self.stale_for();
                     if stale.is_zero() {
                         log::warn!(
@@ -167,6 +174,7 @@ impl Outage {
                 if let Some(since) = s.down_since.take() {
                     s.closed_until = None;
                     drop(s);
+                    log::debug!("{SOURCE_UP}");
                     log::warn!(
                         "{} answers again (after {:.1} s)",
                         self.source,

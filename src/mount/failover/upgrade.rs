@@ -19,18 +19,9 @@ pub(crate) fn request(binary: &Path) -> Vec<u8> {
     binary.as_os_str().as_bytes().to_vec()
 }
 
-/// Runs the command; the exit code.
-pub(crate) fn run(mountpoint: &Path, binary: Option<&Path>) -> i32 {
-    match upgrade(mountpoint, binary) {
-        Ok(said) => {
-            println!("{said}");
-            0
-        }
-        Err(msg) => {
-            eprintln!("novelfs: {msg}");
-            1
-        }
-    }
+/// Runs the command: what it prints, or why it failed.
+pub(crate) fn run(mountpoint: &Path, binary: Option<&Path>) -> Result<String, String> {
+    upgrade(mountpoint, binary).map(|said| format!("{said}\n"))
 }
 
 fn upgrade(mountpoint: &Path, binary: Option<&Path>) -> Result<String, String> {

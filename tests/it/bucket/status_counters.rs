@@ -321,6 +321,19 @@ fn status_of_a_local_library_says_there_is_no_remote_storage() {
         "{v}"
     );
     assert!(v.get("list_requests").is_none(), "{v}");
+    // The holder's figures, and no storage's: a comment says why.
     let text = novelfs_status(m.path(), "--prometheus");
-    assert!(text.lines().all(|l| l.starts_with("# ")), "{text}");
+    let storage = |l: &&str| l.starts_with("novelfs_requests_total") || l.contains("snapshot");
+    assert!(!text.lines().any(|l| storage(&l)), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("novelfs_servers_started_total")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("# novelfs:")),
+        "{text}"
+    );
 }

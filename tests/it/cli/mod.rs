@@ -3,8 +3,10 @@
 
 mod cli_errors;
 mod cli_usage;
+mod docs_options;
 mod install;
 mod logs;
 mod newcomer;
 mod options;
+mod output;
 mod test_switches;

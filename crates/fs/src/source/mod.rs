@@ -23,6 +23,7 @@ use std::time::SystemTime;
 
 use loads::{Flights, LoadBudget};
 use novelfs_kit::flight::Part;
+use novelfs_library::backing::SourceKind;
 use novelfs_library::{BookIndex, ChapterText, Library, NovelError};
 
 use super::cache::{Charge, Lru, Stamp};
@@ -426,15 +427,34 @@ impl Source {
         }
         match self.chapter(c) {
             Ok(now) if now.version == version => Ok(now.loaded),
-            _ => {
-                log::warn!(
-                    "{}: the version read changed on disk and left the cache",
-                    Node::Chapter { chapter: c.clone() }.path()
-                );
-                Err(Error::Stale)
-            }
+            Ok(_) => Err(self.version_left(c)),
+            Err(e) if gone_or_changed(&e) => Err(self.version_left(c)),
+            // The source failed to say (a bucket down, a read refused):
+            // nothing is known of a change, and the error is what it is.
+            Err(e) => Err(e),
         }
     }
+
+    /// The version read of `c` is no longer the source's: said once here.
+    fn version_left(&self, c: &ChapterRef) -> Error {
+        let path = Node::Chapter { chapter: c.clone() }.path();
+        log::warn!("{path}: the version read changed on disk and left the cache");
+        log::debug!("{} path={path}", crate::events::CHANGED);
+        Error::Stale
+    }
+}
+
+/// Whether a failed look at a chapter says that its file is gone or is
+/// another version now, by what the source said failed.
+fn gone_or_changed(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::NotFound
+            | Error::Source {
+                kind: SourceKind::NotFound | SourceKind::Changed,
+                ..
+            }
+    )
 }
 
 /// Whether two scans of a book found the same chapter files.

@@ -165,8 +165,10 @@ mod tests {
         assert_eq!(f.fs.negatives_bytes(), 0);
     }
 
+    /// Nothing pushes the change that adds such a name (a new listing or
+    /// snapshot): the kernel must not keep it missing past it.
     #[test]
-    fn unwatched_names_answered_missing_are_kept_for_the_ttl() {
+    fn unwatched_names_answered_missing_are_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("novels/书")).unwrap();
         let config = crate::FsConfig {
@@ -178,9 +180,7 @@ mod tests {
         let fs = NovelFs::new(novelfs_storage::open_local(dir.path()).unwrap(), config);
         assert_eq!(
             fs.lookup_entry(ROOT_INO, OsStr::new("新书")),
-            Ok(crate::tree::Entry::Missing(
-                std::time::Duration::from_millis(1500)
-            ))
+            Ok(crate::tree::Entry::Missing(std::time::Duration::ZERO))
         );
         assert_eq!(fs.negatives_bytes(), 0, "nothing to invalidate later");
     }
@@ -210,12 +210,12 @@ mod tests {
         );
         assert_eq!(
             missing("offset-9.txt"),
-            Ok(Missing(std::time::Duration::from_millis(1500))),
+            Ok(Missing(std::time::Duration::ZERO)),
             "a page past the chain appears when the chapter grows"
         );
         assert_eq!(
             missing("ERROR"),
-            Ok(Missing(std::time::Duration::from_millis(1500))),
+            Ok(Missing(std::time::Duration::ZERO)),
             "ERROR appears when the chapter stops decoding"
         );
         assert_eq!(fs.negatives_bytes(), 0, "nothing to invalidate later");

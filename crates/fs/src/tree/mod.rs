@@ -231,7 +231,7 @@ impl NovelFs {
     /// `lookup`, with a missing name answered as a negative entry: kept
     /// for long when no change can make it resolve, or when the directory
     /// is watched and the name could be recorded for invalidation
-    /// (`Negatives`); for the TTL when it is not watched; not kept otherwise.
+    /// (`Negatives`); not kept otherwise.
     pub fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<Entry> {
         let directory = self.node(parent)?;
         let since = self.negatives.epoch();
@@ -242,11 +242,15 @@ impl NovelFs {
                     // such a name resolve (ripgrep's `.gitignore` probe in
                     // every chapter directory is one).
                     WATCHED_TTL
-                } else if !self.freshness.covers_names_in(&directory) {
-                    self.freshness.ttl()
-                } else if self.negatives.record(parent, name, since) {
+                } else if self.freshness.covers_names_in(&directory)
+                    && self.negatives.record(parent, name, since)
+                {
                     WATCHED_TTL
                 } else {
+                    // Unwatched (a bucket, a network filesystem), nothing
+                    // pushes the change that adds the name: kept missing
+                    // by the kernel, it would outlive that change while
+                    // the index files, asked of the daemon, list it.
                     Duration::ZERO
                 };
                 Ok(Entry::Missing(ttl))

@@ -3,7 +3,9 @@
 //! on the wire, by kind as the tests' proxy sorts them (a GET of the
 //! bucket with `list-type=2`, S3's and Google's, or of the container with
 //! `comp=list`, Azure's, a LIST; a GET with `Range` a ranged GET), and
-//! each `304 Not Modified`. object_store's retries, and its resumption of
+//! each `304 Not Modified`; an attempt that gets no response (refused,
+//! reset, timed out) is counted apart, as unanswered, by its kind.
+//! object_store's retries, and its resumption of
 //! a body cut short, are attempts of the same access: an access runs in
 //! `scope`, and an attempt after its first is a retry; an access that
 //! fails, once its retries are spent, is an error (`count_error`).
@@ -74,15 +76,40 @@ fn kind(req: &HttpRequest) -> Counter {
     }
 }
 
+/// One attempt on the wire: a request of its kind once the bucket
+/// answers it, else (an error before any response, or the attempt given
+/// up while it waited) an unanswered one, so that the requests agree with
+/// what reached the bucket.
+struct Attempt<'a> {
+    counters: &'a Counters,
+    kind: Counter,
+    answered: bool,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        let counter = match self.answered {
+            true => self.kind,
+            false => self.kind.unanswered(),
+        };
+        self.counters.count(counter);
+    }
+}
+
 #[async_trait::async_trait]
 impl HttpService for CountingService {
     async fn call(&self, req: HttpRequest) -> std::result::Result<HttpResponse, HttpError> {
-        self.counters.count(kind(&req));
+        let mut attempt = Attempt {
+            counters: &self.counters,
+            kind: kind(&req),
+            answered: false,
+        };
         let earlier = ATTEMPTS.try_with(|a| a.replace(a.get() + 1)).unwrap_or(0);
         if earlier > 0 {
             self.counters.count(Counter::Retries);
         }
         let response = self.inner.execute(req).await?;
+        attempt.answered = true;
         if response.status().as_u16() == 304 {
             self.counters.count(Counter::NotModified);
         }

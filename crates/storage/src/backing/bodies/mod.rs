@@ -82,8 +82,9 @@ struct Bodies {
     /// one takes it off the queue and asks itself, and the fetchers skip
     /// it, so no object is asked for twice.
     queued: HashSet<Key>,
-    /// Keys whose GET is under way: a reader of one waits for it rather
-    /// than asking for the same bytes again.
+    /// Keys whose GET is under way, a fetcher's or a reader's (`Claim`):
+    /// a reader of one waits for it rather than asking for the same bytes
+    /// again, and the fetchers skip it.
     fetching: HashSet<Key>,
     /// The batches queued, in the order they came, each with how many of
     /// its bodies the fetchers took.
@@ -104,6 +105,39 @@ impl Bodies {
             pending: VecDeque::new(),
             pending_keys: 0,
             fetchers: 0,
+        }
+    }
+}
+
+/// What a reader's look at the bodies found.
+pub(super) enum Found {
+    Held(Arc<Vec<u8>>),
+    /// Not held: the caller sends the GET, under this claim.
+    Fetch(Claim),
+}
+
+/// A reader's GET of a body, marked under way until it is dropped (once
+/// the body is kept), when the readers waiting for it are woken.
+pub(super) struct Claim {
+    bodies: Arc<(Mutex<Bodies>, Condvar)>,
+    /// The key marked; `None` when another's GET of it still is.
+    key: Option<Key>,
+}
+
+impl Claim {
+    fn none(bodies: &Arc<(Mutex<Bodies>, Condvar)>) -> Claim {
+        Claim {
+            bodies: bodies.clone(),
+            key: None,
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            lock(&self.bodies.0).fetching.remove(&key);
+            self.bodies.1.notify_all();
         }
     }
 }
@@ -162,16 +196,43 @@ impl Store {
         version: &Version,
         got_since: Option<Instant>,
     ) -> Option<Arc<Vec<u8>>> {
+        match self.looked_up(key, version, got_since, false) {
+            Found::Held(body) => Some(body),
+            Found::Fetch(_) => None,
+        }
+    }
+
+    /// `held_since`, or else the GET the caller is to send for it, marked
+    /// under way (`Claim`) in the same look, so that a reader or the
+    /// fetchers coming to it meanwhile wait for that GET rather than send
+    /// their own.
+    pub(super) fn held_or_fetch(
+        &self,
+        key: &Key,
+        version: &Version,
+        got_since: Option<Instant>,
+    ) -> Found {
+        self.looked_up(key, version, got_since, true)
+    }
+
+    /// A look at `key`, counted as a hit or a miss; a miss claimed when
+    /// `claim`.
+    fn looked_up(
+        &self,
+        key: &Key,
+        version: &Version,
+        got_since: Option<Instant>,
+        claim: bool,
+    ) -> Found {
         use crate::Counter::{CacheHits, CacheMisses};
-        let got = self.look_up(key, version, got_since);
+        let found = self.look_up(key, version, got_since, claim);
         if let Some(c) = &self.counters {
-            c.count(if got.is_some() {
-                CacheHits
-            } else {
-                CacheMisses
+            c.count(match found {
+                Found::Held(_) => CacheHits,
+                Found::Fetch(_) => CacheMisses,
             });
         }
-        got
+        found
     }
 
     fn look_up(
@@ -179,19 +240,34 @@ impl Store {
         key: &Key,
         version: &Version,
         got_since: Option<Instant>,
-    ) -> Option<Arc<Vec<u8>>> {
+        claim: bool,
+    ) -> Found {
         let (bodies, done) = &*self.bodies;
         let deadline = Instant::now() + self.wait;
         let mut b = lock(bodies);
         b.queued.remove(key);
         while b.fetching.contains(key) {
-            let left = deadline.checked_duration_since(Instant::now())?;
+            // Waited long enough for another's GET: one of its own, not
+            // marked (the other still is).
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return Found::Fetch(Claim::none(&self.bodies));
+            };
             b = done
                 .wait_timeout(b, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        b.get(key, version, got_since)
+        if let Some(body) = b.get(key, version, got_since) {
+            return Found::Held(body);
+        }
+        if !claim {
+            return Found::Fetch(Claim::none(&self.bodies));
+        }
+        b.fetching.insert(key.clone());
+        Found::Fetch(Claim {
+            bodies: self.bodies.clone(),
+            key: Some(key.clone()),
+        })
     }
 
     /// Whether a body of `key` is held, in any version.
@@ -369,6 +445,30 @@ mod tests {
             .collect();
         assert_eq!(taken, expected);
         assert_eq!(b.pending_keys, 0);
+    }
+
+    /// A reader's GET marks its chapter under way: a read-ahead queued
+    /// meanwhile sends none, and another reader waits for that GET and
+    /// reads its body.
+    #[test]
+    fn a_readers_get_is_joined_and_never_sent_again() {
+        let storage = Arc::new(Batches::default());
+        let store = Arc::new(Store::new(storage.clone(), 1 << 20, Duration::from_secs(5)));
+        let (key, version) = batch(1, 0..1).pop().unwrap();
+        let Found::Fetch(claim) = store.held_or_fetch(&key, &version, None) else {
+            panic!("nothing is held yet");
+        };
+        store.ahead(batch(1, 0..1));
+        assert!(!lock(&store.bodies.0).queued.contains(&key), "queued again");
+        let other = {
+            let (store, key, version) = (store.clone(), key.clone(), version.clone());
+            std::thread::spawn(move || store.held_or_fetch(&key, &version, None))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        store.put(&key, (version, Instant::now()), Arc::new(b"abc".to_vec()));
+        drop(claim);
+        assert!(matches!(other.join().unwrap(), Found::Held(_)), "joined");
+        assert_eq!(storage.gets.load(Ordering::SeqCst), 0, "no GET of its own");
     }
 
     /// A body is given for a freshness bound only when its GET began at

@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::{Entry, EntryKind, RelPath, StorageError, Version};
 
-use super::super::bodies::{Key, is_changed, rel};
+use super::super::bodies::{Found, Key, is_changed, rel};
 use super::super::listings;
 use super::super::ranged::Ranged;
 use super::super::{Meta, Opened};
@@ -54,18 +54,19 @@ impl BucketBacking {
         listed: Entry,
     ) -> io::Result<Option<Box<dyn Opened>>> {
         let key = Key::whole(path);
-        if let Some(bytes) = self.store.held(&key, &listed.version) {
-            if self.outage.is_down() {
-                self.outage.served_stale();
+        let claim = match self.store.held_or_fetch(&key, &listed.version, None) {
+            Found::Held(bytes) => {
+                if self.outage.is_down() {
+                    self.outage.served_stale();
+                }
+                let opened = Fetched::opened(bytes, &listed.version, listed.modified, true);
+                return Ok(Some(opened));
             }
-            return Ok(Some(Fetched::opened(
-                bytes,
-                &listed.version,
-                listed.modified,
-                true,
-            )));
-        }
-        let (bytes, version) = match self.get_whole(&key, &rel(path)?, None) {
+            Found::Fetch(claim) => claim,
+        };
+        let got = self.get_whole(&key, &rel(path)?, None);
+        drop(claim);
+        let (bytes, version) = match got {
             Ok(got) => got,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(io::Error::from(e)),
@@ -119,14 +120,19 @@ impl BucketBacking {
         }
         let key = Key::whole(path);
         let since = Instant::now().checked_sub(self.ttl)?;
-        if let Some(bytes) = self.store.held_since(&key, &listed.version, Some(since)) {
-            let opened = Fetched::opened(bytes, &listed.version, listed.modified, true);
-            return Some(Ok(Some(opened)));
-        }
+        let claim = match self.store.held_or_fetch(&key, &listed.version, Some(since)) {
+            Found::Held(bytes) => {
+                let opened = Fetched::opened(bytes, &listed.version, listed.modified, true);
+                return Some(Ok(Some(opened)));
+            }
+            Found::Fetch(claim) => claim,
+        };
         if self.store.holds(&key) {
             return None;
         }
-        let bytes = match self.get_whole(&key, &rel(path).ok()?, Some(&listed.version)) {
+        let got = self.get_whole(&key, &rel(path).ok()?, Some(&listed.version));
+        drop(claim);
+        let bytes = match got {
             Ok((bytes, _)) => bytes,
             // Gone since a snapshot: its directory is listed.
             Err(e) if e.is_not_found() && self.listings.following() => {

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use novelfs_library::backing::SourceKind;
+
+use crate::counters::SnapshotState;
 use crate::{Entry, Storage, StorageError};
 
 use super::bodies::lock;
@@ -79,7 +82,7 @@ impl Follower {
             return Err(StorageError::Other(why));
         }
         let snapshot = Snapshot::fetch(&*storage, head.clone())?;
-        shown(&*storage, Some(&snapshot.head));
+        shown(&*storage, &snapshot.head);
         Ok(Follower {
             storage,
             ttl,
@@ -258,15 +261,22 @@ impl Follower {
                     snapshot.files()
                 );
                 state.head = snapshot.head.clone();
-                shown(&*self.storage, Some(&snapshot.head));
+                shown(&*self.storage, &snapshot.head);
                 state.snapshot = Some(Arc::new(snapshot));
                 state.behind.clear();
                 state.not_followed = None;
             }
             Ok(None) => {}
             Err(e) => {
+                // The bucket not answering at all is said once by its
+                // outage (`crate::outage`); a check refused is news.
+                let level = match e.source_kind() {
+                    SourceKind::Transient => log::Level::Info,
+                    _ => log::Level::Warn,
+                };
                 if !state.failing {
-                    log::warn!(
+                    log::log!(
+                        level,
                         "the bucket does not answer the snapshot's check ({e}): the snapshot \
                          as last read is served until it answers"
                     );
@@ -308,7 +318,7 @@ impl Follower {
     }
 
     fn stop(&self, state: &mut State, why: String) {
-        shown(&*self.storage, None);
+        show(&*self.storage, SnapshotState::NotFollowed, &why, 0);
         if state.snapshot.take().is_some() || state.not_followed.is_none() {
             log::warn!("the published snapshot is no longer followed ({why}): the mount lists");
         }
@@ -329,13 +339,16 @@ fn jitter(up_to: Duration) -> Duration {
 }
 
 /// Names the snapshot in use in the storage's counters (`novelfs status`):
-/// its head's ETag and when it was made; "none" while none is followed.
-fn shown(storage: &dyn Storage, head: Option<&Head>) {
+/// its head's ETag and when it was made.
+fn shown(storage: &dyn Storage, head: &Head) {
+    show(storage, SnapshotState::Followed, &head.etag, head.published);
+}
+
+/// Says in the storage's counters whether a snapshot is followed, and
+/// the words for it (`SnapshotState`).
+pub(in crate::backing) fn show(storage: &dyn Storage, state: SnapshotState, text: &str, made: u64) {
     if let Some(counters) = storage.counters() {
-        match head {
-            Some(h) => counters.set_snapshot(&format!("{} made {}", h.etag, h.published)),
-            None => counters.set_snapshot("none"),
-        }
+        counters.set_snapshot(state, text, made);
     }
 }
 

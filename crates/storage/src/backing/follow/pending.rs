@@ -17,7 +17,7 @@ pub struct PendingHead {
 
 enum Pending {
     Asking(std::thread::JoinHandle<Result<Option<Head>, StorageError>>),
-    Answered(Option<Head>),
+    Answered(Result<Option<Head>, String>),
 }
 
 impl PendingHead {
@@ -35,16 +35,22 @@ impl PendingHead {
     /// The head, once answered (`None`: none published, or the question
     /// failed, which is logged).
     pub fn get(&self) -> Option<Head> {
+        self.asked().ok().flatten()
+    }
+
+    /// The head, once answered: `None` when none is published, an error
+    /// (logged, once) when the question failed.
+    pub fn asked(&self) -> Result<Option<Head>, String> {
         let mut state = lock(&self.state);
-        let head = match std::mem::replace(&mut *state, Pending::Answered(None)) {
+        let head = match std::mem::replace(&mut *state, Pending::Answered(Ok(None))) {
             Pending::Answered(head) => head,
             Pending::Asking(thread) => match thread.join() {
-                Ok(Ok(head)) => head,
+                Ok(Ok(head)) => Ok(head),
                 Ok(Err(e)) => {
                     log::warn!("no published snapshot followed: {e}");
-                    None
+                    Err(e.to_string())
                 }
-                Err(_) => None,
+                Err(_) => Err("the question for the head panicked".into()),
             },
         };
         *state = Pending::Answered(head.clone());

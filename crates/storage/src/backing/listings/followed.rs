@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::super::bodies::lock;
-use super::super::follow::{Follower, PendingHead, Said};
+use super::super::follow::{Follower, PendingHead, Said, show};
 use super::Listings;
+use crate::counters::SnapshotState::{NonePublished, NotFollowed};
 
 impl Listings {
     /// Serves directories from `follower`'s snapshot from now on.
@@ -32,15 +33,20 @@ impl Listings {
         }
         let mut pending = lock(&self.pending);
         let Some(head) = pending.take() else { return };
-        if let Some(head) = head.get() {
-            match Follower::start(self.storage.clone(), self.ttl, self.drift(), head) {
-                Ok(f) => {
-                    let _ = self.follow.set(Arc::new(f));
-                }
-                Err(e) => {
-                    log::warn!("the published snapshot is not followed ({e}): the mount lists")
+        match head.asked() {
+            Ok(Some(head)) => {
+                match Follower::start(self.storage.clone(), self.ttl, self.drift(), head) {
+                    Ok(f) => {
+                        let _ = self.follow.set(Arc::new(f));
+                    }
+                    Err(e) => {
+                        show(&*self.storage, NotFollowed, &e.to_string(), 0);
+                        log::warn!("the published snapshot is not followed ({e}): the mount lists")
+                    }
                 }
             }
+            Ok(None) => show(&*self.storage, NonePublished, "", 0),
+            Err(e) => show(&*self.storage, NotFollowed, &e, 0),
         }
         log::info!("freshness: {}", self.freshness());
         self.pending_any.store(false, Ordering::Release);
