@@ -247,6 +247,8 @@ impl Follower {
         let mut state = lock(&self.state);
         if fetched.is_ok() && state.failing {
             state.failing = false;
+            // The publisher may not have had a round since: see `lapsed`.
+            state.back_at = Some(Instant::now());
             log::info!("the bucket answers the snapshot's check again");
         }
         match fetched {
