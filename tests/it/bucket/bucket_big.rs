@@ -116,12 +116,7 @@ fn a_big_chapter_is_read_in_ranged_parts_within_the_memory_budget() {
     );
     // The small chapter is the one GET.
     // (The published snapshot's head, asked for at mount, is no chapter.)
-    let chapter_gets = bucket
-        .server
-        .log()
-        .iter()
-        .filter(|r| r.kind == "GET" && !r.path.contains("/.novelfs/"))
-        .count();
+    let chapter_gets = bucket.gets(true);
     assert!(chapter_gets <= 1, "no GET of the whole chapter: {after:?}");
     // A part given up before a late read of it is read again: on a busy
     // machine a few are, never most (a whole read would be 0 ranged).

@@ -75,6 +75,12 @@ const TABLE: &[Row] = &[
         bad: &["-1", "604801", "NaN", "never", ""],
     },
     Row {
+        flag: Some("--drift"),
+        key: Some("drift"),
+        good: &["0", "600", "86400"],
+        bad: &["-1", "86401", "NaN", "often", ""],
+    },
+    Row {
         flag: Some("--path-root"),
         key: Some("path_root"),
         good: &["/library", "/"],

@@ -82,6 +82,20 @@ impl Bucket {
     }
 
     /// `SCHEME://BUCKET/PREFIX`.
+    /// Whole-object GETs the proxy forwarded since its last reset, of the
+    /// library's objects (`library`: not those under `.novelfs/`) or of
+    /// the publisher's, told apart by the decoded key (Google Cloud
+    /// Storage's JSON API percent-encodes every byte of it).
+    pub fn gets(&self, library: bool) -> usize {
+        self.server
+            .log()
+            .iter()
+            .filter(|r| {
+                r.kind == "GET" && percent_decoded(&r.path).contains("/.novelfs/") != library
+            })
+            .count()
+    }
+
     pub fn url(&self) -> String {
         format!("{}://{}/{PREFIX}", self.server.emulator.scheme(), self.name)
     }
@@ -139,4 +153,28 @@ impl Bucket {
             &env,
         )
     }
+}
+
+/// `path` with each `%XX` decoded.
+pub fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
