@@ -160,7 +160,7 @@ impl Ahead {
         let asked = {
             let mut tracks = lock(&self.tracks);
             let track = tracks.of(book, index);
-            track.on(position);
+            track.listed_on(position);
             self.outlines.reached(track);
             self.reached(track, position)
         };

@@ -136,6 +136,9 @@ impl Outliner {
             return 0;
         }
         let from = track.next;
+        if track.backward() {
+            return self.reached_backward(queue, track);
+        }
         let Some(chapters) = track.top_up(&track.outlines, from, WINDOW, TOP_UP_BELOW) else {
             return 0;
         };
@@ -179,6 +182,53 @@ impl Outliner {
     }
 
     /// Chapters queued and not yet outlined.
+    /// `reached` for a reader going through the book last chapter first:
+    /// the window is the chapters before the one it is on, the nearest
+    /// queued first, topped up by halves as the forward one is.
+    fn reached_backward<P: PagePlace>(
+        &self,
+        queue: &Mutex<SyncSender<Batch>>,
+        track: &mut Track<P>,
+    ) -> usize {
+        let on = track.next.saturating_sub(1);
+        let down_to = track.outlined_down_to.filter(|&d| d <= on).unwrap_or(on);
+        if on - down_to >= TOP_UP_BELOW {
+            return 0;
+        }
+        let start = on.saturating_sub(WINDOW);
+        if start >= down_to {
+            return 0;
+        }
+        let pending = self.shared.pending.load(Ordering::Relaxed);
+        if (pending + (down_to - start)).saturating_mul(OUTLINE_GUESS) > self.allowance {
+            return 0;
+        }
+        let batch: Vec<ChapterRef> = track.index.chapters[start..down_to]
+            .iter()
+            .rev()
+            .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
+            .map(|c| chapter_ref(&track.book, &c.os_name))
+            .collect();
+        let n = batch.len();
+        track.outlined_down_to = Some(start);
+        if n == 0 {
+            return 0;
+        }
+        self.shared.pending.fetch_add(n, Ordering::Relaxed);
+        let batch = Batch {
+            chapters: batch,
+            then_index: None,
+        };
+        match lock(queue).try_send(batch) {
+            Ok(()) => n,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.shared.pending.fetch_sub(n, Ordering::Relaxed);
+                track.outlined_down_to = Some(down_to);
+                0
+            }
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn pending(&self) -> usize {
         self.shared.pending.load(Ordering::Relaxed)

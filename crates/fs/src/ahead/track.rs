@@ -48,6 +48,13 @@ pub(crate) struct Track<P> {
     /// fetched ahead is a GET whether the reader comes to it or not.
     reach: Reach,
     bounded: bool,
+    /// Whether its reader goes through the book last chapter first (each
+    /// chapter it is on one or two before the one it was on): ripgrep's
+    /// workers take a directory's entries from the end.
+    backward: bool,
+    /// The lowest chapter whose outline was queued for a reader going
+    /// backward (`outlines` is the forward window).
+    pub(super) outlined_down_to: Option<usize>,
 }
 
 impl<P: PagePlace> Track<P> {
@@ -66,12 +73,16 @@ impl<P: PagePlace> Track<P> {
             pages: Vec::new(),
             reach: Reach::default(),
             bounded: false,
+            backward: false,
+            outlined_down_to: None,
         }
     }
 
     /// The reader listed the book: it is at its start.
     pub(crate) fn at_start(&mut self) {
         self.next = 0;
+        self.backward = false;
+        self.outlined_down_to = None;
         self.reach.at_start();
     }
 
@@ -79,6 +90,26 @@ impl<P: PagePlace> Track<P> {
     pub(crate) fn on(&mut self, position: usize) {
         self.next = position + 1;
         self.reach.on(position);
+    }
+
+    /// The reader listed the chapter at `position`: it is on it, and which
+    /// way it goes through the book is what its listings say (a read of a
+    /// chapter listed before is no step back). Two workers interleave:
+    /// one or two chapters before the last listed is backward.
+    pub(crate) fn listed_on(&mut self, position: usize) {
+        if let Some(was) = self.next.checked_sub(1) {
+            if position < was && was - position <= 2 {
+                self.backward = true;
+            } else if position > was {
+                self.backward = false;
+            }
+        }
+        self.on(position);
+    }
+
+    /// Whether its reader goes through the book last chapter first.
+    pub(super) fn backward(&self) -> bool {
+        self.backward
     }
 
     /// Whether what is fetched ahead is bounded by the reader's reach.
@@ -125,6 +156,8 @@ impl<P: PagePlace> Track<P> {
         self.disk = Window::default();
         self.outlines = Window::default();
         self.reach = Reach::default();
+        self.backward = false;
+        self.outlined_down_to = None;
         self.pages
             .retain_mut(|p| match index.exact(p.file().as_bytes()) {
                 Some(position) => {
@@ -234,6 +267,34 @@ mod tests {
                 .map(|i| Chapter::new(format!("第{i}章.md").into()))
                 .collect(),
         ))
+    }
+
+    /// ripgrep's two workers list a book's chapters from the last, each
+    /// one or two before the other's: the track goes backward then, and
+    /// forward again once its reader goes on past where it was.
+    #[test]
+    fn a_reader_taking_the_chapters_last_first_goes_backward() {
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let mut t = Track::<Page>::new(&book, &index(100));
+        t.at_start();
+        t.listed_on(99);
+        assert!(!t.backward(), "one chapter says no way yet");
+        t.listed_on(98);
+        assert!(t.backward());
+        t.listed_on(96);
+        assert!(t.backward(), "two before: the other worker's");
+        t.listed_on(97);
+        assert!(!t.backward(), "on past where it was: forward");
+        t.listed_on(10);
+        assert!(!t.backward(), "a jump back is no walk backward");
+        t.listed_on(20);
+        t.on(19);
+        assert!(
+            !t.backward(),
+            "a read of a chapter listed before is no step back"
+        );
+        t.at_start();
+        assert!(!t.backward());
     }
 
     #[test]

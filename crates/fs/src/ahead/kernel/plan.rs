@@ -49,6 +49,9 @@ pub(crate) struct Place {
     /// When it was read, among every page read (the most recent highest):
     /// the plans are made and served in that order.
     pub(super) read_at: u64,
+    /// Its reader goes through the book last chapter first: the chapters
+    /// "after" it are those before it in the book.
+    pub(super) backward: bool,
     /// What to push ahead of it, made once per place (`None`: not yet).
     pub(super) plan: Option<Arc<Planned>>,
 }
@@ -247,7 +250,11 @@ impl StoreAhead {
                 let outline = parts.outlines.outline_at(parts.source, &c, file).ok();
                 (c, outline)
             } else {
-                let entry = book_index.chapters.get(position + ahead)?;
+                let at = match place.backward {
+                    true => position.checked_sub(ahead)?,
+                    false => position + ahead,
+                };
+                let entry = book_index.chapters.get(at)?;
                 let c = crate::node::chapter_ref(&place.chapter.book, &entry.os_name);
                 let file = parts.source.chapter_file(&c).ok()?;
                 if file.meta.len() > GUESS_MAX_BYTES {

@@ -55,6 +55,7 @@ impl StoreAhead {
             format: page.format,
             version,
             read_at: self.reads.fetch_add(1, Ordering::Relaxed) + 1,
+            backward: track.backward(),
             plan: None,
         };
         if let Some(i) = same {
@@ -106,6 +107,33 @@ impl StoreAhead {
         }
     }
 
+    /// A reader whose track turned (it goes through the book the other way
+    /// than its pages read say, known only once it listed two chapters):
+    /// its places are put on `chapter`, the one it lists, with no plan, so
+    /// that the store thread plans again the way it goes.
+    fn turned(track: &mut Track<Place>, chapter: &ChapterRef) {
+        use std::os::unix::ffi::OsStrExt;
+        let backward = track.backward();
+        if track.pages.iter().all(|p| p.backward == backward) {
+            return;
+        }
+        let Some(position) = track.index.exact(chapter.file.as_bytes()) else {
+            return;
+        };
+        for p in track.pages.iter_mut().filter(|p| p.backward != backward) {
+            *p = Place {
+                chapter: chapter.clone(),
+                position,
+                offset: 0,
+                format: p.format,
+                version: 0,
+                read_at: p.read_at,
+                backward,
+                plan: None,
+            };
+        }
+    }
+
     /// Whether a listing may concern a reader (cheap: no lock).
     pub(crate) fn following(&self) -> bool {
         self.any_reader.load(Ordering::Relaxed)
@@ -133,6 +161,7 @@ impl StoreAhead {
         let Some(track) = track.filter(|t| !t.pages.is_empty()) else {
             return;
         };
+        Self::turned(track, chapter);
         let mut moved = false;
         let mut short = false;
         for p in track.pages.iter_mut() {
@@ -156,11 +185,15 @@ impl StoreAhead {
             short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
             *p = Place {
                 chapter: chapter.clone(),
-                position: p.position + ahead,
+                position: match p.backward {
+                    true => p.position - ahead,
+                    false => p.position + ahead,
+                },
                 offset: 0,
                 format: p.format,
                 version,
                 read_at: p.read_at,
+                backward: p.backward,
                 plan: Some(Arc::new(shifted)),
             };
         }
