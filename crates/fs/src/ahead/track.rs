@@ -29,7 +29,8 @@ pub(crate) trait PagePlace {
 /// order, the first chapter ahead of the reader, and how far each member
 /// has worked ahead of it. Readers go forward through a book (a jump back
 /// starts again where it lands), so what is ahead of one is the chapters
-/// from `next` on.
+/// from `next` on; a walker whose listings go last chapter first
+/// (`backward`: ripgrep's workers) has the chapters before it ahead.
 pub(crate) struct Track<P> {
     pub book: Arc<OsStr>,
     pub index: Arc<BookIndex>,
