@@ -16,6 +16,16 @@ pub(crate) struct OutlinePage {
     pub json_bytes: u64,
 }
 
+impl OutlinePage {
+    /// The page's size in `format`.
+    pub(crate) fn bytes(&self, format: PageFormat) -> u64 {
+        match format {
+            PageFormat::Text => self.text_bytes,
+            PageFormat::Json => self.json_bytes,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Outline {
     pub pages: Vec<OutlinePage>,
@@ -33,10 +43,7 @@ impl Outline {
             .pages
             .binary_search_by_key(&page.offset, |p| p.offset)
             .ok()?;
-        Some(match page.format {
-            PageFormat::Text => self.pages[i].text_bytes,
-            PageFormat::Json => self.pages[i].json_bytes,
-        })
+        Some(self.pages[i].bytes(page.format))
     }
 }
 

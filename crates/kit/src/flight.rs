@@ -32,30 +32,31 @@ impl<R: Clone> Flight<R> {
 
     /// Waits for the result.
     pub fn wait(&self) -> R {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = &*result {
-                return r.clone();
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
+        self.wait_until(None).expect("waited with no bound")
     }
 
     /// Waits for the result at most `timeout`: `None` when it is not
     /// there by then.
     pub fn wait_for(&self, timeout: std::time::Duration) -> Option<R> {
-        let until = std::time::Instant::now() + timeout;
+        self.wait_until(Some(std::time::Instant::now() + timeout))
+    }
+
+    fn wait_until(&self, until: Option<std::time::Instant>) -> Option<R> {
         let mut result = lock(&self.result);
         loop {
             if let Some(r) = &*result {
                 return Some(r.clone());
             }
-            let left = until.checked_duration_since(std::time::Instant::now())?;
-            result = self
-                .done
-                .wait_timeout(result, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            result = match until {
+                None => self.done.wait(result).unwrap_or_else(|e| e.into_inner()),
+                Some(until) => {
+                    let left = until.checked_duration_since(std::time::Instant::now())?;
+                    self.done
+                        .wait_timeout(result, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
         }
     }
 

@@ -154,16 +154,34 @@ impl Outliner {
         // alone, `find`, reads no index): its index follows.
         let then_index = (chapters.end >= track.index.chapters.len() && track.reads())
             .then(|| track.book.clone());
-        let batch: Vec<ChapterRef> = track.index.chapters[chapters]
-            .iter()
+        let chapters = &track.index.chapters[chapters];
+        let sent = self.send(queue, &track.book, chapters.iter(), then_index);
+        if sent.is_none() {
+            // What was not queued is queued by the next listing.
+            track.outlines.dropped(from);
+        }
+        sent.unwrap_or(0)
+    }
+
+    /// Sends the outlines of `chapters` (of `book`) to the outliner's
+    /// thread, then `then_index`'s index: how many chapters went (the
+    /// index counts as one more piece of work pending), `None` when the
+    /// queue is full.
+    fn send<'a>(
+        &self,
+        queue: &Mutex<SyncSender<Batch>>,
+        book: &Arc<OsStr>,
+        chapters: impl Iterator<Item = &'a novelfs_library::Chapter>,
+        then_index: Option<Arc<OsStr>>,
+    ) -> Option<usize> {
+        let batch: Vec<ChapterRef> = chapters
             .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
-            .map(|c| chapter_ref(&track.book, &c.os_name))
+            .map(|c| chapter_ref(book, &c.os_name))
             .collect();
         let n = batch.len();
         if n == 0 {
-            return 0;
+            return Some(0);
         }
-        // The index counts as one more piece of work pending.
         let work = n + usize::from(then_index.is_some());
         self.shared.pending.fetch_add(work, Ordering::Relaxed);
         let batch = Batch {
@@ -171,17 +189,14 @@ impl Outliner {
             then_index,
         };
         match lock(queue).try_send(batch) {
-            Ok(()) => n,
+            Ok(()) => Some(n),
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.pending.fetch_sub(work, Ordering::Relaxed);
-                // What was not queued is queued by the next listing.
-                track.outlines.dropped(from);
-                0
+                None
             }
         }
     }
 
-    /// Chapters queued and not yet outlined.
     /// `reached` for a reader going through the book last chapter first:
     /// the window is the chapters before the one it is on, the nearest
     /// queued first, topped up by halves as the forward one is.
@@ -203,32 +218,17 @@ impl Outliner {
         if (pending + (down_to - start)).saturating_mul(OUTLINE_GUESS) > self.allowance {
             return 0;
         }
-        let batch: Vec<ChapterRef> = track.index.chapters[start..down_to]
-            .iter()
-            .rev()
-            .filter(|c| !novelfs_library::index::is_chapters_file(&c.os_name))
-            .map(|c| chapter_ref(&track.book, &c.os_name))
-            .collect();
-        let n = batch.len();
-        track.outlined_down_to = Some(start);
-        if n == 0 {
-            return 0;
-        }
-        self.shared.pending.fetch_add(n, Ordering::Relaxed);
-        let batch = Batch {
-            chapters: batch,
-            then_index: None,
-        };
-        match lock(queue).try_send(batch) {
-            Ok(()) => n,
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.pending.fetch_sub(n, Ordering::Relaxed);
-                track.outlined_down_to = Some(down_to);
-                0
+        let chapters = track.index.chapters[start..down_to].iter().rev();
+        match self.send(queue, &track.book, chapters, None) {
+            Some(n) => {
+                track.outlined_down_to = Some(start);
+                n
             }
+            None => 0,
         }
     }
 
+    /// Chapters queued and not yet outlined.
     #[cfg(test)]
     pub(crate) fn pending(&self) -> usize {
         self.shared.pending.load(Ordering::Relaxed)

@@ -132,10 +132,7 @@ impl StoreAhead {
         let mut wanted = Vec::new();
         for p in &outline.pages {
             for &format in &formats {
-                let bytes = match format {
-                    PageFormat::Text => p.text_bytes,
-                    PageFormat::Json => p.json_bytes,
-                };
+                let bytes = p.bytes(format);
                 let page = PageName {
                     offset: p.offset,
                     limit: None,

@@ -57,6 +57,15 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// The position of the chapter `ahead` chapters on from its own, the
+    /// way its reader goes (`None`: before the book's first).
+    pub(super) fn ahead(&self, ahead: usize) -> Option<usize> {
+        match self.backward {
+            true => self.position.checked_sub(ahead),
+            false => Some(self.position + ahead),
+        }
+    }
+
     pub(super) fn at(&self, other: &Place) -> bool {
         self.format == other.format && self.is_at(&other.chapter, other.offset, other.version)
     }
@@ -233,7 +242,7 @@ impl StoreAhead {
     /// `known` (a part of a plan for this place) has them.
     fn plan_of(parts: &Parts, r: &Reader, known: Option<&Planned>) -> Planned {
         let mut chapters: Vec<Option<PlannedChapter>> = Vec::new();
-        let (book_index, position) = (&r.index, r.place.position);
+        let book_index = &r.index;
         let place = &r.place;
         let wanted = plan(place.offset, r.chapters, |ahead| {
             if let Some(c) = known.and_then(|k| k.chapters.get(ahead)) {
@@ -250,11 +259,7 @@ impl StoreAhead {
                 let outline = parts.outlines.outline_at(parts.source, &c, file).ok();
                 (c, outline)
             } else {
-                let at = match place.backward {
-                    true => position.checked_sub(ahead)?,
-                    false => position + ahead,
-                };
-                let entry = book_index.chapters.get(at)?;
+                let entry = book_index.chapters.get(place.ahead(ahead)?)?;
                 let c = crate::node::chapter_ref(&place.chapter.book, &entry.os_name);
                 let file = parts.source.chapter_file(&c).ok()?;
                 if file.meta.len() > GUESS_MAX_BYTES {
@@ -274,10 +279,7 @@ impl StoreAhead {
                     chain: outline
                         .pages
                         .iter()
-                        .map(|p| match place.format {
-                            PageFormat::Text => (p.offset, p.text_bytes),
-                            PageFormat::Json => (p.offset, p.json_bytes),
-                        })
+                        .map(|p| (p.offset, p.bytes(place.format)))
                         .collect(),
                 }),
                 _ => None,

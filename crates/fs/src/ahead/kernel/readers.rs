@@ -185,10 +185,7 @@ impl StoreAhead {
             short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
             *p = Place {
                 chapter: chapter.clone(),
-                position: match p.backward {
-                    true => p.position - ahead,
-                    false => p.position + ahead,
-                },
+                position: p.ahead(ahead).expect("a chapter the plan found"),
                 offset: 0,
                 format: p.format,
                 version,

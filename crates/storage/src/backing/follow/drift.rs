@@ -78,9 +78,7 @@ impl Follower {
     /// they differ the bucket changed since it was published, and the
     /// directory is listed until a newer snapshot covers it.
     fn compare(&self, dir: &Path, snapshot: &Snapshot) {
-        let listed = crate::RelPath::new(dir.as_os_str())
-            .or_else(|_| Ok(crate::RelPath::root()))
-            .and_then(|rel| self.storage.list(&rel));
+        let listed = crate::RelPath::new(dir.as_os_str()).and_then(|rel| self.storage.list(&rel));
         let served = snapshot.dir(&*self.storage, dir);
         if let (Ok(mut listed), Ok(Some(served))) = (listed, served) {
             if dir.as_os_str().is_empty() {

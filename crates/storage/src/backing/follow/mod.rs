@@ -110,11 +110,9 @@ impl Follower {
     /// or `dir` was found behind it (then the directory is listed).
     /// Starts the head's check when one is due.
     pub(super) fn dir(self: &Arc<Self>, dir: &Path) -> Option<Said> {
-        let snapshot = self.followed(dir)?;
+        let (snapshot, failing) = self.followed(dir)?;
         // Its head could not be checked: served as last read, counted.
-        if lock(&self.state).failing
-            && let Some(c) = self.storage.counters()
-        {
+        if failing && let Some(c) = self.storage.counters() {
             c.count(crate::Counter::StaleServes);
         }
         match snapshot.dir(&*self.storage, dir) {
@@ -142,12 +140,13 @@ impl Follower {
     /// names) and its newest file's time; `None` when it has no such
     /// directory, or is not followed there.
     pub(super) fn shape(self: &Arc<Self>, dir: &Path) -> Option<(u64, SystemTime)> {
-        self.followed(dir)?.shape(dir)
+        self.followed(dir)?.0.shape(dir)
     }
 
-    /// The snapshot that answers for `dir`, when one does; starts the
-    /// head's check when one is due.
-    fn followed(self: &Arc<Self>, dir: &Path) -> Option<Arc<Snapshot>> {
+    /// The snapshot that answers for `dir`, when one does, and whether
+    /// its head's last check failed; starts the head's check when one is
+    /// due.
+    fn followed(self: &Arc<Self>, dir: &Path) -> Option<(Arc<Snapshot>, bool)> {
         let mut state = lock(&self.state);
         if !state.checking && state.checked.elapsed() >= self.period(&state.head) {
             state.checking = true;
@@ -160,7 +159,7 @@ impl Follower {
             }
         }
         let snapshot = state.snapshot.clone()?;
-        (!state.behind.contains(dir)).then_some(snapshot)
+        (!state.behind.contains(dir)).then_some((snapshot, state.failing))
     }
 
     /// How often the head is asked for while the mount is read: once per

@@ -88,9 +88,7 @@ impl Root {
             let files = row[2].as_u64().ok_or_else(bad)?;
             let secs = row[3].as_u64().ok_or_else(bad)?;
             let nanos = row[4].as_u64().ok_or_else(bad)?.min(999_999_999) as u32;
-            if !dir.is_empty() {
-                RelPath::new(dir).map_err(|_| bad())?;
-            }
+            RelPath::new(dir).map_err(|_| bad())?;
             let path = PathBuf::from(dir);
             let shape = dirs.entry(path.clone()).or_default();
             shape.piece = Some(piece);
