@@ -217,14 +217,19 @@ impl Listings {
             Found::Fresh(made) => return Some(Ok(made)),
             Found::Theirs(_) if under_way => None,
             Found::Theirs(flight) => flight.wait_for(REVALIDATE_WAIT),
-            // Made and failed since: the kept one, as for an outage.
+            // Made and failed since: listed again as without a window.
             Found::Mine(lead) => {
                 drop(lead);
-                None
+                return None;
             }
         };
         match made {
             Some(Ok(made)) => Some(Ok(made)),
+            // An answer that says what the directory is (gone, refused)
+            // is no outage: never covered by what was read before.
+            Some(Err(e)) if !novelfs_library::backing::passing(&e) => {
+                Some(Err(novelfs_library::backing::SourceFault::copy(&e)))
+            }
             _ => {
                 outage.served_stale();
                 self.used(dir);
@@ -344,6 +349,8 @@ mod tests {
     struct Slow {
         lists: AtomicUsize,
         failing: AtomicBool,
+        /// Every LIST answers that there is no such directory.
+        gone: AtomicBool,
         delay: Duration,
         generation: AtomicUsize,
         in_flight: AtomicUsize,
@@ -364,6 +371,9 @@ mod tests {
             std::thread::sleep(self.delay);
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             let etag = format!("\"{}\"", self.generation.load(Ordering::SeqCst));
+            if self.gone.load(Ordering::SeqCst) {
+                return Err(StorageError::not_found("novels/书".to_string()));
+            }
             if self.failing.load(Ordering::SeqCst) {
                 return Err(StorageError::Timeout {
                     what: "LIST".into(),
@@ -528,6 +538,21 @@ mod tests {
         std::thread::sleep(crate::outage::RETRY_AFTER);
         assert_eq!(generation(&timed(&listings, dir).0.unwrap()), "1");
         assert!(!outage.is_down());
+    }
+
+    /// Within the stale window, a listing made again that says the
+    /// directory is gone is the answer: only a storage that does not
+    /// answer has the kept one served.
+    #[test]
+    fn a_directory_gone_is_not_served_stale() {
+        let slow = slow(20);
+        let (listings, _, _) = guarded(&slow, 50, 1500);
+        let dir = "novels/书";
+        timed(&listings, dir).0.unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        slow.gone.store(true, Ordering::SeqCst);
+        let e = timed(&listings, dir).0.expect_err("gone");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
     }
 
     #[test]
