@@ -204,13 +204,17 @@ pub fn publish(
     // that read its root may still fetch them.
     let before_root = match before {
         Some(h) if h.root != listing.digest && listing.stored.contains_key(&h.root) => {
-            pieces::Root::fetch(storage, &h.root).ok()
+            match pieces::Root::fetch(storage, &h.root) {
+                Ok(root) => Some((h, root)),
+                // What it names is not known: nothing is removed this round.
+                Err(_) => return Ok(!same),
+            }
         }
         _ => None,
     };
-    if let Some(root) = &before_root {
+    if let Some((h, root)) = &before_root {
         named.extend(root.pieces());
-        named.insert(&before.expect("a root before").root);
+        named.insert(&h.root);
     }
     let old = SystemTime::now() - GRACE;
     for (digest, written) in &listing.stored {
