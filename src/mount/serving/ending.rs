@@ -20,6 +20,23 @@ use std::time::{Duration, Instant};
 /// How long a session whose mount is gone has to end by itself.
 pub(crate) const GRACE: Duration = Duration::from_millis(500);
 
+/// How often the watcher looks whether the connection is gone.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether the kernel has dropped the connection `fuse`: with no events
+/// asked, only POLLERR (the connection is gone), POLLHUP or POLLNVAL
+/// come back.
+fn connection_gone(fuse: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fuse,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout only looks.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents != 0
+}
+
 /// Whether the session ended by itself.
 #[derive(Clone, Default)]
 pub(crate) struct Ending {
@@ -56,22 +73,17 @@ impl Ending {
 
     /// Watches the connection `fuse` on a thread of its own: once the
     /// kernel has dropped it, the session has `GRACE` to end.
+    ///
+    /// The thread looks every `LOOK_EVERY` rather than sleeping in `poll`
+    /// on the connection: the kernel wakes every sleeper on `/dev/fuse`'s
+    /// wait queue for each request it queues, whatever events a sleeper
+    /// asked for, so a thread parked there would be woken once per
+    /// request for the life of the mount.
     pub(crate) fn watch(&self, fuse: RawFd) {
         let me = self.clone();
         let spawned = novelfs_kit::thread::spawn("novelfs-ending", Some(64 << 10), move || {
-            loop {
-                // No events asked: only POLLERR (the connection is
-                // gone), POLLHUP or POLLNVAL wake it.
-                let mut p = libc::pollfd {
-                    fd: fuse,
-                    events: 0,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                let n = unsafe { libc::poll(&mut p, 1, -1) };
-                if n > 0 && p.revents != 0 {
-                    break;
-                }
+            while !connection_gone(fuse) {
+                std::thread::sleep(LOOK_EVERY);
             }
             me.exit_unless_ended("the mount is gone");
         });

@@ -4,6 +4,7 @@
 
 mod big_chapters;
 mod hostile;
+mod idle_threads;
 mod indexes;
 #[cfg(feature = "io-uring")]
 mod io_uring;
