@@ -19,11 +19,12 @@ const NIL: u32 = u32::MAX;
 /// each slot keeps its key's hash, so a touch moves two links and an
 /// eviction finds its slot without hashing the key again. A `grep -r`
 /// looks a page up in several caches and evicts one entry for each it
-/// inserts; a map plus an ordering tree (a second hash and a tree removal
-/// and insertion per touch) was a sixth of the daemon's time there.
+/// inserts, so a map plus an ordering tree (a second hash and a tree
+/// removal and insertion per touch) would be a large share of its CPU.
 pub struct Lru<K, V> {
     /// Slot numbers, by their keys' hashes (foldhash, hashbrown's default:
-    /// SipHash showed in the profile of a `grep -r`).
+    /// the keys are the daemon's own, and SipHash shows in the profile of
+    /// a `grep -r`).
     table: HashTable<u32>,
     slots: Vec<Slot<K, V>>,
     hasher: DefaultHashBuilder,
@@ -179,10 +180,10 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     /// An LRU removes about as many entries as it inserts, and each removal
     /// may leave a tombstone that takes a slot until the next rehash;
     /// hashbrown, out of room, doubles a table more than half of whose
-    /// slots are live, tombstones or not, and the doubled table then took
-    /// the entries' place in the budget (a 1 MiB LRU of small entries held
-    /// 1,898 to 3,374 entries in 4 runs of 300, by the hasher's seed,
-    /// instead of 4,019). Built anew for its live entries and an eighth
+    /// slots are live, tombstones or not, and the doubled table then takes
+    /// the entries' place in the budget (an LRU of small entries would hold
+    /// a half to four fifths of the entries it has room for, by the
+    /// hasher's seed). Built anew for its live entries and an eighth
     /// more, it keeps the size they need, and the next rebuild is an eighth
     /// of its entries' insertions away. The slots grow by the same eighth.
     fn rebuild_if_full(&mut self) {
