@@ -33,8 +33,8 @@ static NUMBERED_ANY: LazyLock<Regex> = LazyLock::new(|| re(r"第?[0-9]{1,4}[章�
 static SEPARATOR_RUNS: LazyLock<Regex> = LazyLock::new(|| re(r"[_\-.]+"));
 static LAST_EXTENSION: LazyLock<Regex> = LazyLock::new(|| re(r"\.[^.]+$"));
 
-/// Compiles the patterns now: a fresh daemon spent a tenth of its first
-/// pass compiling them on first use, in the requests that needed them.
+/// Compiles the patterns before the first request: compiled on first use,
+/// they would cost a fresh daemon's first requests a share of their CPU.
 pub fn compile_patterns() {
     for pattern in [
         &NUMBERED,

@@ -75,7 +75,7 @@ impl Library {
     /// `ROOT/novels/{book}/{file}` as pages print it.
     pub fn display_path(&self, book: &str, file: &str) -> String {
         // Written piece by piece: every page rendered names its chapter,
-        // and `format!`'s machinery was most of the cost.
+        // and `format!`'s machinery would be most of the cost.
         let root = &self.root_display;
         let mut path =
             String::with_capacity(root.len() + "/novels//".len() + book.len() + file.len());
