@@ -63,10 +63,10 @@ pub enum Version {
 }
 
 /// A version's hash reaches the inode journal and the published index
-/// (inode numbers, directory stamps): each variant hashes as it did when
-/// such values were first written, its tag the derived one of that day
-/// (an ETag was the second variant), so that no index or journal written
-/// before is read differently.
+/// (inode numbers, directory stamps), which outlive the build that wrote
+/// them: each variant's tag is fixed (an ETag 1, a prefix 2: what a
+/// derived `Hash` gave them when the first indexes were written), so that
+/// an index or journal another build wrote is read the same.
 impl std::hash::Hash for Version {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         match self {

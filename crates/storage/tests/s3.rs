@@ -126,9 +126,9 @@ fn a_batch_of_reads_pays_the_latency_once_and_one_get_each() {
     };
     server.create_bucket(BUCKET);
     const N: usize = 60;
-    // Well above what moto spends on a GET beside two CPU hogs (about 35 ms
-    // at load 13), so that the latency, not the server, is what the batch
-    // saves: at 20 ms the server's own time made the batch only 2.8x faster.
+    // Well above what moto spends on a GET beside two CPU hogs (tens of
+    // ms), so that the latency, not the server's own time, is what the
+    // batch saves: nearer the server's time the batch saves much less.
     const LATENCY_MS: u64 = 100;
     let objects: Vec<_> = (0..N)
         .map(|i| (format!("novels/书/{}", chapter(i)), body(i, 3000 + i)))

@@ -10,11 +10,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// LISTs under way at once for a walker. Measured on moto behind the
-/// proxy at 20 ms a request, `novel_books.txt` of 200 books from a
-/// published index (load 9-14): none ahead 3.3 s, 2 at once 2.5 s, 4
-/// 1.8 s, 8 1.6 s, 16 1.0-1.1 s, 32 0.9-1.0 s (the server's own pace
-/// from there, for twice the threads).
+/// LISTs under way at once for a walker: each doubling up to here takes
+/// a large part off a walk at 20 ms a request, past it the server's own
+/// pace is what bounds the walk, and twice the threads buy little (the
+/// figures: performance.md, "Figures behind the code").
 pub(super) const LISTS_IN_FLIGHT: usize = 16;
 
 /// The walker's uses that tell its pace: until then nothing is listed

@@ -56,8 +56,8 @@ impl LocalBacking {
 
     /// `f` of the full path of `path`, written into this thread's buffer:
     /// a walk of the library stats every chapter, and a path allocated
-    /// (then grown) for each was a tenth of the walk's time, the threads
-    /// contending for the allocator's one arena.
+    /// (then grown) for each would be a noticeable part of the walk's
+    /// time, the threads contending for the allocator's one arena.
     fn at_full<R>(&self, path: &Path, f: impl FnOnce(&Path) -> R) -> R {
         thread_local! {
             static FULL: std::cell::RefCell<PathBuf> = const { std::cell::RefCell::new(PathBuf::new()) };

@@ -37,7 +37,7 @@ pub const HEAD: &str = ".novelfs/snapshot.json";
 pub const OWN_FOLDER: &str = ".novelfs";
 
 /// The layout of the head and the pieces; a mount follows only its own
-/// (1 was one listing of the whole library in one object).
+/// (1, one listing of the whole library in one object, is not followed).
 pub(super) const FORMAT: u64 = 2;
 
 /// How long a piece no snapshot names any more is kept, at least, for
