@@ -56,7 +56,7 @@ impl PageName {
 
     pub fn to_name(&self) -> String {
         // Written piece by piece: every page file listed is named, and
-        // `format!`'s machinery was most of the cost.
+        // `format!`'s machinery would be most of the cost.
         let mut name = String::with_capacity(40);
         name.push_str("offset-");
         push_number(&mut name, self.offset);

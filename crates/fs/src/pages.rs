@@ -45,8 +45,8 @@ impl Pages {
     /// page cache holds them from then on, so they leave this cache (a
     /// page rendered ahead) or never enter it. Kept, they would be evicted
     /// later among thousands of others, each freed far from where the next
-    /// page is made: over a tenth of the store thread's work in a cold
-    /// `grep -r`.
+    /// page is made, a cost the store thread would pay on every page of a
+    /// cold `grep -r`.
     pub(crate) fn for_kernel(
         &self,
         source: &Source,

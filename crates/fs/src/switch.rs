@@ -13,7 +13,8 @@ use super::lock;
 
 /// How old a reading of the switch may be: every request asks whether the
 /// tool is on (several times per chapter directory listed), and a `stat`
-/// of the state file each time was a tenth of a cold listing's syscalls.
+/// of the state file each time would be a good part of a cold listing's
+/// system calls.
 /// The README promises a change of the file shows within a second.
 pub(crate) const SWITCH_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 

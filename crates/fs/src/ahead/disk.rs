@@ -15,7 +15,7 @@ use super::track::{PagePlace, Track};
 /// How many chapters ahead of the one being loaded are read ahead. The
 /// window is topped up when fewer than half of it are ahead: one message
 /// (and one wake-up of the thread) per half window, not one per chapter
-/// (a send, a wake-up and a park per chapter were 14% of a cold `find`).
+/// (a send, a wake-up and a park per chapter would show in a cold `find`).
 const READ_AHEAD: usize = 16;
 
 /// The window where each chapter is a request (a bucket): a half window

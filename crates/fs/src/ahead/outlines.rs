@@ -31,9 +31,9 @@ use crate::node::{ChapterRef, chapter_ref};
 use crate::outline::{GUESS_MAX_BYTES, Outlines};
 use crate::source::Source;
 
-/// Chapters outlined ahead of the last one listed: a walk lists a chapter
-/// directory every 100-200 µs, a small chapter takes 20-40 µs to outline,
-/// so a few are enough to stay ahead of it.
+/// Chapters outlined ahead of the last one listed: a small chapter
+/// outlines in a fraction of the time a walk takes to list a chapter
+/// directory, so a few are enough to stay ahead of it.
 pub(crate) const WINDOW: usize = 16;
 
 /// The window is topped up when at most half of it is ahead of the walk:

@@ -7,10 +7,11 @@ use std::sync::atomic::AtomicUsize;
 /// (the daemon sets glibc's `M_MMAP_THRESHOLD` to it, see `daemon.rs`).
 /// Chapters and pages below it come from the heap and reuse its freed
 /// chunks: a fresh mapping for each costs its page faults, zeroed pages
-/// and, when freed, a TLB shootdown on the other CPU, which took a cold
-/// pass over the reference library from 21 to 28 ms of daemon CPU at
-/// 16 KiB. Above it (big chapters, their line indexes) each buffer goes
-/// back to the system the moment it is freed.
+/// and, when freed, a TLB shootdown on the other CPU: with a threshold of
+/// a few KiB every chapter and page of a cold pass would pay them
+/// (performance.md, "Figures behind the code"). Above it (big chapters,
+/// their line indexes) each buffer goes back to the system the moment it
+/// is freed.
 pub const MMAP_THRESHOLD: usize = 4 << 20;
 
 /// What a buffer of `bytes` really costs: a mapped one takes whole 4 KiB
@@ -37,8 +38,8 @@ pub(crate) struct Budget {
     pub outlines: usize,
     pub pages: usize,
     pub listings: usize,
-    /// Book indexes (chapter lists with their lookup maps): at 2,000 books
-    /// they were 120 MiB outside any bound.
+    /// Book indexes (chapter lists with their lookup maps): at thousands
+    /// of books they are as big as the other caches, so they are bounded.
     pub indexes: usize,
     /// The rendered index files (`novel_books.*`, `novel_chapters.*`).
     pub index_files: usize,

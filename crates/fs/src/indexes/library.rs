@@ -66,8 +66,8 @@ impl IndexFiles {
         ("books", &novels_stamp, library.root_display()).hash(&mut h);
         let mut mtime = dir_mtime(library, None);
         // One book per worker at a time, on both CPUs: a look holds the
-        // book's index and a metadata per chapter, and every look of 2,000
-        // books held at once was more than the whole cache budget. A book
+        // book's index and a metadata per chapter, and the looks of every
+        // book held at once would be more than the whole cache budget. A book
         // whose totals are not known for this look is indexed right away,
         // from the same look.
         let counted: Vec<Option<CountedBook>> = map_spread(&names, |name| {

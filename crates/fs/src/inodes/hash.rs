@@ -5,7 +5,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 /// FxHash (rustc's) with murmur3's finalizer: the keys are the daemon's
 /// own nodes and numbers, not chosen by an attacker who could aim at
-/// collisions, and SipHash over every node was 5% of a cold listing.
+/// collisions, and SipHash over every node shows in a cold listing's
+/// profile.
 #[derive(Default, Clone, Copy)]
 pub(super) struct FxHasher {
     hash: u64,

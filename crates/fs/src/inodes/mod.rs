@@ -5,9 +5,9 @@
 //! Pages are most of what the kernel holds (two or more per chapter), so
 //! they have no entry of their own: the pages of one version of a chapter
 //! share one `PageBlock`, and a page's number is the block's number with
-//! the page's offset and format in its low bits. At 200,000 chapters the
-//! two maps of one entry per page took about 150 MiB; a block costs about
-//! a fifth of that.
+//! the page's offset and format in its low bits. At hundreds of thousands
+//! of chapters an entry per page in two maps would be most of the daemon's
+//! memory; a block costs about a fifth of that.
 //!
 //! `table` holds the entries and the numbers behind its lock, `entries`
 //! what the lock guards; `numbering` packs page numbers, `blocks` holds

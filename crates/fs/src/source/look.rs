@@ -21,7 +21,7 @@ impl Source {
         // The chapter's own lstat below decides what it is now; the book's
         // index only places it among its siblings (the chapters ahead of a
         // reader), so a cached index that holds it serves without a look
-        // at the book's directory, which was a third of the time of a
+        // at the book's directory, which would be a large part of a
         // chapter directory's listing. An index without it is looked at
         // again.
         let cached = lock(&self.books).get(&*c.book).map(|b| b.index.clone());

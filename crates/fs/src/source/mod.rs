@@ -144,8 +144,9 @@ pub(crate) struct Source {
     /// chapter several times within milliseconds (its listing, its
     /// outline, its pages, the pages stored ahead), an `lstat` each.
     looked: Mutex<Held<Lru<ChapterRef, (novelfs_library::backing::Meta, u64)>>>,
-    /// Book indexes, in the cache budget: a library of 2,000 books holds
-    /// about 120 MiB of them, and an evicted one costs one directory scan.
+    /// Book indexes, in the cache budget: a library of thousands of books
+    /// holds as much of them as of any other cache, and an evicted one
+    /// costs one directory scan.
     books: Mutex<Lru<Arc<OsStr>, CachedIndex>>,
     /// Decoded texts by source version: an inode of an older version can
     /// still be read while its text is cached.

@@ -146,9 +146,8 @@ impl NovelFs {
     }
 
     /// Waits until the file-name patterns are compiled. The mount is
-    /// reported ready only then: compiled on first use they cost a fresh
-    /// mount's first pass a tenth of its CPU (2-3 ms), in the requests
-    /// that needed them.
+    /// reported ready only then: compiled on first use they would cost a
+    /// fresh mount's first requests a share of their CPU.
     pub fn prepared(&self) {
         if let Some(thread) = lock(&self.preparing).take() {
             let _ = thread.join();

@@ -39,7 +39,7 @@ impl NovelFs {
         // The kernel skips the attributes of "." and ".." in a READDIRPLUS
         // reply (`fuse_direntplus_link`), and only their inode number
         // reaches the caller: none are looked up for them (a `getattr` per
-        // piece was a tenth of a cold listing).
+        // piece would be a noticeable part of a cold listing).
         let dot = Attr {
             ino,
             kind: Kind::Directory,

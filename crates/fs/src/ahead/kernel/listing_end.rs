@@ -24,7 +24,7 @@ impl StoreAhead {
     /// next. The pages of the chapter that a reader's plan wants (up to
     /// `LISTING_END_BYTES`) are stored then, on the request's thread: the
     /// store thread, woken by the same listing, races the reader's open and
-    /// READ, and under io_uring it lost most races. Each store is claimed
+    /// READ, and under io_uring it loses most races. Each store is claimed
     /// (`claim`: the store thread skips it); say how it went with `finished`.
     pub(crate) fn at_listing_end(
         &self,

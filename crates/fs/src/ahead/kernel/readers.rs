@@ -149,9 +149,9 @@ impl StoreAhead {
     /// (`at_listing_end`): the store thread, woken by the first READDIR,
     /// renders the chapters after it meanwhile and stores none of this
     /// one's. A store thread that sent them as soon as the kernel held them
-    /// raced the reader: claimed by it and not sent yet (preempted on 2
-    /// busy CPUs), a page was skipped at the listing's end and READ as
-    /// well, for 15% of the pages of a 200,000-chapter `grep -r`.
+    /// would race the reader: claimed by it and not sent yet (preempted on
+    /// busy CPUs), a page would be skipped at the listing's end and READ as
+    /// well, paid twice.
     pub(crate) fn listed(
         &self,
         track: Option<&mut Track<Place>>,
@@ -207,9 +207,9 @@ impl StoreAhead {
             // The listing's end has nothing for the store thread, nor has a
             // listing while the plan still reaches a few chapters further
             // (their pages are rendered already): the event waits for its
-            // next wake-up. A wake-up per chapter listed was a tenth of a
-            // cold `grep -r`'s CPU (the futex calls on either side and the
-            // store thread's context switches).
+            // next wake-up, since a wake-up per chapter listed would cost a cold
+            // `grep -r` the futex calls on either side and the store
+            // thread's context switches for every chapter.
             if first && short {
                 #[cfg(test)]
                 self.woken_by_listings.fetch_add(1, Ordering::Relaxed);
