@@ -147,8 +147,8 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     // holds the heap. With two, the cache's entries are made in the arena
     // of whichever thread decodes them and freed into it by whichever
     // thread evicts them, so one arena can fill while the other keeps its
-    // freed pages: each keeps its own high-water mark, and the sum went up
-    // to a third over the budget.
+    // freed pages: each keeps its own high-water mark, and the sum goes
+    // well over the budget.
     // SAFETY: mallopt only tunes glibc's allocator; called before any thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);

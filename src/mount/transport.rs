@@ -1,7 +1,7 @@
 //! Which transport carries the kernel's requests: the `/dev/fuse`
 //! read/write loop, or FUSE over io_uring (one queue per CPU, served on
-//! that CPU: a round trip costs about a tenth of the loop's on a VM whose
-//! idle vCPUs halt). `-o io_uring=auto|on|off` or `--io-uring`.
+//! that CPU: a round trip wakes no halted vCPU, the dearest part of the
+//! loop's on a VM). `-o io_uring=auto|on|off` or `--io-uring`.
 
 /// The kernel switch (root, default N on Linux 6.14+ built with
 /// `CONFIG_FUSE_IO_URING`).

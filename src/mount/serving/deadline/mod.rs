@@ -156,7 +156,8 @@ impl<R> Armed<R> {
 }
 
 /// The calling thread's id, asked of the kernel once per thread: every
-/// request is run here, and a system call each was a request's own cost.
+/// request is run here, and a system call each would be a cost every
+/// request pays.
 fn this_tid() -> libc::pid_t {
     thread_local! {
         // SAFETY: gettid has no inputs and cannot fail.
