@@ -181,7 +181,7 @@ fn a_batch_of_reads_pays_the_latency_once_and_one_get_each() {
         "the proxy's latency is not applied: {one_by_one:?}"
     );
     // Against the same reads one by one in the same run, so that a busy
-    // machine slows both (a fixed bound failed under a load of 16).
+    // machine slows both (a fixed bound fails on a busy machine).
     assert!(
         batch * 3 < one_by_one,
         "batch of {N} took {batch:?}, one by one {one_by_one:?}"
