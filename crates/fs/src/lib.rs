@@ -16,7 +16,6 @@ mod error;
 pub mod events;
 mod formats;
 mod freshness;
-mod gave_up;
 mod hold;
 mod indexes;
 mod inodes;
@@ -33,6 +32,7 @@ mod switch;
 #[doc(hidden)]
 pub mod test_util;
 mod tree;
+mod unreadable_dirs;
 
 pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};

@@ -13,7 +13,6 @@ use super::NovelFs;
 use crate::ahead::{Ahead, IndexAhead};
 use crate::cache::{Budget, HeapTrim};
 use crate::freshness::{Freshness, Negatives, SourceFs, Watch};
-use crate::gave_up::GaveUp;
 use crate::indexes::IndexFiles;
 use crate::inodes::InodeTable;
 use crate::listing::Listings;
@@ -23,6 +22,7 @@ use crate::pages::Pages;
 use crate::persist::MountIndex;
 use crate::source::Source;
 use crate::switch::{Switch, Tool};
+use crate::unreadable_dirs::UnreadableDirs;
 
 /// Settings of one mount.
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ impl NovelFs {
             index_files,
             switch,
             heap_trim: HeapTrim::default(),
-            gave_up: GaveUp::default(),
+            unreadable: UnreadableDirs::default(),
             preparing: Mutex::new(preparing),
             formats: crate::Formats::default(),
         }

@@ -42,7 +42,6 @@ use super::ahead::Ahead;
 use super::cache::HeapTrim;
 use super::error::{Error, Result};
 use super::freshness::{Freshness, Negatives, WATCHED_TTL};
-use super::gave_up::GaveUp;
 use super::indexes::IndexFiles;
 use super::inodes::InodeTable;
 use super::listing::{Listed, Listing, Listings};
@@ -52,6 +51,7 @@ use super::outline::Outlines;
 use super::pages::Pages;
 use super::source::Source;
 use super::switch::Switch;
+use super::unreadable_dirs::UnreadableDirs;
 use attrs::{Found, Stat};
 pub use build::FsConfig;
 pub use dir_pages::{Detail, DirReply};
@@ -72,7 +72,7 @@ pub struct NovelFs {
     index_files: Arc<IndexFiles>,
     switch: Arc<Switch>,
     heap_trim: HeapTrim,
-    gave_up: GaveUp,
+    unreadable: UnreadableDirs,
     /// What is done ahead of readers: the disk's read-ahead, the
     /// outliner and the kernel's stores.
     ahead: Arc<Ahead>,
@@ -185,10 +185,12 @@ impl NovelFs {
     }
 
     /// Logs (once) that a directory cannot be served, and why.
-    fn log_gave_up(&self, e: &NovelError) {
+    fn log_unreadable(&self, e: &NovelError) {
         match e {
-            NovelError::Io { path, reason, .. } => self.gave_up.gave_up(path, reason),
-            other => self.gave_up.gave_up(&other.to_string(), "cannot be read"),
+            NovelError::Io { path, reason, .. } => self.unreadable.cannot_read(path, reason),
+            other => self
+                .unreadable
+                .cannot_read(&other.to_string(), "cannot be read"),
         }
     }
 

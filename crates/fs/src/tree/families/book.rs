@@ -71,7 +71,8 @@ pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed
         Ok(look) => {
             fs.index_files.listed(&fs.source, &book, reports.0, &look);
             look.keep(&fs.source, &book, reports.1);
-            fs.gave_up.back(&fs.library().display_dir(Some(&book)));
+            fs.unreadable
+                .readable_again(&fs.library().display_dir(Some(&book)));
             look
         }
         // A book that cannot be read holds an ERROR saying why
@@ -80,7 +81,7 @@ pub(in crate::tree) fn list(fs: &NovelFs, book: Arc<OsStr>) -> Result<Vec<Listed
             let Some(e) = fs.library().unreadable_dir(Some(&book)) else {
                 return Err(failed);
             };
-            fs.log_gave_up(&e);
+            fs.log_unreadable(&e);
             let mtime = dir_mtime(fs.library(), Some(&book));
             let node = Node::BookError { book };
             return Ok(vec![fs.error_file(node, &e, mtime).listed_as_error()]);

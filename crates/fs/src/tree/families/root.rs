@@ -67,12 +67,12 @@ pub(in crate::tree) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
     // why, and lists the books again once they can be.
     let names = match fs.source.book_names() {
         Ok(names) => {
-            fs.gave_up.back(&library.display_dir(None));
+            fs.unreadable.readable_again(&library.display_dir(None));
             names
         }
         Err(failed) => match library.unreadable_dir(None) {
             Some(e) => {
-                fs.log_gave_up(&e);
+                fs.log_unreadable(&e);
                 return Ok(error());
             }
             None => {

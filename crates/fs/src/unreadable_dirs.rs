@@ -9,23 +9,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::lock;
 
 #[derive(Default)]
-pub(crate) struct GaveUp {
+pub(crate) struct UnreadableDirs {
     paths: Mutex<HashSet<String>>,
     /// Whether `paths` may hold anything: a readable source costs a load.
     any: AtomicBool,
 }
 
-impl GaveUp {
+impl UnreadableDirs {
     /// `path` cannot be served, because of `why`; logged the first time.
-    pub(crate) fn gave_up(&self, path: &str, why: &str) {
+    pub(crate) fn cannot_read(&self, path: &str, why: &str) {
         if lock(&self.paths).insert(path.to_string()) {
             self.any.store(true, Ordering::Relaxed);
             log::info!("gave up on {path}: {why}");
         }
     }
 
-    /// `path` is served again; logged if it was given up on.
-    pub(crate) fn back(&self, path: &str) {
+    /// `path` is served again; logged if it could not be read before.
+    pub(crate) fn readable_again(&self, path: &str) {
         if !self.any.load(Ordering::Relaxed) {
             return;
         }
@@ -42,14 +42,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_path_is_given_up_once_until_it_is_back() {
-        let g = GaveUp::default();
-        g.gave_up("/lib/novels", "gone");
-        g.gave_up("/lib/novels", "gone");
+    fn each_path_is_logged_once_until_it_can_be_read_again() {
+        let g = UnreadableDirs::default();
+        g.cannot_read("/lib/novels", "gone");
+        g.cannot_read("/lib/novels", "gone");
         assert_eq!(lock(&g.paths).len(), 1);
-        g.back("/lib/novels/书");
+        g.readable_again("/lib/novels/书");
         assert!(g.any.load(Ordering::Relaxed));
-        g.back("/lib/novels");
+        g.readable_again("/lib/novels");
         assert!(!g.any.load(Ordering::Relaxed));
         assert!(lock(&g.paths).is_empty());
     }
