@@ -111,7 +111,7 @@ fn check_roots(command: &Command) -> Result<(), String> {
 
 pub fn main() -> ExitCode {
     // The lean holder (`-o failover`) runs before anything else is made.
-    if let Some(code) = crate::mount::holder_lean::lean_main() {
+    if let Some(code) = crate::mount::failover::holder::lean::lean_main() {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let cli = match parse(std::env::args_os().collect()) {

@@ -1,6 +1,6 @@
 //! What a mount's storage costs, for `novelfs status`: the library's
 //! counters (`novelfs_storage::Counters`) live in the holder's INIT memfd,
-//! past the table of `unanswered`, where every server of the holder maps
+//! past the table of `left_unanswered`, where every server of the holder maps
 //! them. The holder reads them at `status` without asking its server,
 //! which may be dying or starting, and they go on across servers: a new
 //! server counts on from what the one before left.
@@ -12,10 +12,9 @@ use std::sync::{Arc, OnceLock};
 use novelfs_storage::counters::{BYTES, Counter, Counters, Reading, Remote, SLOTS, SnapshotState};
 
 /// Where the counters start in the INIT memfd: past its INIT line's page
-/// and the table of `unanswered`, on a page of their own (an offset to map
-/// at is a page's).
-const COUNTERS_AT: i64 = 4 * 4096;
-const _: () = assert!(COUNTERS_AT as usize >= 4096 + super::unanswered::TABLE_BYTES);
+/// and the table of `left_unanswered`, on a page of their own (an offset to map
+/// at is a page's; `left_unanswered` checks that its table ends before).
+pub(super) const COUNTERS_AT: i64 = 4 * 4096;
 const _: () = assert!(BYTES <= 4096);
 
 /// This server's counters, in the holder's memory.

@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use super::config::MountConfig;
-use super::handoff::{self, Handoff};
+use super::failover::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
 use super::os::attach::missing_dev_fuse;
 use super::os::mountpoint::{MountpointState, mountpoint_state, stale_message, unmount};
@@ -167,7 +167,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
     }
     if config.failover {
         // This process stays as the holder; a child serves.
-        return super::failover::holder_lean::hold(
+        return super::failover::holder::lean::hold(
             &config,
             &mountpoint,
             given_in,
@@ -228,7 +228,7 @@ fn serve_for_holder(config: MountConfig, mut h: Handoff) -> i32 {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
     }
     // Before any other thread starts: the holder may ask it to step down.
-    super::failover::step_down::watch(h.generation);
+    super::failover::leave_for_upgrade::watch(h.generation);
     h.start_sentinel();
     // The arguments are parsed; nothing is kept busy.
     let _ = std::env::set_current_dir("/");

@@ -6,26 +6,23 @@
 //! upgrades, `novelfs status`); `os` is the plumbing (attaching, the
 //! mount table, fusermount, forks, the auto_unmount watchdog). Here:
 //! `daemon` runs `novelfs mount` as a process; `config` resolves the
-//! command's settings once; `handoff` and `unanswered` are what a holder
-//! and every server it starts share.
+//! command's settings once.
 
 pub(crate) mod access;
 pub(crate) mod config;
 mod counted;
 pub(crate) mod daemon;
 pub(crate) mod failover;
-mod handoff;
 pub(crate) mod library_at;
 pub(crate) mod logging;
 pub(crate) mod options;
 mod os;
 mod serving;
 pub(crate) mod transport;
-pub(crate) mod unanswered;
 pub(crate) mod utc;
 mod verdict;
 
 // The commands (`crate::cli`) name these at `mount::`.
-pub(crate) use failover::{holder_lean, status, upgrade};
+pub(crate) use failover::{status, upgrade};
 pub use os::fusermount;
 pub(crate) use os::{mountinfo, mountpoint};

@@ -5,17 +5,24 @@
 //! over (`transport::failover_keeps_to_dev_fuse`): the default transport
 //! keeps its speed, and a mount on `/dev/fuse` survives its server.
 //!
-//! Its parts: `holder` (the process that keeps the connection),
-//! `holder_lean` (how it starts), `holder_os` (the system calls it is made
-//! of), `step_down` (a server leaving for an upgrade), `upgrade`, `status`
-//! and `ask_holder` (the commands that ask a holder).
+//! Everything failover is made of lives here. `holder/` is the process
+//! that keeps the connection: its loop, how it starts (`lean`), the system
+//! calls it is made of (`syscalls`), the servers it starts, its side of an
+//! upgrade, and what it answers alone once it gave up on servers
+//! (`gave_up`, `error_tree`). The holder and every server it starts share
+//! `handoff` (what a server inherits from the holder, and the test
+//! switches) and `left_unanswered` (the requests a dead server read and
+//! never answered, for kernels without resend). A server's side of an
+//! upgrade is `leave_for_upgrade`; `upgrade`, `status` and `ask_holder`
+//! are the commands that ask a holder. The names differ from the vendored
+//! fuser's patches (`step_down`, `unanswered`), which these call.
 
 pub(super) mod ask_holder;
-pub(super) mod holder;
-pub(crate) mod holder_lean;
-pub(super) mod holder_os;
+pub(super) mod handoff;
+pub(crate) mod holder;
+pub(super) mod leave_for_upgrade;
+pub(super) mod left_unanswered;
 pub(crate) mod status;
-pub(super) mod step_down;
 pub(crate) mod upgrade;
 
 use super::transport::IoUring;

@@ -13,13 +13,13 @@ use super::fuse::FuseAdapter;
 use super::pusher::{push_changes, store_ahead};
 use crate::mount::access::Access;
 use crate::mount::config::MountConfig;
-use crate::mount::handoff::{self, Handoff};
+use crate::mount::failover::handoff::{self, Handoff};
+use crate::mount::failover::left_unanswered;
 use crate::mount::logging;
 use crate::mount::os::attach::attach;
 use crate::mount::os::mountinfo::mount_id;
 use crate::mount::os::mountpoint::{detach_if_ours, unmount_or_detach};
 use crate::mount::os::watchdog::Watchdog;
-use crate::mount::unanswered;
 use novelfs_fs::{JournalFile, NovelFs};
 use novelfs_library::Library;
 
@@ -144,7 +144,7 @@ pub(crate) fn serve(
     match handoff.as_mut() {
         Some(h) if resumed => {
             let offered = h.negotiated().map_or(0, |n| n.offered);
-            let resend = unanswered::take_over(fuse, &h.state, offered, &session.notifier());
+            let resend = left_unanswered::take_over(fuse, &h.state, offered, &session.notifier());
             log::info!(
                 "server {} (pid {}) took over {} from the holder (pid {}): no INIT, transport: {transport}, {replayed}, resend of unanswered requests {resend}",
                 h.generation,
@@ -159,7 +159,7 @@ pub(crate) fn serve(
             {
                 log::warn!("cannot keep the INIT parameters for a next server: {e}");
             }
-            unanswered::keep(&h.state);
+            left_unanswered::keep(&h.state);
             // The holder's own line follows, with both pids.
             log::info!(
                 "mounted {library_root} at {} (transport: {transport}; {}; log: {})",

@@ -4,7 +4,7 @@
 //! that cannot start makes the holder give up with EIO rather than loop.
 //!
 //! `NOVELFS_TEST_FAILOVER_OFF=resend|journal|restart|give_up|dev_fuse|lean|drop_code`
-//! in the tests' environment reaches the mount (see `src/mount/handoff.rs`) and turns
+//! in the tests' environment reaches the mount (see `src/mount/failover/handoff.rs`) and turns
 //! one mechanism off, to see these tests fail without it.
 
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! leaves the old server serving; a mount without a holder is refused.
 //!
 //! `NOVELFS_TEST_FAILOVER_OFF=stand_by|ready_first|drain` reaches the
-//! mount (see `src/mount/handoff.rs`) and turns one mechanism off, to see
+//! mount (see `src/mount/failover/handoff.rs`) and turns one mechanism off, to see
 //! these tests fail without it.
 
 use std::collections::BTreeMap;

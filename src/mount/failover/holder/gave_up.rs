@@ -7,9 +7,9 @@
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::Holder;
-use super::gave_up_tree::{ERROR_NAME, GaveUpTree, OUT_HEADER};
-use crate::mount::failover::holder_os::{BUFFER_BYTES, Buffer, fail_request, pollin, read_signal};
-use crate::mount::handoff;
+use super::error_tree::{ERROR_NAME, ErrorTree, OUT_HEADER};
+use super::syscalls::{BUFFER_BYTES, Buffer, fail_request, pollin, read_signal};
+use crate::mount::failover::handoff;
 use novelfs_fs::ROOT_INO;
 
 use fuser::abi::{
@@ -84,7 +84,7 @@ impl Holder<'_> {
         self.tally.gave_up = Some(why.to_string());
         let fuse = self.fuse.as_raw_fd();
         let tree = (!handoff::switched_off("error_file")).then(|| {
-            GaveUpTree::new(
+            ErrorTree::new(
                 &format!("novelfs gave up serving this mount: {why} (see its log; unmount it and mount again)"),
                 self.mode_mask,
             )
@@ -102,7 +102,7 @@ impl Holder<'_> {
         if handoff::switched_off("fail_left") {
             // The test switch: what the kernel did not resend waits.
         } else if let Ok(state) = self.state.try_clone() {
-            crate::mount::unanswered::fail_left(fuse, &std::fs::File::from(state));
+            crate::mount::failover::left_unanswered::fail_left(fuse, &std::fs::File::from(state));
         }
         let Some(buf) = Buffer::new(BUFFER_BYTES) else {
             log::error!("holder: no buffer to answer requests with; unmounting");

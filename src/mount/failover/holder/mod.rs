@@ -13,7 +13,7 @@
 //! The holder does nothing else: it never opens the library, never reads a
 //! request while a server runs, and allocates nothing while it waits (it
 //! reads its memory map after an event, to let go of the code it ran before
-//! sleeping again: `holder_os::drop_mapped_code`). Servers
+//! sleeping again: `syscalls::drop_mapped_code`). Servers
 //! that keep dying (three in a row before serving, or more than
 //! `MAX_DEATHS` in `DEATHS_WINDOW`) make it give up: it then answers alone
 //! until the mount goes, the root listing only an `ERROR` that says why
@@ -26,16 +26,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-use super::holder_os::{block_signals, connected};
-use crate::mount::handoff;
+use crate::mount::failover::handoff;
 use crate::mount::os::mountpoint::{detach_if_ours, unmount_or_detach};
 use crate::mount::os::process::{detach_stdio, report_failure as report};
+use syscalls::{block_signals, connected};
 
 mod control;
+mod error_tree;
 mod gave_up;
-mod gave_up_tree;
+pub(crate) mod lean;
 mod server;
 mod starting;
+mod syscalls;
 mod upgrade;
 
 /// Servers in a row that may die before serving.
@@ -118,7 +120,7 @@ pub(crate) struct Held {
 
 /// Starts the first server on the mount `held` and keeps the mount served
 /// until it goes; returns the exit code. Runs in the lean holder (see
-/// `holder_lean`), or in the mount command's process if that cannot start.
+/// `lean`), or in the mount command's process if that cannot start.
 pub(crate) fn keep_mount(held: Held) -> i32 {
     // Blocked since before the mount (the mask crosses the exec, and what
     // came meanwhile is pending): a signalfd of this process's own.

@@ -7,11 +7,9 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 
-use super::super::holder_os::{
-    drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal,
-};
+use super::syscalls::{drop_mapped_code, notify_resend, pollin, process_pidfd, read_signal};
 use super::{Event, Holder};
-use crate::mount::handoff::{self, Fds};
+use crate::mount::failover::handoff::{self, Fds};
 use crate::mount::os::process::inherit;
 
 impl Holder<'_> {

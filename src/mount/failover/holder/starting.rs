@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::os::fd::AsRawFd;
 
+use super::syscalls::{pollin, read_signal, thread_pidfd};
 use super::{Holder, Outcome};
-use crate::mount::failover::holder_os::{pollin, read_signal, thread_pidfd};
 
 impl Holder<'_> {
     /// Waits until the server says it serves, or dies. `novelfs status`

@@ -1,7 +1,7 @@
 //! The holder's side of `novelfs upgrade` (the command is `mount/failover/upgrade.rs`):
 //! it starts the new server beside the serving one, waits until it is
 //! ready (its library open, its tree made: `Handoff::stand_by`), then asks
-//! the old one to step down (`step_down`: no more requests, those it holds
+//! the old one to step down (`leave_for_upgrade`: no more requests, those it holds
 //! answered, exit), and once it is gone tells the new one to take over:
 //! it replays the inode journal, asks the kernel to resend what the old
 //! one left, and serves with the same INIT parameters. Readers see a pause
@@ -16,10 +16,10 @@ use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+use super::syscalls::pollin;
 use super::{Holder, Outcome};
-use crate::mount::failover::holder_os::pollin;
-use crate::mount::failover::step_down::STEP_DOWN;
-use crate::mount::handoff;
+use crate::mount::failover::handoff;
+use crate::mount::failover::leave_for_upgrade::STEP_DOWN;
 
 /// How long a new server may take to get ready (a bucket's library is
 /// checked and its published index fetched first).

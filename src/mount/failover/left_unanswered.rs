@@ -21,7 +21,10 @@ const TABLE_AT: i64 = 4096;
 /// far more than the threads and the kernel's background requests keep in
 /// flight. 8 KiB, shared with the holder.
 const SLOTS: usize = 1024;
-pub(crate) const TABLE_BYTES: usize = SLOTS * 8;
+const TABLE_BYTES: usize = SLOTS * 8;
+// The storage's counters (`counted`) follow the table in the same memfd.
+const _: () =
+    assert!(TABLE_AT as usize + TABLE_BYTES <= crate::mount::counted::COUNTERS_AT as usize);
 /// Uniques past the highest read that are answered too (they go up by 2).
 const FORWARD: u64 = 64;
 /// The INIT flag of a kernel that resends (`FUSE_HAS_RESEND`).

@@ -39,7 +39,7 @@ pub(crate) fn watch(generation: u64) {
 fn step_down(generation: u64) -> ! {
     let started = Instant::now();
     fuser::stop_reading();
-    let drain = if crate::mount::handoff::switched_off("drain") {
+    let drain = if crate::mount::failover::handoff::switched_off("drain") {
         Duration::ZERO
     } else {
         DRAIN

@@ -23,7 +23,7 @@ pub(crate) const VAR: &str = "NOVELFS_HOLDER";
 /// to step down as the new one starts, not once it is ready; `compact`:
 /// the inode journal is never compacted; `has_resend`: a server acts as if
 /// INIT had not offered `FUSE_HAS_RESEND`; `fail_left`: then what a dead
-/// server left is not answered EIO, see `unanswered`).
+/// server left is not answered EIO, see `left_unanswered`).
 pub(crate) const OFF_VAR: &str = "NOVELFS_TEST_FAILOVER_OFF";
 
 /// A fault for tests (`NOVELFS_TEST_SERVER_CRASH=restart`): every server
@@ -140,7 +140,7 @@ impl Handoff {
     }
 
     /// The INIT parameters the first server kept, if it got that far: the
-    /// memfd's first line (the table of `unanswered` follows, past its
+    /// memfd's first line (the table of `left_unanswered` follows, past its
     /// first page).
     pub(crate) fn negotiated(&mut self) -> Option<Negotiated> {
         let mut line = Vec::new();

@@ -1,6 +1,18 @@
 //! The tree the holder shows once it gave up on servers: the root with
 //! only `ERROR`, which says why, and its answers to the kernel (fuser's
 //! ABI structures, written on the stack: no allocation per request).
+//!
+//! It answers on the raw `/dev/fuse` descriptor, not through fuser's reply
+//! types: no fuser session exists in the holder. The servers' sessions died
+//! with them, and the holder is the lean process (`lean`) that never runs
+//! one. fuser's replies are made only inside its session loop (their
+//! constructors are the crate's own), so answering through them means a
+//! session: a `Filesystem`, a loop that owns the descriptor's reads and
+//! allocates as it answers (a listing's buffer), while the holder must
+//! wait in one `poll` on the connection, its signals and its control
+//! socket, and stay small while it waits. The bytes themselves are
+//! fuser's (`fuser::abi`): only the choice among sixteen opcodes for two
+//! inodes is written here, and every other request is EIO.
 
 use std::os::fd::RawFd;
 
@@ -24,7 +36,7 @@ const MAX_ERROR: usize = 2048;
 pub(super) const ERROR_NAME: &[u8] = b"ERROR";
 
 /// The tree the holder shows once it gave up: the root and its `ERROR`.
-pub(super) struct GaveUpTree {
+pub(super) struct ErrorTree {
     error: Vec<u8>,
     uid: u32,
     gid: u32,
@@ -35,9 +47,9 @@ pub(super) struct GaveUpTree {
     nsecs: u32,
 }
 
-impl GaveUpTree {
+impl ErrorTree {
     /// `mode_mask` as the servers apply it (`Access::mode_mask`).
-    pub(super) fn new(reason: &str, mode_mask: u16) -> GaveUpTree {
+    pub(super) fn new(reason: &str, mode_mask: u16) -> ErrorTree {
         let mut error = format!("错误：{reason}");
         if error.len() > MAX_ERROR - 1 {
             let mut end = MAX_ERROR - 1;
@@ -52,7 +64,7 @@ impl GaveUpTree {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         let mask = u32::from(mode_mask);
-        GaveUpTree {
+        ErrorTree {
             error: error.into_bytes(),
             uid,
             gid,
@@ -262,10 +274,10 @@ mod tests {
 
     #[test]
     fn error_holds_the_reason_whole_or_cut_at_a_character() {
-        let t = GaveUpTree::new("3 servers died", 0o777);
+        let t = ErrorTree::new("3 servers died", 0o777);
         assert_eq!(t.error, "错误：3 servers died\n".as_bytes());
         assert_eq!(t.dir_mode & 0o777, 0o555);
-        let long = GaveUpTree::new(&"死".repeat(2000), 0o500);
+        let long = ErrorTree::new(&"死".repeat(2000), 0o500);
         assert!(long.error.len() <= MAX_ERROR);
         assert!(std::str::from_utf8(&long.error).unwrap().ends_with("死\n"));
         assert_eq!(long.file_mode & 0o777, 0o400);

@@ -16,10 +16,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::holder::{Held, keep_mount};
-use super::holder_os::{block_signals, memfd};
+use super::syscalls::{block_signals, memfd};
+use super::{Held, keep_mount};
 use crate::mount::config::MountConfig;
-use crate::mount::handoff;
+use crate::mount::failover::handoff;
 use crate::mount::logging;
 use crate::mount::os::attach::attach;
 use crate::mount::os::mountinfo::mount_id;
@@ -34,7 +34,7 @@ const DIR_VAR: &str = "NOVELFS_HOLD_DIR";
 const LOG_VAR: &str = "NOVELFS_HOLD_LOG";
 
 /// Mounts, then holds the mount from a lean process (this one, exec'd
-/// again: see `holder_lean`), which starts the first server and keeps the
+/// again: see `lean`), which starts the first server and keeps the
 /// mount served until it goes; returns the exit code. `ready_pipe` (the
 /// waiting CLI) goes to the first server, which reports on it.
 pub(crate) fn hold(

@@ -171,7 +171,7 @@ pub(super) fn connected(fuse: RawFd) -> bool {
 /// dropped: their pages stay in the page cache and come back on the next
 /// touch, so nothing is lost.
 pub(super) fn drop_mapped_code() {
-    if crate::mount::handoff::switched_off("drop_code") {
+    if crate::mount::failover::handoff::switched_off("drop_code") {
         return;
     }
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
