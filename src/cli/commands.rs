@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
-use super::mount_args::MountCmd;
+use super::flags::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
+use super::flags::mount_args::MountCmd;
 use super::mount_config::{bucket_options, mount_config};
 use super::out::Written;
 use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};

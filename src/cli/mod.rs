@@ -1,15 +1,12 @@
-//! The `novelfs` command line: `args` holds the clap definitions, `help`
-//! their prose, `argv` the argv forms clap cannot see (fstab and mount(8)
-//! helpers), `man` the man page, `commands` what each subcommand does, and `mount_config` the
+//! The `novelfs` command line: `flags` defines, checks and documents every
+//! flag (the clap definitions, each value's rule, the `-o` list, the argv
+//! forms clap cannot see, the help's prose and the man page);
+//! `root_check` what a ROOT and its bucket options say before anything is
+//! opened; `commands` what each subcommand does; `mount_config` the
 //! mount's settings from `novelfs mount`'s arguments.
 
-mod args;
-mod argv;
-mod bucket_args;
 mod commands;
-mod help;
-mod man;
-mod mount_args;
+mod flags;
 mod mount_config;
 mod out;
 mod root_check;
@@ -20,8 +17,9 @@ use std::process::ExitCode;
 
 use clap::FromArgMatches;
 
-use args::{Cli, Command, command};
-use argv::{Invocation, explain, prepare_argv};
+use flags::args::{Cli, Command, command};
+use flags::argv::{Invocation, explain, prepare_argv};
+use flags::man;
 
 /// Parses the process arguments (exits on a usage error, `--help` or `--version`).
 pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
@@ -55,7 +53,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
     })
 }
 
-/// A value a flag's rule refused (`mount::options::value`), as the one
+/// A value a flag's rule refused (`flags::value`), as the one
 /// line every malformed value gets: the flag, or the environment variable
 /// the value came from, and what it takes.
 fn bad_value_line(err: &clap::Error, args: &[OsString]) -> Option<String> {
@@ -80,7 +78,7 @@ fn bad_value_line(err: &clap::Error, args: &[OsString]) -> Option<String> {
     } else {
         env_of(flag).unwrap_or_else(|| flag.to_string())
     };
-    Some(crate::mount::options::bad_value(&name, &takes, value))
+    Some(flags::value::bad_value(&name, &takes, value))
 }
 
 /// The environment variable a flag reads when it is not given.

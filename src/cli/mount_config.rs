@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::bucket_args::BucketArgs;
-use super::mount_args::MountCmd;
+use super::flags::bucket::BucketArgs;
+use super::flags::mount_args::MountCmd;
+use super::flags::mount_options::{MountOptions, parse_options};
+use super::flags::value::{self, bad_value, conflict};
 use crate::mount::access::Access;
 use crate::mount::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DRIFT, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR,
@@ -14,7 +16,6 @@ use crate::mount::config::{
 use crate::mount::failover::Failover;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
 use crate::mount::mountpoint::absolute;
-use crate::mount::options::{MountOptions, bad_value, conflict, parse_options, value};
 use crate::mount::transport::IoUring;
 use novelfs_fs::FsConfig;
 
@@ -37,7 +38,7 @@ fn flag<T>(
 }
 
 /// The mount's configuration from `novelfs mount`'s arguments: every
-/// value checked by its one rule (`options::value`), whichever form it
+/// value checked by its one rule (`flags::value`), whichever form it
 /// came in; a flag wins over the same setting in `-o`, defaults fill the
 /// rest. Any error is a usage error (exit 2), one line naming the option.
 pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {

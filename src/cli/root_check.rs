@@ -8,7 +8,7 @@ use std::path::Path;
 
 use novelfs_storage::Cloud;
 
-use super::bucket_args::BucketArgs;
+use super::flags::bucket::BucketArgs;
 use crate::mount::library_at::{BucketOptions, LibraryAt};
 
 /// The clouds an option (as `given` names it) applies to.

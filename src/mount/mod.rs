@@ -15,7 +15,6 @@ pub(crate) mod daemon;
 pub(crate) mod failover;
 pub(crate) mod library_at;
 pub(crate) mod logging;
-pub(crate) mod options;
 mod os;
 mod serving;
 pub(crate) mod transport;

@@ -14,16 +14,16 @@ pub struct BucketArgs {
     /// The store's endpoint (http(s)://HOST[:PORT]): MinIO, Ceph, R2 and
     /// other servers speaking S3, an emulator, a sovereign cloud; the
     /// cloud's own by default.
-    #[arg(long, value_name = "URL", value_parser = crate::mount::options::value::endpoint)]
+    #[arg(long, value_name = "URL", value_parser = super::value::endpoint)]
     pub endpoint_url: Option<String>,
     /// Azure: the storage account (else AZURE_STORAGE_ACCOUNT_NAME).
-    #[arg(long, value_name = "NAME", value_parser = |v: &str| crate::mount::options::value::non_empty(v, crate::mount::options::value::NAME))]
+    #[arg(long, value_name = "NAME", value_parser = |v: &str| super::value::non_empty(v, super::value::NAME))]
     pub account: Option<String>,
     /// The bucket's region (else the profile's, AWS_REGION, or us-east-1).
-    #[arg(long, value_name = "REGION", value_parser = crate::mount::options::value::region)]
+    #[arg(long, value_name = "REGION", value_parser = super::value::region)]
     pub region: Option<String>,
     /// A named profile of the shared AWS credentials and config files.
-    #[arg(long, value_name = "NAME", value_parser = |v: &str| crate::mount::options::value::non_empty(v, crate::mount::options::value::NAME))]
+    #[arg(long, value_name = "NAME", value_parser = |v: &str| super::value::non_empty(v, super::value::NAME))]
     pub profile: Option<String>,
     /// Address the bucket as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT.
     #[arg(long)]

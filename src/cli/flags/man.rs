@@ -169,7 +169,7 @@ mod tests {
 
     /// The README's synopsis: the block under "## The commands".
     fn readme_synopsis() -> String {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let after = readme
             .split("## The commands")
             .nth(1)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use super::bucket_args::BucketArgs;
+use super::bucket::BucketArgs;
 use super::help::{INDEX_DIR_HELP, LONG_ABOUT, STATE_FILE_HELP, first_paragraph, notes_text};
 use super::mount_args::MountCmd;
 
@@ -103,7 +103,7 @@ pub struct LibraryArgs {
     pub bucket: BucketArgs,
     /// The root to write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library, where a sandbox sees the library).
-    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
+    #[arg(long, env = "NOVELFS_PATH_ROOT", value_name = "DIR", value_parser = super::value::path_root)]
     pub path_root: Option<String>,
 }
 
@@ -111,7 +111,7 @@ pub struct LibraryArgs {
 pub struct ReadCmd {
     #[command(flatten)]
     pub library: LibraryArgs,
-    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = super::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// Book name (a directory under novels/).
     pub book: String,
@@ -128,7 +128,7 @@ pub struct ReadCmd {
     pub json: bool,
     /// Chapters larger than this are an error instead of being read (as
     /// the mount's flag; at most 2GiB).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
 }
 
@@ -139,13 +139,13 @@ pub struct IndexCmd {
     pub root: PathBuf,
     #[command(flatten)]
     pub bucket: BucketArgs,
-    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = super::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// The root the mount writes in pages (its --path-root).
-    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
+    #[arg(long, value_name = "DIR", value_parser = super::value::path_root)]
     pub path_root: Option<String>,
     /// The mount's --max-chapter-bytes.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = crate::mount::options::value::max_chapter_bytes, allow_hyphen_values = true)]
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::value::max_chapter_bytes, allow_hyphen_values = true)]
     pub max_chapter_bytes: u64,
     /// Also write the index and the library's snapshot into the bucket
     /// (ROOT s3://, gs:// or az://…, under .novelfs/ below its prefix): a fresh machine's

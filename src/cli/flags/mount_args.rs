@@ -1,11 +1,11 @@
 //! `novelfs mount`'s arguments: the library, the mountpoint, and every
-//! option of a mount (each also an `-o` form, see `mount::options`).
+//! option of a mount (each also an `-o` form, see `mount_options`).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::bucket_args::BucketArgs;
+use super::bucket::BucketArgs;
 use super::help::{INDEX_DIR_HELP, STATE_FILE_HELP, first_paragraph};
 
 #[derive(Args, Debug)]
@@ -64,12 +64,12 @@ pub struct MountCmd {
     /// -o drift=SECONDS.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub drift: Option<String>,
-    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
+    #[arg(long, value_name = "FILE", value_parser = super::value::file, help = first_paragraph(STATE_FILE_HELP), long_help = STATE_FILE_HELP)]
     pub state_file: Option<PathBuf>,
     /// The root pages write in <path> and JSON "path" instead of ROOT's
     /// canonical path (e.g. /library where a sandbox binds the mount);
     /// sizes follow. Same as -o path_root=DIR.
-    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::path_root)]
+    #[arg(long, value_name = "DIR", value_parser = super::value::path_root)]
     pub path_root: Option<String>,
     /// Memory for what the daemon keeps: decoded chapters, rendered pages,
     /// listings, book indexes and the inode table (e.g. 16M, 256MiB)
@@ -93,7 +93,7 @@ pub struct MountCmd {
     /// one was published), `listing` lists each directory again once per
     /// --ttl. Default: published where a snapshot exists. Same as
     /// -o freshness=published|listing.
-    #[arg(long, value_name = "RULE", value_parser = |v: &str| crate::mount::options::value::freshness(v).map(|_| v.to_string()))]
+    #[arg(long, value_name = "RULE", value_parser = |v: &str| super::value::freshness(v).map(|_| v.to_string()))]
     pub freshness: Option<String>,
     /// Clear a stale mount (left by a killed daemon) at MOUNTPOINT first.
     #[arg(long)]
@@ -110,7 +110,7 @@ pub struct MountCmd {
     /// ~/.local/state/novelfs/novelfs.log, else for root
     /// /var/log/novelfs/novelfs.log). The mounted line in the log
     /// ends with where it goes (log: …). Same as -o log_file=FILE.
-    #[arg(long, value_name = "FILE", value_parser = crate::mount::options::value::file)]
+    #[arg(long, value_name = "FILE", value_parser = super::value::file)]
     pub log_file: Option<PathBuf>,
     /// How the kernel's requests reach the daemon: auto (FUSE over io_uring
     /// when the kernel offers it, the /dev/fuse loop otherwise), on (io_uring
@@ -128,7 +128,7 @@ pub struct MountCmd {
     /// -o failover=MODE.
     #[arg(long, value_name = "auto|on|off")]
     pub failover: Option<String>,
-    #[arg(long, value_name = "DIR", value_parser = crate::mount::options::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
+    #[arg(long, value_name = "DIR", value_parser = super::value::dir, help = first_paragraph(INDEX_DIR_HELP), long_help = INDEX_DIR_HELP)]
     pub index_dir: Option<PathBuf>,
     /// Use no persistent index: every chapter is read the first time it is
     /// listed or sized (-o noindex is the same).
