@@ -4,13 +4,14 @@ use std::process::ExitCode;
 
 use super::flags::args::{BooksCmd, ChaptersCmd, IndexCmd, LibraryArgs, ReadCmd, UnmountCmd};
 use super::flags::mount_args::MountCmd;
-use super::mount_config::{bucket_options, mount_config};
+use super::mount_config::mount_config;
 use super::out::Written;
-use crate::mount::library_at::{BucketOptions, BucketReading, LibraryAt};
+use crate::mount::library_at::{BucketReading, LibraryAt};
 use crate::mount::{daemon, logging, mountpoint};
 use novelfs_fs::{events, persist};
 use novelfs_library::backing::SourceKind;
 use novelfs_library::{self as library, Library, NovelError, ReadArgs};
+use novelfs_storage::StoreOptions;
 
 fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
     let io = |reason: String| NovelError::Io {
@@ -19,7 +20,7 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
         kind: SourceKind::Other,
     };
     let at = LibraryAt::parse(&args.root).map_err(io)?;
-    let bucket = bucket_options(&args.bucket, &BucketOptions::default());
+    let bucket = args.bucket.over(one_shot());
     let library = match &at {
         LibraryAt::Dir(root) => {
             // Written as `mount` writes its root: absolute, without `.` or `//`.
@@ -28,7 +29,6 @@ fn open_library(args: &LibraryArgs) -> Result<Library, NovelError> {
         }
         LibraryAt::Bucket(_) => {
             let reading = BucketReading {
-                timeout: ONE_SHOT_TIMEOUT,
                 ttl: ONE_SHOT_TTL,
                 ahead_bytes: ONE_SHOT_AHEAD_BYTES,
                 follow: false,
@@ -58,7 +58,7 @@ fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCod
     let Ok(at) = LibraryAt::parse(&cmd.root) else {
         return ExitCode::FAILURE;
     };
-    let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
+    let bucket = cmd.bucket.over(one_shot());
     for n in 1.. {
         std::thread::sleep(std::time::Duration::from_secs(every));
         let round = || -> Result<String, String> {
@@ -75,8 +75,7 @@ fn keep_publishing(cmd: &IndexCmd, dir: &std::path::Path, every: u64) -> ExitCod
                 persist::refresh(&library, dir, &mut |_| {})?;
                 persist::export(dir, &library)
             };
-            let (changed, files) =
-                at.publish(&bucket, ONE_SHOT_TIMEOUT, Some(every), false, index)?;
+            let (changed, files) = at.publish(&bucket, Some(every), false, index)?;
             Ok(match changed {
                 true => format!("changed: the index and a snapshot of {files} files published"),
                 false => "unchanged: the snapshot is confirmed".into(),
@@ -128,6 +127,15 @@ fn while_saying_a_stall<T>(n: u64, round: impl FnOnce() -> T) -> T {
 
 /// One command's bound on one access to a bucket.
 const ONE_SHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A one-shot command's settings of a bucket before its flags: no `-o`,
+/// and its bound on one access.
+fn one_shot() -> StoreOptions {
+    StoreOptions {
+        timeout: ONE_SHOT_TIMEOUT,
+        ..StoreOptions::default()
+    }
+}
 /// A one-shot command lists each directory once.
 const ONE_SHOT_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
 /// Chapters fetched ahead by a one-shot command that reads many.
@@ -305,9 +313,9 @@ pub(crate) fn index(cmd: IndexCmd) -> ExitCode {
     let result = result.and_then(|summary| {
         if cmd.publish {
             let at = LibraryAt::parse(&cmd.root)?;
-            let bucket = bucket_options(&cmd.bucket, &BucketOptions::default());
+            let bucket = cmd.bucket.over(one_shot());
             let index = || persist::export(&dir, &library);
-            let (_, files) = at.publish(&bucket, ONE_SHOT_TIMEOUT, cmd.every, true, index)?;
+            let (_, files) = at.publish(&bucket, cmd.every, true, index)?;
             say(&format!(
                 "published at {}/.novelfs/: the index and a snapshot of {files} files",
                 cmd.root.display()

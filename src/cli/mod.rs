@@ -96,7 +96,7 @@ fn env_of(flag: &str) -> Option<String> {
 /// bucket options given with it (`mount` checks its own, `-o` included,
 /// in `mount_config`).
 fn check_roots(command: &Command) -> Result<(), String> {
-    let none = crate::mount::library_at::BucketOptions::default();
+    let none = novelfs_storage::StoreOptions::default();
     let (root, flags) = match command {
         Command::Read(c) => (&c.library.root, &c.library.bucket),
         Command::Chapters(c) => (&c.library.root, &c.library.bucket),

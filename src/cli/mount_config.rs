@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::flags::bucket::BucketArgs;
 use super::flags::mount_args::MountCmd;
 use super::flags::mount_options::{MountOptions, parse_options};
 use super::flags::value::{self, bad_value, conflict};
@@ -14,7 +13,7 @@ use crate::mount::config::{
     DEFAULT_THREADS, DEFAULT_TTL, KernelMount, MountConfig,
 };
 use crate::mount::failover::Failover;
-use crate::mount::library_at::{BucketOptions, LibraryAt};
+use crate::mount::library_at::LibraryAt;
 use crate::mount::mountpoint::absolute;
 use crate::mount::transport::IoUring;
 use novelfs_fs::FsConfig;
@@ -110,7 +109,10 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         LibraryAt::Dir(dir) => absolute(dir),
         LibraryAt::Bucket(_) => args.root.clone(),
     };
-    let bucket = bucket_options(&args.bucket, &options.bucket);
+    let bucket = args.bucket.over(novelfs_storage::StoreOptions {
+        timeout: Duration::from_secs_f64(source_timeout),
+        ..options.bucket.clone()
+    });
     // A bucket's bodies fetched ahead count in the one budget: an eighth
     // of it; its directories' listings half that again (`BucketBacking`);
     // the tree's caches the rest.
@@ -185,18 +187,6 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     })
 }
 
-/// A bucket's options: a flag wins over the same option in `-o`.
-pub(crate) fn bucket_options(flags: &BucketArgs, options: &BucketOptions) -> BucketOptions {
-    BucketOptions {
-        endpoint_url: flags.endpoint_url.clone().or(options.endpoint_url.clone()),
-        account: flags.account.clone().or(options.account.clone()),
-        region: flags.region.clone().or(options.region.clone()),
-        profile: flags.profile.clone().or(options.profile.clone()),
-        force_path_style: flags.force_path_style || options.force_path_style,
-        no_sign_request: flags.no_sign_request || options.no_sign_request,
-    }
-}
-
 /// The persistent index of a mount.
 enum Index {
     In(PathBuf),
@@ -252,6 +242,7 @@ fn index_dir(args: &MountCmd, options: &MountOptions) -> Result<Index, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::flags::bucket::BucketArgs;
 
     fn args(options: &str) -> MountCmd {
         MountCmd {

@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
-use novelfs_storage::Cloud;
+use novelfs_storage::{Cloud, Credentials, StoreOptions};
 
 use super::flags::bucket::BucketArgs;
-use crate::mount::library_at::{BucketOptions, LibraryAt};
+use crate::mount::library_at::LibraryAt;
 
 /// The clouds an option (as `given` names it) applies to.
 fn applies_to(option: &str) -> &'static [Cloud] {
@@ -22,7 +22,7 @@ fn applies_to(option: &str) -> &'static [Cloud] {
 }
 
 /// The bucket options given, each as it was written (flag or `-o`).
-fn given(flags: &BucketArgs, options: &BucketOptions) -> Vec<&'static str> {
+fn given(flags: &BucketArgs, options: &StoreOptions) -> Vec<&'static str> {
     let either = |flag: bool, option: bool, f: &'static str, o: &'static str| match (flag, option) {
         (true, _) => Some(f),
         (false, true) => Some(o),
@@ -61,7 +61,7 @@ fn given(flags: &BucketArgs, options: &BucketOptions) -> Vec<&'static str> {
         ),
         either(
             flags.no_sign_request,
-            options.no_sign_request,
+            matches!(options.credentials, Credentials::Anonymous),
             "--no-sign-request",
             "-o no_sign_request",
         ),
@@ -76,7 +76,7 @@ fn given(flags: &BucketArgs, options: &BucketOptions) -> Vec<&'static str> {
 pub(crate) fn check_root(
     root: &Path,
     flags: &BucketArgs,
-    options: &BucketOptions,
+    options: &StoreOptions,
 ) -> Result<LibraryAt, String> {
     let at = LibraryAt::parse(root)?;
     let given = given(flags, options);
@@ -130,11 +130,11 @@ mod tests {
             region: Some("eu-west-1".into()),
             ..BucketArgs::default()
         };
-        let err = check_root(Path::new("/srv/lib"), &flags, &BucketOptions::default()).unwrap_err();
+        let err = check_root(Path::new("/srv/lib"), &flags, &StoreOptions::default()).unwrap_err();
         assert!(err.starts_with("--region "), "{err}");
-        let options = BucketOptions {
-            no_sign_request: true,
-            ..BucketOptions::default()
+        let options = StoreOptions {
+            credentials: Credentials::Anonymous,
+            ..StoreOptions::default()
         };
         let err = check_root(Path::new("/srv/lib"), &BucketArgs::default(), &options).unwrap_err();
         assert!(err.starts_with("-o no_sign_request "), "{err}");
@@ -153,7 +153,7 @@ mod tests {
             check_root(
                 Path::new("/srv/lib"),
                 &BucketArgs::default(),
-                &BucketOptions::default()
+                &StoreOptions::default()
             )
             .is_ok()
         );

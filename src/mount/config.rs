@@ -55,8 +55,9 @@ pub(crate) struct MountConfig {
     /// How often a mount following a published snapshot compares one
     /// directory it reads with a LIST of it (zero: never).
     pub(crate) drift: Duration,
-    /// How to reach the library when `root` is in a bucket.
-    pub(crate) bucket: super::library_at::BucketOptions,
+    /// How to reach the library when `root` is in a bucket (its
+    /// `timeout` is `source_timeout`).
+    pub(crate) bucket: novelfs_storage::StoreOptions,
     /// Bytes of chapters a bucket's backing may hold fetched ahead of
     /// readers: taken from `--cache-size`, the tree gets the rest.
     pub(crate) ahead_bytes: u64,

@@ -25,7 +25,7 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
     // survive one): by the waiting CLI, beside the daemon's start, or in
     // the foreground by the daemon (`open_library`).
     match LibraryAt::parse(&config.root)? {
-        at @ LibraryAt::Dir(_) => at.check(&config.bucket, config.source_timeout)?,
+        at @ LibraryAt::Dir(_) => at.check(&config.bucket)?,
         LibraryAt::Bucket(_) => {}
     }
     match mountpoint_state(&config.mountpoint) {
@@ -133,7 +133,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
                 if let Ok(at @ LibraryAt::Bucket(_)) = LibraryAt::parse(&config.root)
                     && verdict::by_cli()
                 {
-                    let (checked, cost) = at.check_costing(&config.bucket, config.source_timeout);
+                    let (checked, cost) = at.check_costing(&config.bucket);
                     verdict::tell(&daemon, &checked, &cost);
                 }
                 return wait_for_daemon(daemon);
@@ -269,7 +269,6 @@ const SLOW_START_VAR: &str = "NOVELFS_TEST_SLOW_START_MS";
 fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, String> {
     let at = LibraryAt::parse(&config.root)?;
     let reading = BucketReading {
-        timeout: config.source_timeout,
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
         follow: config.follow_published,
@@ -305,7 +304,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     if let Some(dir) = &config.tree.index_dir {
         // The snapshot's head names the index (no LIST for it).
         let index = head.and_then(|h| h.get()).map(|h| h.index);
-        match at.fetch_published(&config.bucket, config.source_timeout, dir, &library, index) {
+        match at.fetch_published(&config.bucket, dir, &library, index) {
             Ok(true) => log::info!("index published in {} taken", config.root.display()),
             Ok(false) => {}
             Err(e) => log::warn!("no published index: {e}"),

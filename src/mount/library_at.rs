@@ -26,23 +26,6 @@ pub(crate) type CheckedElsewhere<'a> = Option<&'a dyn Fn() -> Result<Cost, Strin
 /// the tests' switch that shows what the one LIST saves.
 pub(crate) const CHECK_APART_VAR: &str = "NOVELFS_TEST_S3_CHECK_APART";
 
-/// How to reach a bucket, named as mountpoint-s3 names its options; the
-/// credentials come from the cloud's own chain (for AWS the environment,
-/// shared files with profiles, container and instance metadata), never
-/// from arguments, or are not looked for (`no_sign_request`: a public
-/// bucket).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct BucketOptions {
-    pub(crate) endpoint_url: Option<String>,
-    /// Azure's storage account.
-    pub(crate) account: Option<String>,
-    pub(crate) region: Option<String>,
-    pub(crate) profile: Option<String>,
-    pub(crate) force_path_style: bool,
-    /// `--no-sign-request`: requests go unsigned.
-    pub(crate) no_sign_request: bool,
-}
-
 /// Where a library root names.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LibraryAt {
@@ -50,11 +33,11 @@ pub(crate) enum LibraryAt {
     Bucket(BucketUrl),
 }
 
-/// How a library in a bucket is read: what bounds one access, how long a
-/// listing is kept, and how many bytes of chapters may be fetched ahead.
+/// How a library in a bucket is read beside how it is reached
+/// (`StoreOptions`, whose `timeout` bounds one access): how long a listing
+/// is kept, and how many bytes of chapters may be fetched ahead.
 #[derive(Debug, Clone)]
 pub(crate) struct BucketReading {
-    pub(crate) timeout: Duration,
     pub(crate) ttl: Duration,
     pub(crate) ahead_bytes: u64,
     /// Whether the published snapshot is followed where there is one.
@@ -109,50 +92,36 @@ impl LibraryAt {
         matches!(self, LibraryAt::Bucket(_))
     }
 
-    fn storage(
+    /// The client of the bucket at `url`, reached as `options` say, its
+    /// requests counted where `novelfs status` finds them.
+    pub(crate) fn storage(
         url: &BucketUrl,
-        options: &BucketOptions,
-        timeout: Duration,
+        options: &StoreOptions,
     ) -> Result<BucketStorage, String> {
-        let s3 = StoreOptions {
-            endpoint_url: options.endpoint_url.clone(),
-            account: options.account.clone(),
-            region: options.region.clone(),
-            profile: options.profile.clone(),
-            force_path_style: options.force_path_style,
-            credentials: if options.no_sign_request {
-                novelfs_storage::Credentials::Anonymous
-            } else {
-                novelfs_storage::Credentials::Chain
-            },
-            timeout,
+        let options = StoreOptions {
             counters: super::counted::shared(),
-            ..StoreOptions::default()
+            ..options.clone()
         };
-        BucketStorage::new(url.clone(), &s3).map_err(|e| e.to_string())
+        BucketStorage::new(url.clone(), &options).map_err(|e| e.to_string())
     }
 
     /// Whether the library can be read at all, with one clear line naming
     /// why not: no `novels/` in a directory; a missing bucket, refused
     /// credentials, an unreachable endpoint or no `novels/` in a bucket.
-    pub(crate) fn check(&self, options: &BucketOptions, timeout: Duration) -> Result<(), String> {
+    pub(crate) fn check(&self, options: &StoreOptions) -> Result<(), String> {
         match self {
             LibraryAt::Dir(root) => Library::check_root(root).map_err(|e| e.to_string()),
-            LibraryAt::Bucket(url) => Self::checked_storage(url, options, timeout).map(drop),
+            LibraryAt::Bucket(url) => Self::checked_storage(url, options).map(drop),
         }
     }
 
     /// `check` of a bucket, and what it cost, by counter: the requests the
     /// waiting CLI sends, which the daemon counts as its own (`verdict`).
-    pub(crate) fn check_costing(
-        &self,
-        options: &BucketOptions,
-        timeout: Duration,
-    ) -> (Result<(), String>, Cost) {
+    pub(crate) fn check_costing(&self, options: &StoreOptions) -> (Result<(), String>, Cost) {
         let LibraryAt::Bucket(url) = self else {
-            return (self.check(options, timeout), Vec::new());
+            return (self.check(options), Vec::new());
         };
-        let storage = match Self::storage(url, options, timeout) {
+        let storage = match Self::storage(url, options) {
             Ok(storage) => storage,
             Err(e) => return (Err(e), Vec::new()),
         };
@@ -165,12 +134,8 @@ impl LibraryAt {
     /// The bucket's storage once one LIST of `novels/` has said it holds a
     /// library (see `check`): the one round trip a mount waits for before
     /// it is ready.
-    fn checked_storage(
-        url: &BucketUrl,
-        options: &BucketOptions,
-        timeout: Duration,
-    ) -> Result<BucketStorage, String> {
-        let storage = Self::storage(url, options, timeout)?;
+    fn checked_storage(url: &BucketUrl, options: &StoreOptions) -> Result<BucketStorage, String> {
+        let storage = Self::storage(url, options)?;
         Self::check_library(&storage, url)?;
         Ok(storage)
     }
@@ -201,8 +166,7 @@ impl LibraryAt {
     /// written, and how many files it holds.
     pub(crate) fn publish(
         &self,
-        options: &BucketOptions,
-        timeout: Duration,
+        options: &StoreOptions,
         every: Option<u64>,
         always: bool,
         index: impl FnOnce() -> Result<Vec<u8>, String>,
@@ -210,7 +174,7 @@ impl LibraryAt {
         let LibraryAt::Bucket(url) = self else {
             return Err("--publish: ROOT must be a bucket (s3://, gs:// or az://)".into());
         };
-        let storage = Self::storage(url, options, timeout)?;
+        let storage = Self::storage(url, options)?;
         let fail = |e: StorageError| format!("{url}: {e}");
         let before = snapshot::published_head(&storage).map_err(fail)?;
         let listing = snapshot::walk(&storage).map_err(fail)?;
@@ -237,8 +201,7 @@ impl LibraryAt {
     /// `Ok(false)` when none is published.
     pub(crate) fn fetch_published(
         &self,
-        options: &BucketOptions,
-        timeout: Duration,
+        options: &StoreOptions,
         dir: &Path,
         library: &Library,
         from_head: Option<Option<String>>,
@@ -246,7 +209,7 @@ impl LibraryAt {
         let LibraryAt::Bucket(url) = self else {
             return Ok(false);
         };
-        let storage = Self::storage(url, options, timeout)?;
+        let storage = Self::storage(url, options)?;
         let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
         // The snapshot's head names the index's ETag; without one, the
         // publisher's folder is listed for it.
@@ -297,7 +260,7 @@ impl LibraryAt {
     /// to check.
     pub(crate) fn open(
         &self,
-        options: &BucketOptions,
+        options: &StoreOptions,
         reading: BucketReading,
         checked_elsewhere: CheckedElsewhere<'_>,
     ) -> Result<Library, String> {
@@ -311,7 +274,7 @@ impl LibraryAt {
     /// published index).
     pub(crate) fn open_following(
         &self,
-        options: &BucketOptions,
+        options: &StoreOptions,
         reading: BucketReading,
         checked_elsewhere: CheckedElsewhere<'_>,
     ) -> Result<(Library, Option<Arc<PendingHead>>), String> {
@@ -325,7 +288,7 @@ impl LibraryAt {
                 Ok((library, None))
             }
             LibraryAt::Bucket(url) => {
-                let storage = Arc::new(Self::storage(url, options, reading.timeout)?);
+                let storage = Arc::new(Self::storage(url, options)?);
                 let head = match reading.follow {
                     true => PendingHead::ask(storage.clone() as Arc<dyn Storage>),
                     false => {
@@ -347,7 +310,7 @@ impl LibraryAt {
                     storage as Arc<dyn Storage>,
                     reading.ttl,
                     reading.ahead_bytes,
-                    reading.timeout,
+                    options.timeout,
                 );
                 backing.set_stale_if_error(reading.stale_if_error);
                 backing.set_drift(reading.drift);

@@ -2,6 +2,7 @@
 //! command that takes a ROOT shares.
 
 use clap::Args;
+use novelfs_storage::{Credentials, StoreOptions};
 
 /// How to reach a library in a bucket (ROOT `s3://BUCKET[/PREFIX]`,
 /// `gs://BUCKET[/PREFIX]` or `az://CONTAINER[/PREFIX]`), as mountpoint-s3
@@ -32,4 +33,24 @@ pub struct BucketArgs {
     /// credentials are looked for (the AWS CLI's name; -o no_sign_request).
     #[arg(long)]
     pub no_sign_request: bool,
+}
+
+impl BucketArgs {
+    /// The bucket's settings: these flags over `given` (the same options
+    /// from `-o`, and what the command bounds one access by), a flag
+    /// winning. The one place a flag becomes a setting of the client.
+    pub(crate) fn over(&self, given: StoreOptions) -> StoreOptions {
+        StoreOptions {
+            endpoint_url: self.endpoint_url.clone().or(given.endpoint_url),
+            account: self.account.clone().or(given.account),
+            region: self.region.clone().or(given.region),
+            profile: self.profile.clone().or(given.profile),
+            force_path_style: self.force_path_style || given.force_path_style,
+            credentials: match self.no_sign_request {
+                true => Credentials::Anonymous,
+                false => given.credentials,
+            },
+            ..given
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use super::value::{self, bad_value, conflict};
 
 /// The parsed `-o` list.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct MountOptions {
     pub allow_other: bool,
     pub allow_root: bool,
@@ -29,7 +29,7 @@ pub(crate) struct MountOptions {
     pub no_index: bool,
     /// `endpoint_url=`, `account=`, `region=`, `profile=`, `force_path_style`,
     /// `no_sign_request`: how to reach a library in a bucket.
-    pub bucket: crate::mount::library_at::BucketOptions,
+    pub bucket: novelfs_storage::StoreOptions,
     pub cache_size: Option<usize>,
     pub max_chapter_bytes: Option<u64>,
     pub threads: Option<usize>,
@@ -93,7 +93,7 @@ fn word(o: &mut MountOptions, key: &str) -> Option<()> {
         "failover" => o.failover = Some(crate::mount::failover::Failover::On),
         "nofailover" => o.failover = Some(crate::mount::failover::Failover::Off),
         "force_path_style" => o.bucket.force_path_style = true,
-        "no_sign_request" => o.bucket.no_sign_request = true,
+        "no_sign_request" => o.bucket.credentials = novelfs_storage::Credentials::Anonymous,
         k if GENERIC_OPTIONS.contains(&k) => {}
         _ => return None,
     }
