@@ -7,6 +7,7 @@
 
 mod commands;
 mod flags;
+mod index;
 mod mount_config;
 mod out;
 mod root_check;
@@ -92,19 +93,18 @@ fn env_of(flag: &str) -> Option<String> {
         .map(|e| e.to_string_lossy().into_owned())
 }
 
-/// A usage error in the ROOT of a command that reads a library, and the
-/// bucket options given with it (`mount` checks its own, `-o` included,
-/// in `mount_config`).
-fn check_roots(command: &Command) -> Result<(), String> {
-    let none = novelfs_storage::StoreOptions::default();
+/// The library of a command that reads one, from its ROOT and the bucket
+/// options given with it, or the usage error in them (`mount` checks its
+/// own, `-o` included, in `mount_config`).
+fn library_root(command: &Command) -> Result<Option<root_check::LibraryRoot>, String> {
     let (root, flags) = match command {
         Command::Read(c) => (&c.library.root, &c.library.bucket),
         Command::Chapters(c) => (&c.library.root, &c.library.bucket),
         Command::Books(c) => (&c.library.root, &c.library.bucket),
         Command::Index(c) => (&c.root, &c.bucket),
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
-    root_check::check_root(root, flags, &none).map(drop)
+    root_check::check_root(root, flags, &commands::one_shot()).map(Some)
 }
 
 pub fn main() -> ExitCode {
@@ -116,20 +116,23 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    if let Err(line) = check_roots(&cli.command) {
-        eprintln!("novelfs: {line}");
-        return ExitCode::from(2);
-    }
-    let result = match cli.command {
-        Command::Mount(cmd) => return commands::mount(*cmd),
-        Command::Unmount(cmd) => return commands::unmount(cmd),
-        Command::Upgrade(cmd) => {
+    let root = match library_root(&cli.command) {
+        Ok(root) => root,
+        Err(line) => {
+            eprintln!("novelfs: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match (cli.command, root) {
+        (Command::Mount(cmd), _) => return commands::mount(*cmd),
+        (Command::Unmount(cmd), _) => return commands::unmount(cmd),
+        (Command::Upgrade(cmd), _) => {
             return said(crate::mount::upgrade::run(
                 &cmd.mountpoint,
                 cmd.binary.as_deref(),
             ));
         }
-        Command::Status(cmd) => {
+        (Command::Status(cmd), _) => {
             let shown = if cmd.json {
                 crate::mount::status::Shown::Json
             } else if cmd.prometheus {
@@ -139,17 +142,20 @@ pub fn main() -> ExitCode {
             };
             return said(crate::mount::status::run(&cmd.mountpoint, shown));
         }
-        Command::Index(cmd) => return commands::index(cmd),
-        Command::Read(cmd) => commands::read(cmd),
-        Command::Chapters(cmd) if cmd.tool => commands::tool_chapters(cmd),
-        Command::Chapters(cmd) => commands::chapters(cmd),
-        Command::Books(cmd) => commands::books(cmd),
-        Command::Completions(cmd) => {
+        (Command::Index(cmd), Some(root)) => return index::index(cmd, root),
+        (Command::Read(cmd), Some(root)) => commands::read(cmd, &root),
+        (Command::Chapters(cmd), Some(root)) if cmd.tool => commands::tool_chapters(cmd, &root),
+        (Command::Chapters(cmd), Some(root)) => commands::chapters(cmd, &root),
+        (Command::Books(cmd), Some(root)) => commands::books(cmd, &root),
+        (Command::Index(_) | Command::Read(_) | Command::Chapters(_) | Command::Books(_), None) => {
+            unreachable!("library_root gives every command that reads a library its root")
+        }
+        (Command::Completions(cmd), _) => {
             let mut out = Vec::new();
             clap_complete::generate(cmd.shell, &mut command(), "novelfs", &mut out);
             Ok(String::from_utf8_lossy(&out).into_owned())
         }
-        Command::Man => Ok(man::man_page()),
+        (Command::Man, _) => Ok(man::man_page()),
     };
     match result {
         Ok(text) => out::emit(&text).code(),

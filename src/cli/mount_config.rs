@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::flags::mount_args::MountCmd;
 use super::flags::mount_options::{MountOptions, parse_options};
 use super::flags::value::{self, bad_value, conflict};
+use super::root_check::LibraryRoot;
 use crate::mount::access::Access;
 use crate::mount::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DRIFT, DEFAULT_SOURCE_TIMEOUT, DEFAULT_STALE_IF_ERROR,
@@ -104,15 +105,17 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
     }
     let (failover, failover_off_because) =
         failover.resolve(io_uring, crate::mount::transport::io_uring_offered());
-    let at = super::root_check::check_root(&args.root, &args.bucket, &options.bucket)?;
+    let bounded = novelfs_storage::StoreOptions {
+        timeout: Duration::from_secs_f64(source_timeout),
+        ..options.bucket.clone()
+    };
+    let LibraryRoot {
+        at, store: bucket, ..
+    } = super::root_check::check_root(&args.root, &args.bucket, &bounded)?;
     let root = match &at {
         LibraryAt::Dir(dir) => absolute(dir),
         LibraryAt::Bucket(_) => args.root.clone(),
     };
-    let bucket = args.bucket.over(novelfs_storage::StoreOptions {
-        timeout: Duration::from_secs_f64(source_timeout),
-        ..options.bucket.clone()
-    });
     // A bucket's bodies fetched ahead count in the one budget: an eighth
     // of it; its directories' listings half that again (`BucketBacking`);
     // the tree's caches the rest.

@@ -4,7 +4,7 @@
 //! with another's bucket, is a usage error (exit 2), one line naming it,
 //! rather than a library not found or an option silently ignored.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use novelfs_storage::{Cloud, Credentials, StoreOptions};
 
@@ -71,13 +71,24 @@ fn given(flags: &BucketArgs, options: &StoreOptions) -> Vec<&'static str> {
     .collect()
 }
 
+/// A command's library as its arguments name it, decided once: where
+/// ROOT is, and the settings that reach its bucket (the flags over `-o`).
+#[derive(Debug, Clone)]
+pub(crate) struct LibraryRoot {
+    /// ROOT as it was written, for messages.
+    pub(crate) given: PathBuf,
+    pub(crate) at: LibraryAt,
+    pub(crate) store: StoreOptions,
+}
+
 /// Where `root` names, once its form and the bucket options given with
-/// it agree; else the one line saying what does not apply.
+/// it agree (`flags` and, from `-o`, `options`), with the bucket's
+/// settings; else the one line saying what does not apply.
 pub(crate) fn check_root(
     root: &Path,
     flags: &BucketArgs,
     options: &StoreOptions,
-) -> Result<LibraryAt, String> {
+) -> Result<LibraryRoot, String> {
     let at = LibraryAt::parse(root)?;
     let given = given(flags, options);
     match &at {
@@ -117,7 +128,11 @@ pub(crate) fn check_root(
             }
         }
     }
-    Ok(at)
+    Ok(LibraryRoot {
+        given: root.to_path_buf(),
+        at,
+        store: flags.over(options.clone()),
+    })
 }
 
 #[cfg(test)]

@@ -10,12 +10,10 @@ use std::time::Duration;
 
 use novelfs_fs::persist;
 use novelfs_library::{Library, NovelError};
-use novelfs_storage::backing::{BucketBacking, PendingHead, snapshot};
+use novelfs_storage::backing::{BucketBacking, PendingHead};
 
 use super::verdict::Cost;
-use novelfs_storage::{
-    BucketStorage, BucketUrl, Cloud, RelPath, Storage, StorageError, StoreOptions, Version,
-};
+use novelfs_storage::{BucketStorage, BucketUrl, Cloud, RelPath, Storage, StoreOptions, Version};
 
 /// How a bucket's check made elsewhere went (a waiting CLI's, heard by
 /// `verdict::hear`), and what it cost.
@@ -155,44 +153,6 @@ impl LibraryAt {
             .to_string()),
             Err(e) => Err(format!("{url}: {e}")),
         }
-    }
-
-    /// Publishes beside the library in its bucket, for every mount of a
-    /// fleet, with the cadence `every`: the library is listed (one LIST per
-    /// 1,000 keys); when `always` or when the listing differs from the one
-    /// published, `index` gives the exported persistent index to write
-    /// with it, else the snapshot published is only confirmed (see
-    /// `novelfs_storage::backing::snapshot`). Whether a new snapshot was
-    /// written, and how many files it holds.
-    pub(crate) fn publish(
-        &self,
-        options: &StoreOptions,
-        every: Option<u64>,
-        always: bool,
-        index: impl FnOnce() -> Result<Vec<u8>, String>,
-    ) -> Result<(bool, u64), String> {
-        let LibraryAt::Bucket(url) = self else {
-            return Err("--publish: ROOT must be a bucket (s3://, gs:// or az://)".into());
-        };
-        let storage = Self::storage(url, options)?;
-        let fail = |e: StorageError| format!("{url}: {e}");
-        let before = snapshot::published_head(&storage).map_err(fail)?;
-        let listing = snapshot::walk(&storage).map_err(fail)?;
-        let unchanged = before.as_ref().is_some_and(|h| h.root == listing.digest);
-        let index_etag = if always || !unchanged {
-            let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-            storage.put(&key, index()?).map_err(fail)?;
-            match storage.stat(&key).map_err(fail)?.version {
-                Version::ETag { etag, .. } => Some(etag),
-                _ => None,
-            }
-        } else {
-            before.as_ref().and_then(|h| h.index.clone())
-        };
-        let files = listing.files;
-        let changed = snapshot::publish(&storage, listing, before.as_ref(), index_etag, every)
-            .map_err(fail)?;
-        Ok((changed, files))
     }
 
     /// The index published beside a bucket's library, put in place of the
