@@ -173,6 +173,10 @@ pub(crate) fn mount_config(args: &MountCmd) -> Result<MountConfig, String> {
         no_index_because,
         failover,
         failover_off_because,
+        library: match at {
+            LibraryAt::Dir(_) => LibraryAt::Dir(root.clone()),
+            bucket @ LibraryAt::Bucket(_) => bucket,
+        },
         root,
         bucket,
         ahead_bytes,

@@ -28,6 +28,8 @@ pub(crate) struct KernelMount {
 pub(crate) struct MountConfig {
     /// Absolute (lexically): the daemon leaves the working directory.
     pub(crate) root: PathBuf,
+    /// Where `root` names, read once from the command line.
+    pub(crate) library: super::library_at::LibraryAt,
     /// Absolute, written as mountinfo writes it.
     pub(crate) mountpoint: PathBuf,
     pub(crate) foreground: bool,

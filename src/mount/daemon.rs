@@ -24,7 +24,7 @@ fn preflight(config: &MountConfig) -> Result<(), String> {
     // A bucket is checked after the fork (its client's threads would not
     // survive one): by the waiting CLI, beside the daemon's start, or in
     // the foreground by the daemon (`open_library`).
-    match LibraryAt::parse(&config.root)? {
+    match &config.library {
         at @ LibraryAt::Dir(_) => at.check(&config.bucket)?,
         LibraryAt::Bucket(_) => {}
     }
@@ -130,7 +130,7 @@ pub(crate) fn run(config: MountConfig) -> i32 {
             Ok(Forked::Parent(daemon)) => {
                 // The bucket is checked here, while the daemon mounts and
                 // starts its server, which waits for the word (`verdict`).
-                if let Ok(at @ LibraryAt::Bucket(_)) = LibraryAt::parse(&config.root)
+                if let at @ LibraryAt::Bucket(_) = &config.library
                     && verdict::by_cli()
                 {
                     let (checked, cost) = at.check_costing(&config.bucket);
@@ -267,7 +267,7 @@ const SLOW_START_VAR: &str = "NOVELFS_TEST_SLOW_START_MS";
 /// The library; a bucket is checked here unless a waiting CLI (`cli`)
 /// checks it and tells how it went (see `verdict`).
 fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, String> {
-    let at = LibraryAt::parse(&config.root)?;
+    let at = &config.library;
     let reading = BucketReading {
         ttl: config.tree.ttl,
         ahead_bytes: config.ahead_bytes,
