@@ -218,6 +218,9 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if let Some(Entry::Missing(ttl)) = self.fs.missing_by_construction(parent.0, name) {
+            return reply.entry(&ttl, &self.owner.missing_attr(), Generation(0));
+        }
         let name = name.to_owned();
         let asks = ("lookup", parent.0, name.clone());
         self.serve(reply, asks, move |a, r| a.serve_lookup(parent, &name, r));

@@ -230,6 +230,21 @@ impl NovelFs {
         self.lookup_in(self.node(parent)?, name)
     }
 
+    /// The answer to a lookup that needs nothing but the inode table: a
+    /// name no change can make resolve in its directory (a chapter
+    /// directory holds only its pages and `ERROR`), missing for as long
+    /// as the directory's own entry is kept. `None` when the lookup needs
+    /// the tree (`lookup_entry`). ripgrep asks four such names in every
+    /// directory it enters; answered here, they skip the request's
+    /// deadline and hand-off machinery, which costs more than the answer.
+    pub fn missing_by_construction(&self, parent: u64, name: &OsStr) -> Option<Entry> {
+        if !self.switched_on() {
+            return None;
+        }
+        let directory = self.node(parent).ok()?;
+        (!chapter::can_ever_hold(&directory, name)).then_some(Entry::Missing(WATCHED_TTL))
+    }
+
     /// `lookup`, with a missing name answered as a negative entry: kept
     /// for long when no change can make it resolve, or when the directory
     /// is watched and the name could be recorded for invalidation

@@ -282,3 +282,38 @@ fn a_reader_walking_to_a_books_end_finds_its_index_made() {
         );
     }
 }
+
+#[test]
+fn only_names_a_chapter_directory_can_never_hold_are_missing_by_construction() {
+    let f = fixture(&[("第1章 起.md", "一\n二")]);
+    let book = walk(&f.fs, "书").unwrap();
+    let chapter = walk(&f.fs, "书/第1章 起.md").unwrap();
+    let decodes = f.fs.decodes();
+    for probe in [
+        ".gitignore",
+        ".ignore",
+        ".rgignore",
+        ".git",
+        "offset-01.txt",
+    ] {
+        let answer = f.fs.missing_by_construction(chapter.ino, OsStr::new(probe));
+        assert!(
+            matches!(answer, Some(Entry::Missing(ttl)) if ttl == WATCHED_TTL),
+            "{probe}: {answer:?}"
+        );
+    }
+    assert_eq!(f.fs.decodes(), decodes, "a probe decodes no chapter");
+    // A page's name, ERROR, and any name in a book or the root need the tree.
+    for name in ["offset-1.txt", "offset-9.json", "ERROR"] {
+        assert!(
+            f.fs.missing_by_construction(chapter.ino, OsStr::new(name))
+                .is_none()
+        );
+    }
+    for dir in [book.ino, ROOT_INO] {
+        assert!(
+            f.fs.missing_by_construction(dir, OsStr::new(".gitignore"))
+                .is_none()
+        );
+    }
+}
