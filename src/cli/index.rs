@@ -36,7 +36,7 @@ fn publish(
     };
     let storage = LibraryAt::storage(url, &root.store)?;
     let fail = |e: StorageError| format!("{url}: {e}");
-    let before = snapshot::published_head(&storage).map_err(fail)?;
+    let before = snapshot::head_to_replace(&storage).map_err(fail)?;
     let listing = snapshot::walk(&storage).map_err(fail)?;
     let files = listing.files;
     if let Some(h) = before.as_ref()

@@ -260,3 +260,41 @@ fn measure_a_fresh_mount_before_its_first_page() {
         t.elapsed()
     );
 }
+
+/// A library an older novelfs published has its whole index beside it
+/// (`.novelfs/index.sqlite`) and no snapshot this one follows: a fresh
+/// mount takes that index at start, and a book's `novel_chapters.txt`
+/// reads none of its chapters.
+#[test]
+fn a_whole_index_an_older_novelfs_published_still_serves_a_fresh_mount() {
+    require_fuse!();
+    const CHAPTERS: usize = 20;
+    let (_dir, root) = crate::bucket::native::library(3, CHAPTERS);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let machines = tempfile::tempdir().unwrap();
+    let publisher = machines.path().join("publisher");
+    crate::bucket::native::publish(&bucket, &publisher);
+    // What an older publisher left: the index file whole, and no head of
+    // this novelfs's format.
+    let file = std::fs::read_dir(&publisher)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sqlite"))
+        .expect("the publisher's index file");
+    bucket.put(".novelfs/index.sqlite", &std::fs::read(file).unwrap());
+    bucket.delete(".novelfs/snapshot.json");
+    let fresh = machines.path().join("fresh");
+    let m = bucket.mount(&["--ttl", "60", "--index-dir", fresh.to_str().unwrap()]);
+    std::fs::metadata(m.path()).unwrap();
+    bucket.server.reset_counts();
+    let listed = std::fs::read(m.path().join("书01/novel_chapters.txt")).unwrap();
+    assert!(String::from_utf8_lossy(&listed).contains("第0001章"));
+    let chapters = bucket.gets(true);
+    // The chapters fetched ahead of a reader of the book, at most.
+    assert!(
+        chapters < CHAPTERS / 2,
+        "{chapters} chapter GETs for a book's index of {CHAPTERS} chapters"
+    );
+}

@@ -155,6 +155,22 @@ pub(super) fn digest(bytes: &[u8]) -> String {
     format!("{:016x}", stable_hash_bytes(bytes))
 }
 
+/// The head a publisher publishes over: `None` when none is published or
+/// the one published is not of this format (an older novelfs's, which
+/// this snapshot replaces whole).
+pub fn head_to_replace(storage: &dyn Storage) -> Result<Option<Head>, StorageError> {
+    let object = match storage.read(&rel(HEAD), None) {
+        Ok(object) => object,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let etag = match object.version {
+        Version::ETag { etag, .. } => etag,
+        _ => String::new(),
+    };
+    Ok(Head::parse(&object.bytes, etag).ok())
+}
+
 /// The head published now, `None` when there is none.
 pub fn published_head(storage: &dyn Storage) -> Result<Option<Head>, StorageError> {
     match read_head(storage, None) {

@@ -363,3 +363,18 @@ fn a_books_rows_come_with_its_piece_and_a_change_costs_that_piece() {
         "{root} B for a mount that had not read the book"
     );
 }
+
+/// A head an older novelfs published (another format) is replaced, not
+/// a reason for the publisher to stop.
+#[test]
+fn a_head_of_another_format_is_published_over() {
+    let storage = bucket(2, 2);
+    storage.insert(HEAD, br#"{"format": 2, "root": "0", "files": 4}"#);
+    assert_eq!(head_to_replace(&storage).unwrap(), None);
+    let listing = walk(&storage).unwrap();
+    publish(&storage, listing, &|_| None, None, None).unwrap();
+    let head = head_to_replace(&storage)
+        .unwrap()
+        .expect("this format's head");
+    assert_eq!(published_head(&storage).unwrap(), Some(head));
+}
