@@ -160,6 +160,8 @@ struct FreshMount {
     bytes_before_first_page: u64,
     requests_before_first_page: usize,
     chapters_index_gets: (usize, usize),
+    /// Then `novel_books.txt`: the bytes and the GETs it cost.
+    books_index: (u64, usize),
 }
 
 fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount> {
@@ -185,10 +187,15 @@ fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount>
     let listed = std::fs::read(m.path().join("书01/novel_chapters.txt")).unwrap();
     assert!(String::from_utf8_lossy(&listed).contains("第0001章"));
     let chapters_index_gets = (bucket.gets(false), bucket.gets(true));
+    bucket.server.reset_counts();
+    std::fs::read(m.path().join("novel_books.txt")).unwrap();
+    let log = bucket.server.log();
+    let books_index = (log.iter().map(|r| r.bytes).sum(), log.len());
     Some(FreshMount {
         bytes_before_first_page: answered.iter().map(|r| r.bytes).sum(),
         requests_before_first_page: answered.len(),
         chapters_index_gets,
+        books_index,
     })
 }
 
@@ -252,11 +259,12 @@ fn measure_a_fresh_mount_before_its_first_page() {
     };
     eprintln!(
         "{} chapters: {} B before the first page in {} requests; a book's novel_chapters.txt: \
-         {:?} GETs (publisher's, library's); {:?} in all",
+         {:?} GETs (publisher's, library's); novel_books.txt: {:?} (bytes, requests); {:?} in all",
         books * 100,
         m.bytes_before_first_page,
         m.requests_before_first_page,
         m.chapters_index_gets,
+        m.books_index,
         t.elapsed()
     );
 }
