@@ -3,6 +3,7 @@
 //! snapshot of its listing, for every mount of a fleet (`--every`: the
 //! fleet's one publisher, round after round).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -13,43 +14,42 @@ use super::root_check::LibraryRoot;
 use crate::mount::library_at::LibraryAt;
 use crate::mount::logging;
 use novelfs_fs::{events, persist};
+use novelfs_storage::StorageError;
 use novelfs_storage::backing::snapshot;
-use novelfs_storage::{RelPath, Storage, StorageError, Version};
 
 /// Publishes beside the library `root` names in its bucket, for every mount of a
 /// fleet, with the cadence `every`: the library is listed (one LIST per
 /// 1,000 keys); when `always` or when the listing differs from the one
-/// published, `index` gives the exported persistent index to write
-/// with it, else the snapshot published is only confirmed (see
+/// published, `index` gives the persistent index's rows of each book
+/// (`persist::rows_by_book`), written in the book's piece, else the
+/// snapshot published is only confirmed (see
 /// `novelfs_storage::backing::snapshot`). Whether a new snapshot was
 /// written, and how many files it holds.
 fn publish(
     root: &LibraryRoot,
     every: Option<u64>,
     always: bool,
-    index: impl FnOnce() -> Result<Vec<u8>, String>,
+    index: impl FnOnce() -> Result<HashMap<String, serde_json::Value>, String>,
 ) -> Result<(bool, u64), String> {
     let LibraryAt::Bucket(url) = &root.at else {
         return Err("--publish: ROOT must be a bucket (s3://, gs:// or az://)".into());
     };
     let storage = LibraryAt::storage(url, &root.store)?;
     let fail = |e: StorageError| format!("{url}: {e}");
-    let before = snapshot::published_head(&storage).map_err(fail)?;
+    let before = snapshot::head_to_replace(&storage).map_err(fail)?;
     let listing = snapshot::walk(&storage).map_err(fail)?;
-    let unchanged = before.as_ref().is_some_and(|h| h.root == listing.digest);
-    let index_etag = if always || !unchanged {
-        let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-        storage.put(&key, index()?).map_err(fail)?;
-        match storage.stat(&key).map_err(fail)?.version {
-            Version::ETag { etag, .. } => Some(etag),
-            _ => None,
-        }
-    } else {
-        before.as_ref().and_then(|h| h.index.clone())
-    };
     let files = listing.files;
+    if let Some(h) = before.as_ref()
+        && !always
+        && snapshot::unchanged(&listing, Some(h))
+    {
+        snapshot::confirm(&storage, h, every).map_err(fail)?;
+        return Ok((false, files));
+    }
+    let rows = index()?;
+    let beside = |dir: &str| rows.get(dir).cloned();
     let changed =
-        snapshot::publish(&storage, listing, before.as_ref(), index_etag, every).map_err(fail)?;
+        snapshot::publish(&storage, listing, &beside, before.as_ref(), every).map_err(fail)?;
     Ok((changed, files))
 }
 
@@ -68,7 +68,7 @@ fn keep_publishing(cmd: &IndexCmd, root: &LibraryRoot, dir: &Path, every: u64) -
                     open_library(root, cmd.path_root.as_deref()).map_err(|e| e.to_string())?;
                 library.max_chapter_bytes = cmd.max_chapter_bytes;
                 persist::refresh(&library, dir, &mut |_| {})?;
-                persist::export(dir, &library)
+                persist::rows_by_book(dir, &library)
             };
             let (changed, files) = publish(root, Some(every), false, index)?;
             Ok(match changed {
@@ -185,7 +185,7 @@ pub(crate) fn index(cmd: IndexCmd, root: LibraryRoot) -> ExitCode {
     }
     let result = result.and_then(|summary| {
         if cmd.publish {
-            let index = || persist::export(&dir, &library);
+            let index = || persist::rows_by_book(&dir, &library);
             let (_, files) = publish(&root, cmd.every, true, index)?;
             say(&format!(
                 "published at {}/.novelfs/: the index and a snapshot of {files} files",

@@ -298,13 +298,16 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         Some(root) => library.with_path_root(root)?,
         None => library,
     };
-    // A fresh machine starts from the index published beside a bucket's
-    // library; a mount without one, or that cannot fetch it, reads
-    // chapters as they are asked for.
-    if let Some(dir) = &config.tree.index_dir {
-        // The snapshot's head names the index (no LIST for it).
-        let index = head.and_then(|h| h.get()).map(|h| h.index);
-        match at.fetch_published(&config.bucket, dir, &library, index) {
+    // A mount that follows a published snapshot has each book's rows with
+    // the book's piece, as it first reads the book. Without one, a fresh
+    // machine starts from the whole index an older novelfs published
+    // beside a bucket's library, if any; a mount without either reads
+    // chapters as they are asked for. Only a mount with an index waits
+    // for the head here.
+    if let Some(dir) = &config.tree.index_dir
+        && head.and_then(|h| h.get()).is_none()
+    {
+        match at.fetch_published(&config.bucket, dir, &library) {
             Ok(true) => log::info!("index published in {} taken", config.root.display()),
             Ok(false) => {}
             Err(e) => log::warn!("no published index: {e}"),

@@ -155,42 +155,35 @@ impl LibraryAt {
         }
     }
 
-    /// The index published beside a bucket's library, put in place of the
-    /// mount's own in `dir` unless that is already the version published
-    /// (its ETag is kept beside it): one LIST, and one GET when it changed.
-    /// `Ok(false)` when none is published.
+    /// The whole index an older novelfs published beside a bucket's
+    /// library, put in place of the mount's own in `dir` unless that is
+    /// already the version published (its ETag is kept beside it): one
+    /// LIST, and one GET when it changed. `Ok(false)` when none is
+    /// published.
     pub(crate) fn fetch_published(
         &self,
         options: &StoreOptions,
         dir: &Path,
         library: &Library,
-        from_head: Option<Option<String>>,
     ) -> Result<bool, String> {
         let LibraryAt::Bucket(url) = self else {
             return Ok(false);
         };
         let storage = Self::storage(url, options)?;
         let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-        // The snapshot's head names the index's ETag; without one, the
-        // publisher's folder is listed for it.
-        let etag = match from_head {
-            Some(etag) => etag,
-            None => {
-                let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
-                let listed = match storage.list(&folder) {
-                    Ok(entries) => entries,
-                    Err(e) if e.is_not_found() => return Ok(false),
-                    Err(e) => return Err(format!("{url}: {e}")),
-                };
-                listed
-                    .into_iter()
-                    .find(|e| e.name == "index.sqlite")
-                    .and_then(|e| match e.version {
-                        Version::ETag { etag, .. } => Some(etag),
-                        _ => None,
-                    })
-            }
+        let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
+        let listed = match storage.list(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) => return Err(format!("{url}: {e}")),
         };
+        let etag = listed
+            .into_iter()
+            .find(|e| e.name == "index.sqlite")
+            .and_then(|e| match e.version {
+                Version::ETag { etag, .. } => Some(etag),
+                _ => None,
+            });
         let Some(etag) = etag else {
             return Ok(false);
         };

@@ -57,6 +57,8 @@ pub struct Request {
     pub end: Option<f64>,
     /// The access key ID the request was signed with ("-": unsigned).
     pub key_id: String,
+    /// The bytes of the answer's body written (0 before it is).
+    pub bytes: u64,
     pub path: String,
 }
 
@@ -530,18 +532,20 @@ impl S3Server {
         let body = String::from_utf8(self.control("GET", "/__proxy/log")).unwrap();
         body.lines()
             .map(|line| {
-                let mut f = line.splitn(5, '\t');
+                let mut f = line.splitn(6, '\t');
                 let mut next = || f.next().unwrap_or_else(|| panic!("proxy log line: {line}"));
                 let kind = next().to_string();
                 let start = next().parse().unwrap();
                 let end = next().parse().ok();
                 let key_id = next().to_string();
+                let bytes = next().parse().unwrap();
                 let path = next().to_string();
                 Request {
                     kind,
                     start,
                     end,
                     key_id,
+                    bytes,
                     path,
                 }
             })

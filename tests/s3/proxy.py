@@ -211,8 +211,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__proxy/log":
             with STATE.lock:
                 lines = [
-                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{a}\t{p}\n"
-                    for k, p, s, e, a in STATE.log
+                    f"{k}\t{s:.6f}\t{'-' if e is None else f'{e:.6f}'}\t{a}\t{n}\t{p}\n"
+                    for k, p, s, e, a, n in STATE.log
                 ]
             data = "".join(lines).encode()
             self.send_response(200)
@@ -249,7 +249,8 @@ class Handler(BaseHTTPRequestHandler):
         if split.path.startswith("/__proxy/"):
             return self.control(split.path, split.query)
         kind = kind_of(self.command, split.path, split.query, self.headers)
-        logged = [kind, self.path, time.time(), None, access_key_of(self.headers)]
+        # The body's bytes are set once it is written.
+        logged = [kind, self.path, time.time(), None, access_key_of(self.headers), 0]
         directory = split.path.rsplit("/", 1)[0]
         with STATE.lock:
             STATE.counts[kind] += 1
@@ -296,6 +297,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             self.wfile.flush()
+            logged[5] = len(data)
             return
         with STATE.lock:
             STATE.in_flight += 1
@@ -330,10 +332,12 @@ class Handler(BaseHTTPRequestHandler):
         if cut:
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
+            logged[5] = len(data) // 2
             self.close_now()
             return
         self.wfile.write(data)
         self.wfile.flush()
+        logged[5] = len(data)
 
     def close_now(self):
         """Ends the connection at once, without a proper close of HTTP."""

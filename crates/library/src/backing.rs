@@ -181,7 +181,20 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     fn freshness(&self) -> Option<String> {
         None
     }
+
+    /// From now on, `sink` is handed what the library's publisher recorded
+    /// beside the files of a directory (the persistent index's rows of a
+    /// book's chapters, JSON), as the storage fetches it with the
+    /// directory's listing (a published snapshot's piece), before the
+    /// listing is served. A storage without a publisher never calls it.
+    fn on_published_index(&self, sink: PublishedIndex) {
+        let _ = sink;
+    }
 }
+
+/// What takes the rows published beside a directory (`dir` relative to
+/// the library's root, the rows' JSON): see `Backing::on_published_index`.
+pub type PublishedIndex = std::sync::Arc<dyn Fn(&Path, &[u8]) + Send + Sync>;
 
 /// What kind of failure an access to the storage met, as the layers above
 /// answer it (the tree gives each its own errno) without knowing the

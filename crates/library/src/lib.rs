@@ -156,6 +156,12 @@ impl Library {
         self.backing.freshness()
     }
 
+    /// Hands `sink` the rows the library's publisher recorded beside each
+    /// directory as it is fetched (see `Backing::on_published_index`).
+    pub fn on_published_index(&self, sink: backing::PublishedIndex) {
+        self.backing.on_published_index(sink);
+    }
+
     /// One `novel_read` call, checks in the tool's order.
     pub fn read(
         &self,

@@ -150,3 +150,159 @@ fn a_daemonized_mount_checks_its_bucket_while_the_daemon_starts() {
         "the mount took {took:?}: its check waited for the daemon's start"
     );
 }
+
+/// A published library of `books` books of `chapters` chapters, mounted
+/// on a fresh machine (an empty index folder): the bytes of the answers
+/// (GETs and LISTs) written before its first page was, and then, for a
+/// book not read yet, the GETs its `novel_chapters.txt` costs: of the
+/// publisher's objects, of the library's.
+struct FreshMount {
+    bytes_before_first_page: u64,
+    requests_before_first_page: usize,
+    chapters_index_gets: (usize, usize),
+    /// Then `novel_books.txt`: the bytes and the GETs it cost.
+    books_index: (u64, usize),
+}
+
+fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount> {
+    let (_dir, root) = crate::bucket::native::library(books, chapters);
+    let bucket = Bucket::with(&root)?;
+    let machines = tempfile::tempdir().unwrap();
+    crate::bucket::native::publish(&bucket, &machines.path().join("publisher"));
+    let fresh = machines.path().join("fresh");
+    bucket.server.reset_counts();
+    let m = bucket.mount(&["--ttl", "60", "--index-dir", fresh.to_str().unwrap()]);
+    let page = std::fs::read(m.path().join("书00/第0001章.md/offset-1.txt")).unwrap();
+    let done = now();
+    assert!(String::from_utf8_lossy(&page).contains("第1章"));
+    let answered: Vec<Request> = bucket
+        .server
+        .log()
+        .into_iter()
+        .filter(|r| r.end.is_some_and(|e| e <= done))
+        .collect();
+    // The mount's own read-ahead of the book's next chapters lands after.
+    std::thread::sleep(Duration::from_millis(500));
+    bucket.server.reset_counts();
+    let listed = std::fs::read(m.path().join("书01/novel_chapters.txt")).unwrap();
+    assert!(String::from_utf8_lossy(&listed).contains("第0001章"));
+    let chapters_index_gets = (bucket.gets(false), bucket.gets(true));
+    bucket.server.reset_counts();
+    std::fs::read(m.path().join("novel_books.txt")).unwrap();
+    let log = bucket.server.log();
+    let books_index = (log.iter().map(|r| r.bytes).sum(), log.len());
+    Some(FreshMount {
+        bytes_before_first_page: answered.iter().map(|r| r.bytes).sum(),
+        requests_before_first_page: answered.len(),
+        chapters_index_gets,
+        books_index,
+    })
+}
+
+/// A fresh mount of a published library fetches its snapshot's root and
+/// the pieces of what it reads, each book's outlines in its piece: ten
+/// times the books cost the bytes before the first page the root's row of
+/// each book more (not the library's index, whose size is the library's),
+/// and a book's `novel_chapters.txt` costs its piece, not a GET per
+/// chapter.
+#[test]
+fn a_fresh_mount_fetches_before_its_first_page_what_does_not_grow_with_the_library() {
+    require_fuse!();
+    const CHAPTERS: usize = 20;
+    let Some(small) = fresh_mount_of_published(4, CHAPTERS) else {
+        return;
+    };
+    let big = fresh_mount_of_published(40, CHAPTERS).unwrap();
+    eprintln!(
+        "before the first page: 4 books {} B in {} requests, 40 books {} B in {} requests; \
+         a book's novel_chapters.txt: {:?} GETs (publisher's, library's)",
+        small.bytes_before_first_page,
+        small.requests_before_first_page,
+        big.bytes_before_first_page,
+        big.requests_before_first_page,
+        big.chapters_index_gets
+    );
+    // The root's row of a book, and the book's prefix in the check's
+    // listing of `novels/`.
+    let per_book = 200;
+    assert!(
+        big.bytes_before_first_page <= small.bytes_before_first_page + 36 * per_book,
+        "36 books more cost {} B before the first page (at most {per_book} B a book)",
+        big.bytes_before_first_page
+            - small
+                .bytes_before_first_page
+                .min(big.bytes_before_first_page)
+    );
+    let (pieces, chapters) = big.chapters_index_gets;
+    assert_eq!(pieces, 1, "the book's piece, once");
+    // The chapters fetched ahead of a reader of the book, at most.
+    assert!(
+        chapters < CHAPTERS / 2,
+        "{chapters} chapter GETs for a book's index of {CHAPTERS} chapters"
+    );
+}
+
+/// The bytes a fresh mount fetches before its first page, at
+/// `NOVELFS_TEST_MEASURE_BOOKS` books (20 unless set) of 100 chapters:
+/// a measurement, not a check.
+#[test]
+#[ignore]
+fn measure_a_fresh_mount_before_its_first_page() {
+    require_fuse!();
+    let books = std::env::var("NOVELFS_TEST_MEASURE_BOOKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let t = Instant::now();
+    let Some(m) = fresh_mount_of_published(books, 100) else {
+        return;
+    };
+    eprintln!(
+        "{} chapters: {} B before the first page in {} requests; a book's novel_chapters.txt: \
+         {:?} GETs (publisher's, library's); novel_books.txt: {:?} (bytes, requests); {:?} in all",
+        books * 100,
+        m.bytes_before_first_page,
+        m.requests_before_first_page,
+        m.chapters_index_gets,
+        m.books_index,
+        t.elapsed()
+    );
+}
+
+/// A library an older novelfs published has its whole index beside it
+/// (`.novelfs/index.sqlite`) and no snapshot this one follows: a fresh
+/// mount takes that index at start, and a book's `novel_chapters.txt`
+/// reads none of its chapters.
+#[test]
+fn a_whole_index_an_older_novelfs_published_still_serves_a_fresh_mount() {
+    require_fuse!();
+    const CHAPTERS: usize = 20;
+    let (_dir, root) = crate::bucket::native::library(3, CHAPTERS);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    let machines = tempfile::tempdir().unwrap();
+    let publisher = machines.path().join("publisher");
+    crate::bucket::native::publish(&bucket, &publisher);
+    // What an older publisher left: the index file whole, and no head of
+    // this novelfs's format.
+    let file = std::fs::read_dir(&publisher)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sqlite"))
+        .expect("the publisher's index file");
+    bucket.put(".novelfs/index.sqlite", &std::fs::read(file).unwrap());
+    bucket.delete(".novelfs/snapshot.json");
+    let fresh = machines.path().join("fresh");
+    let m = bucket.mount(&["--ttl", "60", "--index-dir", fresh.to_str().unwrap()]);
+    std::fs::metadata(m.path()).unwrap();
+    bucket.server.reset_counts();
+    let listed = std::fs::read(m.path().join("书01/novel_chapters.txt")).unwrap();
+    assert!(String::from_utf8_lossy(&listed).contains("第0001章"));
+    let chapters = bucket.gets(true);
+    // The chapters fetched ahead of a reader of the book, at most.
+    assert!(
+        chapters < CHAPTERS / 2,
+        "{chapters} chapter GETs for a book's index of {CHAPTERS} chapters"
+    );
+}

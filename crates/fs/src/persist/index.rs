@@ -15,6 +15,7 @@ use super::identity::{Identity, trusted};
 use super::pages::decode_pages;
 use super::profile::{profile_id, profile_of};
 use super::rows::{self, BookRows, Row, chapter_key, lookup_row};
+use super::shared::{HeldBooks, Importer};
 use super::{Recorder, Refused, store};
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
@@ -30,6 +31,8 @@ pub(crate) struct PersistentIndex {
     pub(super) conn: Mutex<Connection>,
     writable: bool,
     pub(super) profile: i64,
+    /// The profile's hash (`profile_of`): what published rows name.
+    profile_hash: i64,
     pub(super) granularity: Duration,
     /// The library as this mount serves it: the root its pages print, which
     /// sizes the names of every page (`bare`), and its size limit.
@@ -49,10 +52,13 @@ impl PersistentIndex {
         let root = library.root().to_path_buf();
         let path = store::file_for(dir, &root);
         let opened = store::open(&path, &root, cache_bytes)?;
-        let profile = profile_id(&opened.conn, profile_of(library), opened.writable, &path)
-            .map_err(|e| Refused::Unusable {
-                path: path.clone(),
-                reason: e.to_string(),
+        let profile_hash = profile_of(library);
+        let profile =
+            profile_id(&opened.conn, profile_hash, opened.writable, &path).map_err(|e| {
+                Refused::Unusable {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                }
             })?;
         Ok(PersistentIndex {
             path,
@@ -60,6 +66,7 @@ impl PersistentIndex {
             conn: Mutex::new(opened.conn),
             writable: opened.writable,
             profile,
+            profile_hash,
             granularity,
             library: library.clone(),
         })
@@ -161,6 +168,23 @@ impl PersistentIndex {
     /// Every row of `book` (`rows::book_rows`).
     pub(super) fn book_rows(&self, book: &[u8]) -> rusqlite::Result<BookRows> {
         rows::book_rows(&lock(&self.conn), self.profile, book)
+    }
+
+    /// What puts the rows published beside a book into this index, on a
+    /// connection of its own (`None` when the file is read-only or cannot
+    /// be opened a second time); it drops a book's rows from `held`.
+    pub(super) fn importer(&self, held: HeldBooks) -> Option<Importer> {
+        if !self.writable {
+            return None;
+        }
+        let opened = store::open(&self.path, &self.root, 256 << 10).ok()?;
+        opened.writable.then(|| Importer {
+            conn: Mutex::new(opened.conn),
+            path: self.path.clone(),
+            profile: self.profile,
+            profile_hash: self.profile_hash,
+            held,
+        })
     }
 
     /// A writer of this index on its own thread (`None` when the file is

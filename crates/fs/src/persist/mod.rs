@@ -39,6 +39,6 @@ mod tests;
 pub(crate) use mount::MountIndex;
 pub(crate) use recorder::Recorder;
 pub use refresh::{RefreshSummary, Step, refresh};
-pub use shared::{PUBLISHED, export, import, index_file};
+pub use shared::{PUBLISHED, import, index_file, rows_by_book};
 pub(crate) use store::Refused;
 pub use store::default_dir;

@@ -2,7 +2,6 @@
 //! through the rows of the books looked up last, and records of what
 //! requests read, written on the recorder's thread.
 
-use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -12,6 +11,7 @@ use std::time::SystemTime;
 use super::Recorder;
 use super::index::PersistentIndex;
 use super::rows::{BookRows, Record, chapter_key};
+use super::shared::HeldBooks;
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
 use crate::freshness::SourceFs;
@@ -30,7 +30,7 @@ pub(crate) struct MountIndex {
     /// Taken when the mount ends (`finish`).
     recorder: Mutex<Option<Recorder>>,
     /// The stored rows of the books looked up last (see `BookRows`).
-    books: Mutex<VecDeque<(Vec<u8>, Arc<BookRows>)>>,
+    books: HeldBooks,
 }
 
 /// Books whose rows are held at once: the two workers of a walk, and a
@@ -68,6 +68,13 @@ impl MountIndex {
         match PersistentIndex::open(dir, library, cache_bytes, source.granularity) {
             Ok(index) => {
                 let recorder = index.recorder(RECORD_QUEUE);
+                let books = HeldBooks::default();
+                // The rows a publisher recorded beside a book, as the
+                // mount fetches the book's listing.
+                if let Some(importer) = index.importer(books.clone()) {
+                    library
+                        .on_published_index(Arc::new(move |dir, rows| importer.import(dir, rows)));
+                }
                 log::info!(
                     "index {}{}",
                     index.path().display(),
@@ -80,7 +87,7 @@ impl MountIndex {
                 Some(MountIndex {
                     index,
                     recorder: Mutex::new(recorder),
-                    books: Mutex::new(VecDeque::new()),
+                    books,
                 })
             }
             Err(refused) => {

@@ -137,7 +137,7 @@ pub(super) fn book_rows(
 }
 
 /// The number of the book `name` in this file, made if it has none.
-fn book_id(tx: &rusqlite::Transaction, name: &[u8]) -> rusqlite::Result<i64> {
+pub(super) fn book_id(tx: &rusqlite::Transaction, name: &[u8]) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT OR IGNORE INTO books(name) VALUES (?1)")?
         .execute([name])?;
     tx.prepare_cached("SELECT id FROM books WHERE name = ?1")?

@@ -108,7 +108,8 @@ impl BucketBacking {
     /// cannot be had or its publisher stopped.
     pub fn follow(&self, head: snapshot::Head) -> Result<(), StorageError> {
         let follower =
-            Follower::start(self.storage.clone(), self.ttl, self.listings.drift(), head)?;
+            Follower::start(self.storage.clone(), self.ttl, self.listings.drift(), head)?
+                .published_to(self.listings.published_index());
         self.listings.follow(Arc::new(follower));
         Ok(())
     }
@@ -238,6 +239,10 @@ impl Backing for BucketBacking {
 
     fn freshness(&self) -> Option<String> {
         Some(self.freshness())
+    }
+
+    fn on_published_index(&self, sink: novelfs_library::backing::PublishedIndex) {
+        self.listings.on_published_index(sink);
     }
 }
 

@@ -79,7 +79,7 @@ impl Follower {
     /// directory is listed until a newer snapshot covers it.
     fn compare(&self, dir: &Path, snapshot: &Snapshot) {
         let listed = crate::RelPath::new(dir.as_os_str()).and_then(|rel| self.storage.list(&rel));
-        let served = snapshot.dir(&*self.storage, dir);
+        let served = snapshot.dir(&*self.storage, dir, self.index.get());
         if let (Ok(mut listed), Ok(Some(served))) = (listed, served) {
             if dir.as_os_str().is_empty() {
                 listed.retain(|e| e.name != OWN_FOLDER);
@@ -142,7 +142,7 @@ mod tests {
             }
         }
         let listing = snapshot::walk(&*storage).unwrap();
-        snapshot::publish(&*storage, listing, None, None, None).unwrap();
+        snapshot::publish(&*storage, listing, &|_| None, None, None).unwrap();
         let head = snapshot::published_head(&*storage).unwrap().unwrap();
         let dyn_storage: Arc<dyn Storage> = storage.clone();
         let f = Follower::start(dyn_storage, Duration::from_secs(3600), drift, head).unwrap();

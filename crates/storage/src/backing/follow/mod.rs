@@ -11,10 +11,10 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use novelfs_library::backing::SourceKind;
+use novelfs_library::backing::{PublishedIndex, SourceKind};
 
 use crate::counters::SnapshotState;
 use crate::{Entry, Storage, StorageError};
@@ -35,6 +35,9 @@ pub(super) struct Follower {
     /// snapshot (zero: never): a change made in the bucket and never
     /// published shows within it.
     drift: Duration,
+    /// What takes the rows published beside a directory, once the mount
+    /// has an index to put them in (shared with the listings).
+    index: Arc<OnceLock<PublishedIndex>>,
     state: Mutex<State>,
 }
 
@@ -87,6 +90,7 @@ impl Follower {
             storage,
             ttl,
             drift,
+            index: Arc::new(OnceLock::new()),
             state: Mutex::new(State {
                 snapshot: Some(Arc::new(snapshot)),
                 head,
@@ -106,6 +110,13 @@ impl Follower {
         })
     }
 
+    /// Hands what the publisher recorded beside each directory to what
+    /// `index` holds, once it holds something.
+    pub(super) fn published_to(mut self, index: Arc<OnceLock<PublishedIndex>>) -> Follower {
+        self.index = index;
+        self
+    }
+
     /// What the snapshot says of `dir`; `None` when it is not followed
     /// or `dir` was found behind it (then the directory is listed).
     /// Starts the head's check when one is due.
@@ -115,7 +126,7 @@ impl Follower {
         if failing && let Some(c) = self.storage.counters() {
             c.count(crate::Counter::StaleServes);
         }
-        match snapshot.dir(&*self.storage, dir) {
+        match snapshot.dir(&*self.storage, dir, self.index.get()) {
             Ok(Some(entries)) => {
                 self.read(dir, &snapshot);
                 Some(Said::Entries(entries))

@@ -22,7 +22,7 @@ fn followed() -> (Arc<MemoryStorage>, Arc<Follower>) {
 fn publish(storage: &MemoryStorage) {
     let before = snapshot::published_head(storage).unwrap();
     let listing = snapshot::walk(storage).unwrap();
-    snapshot::publish(storage, listing, before.as_ref(), None, Some(2)).unwrap();
+    snapshot::publish(storage, listing, &|_| None, before.as_ref(), Some(2)).unwrap();
 }
 
 fn following(f: &Arc<Follower>) -> bool {

@@ -2,7 +2,9 @@
 //! not listed.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use novelfs_library::backing::PublishedIndex;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -12,6 +14,18 @@ use super::Listings;
 use crate::counters::SnapshotState::{NonePublished, NotFollowed};
 
 impl Listings {
+    /// Hands `sink` what the publisher recorded beside each directory of
+    /// the snapshot followed, as its piece is fetched.
+    pub(in crate::backing) fn on_published_index(&self, sink: PublishedIndex) {
+        let _ = self.published_index.set(sink);
+    }
+
+    /// What takes the rows published beside a directory (see
+    /// `on_published_index`), for a follower to hand them to.
+    pub(in crate::backing) fn published_index(&self) -> Arc<OnceLock<PublishedIndex>> {
+        self.published_index.clone()
+    }
+
     /// Serves directories from `follower`'s snapshot from now on.
     pub(in crate::backing) fn follow(&self, follower: Arc<Follower>) {
         let _ = self.follow.set(follower);
@@ -37,6 +51,7 @@ impl Listings {
             Ok(Some(head)) => {
                 match Follower::start(self.storage.clone(), self.ttl, self.drift(), head) {
                     Ok(f) => {
+                        let f = f.published_to(self.published_index.clone());
                         let _ = self.follow.set(Arc::new(f));
                     }
                     Err(e) => {

@@ -66,6 +66,8 @@ pub(super) struct Listings {
     /// The published snapshot followed, when the mount follows one: its
     /// directories are served from it, not listed.
     follow: std::sync::OnceLock<Arc<Follower>>,
+    /// What takes the rows published beside a directory (`followed`).
+    published_index: Arc<std::sync::OnceLock<novelfs_library::backing::PublishedIndex>>,
     /// How often the snapshot followed is compared with a LIST of a
     /// directory being read.
     drift: Mutex<Duration>,
@@ -128,6 +130,7 @@ impl Listings {
             list_time: Mutex::new(FIRST_LIST_TIME),
             refreshing: AtomicUsize::new(0),
             follow: std::sync::OnceLock::new(),
+            published_index: Arc::default(),
             pending: Mutex::new(None),
             pending_any: AtomicBool::new(false),
             outage: std::sync::OnceLock::new(),

@@ -8,7 +8,10 @@
 //! was made, when the publisher last confirmed it and the cadence it
 //! promised; and the snapshot's pieces (`pieces`), each stored under its
 //! digest: the root object, naming every directory that holds files with
-//! the digest of its piece, and one piece per such directory. A mount asks
+//! the digest of its piece, and one piece per such directory, with what the
+//! publisher records beside its files (a book's outlines: a mount that
+//! reads a book has them with its listing, and fetches nothing of the
+//! books it does not read). A mount asks
 //! for the head once per check period with `If-None-Match` (a 304 while
 //! nothing changed), fetches the root when the head names another, and a
 //! directory's piece the first time the directory is asked for
@@ -37,8 +40,9 @@ pub const HEAD: &str = ".novelfs/snapshot.json";
 pub const OWN_FOLDER: &str = ".novelfs";
 
 /// The layout of the head and the pieces; a mount follows only its own
-/// (1, one listing of the whole library in one object, is not followed).
-pub(super) const FORMAT: u64 = 2;
+/// (1, one listing of the whole library in one object, and 2, the
+/// persistent index published whole beside the pieces, are not followed).
+pub(super) const FORMAT: u64 = 3;
 
 /// How long a piece no snapshot names any more is kept, at least, for
 /// the mounts that read an older root and have yet to fetch it.
@@ -55,8 +59,8 @@ pub struct Head {
     pub root: String,
     /// How many files the snapshot holds.
     pub files: u64,
-    /// The ETag of the index published with it (`index.sqlite`), if any.
-    pub index: Option<String>,
+    /// A digest of the listing the snapshot was made of (`Listing::listed`).
+    pub listing: String,
     /// When the listing was made (Unix seconds).
     pub published: u64,
     /// When the publisher last confirmed it (Unix seconds).
@@ -86,7 +90,7 @@ impl Head {
             etag,
             root: v["root"].as_str().ok_or("no root")?.to_string(),
             files: field("files")?,
-            index: v["index"].as_str().map(str::to_string),
+            listing: v["listing"].as_str().ok_or("no listing")?.to_string(),
             published: field("published")?,
             confirmed: field("confirmed")?,
             every: v["every"].as_u64(),
@@ -98,7 +102,7 @@ impl Head {
             "format": FORMAT,
             "root": self.root,
             "files": self.files,
-            "index": self.index,
+            "listing": self.listing,
             "published": self.published,
             "confirmed": self.confirmed,
             "every": self.every,
@@ -151,6 +155,22 @@ pub(super) fn digest(bytes: &[u8]) -> String {
     format!("{:016x}", stable_hash_bytes(bytes))
 }
 
+/// The head a publisher publishes over: `None` when none is published or
+/// the one published is not of this format (an older novelfs's, which
+/// this snapshot replaces whole).
+pub fn head_to_replace(storage: &dyn Storage) -> Result<Option<Head>, StorageError> {
+    let object = match storage.read(&rel(HEAD), None) {
+        Ok(object) => object,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let etag = match object.version {
+        Version::ETag { etag, .. } => etag,
+        _ => String::new(),
+    };
+    Ok(Head::parse(&object.bytes, etag).ok())
+}
+
 /// The head published now, `None` when there is none.
 pub fn published_head(storage: &dyn Storage) -> Result<Option<Head>, StorageError> {
     match read_head(storage, None) {
@@ -160,38 +180,60 @@ pub fn published_head(storage: &dyn Storage) -> Result<Option<Head>, StorageErro
     }
 }
 
-/// Publishes `listing` with the index whose ETag is `index` and the
-/// cadence `every` (seconds), over `before` (the head published, if any):
-/// the pieces the bucket does not hold yet (only those that changed, since
-/// each is stored under its digest) and the head always (its
-/// confirmation). The pieces go first, so a head never names a root that
-/// is not there. Pieces that neither this snapshot nor `before`'s names,
-/// written more than `GRACE` ago, are removed. Whether the snapshot
-/// changed.
+/// Whether `listing` is the listing the snapshot `before` was made of:
+/// then it is only confirmed (`confirm`), nothing made again.
+pub fn unchanged(listing: &Listing, before: Option<&Head>) -> bool {
+    before.is_some_and(|h| h.listing == listing.listed)
+}
+
+/// Confirms the snapshot `before` names, with the cadence `every`: its
+/// head written again, confirmed now.
+pub fn confirm(
+    storage: &dyn Storage,
+    before: &Head,
+    every: Option<u64>,
+) -> Result<(), StorageError> {
+    let head = Head {
+        confirmed: unix_now(),
+        every,
+        ..before.clone()
+    };
+    storage.put(&rel(HEAD), head.to_json())
+}
+
+/// Publishes `listing`, each directory's piece with what `beside` gives
+/// for it (see `Listing::make`), with the cadence `every` (seconds), over
+/// `before` (the head published, if any): the pieces the bucket does not
+/// hold yet (only those that changed, since each is stored under its
+/// digest) and the head always (its confirmation). The pieces go first,
+/// so a head never names a root that is not there. Pieces that neither
+/// this snapshot nor `before`'s names, written more than `GRACE` ago, are
+/// removed. Whether the snapshot changed.
 pub fn publish(
     storage: &dyn Storage,
     listing: Listing,
+    beside: &dyn Fn(&str) -> Option<Value>,
     before: Option<&Head>,
-    index: Option<String>,
     every: Option<u64>,
 ) -> Result<bool, StorageError> {
     let now = unix_now();
-    let same = before.is_some_and(|h| h.root == listing.digest && h.index == index);
-    let mut named: HashSet<&str> = listing.pieces.iter().map(|(d, _)| d.as_str()).collect();
-    named.insert(&listing.digest);
-    let missing: Vec<(&str, &[u8])> = listing
+    let made = listing.make(beside);
+    let same = before.is_some_and(|h| h.root == made.digest);
+    let mut named: HashSet<&str> = made.pieces.iter().map(|(d, _)| d.as_str()).collect();
+    named.insert(&made.digest);
+    let missing: Vec<(&str, &[u8])> = made
         .pieces
         .iter()
         .map(|(d, bytes)| (d.as_str(), bytes.as_slice()))
-        .chain([(listing.digest.as_str(), listing.root.as_slice())])
+        .chain([(made.digest.as_str(), made.root.as_slice())])
         .filter(|(d, _)| !listing.stored.contains_key(*d))
         .collect();
     put_all(storage, &missing)?;
     let head = Head {
         etag: String::new(),
-        root: listing.digest.clone(),
+        root: made.digest.clone(),
         files: listing.files,
-        index,
+        listing: listing.listed.clone(),
         published: match before {
             Some(h) if same => h.published,
             _ => now,
@@ -203,7 +245,7 @@ pub fn publish(
     // The pieces the snapshot before names stay a round longer: a mount
     // that read its root may still fetch them.
     let before_root = match before {
-        Some(h) if h.root != listing.digest && listing.stored.contains_key(&h.root) => {
+        Some(h) if h.root != made.digest && listing.stored.contains_key(&h.root) => {
             match pieces::Root::fetch(storage, &h.root) {
                 Ok(root) => Some((h, root)),
                 // What it names is not known: nothing is removed this round.

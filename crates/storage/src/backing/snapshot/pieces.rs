@@ -1,10 +1,12 @@
 //! The pieces of a published snapshot: one object per directory that holds
-//! files (its files' names, sizes, ETags and times), and a root object
-//! naming every such directory with the digest of its piece. Each piece is
-//! stored under its own digest (`.novelfs/pieces/DIGEST.json`), so a piece
-//! that did not change between two snapshots is one object, written once
-//! and fetched once by a mount that keeps it: a change costs the publisher
-//! and every mount the pieces it touched, not the library.
+//! files (its files' names, sizes, ETags and times, and what the publisher
+//! records beside them: the persistent index's rows of a book's chapters),
+//! and a root object naming every such directory with the digest of its
+//! piece. Each piece is stored under its own digest
+//! (`.novelfs/pieces/DIGEST.json`), so a piece that did not change between
+//! two snapshots is one object, written once and fetched once by a mount
+//! that keeps it: a change costs the publisher and every mount the pieces
+//! it touched, not the library.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -135,20 +137,26 @@ pub(super) fn entries(shape: &Shape, files: Vec<Entry>) -> Vec<Entry> {
     entries
 }
 
-/// The files of the piece `digest_named`, fetched (one GET).
+/// The files of the piece `digest_named`, fetched (one GET), and what
+/// the publisher recorded beside them (JSON), if anything.
 pub(super) fn fetch_files(
     storage: &dyn Storage,
     digest_named: &str,
-) -> Result<Vec<Entry>, StorageError> {
+) -> Result<(Vec<Entry>, Option<Vec<u8>>), StorageError> {
     let bytes = fetch(storage, digest_named)?;
     parse_files(&bytes)
         .map_err(|e| StorageError::Other(format!("{}: {e}", piece_key(digest_named))))
 }
 
-fn parse_files(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
     let rows = v["files"].as_array().ok_or("no files")?;
-    rows.iter()
+    let beside = match &v["index"] {
+        Value::Null => None,
+        index => Some(serde_json::to_vec(index).expect("a JSON value")),
+    };
+    let files = rows
+        .iter()
         .map(|f| {
             let bad = || format!("a malformed file entry: {f}");
             let name = f[0].as_str().ok_or_else(bad)?;
@@ -167,27 +175,38 @@ fn parse_files(bytes: &[u8]) -> Result<Vec<Entry>, String> {
                 modified: UNIX_EPOCH + Duration::new(secs, nanos),
             })
         })
-        .collect()
+        .collect::<Result<Vec<Entry>, String>>()?;
+    Ok((files, beside))
 }
 
-/// The library's snapshot as the publisher makes it: its root object and
-/// every piece, each with its digest, and the pieces the bucket holds
-/// already (from the same listing) with when each was written.
+/// The library's listing as the publisher makes a snapshot of it: its
+/// files by directory, a digest of them alone, and the pieces the bucket
+/// holds already (from the same listing) with when each was written.
 pub struct Listing {
     pub files: u64,
-    /// The digest (XXH3-64, hex) of the root object's bytes: what the
-    /// head names.
-    pub digest: String,
-    pub(super) root: Vec<u8>,
-    pub(super) pieces: Vec<(String, Vec<u8>)>,
+    /// A digest of the listing alone (names, sizes, ETags and times), so
+    /// that a publisher tells an unchanged library from the head without
+    /// making the pieces.
+    pub listed: String,
+    dirs: BTreeMap<String, Vec<Entry>>,
     pub(super) stored: HashMap<String, SystemTime>,
 }
 
+/// A snapshot made of a listing: its root object and every piece, each
+/// with its digest.
+pub(super) struct Made {
+    /// The digest (XXH3-64, hex) of the root object's bytes: what the
+    /// head names.
+    pub digest: String,
+    pub root: Vec<u8>,
+    pub pieces: Vec<(String, Vec<u8>)>,
+}
+
 /// Lists every file of the library (`Storage::list_all`: a bucket in
-/// one LIST per 1,000 keys) and makes its pieces; the publisher's folder
-/// is left out of them, and its pieces are noted as stored.
+/// one LIST per 1,000 keys); the publisher's folder is left out, and its
+/// pieces are noted as stored.
 pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
-    let mut by_dir: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+    let mut dirs: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
     let mut stored = HashMap::new();
     let mut files = 0u64;
     for (path, e) in storage.list_all()? {
@@ -205,45 +224,64 @@ pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
         let dir = Path::new(&key)
             .parent()
             .map_or_else(String::new, |d| d.to_string_lossy().into_owned());
-        by_dir.entry(dir).or_default().push(e);
+        dirs.entry(dir).or_default().push(e);
         files += 1;
     }
-    let mut pieces = Vec::with_capacity(by_dir.len());
-    let mut rows = Vec::with_capacity(by_dir.len());
-    for (dir, mut entries) in by_dir {
+    let mut whole = Vec::new();
+    for (dir, entries) in dirs.iter_mut() {
         use std::os::unix::ffi::OsStrExt;
         entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        let bytes = files_bytes(&entries);
-        let d = digest(&bytes);
-        let newest = entries
-            .iter()
-            .map(|e| e.modified)
-            .max()
-            .unwrap_or(UNIX_EPOCH);
-        let t = newest.duration_since(UNIX_EPOCH).unwrap_or_default();
-        rows.push(json!([
-            dir,
-            d,
-            entries.len(),
-            t.as_secs(),
-            t.subsec_nanos()
-        ]));
-        pieces.push((d, bytes));
+        whole.extend_from_slice(dir.as_bytes());
+        whole.push(0);
+        whole.extend_from_slice(&files_bytes(entries, None));
     }
-    let mut root =
-        serde_json::to_vec(&json!({ "format": FORMAT, "dirs": rows })).expect("a JSON value");
-    root.push(b'\n');
     Ok(Listing {
         files,
-        digest: digest(&root),
-        root,
-        pieces,
+        listed: digest(&whole),
+        dirs,
         stored,
     })
 }
 
-/// A piece's bytes: one row a file, `[name, size, etag, secs, nanos]`.
-fn files_bytes(entries: &[Entry]) -> Vec<u8> {
+impl Listing {
+    /// The root and the pieces of this listing, each directory's piece
+    /// with what `beside` gives for it (`dir` relative to the library's
+    /// root).
+    pub(super) fn make(&self, beside: &dyn Fn(&str) -> Option<Value>) -> Made {
+        let mut pieces = Vec::with_capacity(self.dirs.len());
+        let mut rows = Vec::with_capacity(self.dirs.len());
+        for (dir, entries) in &self.dirs {
+            let bytes = files_bytes(entries, beside(dir));
+            let d = digest(&bytes);
+            let newest = entries
+                .iter()
+                .map(|e| e.modified)
+                .max()
+                .unwrap_or(UNIX_EPOCH);
+            let t = newest.duration_since(UNIX_EPOCH).unwrap_or_default();
+            rows.push(json!([
+                dir,
+                d,
+                entries.len(),
+                t.as_secs(),
+                t.subsec_nanos()
+            ]));
+            pieces.push((d, bytes));
+        }
+        let mut root =
+            serde_json::to_vec(&json!({ "format": FORMAT, "dirs": rows })).expect("a JSON value");
+        root.push(b'\n');
+        Made {
+            digest: digest(&root),
+            root,
+            pieces,
+        }
+    }
+}
+
+/// A piece's bytes: one row a file, `[name, size, etag, secs, nanos]`,
+/// and `index`, what the publisher records beside them, when it does.
+fn files_bytes(entries: &[Entry], index: Option<Value>) -> Vec<u8> {
     let rows: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -261,8 +299,11 @@ fn files_bytes(entries: &[Entry]) -> Vec<u8> {
             ])
         })
         .collect();
-    let mut bytes =
-        serde_json::to_vec(&json!({ "format": FORMAT, "files": rows })).expect("a JSON value");
+    let mut piece = json!({ "format": FORMAT, "files": rows });
+    if let Some(index) = index {
+        piece["index"] = index;
+    }
+    let mut bytes = serde_json::to_vec(&piece).expect("a JSON value");
     bytes.push(b'\n');
     bytes
 }

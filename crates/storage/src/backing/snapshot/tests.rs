@@ -1,4 +1,5 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
@@ -10,7 +11,7 @@ fn head() -> Head {
         etag: "\"h\"".into(),
         root: String::new(),
         files: 0,
-        index: None,
+        listing: String::new(),
         published: 10,
         confirmed: 100,
         every: Some(30),
@@ -34,12 +35,12 @@ fn bucket(books: usize, chapters: usize) -> MemoryStorage {
 fn publish_now(storage: &MemoryStorage) -> Head {
     let before = published_head(storage).unwrap();
     let listing = walk(storage).unwrap();
-    publish(storage, listing, before.as_ref(), None, Some(30)).unwrap();
+    publish(storage, listing, &|_| None, before.as_ref(), Some(30)).unwrap();
     published_head(storage).unwrap().expect("published")
 }
 
 fn names(snap: &Snapshot, storage: &MemoryStorage, dir: &str) -> Vec<(String, EntryKind)> {
-    snap.dir(storage, Path::new(dir))
+    snap.dir(storage, Path::new(dir), None)
         .unwrap()
         .expect("a directory of the snapshot")
         .iter()
@@ -60,7 +61,7 @@ fn a_snapshot_gives_each_directory_as_a_list_would() {
     for dir in ["", "novels", "novels/书001"] {
         let mut listed = storage.list(&RelPath::new(dir).unwrap()).unwrap();
         listed.retain(|e| e.name != ".novelfs");
-        let served = snap.dir(&storage, Path::new(dir)).unwrap().unwrap();
+        let served = snap.dir(&storage, Path::new(dir), None).unwrap().unwrap();
         assert_eq!(*served, listed, "{dir:?}");
     }
     assert_eq!(
@@ -71,12 +72,14 @@ fn a_snapshot_gives_each_directory_as_a_list_would() {
         ]
     );
     assert!(
-        snap.dir(&storage, Path::new("novels/丙"))
+        snap.dir(&storage, Path::new("novels/丙"), None)
             .unwrap()
             .is_none()
     );
     assert!(
-        snap.dir(&storage, Path::new(".novelfs")).unwrap().is_none(),
+        snap.dir(&storage, Path::new(".novelfs"), None)
+            .unwrap()
+            .is_none(),
         "the publisher's folder is no part of the library"
     );
 }
@@ -159,7 +162,7 @@ fn one_chapter_replaced_costs_one_piece_and_the_root() {
     );
     assert_eq!(changed.len(), 10);
     let size = new
-        .dir(&storage, Path::new("novels/书001"))
+        .dir(&storage, Path::new("novels/书001"), None)
         .unwrap()
         .unwrap()
         .iter()
@@ -251,7 +254,127 @@ fn a_piece_that_is_not_its_digest_is_refused() {
         })
         .expect("a book's piece");
     storage.insert(&key, br#"{"format":2,"files":[]}"#);
-    let served = ["novels/书000", "novels/书001"]
-        .map(|d| snap.dir(&storage, Path::new(d)).map(|e| e.map(|e| e.len())));
+    let served = ["novels/书000", "novels/书001"].map(|d| {
+        snap.dir(&storage, Path::new(d), None)
+            .map(|e| e.map(|e| e.len()))
+    });
     assert!(served.iter().any(|r| r.is_err()), "{served:?}");
+}
+
+/// Rows like those the publisher records beside a book's chapters (the
+/// persistent index's: a name, seven numbers and the pages), one a file
+/// of `dir`, from the listing's sizes so that a replaced chapter changes
+/// its row.
+fn rows_beside(storage: &MemoryStorage, dir: &str) -> Option<Value> {
+    let listed = storage.list(&RelPath::new(dir).ok()?).ok()?;
+    let rows: Vec<Value> = listed
+        .iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .map(|e| {
+            let name = e.name.to_string_lossy();
+            json!([
+                name,
+                1,
+                2,
+                e.size,
+                1_700_000_000_123_456_789u64,
+                0,
+                5,
+                3_000,
+                120,
+                "0a".repeat(40)
+            ])
+        })
+        .collect();
+    Some(json!({ "profile": 7, "rows": rows }))
+}
+
+/// A book's rows travel in its piece: a mount hands them to its index
+/// when it first reads the book, and only then. One chapter replaced and
+/// published again: a mount that had read the book fetches the root and
+/// that book's piece (≤ 256 KiB at 100 chapters a book) and hands its new
+/// rows over; one that had not fetches the root alone (≤ 128 KiB); a book
+/// that did not change costs neither a GET nor rows handed over again.
+#[test]
+fn a_books_rows_come_with_its_piece_and_a_change_costs_that_piece() {
+    let storage = bucket(300, 100);
+    let publish_rows = |storage: &MemoryStorage| {
+        let before = published_head(storage).unwrap();
+        let listing = walk(storage).unwrap();
+        publish(
+            storage,
+            listing,
+            &|d| rows_beside(storage, d),
+            before.as_ref(),
+            None,
+        )
+        .unwrap();
+        published_head(storage).unwrap().unwrap()
+    };
+    let first = publish_rows(&storage);
+    let handed: Arc<Mutex<Vec<(PathBuf, usize)>>> = Arc::default();
+    let into = handed.clone();
+    let index: novelfs_library::backing::PublishedIndex =
+        Arc::new(move |dir, rows| into.lock().unwrap().push((dir.to_path_buf(), rows.len())));
+    let reader = Snapshot::fetch(&storage, first.clone()).unwrap();
+    let other = Snapshot::fetch(&storage, first).unwrap();
+    for book in ["novels/书001", "novels/书002", "novels/书001"] {
+        reader.dir(&storage, Path::new(book), Some(&index)).unwrap();
+    }
+    let books: Vec<PathBuf> = handed.lock().unwrap().iter().map(|h| h.0.clone()).collect();
+    assert_eq!(
+        books,
+        [Path::new("novels/书001"), Path::new("novels/书002")]
+    );
+    storage.insert("novels/书001/第003章.md", "新的正文".as_bytes());
+    let second = publish_rows(&storage);
+    let before = storage.asked();
+    let reader = Snapshot::fetch(&storage, second.clone())
+        .unwrap()
+        .keeping(&reader);
+    for book in ["novels/书001", "novels/书002"] {
+        reader.dir(&storage, Path::new(book), Some(&index)).unwrap();
+    }
+    let read = storage.asked();
+    assert_eq!(
+        read.gets - before.gets,
+        2,
+        "the root and the changed book's piece"
+    );
+    let fetched = read.bytes_out - before.bytes_out;
+    assert!(
+        fetched <= 256 << 10,
+        "{fetched} B to show one chapter replaced"
+    );
+    let handed_again: Vec<PathBuf> = handed.lock().unwrap()[2..]
+        .iter()
+        .map(|h| h.0.clone())
+        .collect();
+    assert_eq!(
+        handed_again,
+        [Path::new("novels/书001")],
+        "the changed book's rows"
+    );
+    let _other = Snapshot::fetch(&storage, second).unwrap().keeping(&other);
+    let root = storage.asked().bytes_out - read.bytes_out;
+    eprintln!("one chapter replaced: {fetched} B for a reader of the book, {root} B for another");
+    assert!(
+        root <= 128 << 10,
+        "{root} B for a mount that had not read the book"
+    );
+}
+
+/// A head an older novelfs published (another format) is replaced, not
+/// a reason for the publisher to stop.
+#[test]
+fn a_head_of_another_format_is_published_over() {
+    let storage = bucket(2, 2);
+    storage.insert(HEAD, br#"{"format": 2, "root": "0", "files": 4}"#);
+    assert_eq!(head_to_replace(&storage).unwrap(), None);
+    let listing = walk(&storage).unwrap();
+    publish(&storage, listing, &|_| None, None, None).unwrap();
+    let head = head_to_replace(&storage)
+        .unwrap()
+        .expect("this format's head");
+    assert_eq!(published_head(&storage).unwrap(), Some(head));
 }

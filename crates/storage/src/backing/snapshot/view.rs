@@ -1,5 +1,6 @@
 //! A published snapshot as a mount serves it: the root object at once,
-//! a directory's piece the first time the directory is asked for.
+//! a directory's piece the first time the directory is asked for, what
+//! the publisher recorded beside its files handed to the mount's index.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use super::super::bodies::lock;
 use super::Head;
 use super::pieces::{self, Root};
 use crate::{Entry, Storage, StorageError};
+use novelfs_library::backing::PublishedIndex;
 
 #[derive(Debug)]
 pub struct Snapshot {
@@ -55,11 +57,14 @@ impl Snapshot {
     }
 
     /// The entries of `dir` as of the snapshot (its piece fetched the
-    /// first time, one GET); `None` when it holds no such directory.
+    /// first time, one GET, and what its publisher recorded beside its
+    /// files handed to `index` before they are served); `None` when it
+    /// holds no such directory.
     pub fn dir(
         &self,
         storage: &dyn Storage,
         dir: &Path,
+        index: Option<&PublishedIndex>,
     ) -> Result<Option<Arc<Vec<Entry>>>, StorageError> {
         let Some(shape) = self.root.dirs.get(dir) else {
             return Ok(None);
@@ -78,7 +83,13 @@ impl Snapshot {
             return Ok(Some(made.clone()));
         }
         let files = match &shape.piece {
-            Some(piece) => pieces::fetch_files(storage, piece)?,
+            Some(piece) => {
+                let (files, beside) = pieces::fetch_files(storage, piece)?;
+                if let (Some(index), Some(beside)) = (index, beside) {
+                    index(dir, &beside);
+                }
+                files
+            }
             None => Vec::new(),
         };
         let made = Arc::new(pieces::entries(shape, files));
