@@ -392,7 +392,7 @@ fn random_bytes_in_every_decoding_path_give_a_page_or_an_error() {
     assert!(!is_mounted(&root));
 }
 
-// Containment. tests/it/mount/mount_fs.rs already checks a book that
+// Containment. tests/it/mount/fs/lookup.rs already checks a book that
 // is a symlink to /etc, a chapter symlinked to /etc/passwd and to /etc, and
 // `..` paths; these add what it does not.
 

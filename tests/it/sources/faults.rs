@@ -1,8 +1,9 @@
 //! Faults under a live mount: the library vanishing under it, a chapter
 //! that cannot be read, the daemon killed or stopped while reads are in
-//! flight. (tests/it/mount/mount_fs.rs already covers a vanished novels/ dir, the
-//! stale mount a SIGKILL leaves with its explanation and `--force`, and
-//! SIGTERM during small reads; these do not repeat them.)
+//! flight. (tests/it/mount/fs/freshness.rs already covers a vanished novels/
+//! dir, tests/it/mount/lifecycle.rs the stale mount a SIGKILL leaves with its
+//! explanation and `--force`, and SIGTERM during small reads; these do not
+//! repeat them.)
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
