@@ -48,13 +48,4 @@ pub use cache::MMAP_THRESHOLD;
 pub use freshness::{Change, Invalidation};
 pub use pool::unpinned;
 
-use std::sync::{Mutex, MutexGuard};
-
-/// Locks `m`, poisoned or not: the one way the daemon takes its locks.
-///
-/// A poisoned lock only means another request panicked (and was answered
-/// with EIO): every lock in the daemon guards data that each critical
-/// section leaves consistent, so what another thread left is used as it is.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use novelfs_kit::lock;

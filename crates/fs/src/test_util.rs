@@ -25,7 +25,7 @@ pub fn quiet_panics(message: &'static str) {
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-            let planted = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
+            let planted = crate::lock(&PLANTED);
             if text.is_some_and(|t| planted.contains(&t)) {
                 return;
             }

@@ -8,8 +8,12 @@ pub mod flight;
 pub mod lru;
 pub mod thread;
 
-/// Locks `m`, taking the data of a lock whose holder panicked: every
-/// value kept under these locks is whole between two statements.
+/// Locks `m`, poisoned or not: the one way the daemon, the tree and the
+/// storage take their locks.
+///
+/// A poisoned lock only means another request panicked (and was answered
+/// with EIO): every value kept under these locks is whole between two
+/// statements, so what another thread left is used as it is.
 pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

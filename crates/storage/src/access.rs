@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use novelfs_kit::lock;
+
 /// When the access under way on one thread began.
 #[derive(Debug, Default)]
 struct Slot {
@@ -42,7 +44,7 @@ fn instant(stamp: u64) -> Option<Instant> {
 static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
 
 fn slots() -> std::sync::MutexGuard<'static, Vec<Weak<Slot>>> {
-    SLOTS.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&SLOTS)
 }
 
 thread_local! {

@@ -9,6 +9,8 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use novelfs_kit::lock;
+
 use crate::{Entry, EntryKind, Object, RelPath, Storage, StorageError, Version};
 
 struct Stored {
@@ -43,10 +45,6 @@ impl std::fmt::Debug for MemoryStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MemoryStorage")
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl MemoryStorage {

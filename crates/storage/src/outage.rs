@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use novelfs_kit::lock;
+
 use crate::{
     Counter, Counters, Entry, InFlight, Object, ReadMany, ReadRequest, RelPath, Storage,
     StorageError, Version,
@@ -84,7 +86,7 @@ impl Outage {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Sets how long past its freshness a held copy is served while the

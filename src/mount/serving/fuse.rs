@@ -21,7 +21,8 @@ use super::pusher::send_store;
 use super::replies::{Filling, ListingReply, Owner};
 use super::runner::{Fails, Runner, answer, guarded};
 use crate::mount::access::permits;
-use novelfs_fs::{Attr, Detail, DirCache, Entry, Error, Kind, NovelFs, ROOT_INO, lock};
+use novelfs_fs::{Attr, Detail, DirCache, Entry, Error, Kind, NovelFs, ROOT_INO};
+use novelfs_kit::lock;
 
 /// Cloned into the requests that run on a spare thread (see `runner`).
 #[derive(Clone)]

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use novelfs_fs::lock;
+use novelfs_kit::lock;
 
 /// Spare threads at most: requests beyond them queue.
 const MAX_SPARE: usize = 32;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use novelfs_kit::lock;
 use novelfs_library::scan::is_chapter_file_name;
 use novelfs_storage::access;
 
@@ -143,7 +144,7 @@ impl Watch {
 
     /// (Re-)watches `novels/`; true when it is watched.
     pub fn watch_novels(&self) -> bool {
-        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = lock(&self.watched);
         if w.novels.is_some() {
             return true;
         }
@@ -159,7 +160,7 @@ impl Watch {
     /// watched. Called before the book is scanned, so that no change made
     /// after the scan can go unreported.
     pub fn watch_book(&self, book: &OsStr) -> bool {
-        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = lock(&self.watched);
         if w.novels.is_none() {
             return false;
         }
@@ -194,7 +195,7 @@ impl Watch {
     /// Whether a change in `book` (`None`: in `novels/` itself) is
     /// reported: a book is covered only while `novels/` is.
     pub fn covers(&self, book: Option<&OsStr>) -> bool {
-        let w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        let w = lock(&self.watched);
         w.novels.is_some() && book.is_none_or(|b| w.books.contains_key(b))
     }
 
@@ -202,7 +203,7 @@ impl Watch {
     /// watched and no book failed to be (a book not watched yet is
     /// watched before it is read).
     pub fn covers_all(&self) -> bool {
-        let w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        let w = lock(&self.watched);
         w.novels.is_some() && w.unwatchable.is_empty()
     }
 
@@ -248,7 +249,7 @@ impl Watch {
 
     fn decode(&self, mut bytes: &[u8], changes: &mut Vec<Change>) {
         const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
-        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = lock(&self.watched);
         while bytes.len() >= HEADER {
             // SAFETY: the kernel writes whole events; read_unaligned copes with the buffer's alignment.
             let event: libc::inotify_event =

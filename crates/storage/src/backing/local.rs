@@ -16,6 +16,8 @@ use std::sync::mpsc::Sender;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use novelfs_kit::lock;
+
 use super::{Backing, EntryKind, Meta, Opened, access};
 
 /// Opens the regular file at `path` for reading, without following a
@@ -145,7 +147,7 @@ impl Backing for LocalBacking {
     fn read_ahead(&self, paths: Vec<PathBuf>) {
         let full = paths.iter().map(|p| self.full(p)).collect();
         let queue = self.read_ahead.get_or_init(Self::start_read_ahead);
-        let _ = queue.lock().unwrap_or_else(|e| e.into_inner()).send(full);
+        let _ = lock(queue).send(full);
     }
 
     fn local_root(&self) -> Option<&Path> {

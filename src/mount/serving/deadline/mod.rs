@@ -53,7 +53,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 
-use novelfs_fs::lock;
+use novelfs_kit::lock;
 use novelfs_storage::access;
 use std::time::{Duration, Instant};
 

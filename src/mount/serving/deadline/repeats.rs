@@ -2,7 +2,7 @@
 //! request again for each reader that waited on it, and one that asks
 //! the same fails at once instead of waiting on the source once more.
 
-use novelfs_fs::lock;
+use novelfs_kit::lock;
 
 use super::{Asks, Deadlines, Timer};
 

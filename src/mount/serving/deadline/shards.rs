@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use novelfs_fs::lock;
+use novelfs_kit::lock;
 
 use super::{Deadlines, Expiry, Timer};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use novelfs_fs::lock;
+use novelfs_kit::lock;
 
 use super::{Deadlines, Timer};
 

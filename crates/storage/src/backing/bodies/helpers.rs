@@ -1,17 +1,12 @@
-//! What every backing shares: a lock that outlives a panic, a library
-//! path as the storage's, and an object changed under a read told apart.
+//! What every backing shares: a library path as the storage's, and an
+//! object changed under a read told apart.
 
 use std::io;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 
 use novelfs_library::backing::SourceKind;
 
 use crate::RelPath;
-
-pub(in crate::backing) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 pub(in crate::backing) fn rel(path: &Path) -> io::Result<RelPath> {
     RelPath::new(path.as_os_str()).map_err(io::Error::from)

@@ -25,7 +25,8 @@ use held::Held;
 use novelfs_kit::lru::Lru;
 use queue::Pending;
 
-pub(super) use helpers::{is_changed, lock, rel};
+pub(super) use helpers::{is_changed, rel};
+pub(super) use novelfs_kit::lock;
 
 /// Fetchers at once, each a thread with up to `GETS_A_FETCHER` GETs under
 /// way: together they keep up to `FETCHERS * GETS_A_FETCHER` GETs in

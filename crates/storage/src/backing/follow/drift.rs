@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::bodies::lock;
 use super::super::snapshot::{OWN_FOLDER, Snapshot};
 use super::Follower;
 use crate::Entry;
+use novelfs_kit::lock;
 
 /// The drift checks: which directories were read, and when each was last
 /// compared with a LIST.

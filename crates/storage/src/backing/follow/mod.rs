@@ -19,7 +19,7 @@ use novelfs_library::backing::{PublishedIndex, SourceKind};
 use crate::counters::SnapshotState;
 use crate::{Entry, Storage, StorageError};
 
-use super::bodies::lock;
+use novelfs_kit::lock;
 
 mod drift;
 mod pending;

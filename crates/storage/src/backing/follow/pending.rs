@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::super::bodies::lock;
 use super::super::snapshot::{self, Head};
 use crate::{Storage, StorageError};
+use novelfs_kit::lock;
 
 /// The head of a published snapshot, asked for on a thread of its own
 /// beside the mount's check, so that the mount is ready without waiting

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::bodies::lock;
 use super::Listings;
 use super::flight::Found;
 use super::refresh::LISTER_STACK;
+use novelfs_kit::lock;
 
 impl Listings {
     /// A walker comes to `dirs` next, in that order: they are listed ahead

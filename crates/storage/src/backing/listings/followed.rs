@@ -8,10 +8,10 @@ use novelfs_library::backing::PublishedIndex;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::super::bodies::lock;
 use super::super::follow::{Follower, PendingHead, Said, show};
 use super::Listings;
 use crate::counters::SnapshotState::{NonePublished, NotFollowed};
+use novelfs_kit::lock;
 
 impl Listings {
     /// Hands `sink` what the publisher recorded beside each directory of

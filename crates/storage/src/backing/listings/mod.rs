@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 
 use crate::{Entry, EntryKind, Storage};
 
-use super::bodies::lock;
 use super::follow::{Follower, PendingHead, Said};
 use super::list_pace::Pace;
 use crate::outage::Outage;
 use flight::Found;
 use made::{Listed, Made, listing_bytes};
+use novelfs_kit::lock;
 use timing::FIRST_LIST_TIME;
 
 pub(super) use switches::switched_off;

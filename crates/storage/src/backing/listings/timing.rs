@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::super::bodies::lock;
 use super::Listings;
+use novelfs_kit::lock;
 
 /// A LIST's time before one is measured.
 pub(super) const FIRST_LIST_TIME: Duration = Duration::from_millis(50);
