@@ -38,22 +38,6 @@ impl Library {
         self.novels_dir().join(book)
     }
 
-    /// `ROOT/novels/{book}/{file}`, built in one allocation: it is built
-    /// for every look at a chapter (`book` and `file` are plain names).
-    pub fn chapter_path(&self, book: &OsStr, file: &OsStr) -> PathBuf {
-        let root = self.root.as_os_str().as_bytes();
-        let mut path = Vec::with_capacity(root.len() + 8 + book.len() + 1 + file.len());
-        path.extend_from_slice(root);
-        if !root.ends_with(b"/") {
-            path.push(b'/');
-        }
-        path.extend_from_slice(b"novels/");
-        path.extend_from_slice(book.as_bytes());
-        path.push(b'/');
-        path.extend_from_slice(file.as_bytes());
-        PathBuf::from(OsString::from_vec(path))
-    }
-
     /// `novels` or `novels/{book}`, relative to the root.
     pub(crate) fn rel_dir(book: Option<&OsStr>) -> PathBuf {
         match book {
@@ -198,19 +182,5 @@ impl Library {
     pub fn read_ahead<'a>(&self, book: &OsStr, files: impl Iterator<Item = &'a OsStr>) {
         let paths = files.map(|f| Self::rel_chapter(book, f)).collect();
         self.backing.read_ahead(paths);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_chapter_path_is_its_book_dir_joined_with_its_file() {
-        for root in ["/", "/srv/书库"] {
-            let lib = crate::backing::for_tests::library_at(root);
-            let (book, file) = (OsStr::new("书 一"), OsStr::new("第1章 起.md"));
-            assert_eq!(lib.chapter_path(book, file), lib.book_dir(book).join(file));
-        }
     }
 }

@@ -3,9 +3,7 @@
 use crate::backing::EntryKind;
 use std::cmp::Ordering;
 use std::ffi::OsString;
-use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::sync::{LazyLock, OnceLock};
 
 use icu_collator::options::CollatorOptions;
@@ -117,21 +115,23 @@ pub fn chapters_of(names: Vec<(std::ffi::OsString, EntryKind)>) -> Vec<Chapter> 
     chapters
 }
 
-/// The sorted chapters of the local book directory `book_dir`.
-pub fn scan_chapters(book_dir: &Path) -> io::Result<Vec<Chapter>> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(book_dir)? {
-        let entry = entry?;
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
-            names.push((entry.file_name(), EntryKind::File));
-        }
-    }
-    Ok(chapters_of(names))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io;
+    use std::path::Path;
+
+    /// The sorted chapters of the local book directory `book_dir`.
+    fn scan_chapters(book_dir: &Path) -> io::Result<Vec<Chapter>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(book_dir)? {
+            let entry = entry?;
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                names.push((entry.file_name(), EntryKind::File));
+            }
+        }
+        Ok(chapters_of(names))
+    }
 
     #[test]
     fn collation_is_not_byte_order() {

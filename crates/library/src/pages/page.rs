@@ -77,7 +77,8 @@ impl ChapterText {
     }
 
     /// Whether the chapter is served from its file.
-    pub fn is_streamed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_streamed(&self) -> bool {
         matches!(self.body, Body::Stream(_))
     }
 
