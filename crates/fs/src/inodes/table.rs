@@ -363,5 +363,4 @@ impl InodeTable {
 }
 
 #[cfg(test)]
-#[path = "table_tests.rs"]
 mod tests;
