@@ -193,5 +193,4 @@ impl JournalSink for JournalFile {
 }
 
 #[cfg(test)]
-#[path = "journal_tests.rs"]
 mod tests;
