@@ -98,5 +98,4 @@ impl NovelFs {
 }
 
 #[cfg(test)]
-#[path = "stores_tests.rs"]
 mod tests;
