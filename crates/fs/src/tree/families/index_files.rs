@@ -202,5 +202,4 @@ pub(in crate::tree) fn chapters_content(
 }
 
 #[cfg(test)]
-#[path = "index_files_tests.rs"]
 mod tests;
