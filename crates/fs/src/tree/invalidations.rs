@@ -52,7 +52,7 @@ impl NovelFs {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::super::fixture::*;
+    use super::super::test_fixture::*;
     use super::*;
     use crate::node::{Kind, ROOT_INO};
 

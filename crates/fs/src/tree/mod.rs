@@ -30,7 +30,7 @@ mod read;
 mod stores;
 
 #[cfg(test)]
-mod fixture;
+mod test_fixture;
 
 use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, Mutex};

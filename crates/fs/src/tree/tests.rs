@@ -1,7 +1,7 @@
 //! The tree as a whole without a mount: its shape, listings continued
 //! over READDIRs, TTLs, OPENDIR's cache rule, the inode table's weight.
 
-use super::fixture::*;
+use super::test_fixture::*;
 use super::*;
 use crate::freshness::{self, WATCHED_TTL};
 use crate::node::{ROOT_INO, chapter_ref};

@@ -130,7 +130,7 @@ pub(in crate::tree) fn listing_digest(fs: &NovelFs, book: &OsStr) -> Option<(u64
 mod tests {
     use std::ffi::OsString;
 
-    use super::super::super::fixture::*;
+    use super::super::super::test_fixture::*;
     use super::*;
     use crate::freshness::{self, WATCHED_TTL};
     use crate::node::ChapterRef;

@@ -141,7 +141,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex};
 
-    use super::super::super::fixture::*;
+    use super::super::super::test_fixture::*;
     use super::*;
     use crate::ahead::{Outliner, Track};
     use crate::node::chapter_ref;

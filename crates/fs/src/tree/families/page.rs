@@ -104,7 +104,7 @@ pub(in crate::tree) fn listed(
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::fixture::*;
+    use super::super::super::test_fixture::*;
     use super::*;
     use crate::freshness;
     use crate::source::stamp_of_path;

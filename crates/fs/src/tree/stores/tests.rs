@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::time::Duration;
 
-use super::super::fixture::{Fixture, fixture};
+use super::super::test_fixture::{Fixture, fixture};
 use super::*;
 use crate::ahead::{AHEAD_BYTES, AHEAD_CHAPTERS};
 use crate::node::{Attr, ROOT_INO};
@@ -32,7 +32,7 @@ fn lookup(fs: &NovelFs, parent: u64, name: &str) -> Attr {
 /// reply, the READDIR past it, which ends the listing: the stores sent
 /// before its answer are taken and kept for the next `drain`.
 fn list_plus(fs: &NovelFs, ino: u64) -> BTreeMap<String, Attr> {
-    crate::tree::fixture::reported(fs);
+    crate::tree::test_fixture::reported(fs);
     let listing = fs.listing(ino, 0).unwrap();
     let listed = listing
         .entries
@@ -282,7 +282,7 @@ fn a_big_chapter_ahead_ends_the_plan_undecoded() {
     let one = list_plus(fs, chapters["第1章.md"].ino);
     // The listings' outlines ahead are the outline thread's decodes, not
     // the plan's.
-    crate::tree::fixture::outlined_ahead(fs);
+    crate::tree::test_fixture::outlined_ahead(fs);
     let decodes = fs.decodes();
     fs.read(one["offset-1.txt"].ino, 0, 4096).unwrap();
     assert!(drain(fs).is_empty());
@@ -533,7 +533,7 @@ fn one_track_drives_the_disk_the_outlines_and_the_stores() {
         evicted &= !novelfs_storage::backing::in_page_cache(&file, 1);
     }
     let chapters = list_plus(fs, book(&lib));
-    crate::tree::fixture::outlined_ahead(fs);
+    crate::tree::test_fixture::outlined_ahead(fs);
     // A walk read page by page: each chapter listed, then its page read.
     let (mut stored, mut listed) = (Vec::new(), Vec::new());
     for i in 1..=5 {

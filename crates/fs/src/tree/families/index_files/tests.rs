@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use super::super::super::fixture as one_book;
+use super::super::super::test_fixture as one_book;
 use super::*;
 use crate::freshness::{self, Change, Invalidation};
 use crate::node::ROOT_INO;
