@@ -14,9 +14,9 @@ mod books;
 mod load;
 mod loads;
 mod look;
-#[cfg(test)]
-mod seams;
 mod stamps;
+#[cfg(test)]
+mod test_seams;
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -38,11 +38,11 @@ use super::node::{ChapterRef, Node, chapter_ref};
 
 pub(crate) use load::{ChapterLoad, LoadObserver};
 #[cfg(test)]
-#[cfg(test)]
-pub(crate) use seams::Seams;
-#[cfg(test)]
 pub(crate) use stamps::stamp_of_path;
 pub(crate) use stamps::{dir_mtime, mtime_of, stamp_of, version_of};
+#[cfg(test)]
+#[cfg(test)]
+pub(crate) use test_seams::Seams;
 
 /// A chapter's decoded text, or the error that stops it from being read.
 pub(crate) type Loaded = std::result::Result<Arc<ChapterText>, NovelError>;
