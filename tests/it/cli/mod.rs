@@ -1,9 +1,9 @@
 //! The command line: error texts, usage, options, installation, logs, a
 //! newcomer's mistakes, the tests' switches.
 
-mod cli_errors;
 mod cli_usage;
 mod docs_options;
+mod errors;
 mod install;
 mod logs;
 mod newcomer;
