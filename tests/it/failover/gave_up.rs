@@ -1,6 +1,7 @@
 //! A holder that gave up (its servers crash as they start) through a real
 //! mount: the root lists only `ERROR`, which says why, every other request
-//! is EIO, nothing hangs, and the mount unmounts.
+//! is EIO, nothing hangs, and the mount unmounts; a server that cannot
+//! start makes the holder give up with EIO rather than loop.
 //!
 //! `NOVELFS_TEST_FAILOVER_OFF=error_file` in the tests' environment
 //! reaches the mount and makes the holder answer EIO to everything, its
@@ -154,4 +155,67 @@ fn a_holder_that_gave_up_shows_why_in_the_root_error_file() {
         assert!(Instant::now() < deadline, "the holder outlives its mount");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_server_that_cannot_start_makes_the_holder_give_up_with_eio() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, root) = library(2);
+    let mut mount = mount_whose_restarts_crash(&root);
+    let _log = follow_log(&mut mount);
+    let page = mount.path().join("书/第1章.txt/offset-1.txt");
+    let first = read_uncached(&page).expect("the first server serves");
+    assert!(!first.is_empty());
+    let holder = mount.pid();
+    let server = server_of(holder).expect("a server");
+    // SAFETY: a signal to a process of this test's mount.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let mnt = mount.path().to_path_buf();
+    let reader = std::thread::spawn(move || {
+        let t = Instant::now();
+        (read_uncached(&page), t.elapsed())
+    });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !reader.is_finished() {
+        if Instant::now() > deadline {
+            abort_connection(&mnt);
+            panic!("the read hung: the holder did not give up");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (r, took) = reader.join().unwrap();
+    let e = r.expect_err("no server can start: the read fails");
+    assert_eq!(errno(&e), libc::EIO, "{e}");
+    println!("gave up after {took:?}");
+    // It stays given up: no server starts again, the holder answers.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(server_of(holder), None, "no server runs");
+    let e = std::fs::read(mount.path().join("书/第2章.txt/offset-1.txt")).unwrap_err();
+    assert_eq!(errno(&e), libc::EIO);
+    // It says so: three servers in a row died before serving, and why it
+    // gave up.
+    let status = holder_status(mount.path());
+    println!("status: {status:?}");
+    assert_eq!(status["died before serving"], "3", "{status:?}");
+    assert_eq!(status["servers died"], "1", "{status:?}");
+    assert_eq!(status["server"], "none", "{status:?}");
+    assert!(
+        status["gave up"].contains("died before serving"),
+        "{status:?}"
+    );
+    // It cannot be upgraded now, and says why.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_novelfs"))
+        .arg("upgrade")
+        .arg(mount.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("gave up"), "{err}");
+    // SIGTERM still unmounts, and the holder ends.
+    let status = mount.terminate().expect("the holder was running");
+    assert!(!crate::common::is_mounted(mount.path()));
+    println!("holder ended: {status}");
 }

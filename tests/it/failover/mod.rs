@@ -2,6 +2,7 @@
 //! the inode journal, resend, a sandboxed reader, upgrades in place.
 
 mod gave_up;
+mod holder;
 mod journal_compaction;
 pub(crate) mod killed;
 mod no_resend;
