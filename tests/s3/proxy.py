@@ -20,9 +20,11 @@ Control requests (never forwarded, never counted):
   GET  /__proxy/counts   the counts as JSON: LIST (a GET of the bucket
                          itself, ListObjects V2 or V1),
                          GET, RANGED_GET (GET with a Range header), HEAD,
-                         PUT, OTHER; stalled, cut, dropped; and
+                         PUT, OTHER; stalled, cut, dropped;
                          max_in_flight, the most requests forwarded to the
-                         server at once
+                         server at once; up_KIND and down_KIND, the bytes
+                         of the bodies of that kind's requests and of
+                         their answers (headers aside)
   GET  /__proxy/log      the requests since the reset, one a line in the
                          order they came: KIND, START, END, the access key
                          ID the request was signed with (another scheme's
@@ -53,6 +55,9 @@ Control requests (never forwarded, never counted):
                          reply=0 is set) with status S and TEXT as an XML
                          body, without forwarding them (what a server that
                          is not moto says: AWS's PermanentRedirect, ...)
+  POST /__proxy/set?list_etags=0
+                         answers of a LIST carry no ETag (1: as the server
+                         gave them), as some S3-compatible stores list
   POST /__proxy/set?hold=TEXT&hold_ms=N
                          a request whose path, decoded, holds TEXT waits,
                          before its latency, until another request of its
@@ -64,6 +69,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -82,6 +88,8 @@ HOP_BY_HOP = {
     "upgrade",
 }
 KINDS = ("LIST", "GET", "RANGED_GET", "HEAD", "PUT", "OTHER")
+# An object's ETag in a ListObjectsV2 answer.
+LISTED_ETAG = re.compile(rb"<ETag>[^<]*</ETag>")
 # A stalled request is held at most this long, so that a test that forgets
 # to release it cannot keep the proxy's threads forever.
 STALL_LIMIT_S = 300
@@ -106,10 +114,14 @@ class State:
         self.reply = 0
         self.reply_status = 200
         self.reply_body = ""
+        self.list_etags = 1
 
     def reset(self):
         self.counts = {k: 0 for k in KINDS + ("stalled", "cut", "dropped")}
         self.counts["max_in_flight"] = 0
+        for kind in KINDS:
+            self.counts[f"up_{kind}"] = 0
+            self.counts[f"down_{kind}"] = 0
         self.log = []
         # Requests come since the reset, by directory (what `hold` waits on).
         self.arrived = {}
@@ -228,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__proxy/set":
             with STATE.lock:
                 for name in ("latency_ms", "stall", "cut", "drop", "stall_after", "hold_ms",
-                             "reply", "reply_status"):
+                             "reply", "reply_status", "list_etags"):
                     if name in q:
                         setattr(STATE, name, int(q[name]))
                 if "only" in q:
@@ -265,6 +277,8 @@ class Handler(BaseHTTPRequestHandler):
                         break
                     STATE.released.wait(timeout=left)
             latency = STATE.latency_ms
+            list_etags = STATE.list_etags
+            STATE.counts[f"up_{kind}"] += len(body)
             faulted = STATE.only in ("", kind)
             passes = faulted and STATE.stall != 0 and STATE.stall_after > 0
             if passes:
@@ -312,6 +326,11 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             with STATE.lock:
                 STATE.in_flight -= 1
+        if kind == "LIST" and not list_etags:
+            data = LISTED_ETAG.sub(b"", data)
+        if self.command != "HEAD":
+            with STATE.lock:
+                STATE.counts[f"down_{kind}"] += len(data)
         if not cut:
             # Taken before the first byte goes out, never after the last:
             # on a busy machine this thread may run again only after the

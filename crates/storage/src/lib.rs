@@ -60,6 +60,12 @@ pub enum Version {
     ETag { etag: String, size: u64 },
     /// A directory of a bucket: a common prefix, with no object behind it.
     Prefix,
+    /// An object of a store whose listings give no ETag (some
+    /// S3-compatible servers): by its size and last-modified time, which
+    /// such a listing does give. A GET read in this version is one whose
+    /// answer has that size and that time (to the second, all an HTTP date
+    /// holds).
+    SizeAndTime { size: u64, modified: (u64, u32) },
 }
 
 /// A version's hash reaches the inode journal and the published index
@@ -76,6 +82,11 @@ impl std::hash::Hash for Version {
                 size.hash(state);
             }
             Version::Prefix => 2isize.hash(state),
+            Version::SizeAndTime { size, modified } => {
+                3isize.hash(state);
+                size.hash(state);
+                modified.hash(state);
+            }
         }
     }
 }
@@ -84,9 +95,45 @@ impl Version {
     /// The object's size in bytes, when the version records it.
     pub fn size(&self) -> Option<u64> {
         match self {
-            Version::ETag { size, .. } => Some(*size),
+            Version::ETag { size, .. } | Version::SizeAndTime { size, .. } => Some(*size),
             Version::Prefix => None,
         }
+    }
+
+    /// An object's version from what a store says of it: its ETag when it
+    /// gives one (an empty one is none), else its size and time.
+    pub fn of_object(etag: Option<String>, size: u64, modified: SystemTime) -> Version {
+        match etag {
+            Some(etag) if !etag.is_empty() => Version::ETag { etag, size },
+            _ => {
+                let t = modified
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                Version::SizeAndTime {
+                    size,
+                    modified: (t.as_secs(), t.subsec_nanos()),
+                }
+            }
+        }
+    }
+
+    /// Whether an object answered with `size` and `modified` is in this
+    /// version, for a version no ETag tells (`SizeAndTime`): the times
+    /// compared to the second, the precision of a GET's `Last-Modified`.
+    /// `None` for a version an ETag tells.
+    pub fn held_by(&self, size: u64, modified: SystemTime) -> Option<bool> {
+        let Version::SizeAndTime {
+            size: want,
+            modified: (secs, _),
+        } = self
+        else {
+            return None;
+        };
+        let got = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        Some(*want == size && *secs == got)
     }
 }
 

@@ -36,6 +36,9 @@ pub struct Asked {
 pub struct MemoryStorage {
     /// Every request fails as a stalled bucket's would (a timeout).
     failing: std::sync::atomic::AtomicBool,
+    /// Its listings give no ETag (its GETs do), as some S3-compatible
+    /// servers list.
+    listed_without_etags: std::sync::atomic::AtomicBool,
     objects: Mutex<BTreeMap<String, Stored>>,
     asked: Mutex<Asked>,
     etags: Mutex<u64>,
@@ -56,6 +59,13 @@ impl MemoryStorage {
     pub fn set_failing(&self, failing: bool) {
         self.failing
             .store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// From now on its listings give no ETag (`false`), as some
+    /// S3-compatible servers list, or give them.
+    pub fn set_listing_etags(&self, given: bool) {
+        self.listed_without_etags
+            .store(!given, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn answers(&self, what: &str) -> Result<(), StorageError> {
@@ -104,15 +114,17 @@ impl MemoryStorage {
         format!("\"e{n}\"")
     }
 
-    fn entry(name: &str, s: &Stored) -> Entry {
+    /// The entry of `s`, as a listing (`listed`) or a HEAD gives it.
+    fn entry(&self, name: &str, s: &Stored, listed: bool) -> Entry {
+        let without = self
+            .listed_without_etags
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let etag = (!(listed && without)).then(|| s.etag.clone());
         Entry {
             name: name.into(),
             kind: EntryKind::File,
             size: s.bytes.len() as u64,
-            version: Version::ETag {
-                etag: s.etag.clone(),
-                size: s.bytes.len() as u64,
-            },
+            version: Version::of_object(etag, s.bytes.len() as u64, s.modified),
             modified: s.modified,
         }
     }
@@ -132,12 +144,23 @@ impl MemoryStorage {
             etag: s.etag.clone(),
             size: s.bytes.len() as u64,
         };
-        if let Some(Version::ETag { etag, .. }) = version
-            && *etag != s.etag
-        {
-            return Err(StorageError::Changed {
-                path: path.to_string(),
-            });
+        let changed = || StorageError::Changed {
+            path: path.to_string(),
+        };
+        match version {
+            Some(Version::ETag { etag, .. }) if *etag != s.etag => return Err(changed()),
+            // Pinned to a version no ETag tells: the answer's size and time
+            // decide, and the object read is that version.
+            Some(v @ Version::SizeAndTime { .. }) => {
+                return match v.held_by(s.bytes.len() as u64, s.modified) {
+                    Some(true) => Ok(Object {
+                        bytes: s.bytes.clone(),
+                        version: v.clone(),
+                    }),
+                    _ => Err(changed()),
+                };
+            }
+            _ => {}
         }
         Ok(Object {
             bytes: s.bytes.clone(),
@@ -184,7 +207,7 @@ impl Storage for MemoryStorage {
                         });
                     }
                 }
-                None => entries.push(Self::entry(rest, s)),
+                None => entries.push(self.entry(rest, s, true)),
             }
         }
         if entries.is_empty() && !prefix.is_empty() {
@@ -197,7 +220,7 @@ impl Storage for MemoryStorage {
         let objects = lock(&self.objects);
         let key = path.to_string();
         let s = objects.get(&key).ok_or_else(|| Self::not_found(path))?;
-        Ok(Self::entry(key.rsplit('/').next().unwrap_or(&key), s))
+        Ok(self.entry(key.rsplit('/').next().unwrap_or(&key), s, false))
     }
 
     /// Every key, 1,000 a LIST as S3 gives them.
@@ -210,7 +233,7 @@ impl Storage for MemoryStorage {
             .iter()
             .map(|(key, s)| {
                 let name = key.rsplit('/').next().unwrap_or(key);
-                Ok((RelPath::new(key)?, Self::entry(name, s)))
+                Ok((RelPath::new(key)?, self.entry(name, s, true)))
             })
             .collect()
     }

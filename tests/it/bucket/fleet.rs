@@ -341,3 +341,31 @@ fn the_publishers_first_run_keeps_many_gets_in_flight() {
     let again = bucket.gets(true);
     assert_eq!(again, 0, "nothing changed: no chapter read");
 }
+
+/// A bucket whose listings give no ETag (the proxy strips them, as some
+/// S3-compatible servers list): the publisher trusts each chapter by its
+/// listed size and time as it would by an ETag, so it reads each once and
+/// a second run reads none, and a mount that follows its snapshot reads a
+/// page with no LIST.
+#[test]
+fn a_listing_without_etags_is_published_as_one_with_them() {
+    let (_dir, root) = library(3, 20);
+    let Some(bucket) = Bucket::with(&root) else {
+        return;
+    };
+    bucket.server.set("list_etags=0");
+    let machines = tempfile::tempdir().unwrap();
+    publish(&bucket, &machines.path().join("publisher"), &[]);
+    let counts = bucket.server.counts();
+    assert_eq!(bucket.gets(true), 60, "each chapter once: {counts:?}");
+    assert!(counts.list <= 10, "{counts:?}");
+    bucket.server.reset_counts();
+    publish(&bucket, &machines.path().join("publisher"), &[]);
+    assert_eq!(bucket.gets(true), 0, "nothing changed: no chapter read");
+    let m = fresh_mount(&bucket, &machines.path().join("fresh"), &[]);
+    bucket.server.reset_counts();
+    round(m.path(), 1, 7);
+    round(m.path(), 2, 20);
+    assert_eq!(mounts_requests(&bucket, "LIST"), 0);
+    assert_eq!(bucket.gets(true), 2, "one GET a page");
+}

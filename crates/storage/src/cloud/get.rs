@@ -14,57 +14,97 @@ use super::{BucketUrl, Store, classify, wire};
 use crate::counters::{Counter, Counters};
 use crate::{Object, RelPath, StorageError, Version};
 
-/// The If-Match value for reading `version`; `Err(())` for a version no
-/// object of a bucket can have.
-fn if_match(version: Option<&Version>) -> Result<Option<String>, ()> {
+/// How a GET is pinned to `version`: `If-Match` with its ETag, or (a
+/// version no ETag tells) a look at the answer's size and time; `Err(())`
+/// for a version no object of a bucket can have.
+fn pin(version: Option<&Version>) -> Result<Option<Pin>, ()> {
     match version {
         None => Ok(None),
-        Some(Version::ETag { etag, .. }) => Ok(Some(etag.clone())),
-        Some(_) => Err(()),
+        Some(Version::ETag { etag, .. }) => Ok(Some(Pin::IfMatch(etag.clone()))),
+        Some(v @ Version::SizeAndTime { .. }) => Ok(Some(Pin::SizeAndTime(v.clone()))),
+        Some(Version::Prefix) => Err(()),
     }
+}
+
+/// What a pinned GET holds its answer to.
+#[derive(Clone, Debug)]
+pub(super) enum Pin {
+    /// The store's `If-Match`, and the answer's ETag (a server that
+    /// ignores the header is caught too).
+    IfMatch(String),
+    /// The answer's size and time: the version a listing without ETags
+    /// gave.
+    SizeAndTime(Version),
 }
 
 /// An object's version from the ETag its store gives, in one form
 /// whatever the answer it came in: quoted, as HTTP's `ETag` and `If-Match`
 /// write it (Google's and Azure's listings give it bare, their GETs
-/// quoted), so that a listed version and a read one compare equal.
-pub(super) fn version(e_tag: Option<String>, size: u64) -> Version {
-    let etag = e_tag.unwrap_or_default();
-    let etag = if etag.is_empty() || etag.starts_with('"') || etag.starts_with("W/\"") {
-        etag
-    } else {
-        format!("\"{etag}\"")
-    };
-    Version::ETag { etag, size }
+/// quoted), so that a listed version and a read one compare equal. Without
+/// an ETag, by its size and time.
+pub(super) fn version(
+    e_tag: Option<String>,
+    size: u64,
+    modified: std::time::SystemTime,
+) -> Version {
+    let etag = e_tag.map(|etag| {
+        if etag.is_empty() || etag.starts_with('"') || etag.starts_with("W/\"") {
+            etag
+        } else {
+            format!("\"{etag}\"")
+        }
+    });
+    Version::of_object(etag, size, modified)
 }
 
 /// One GET of `key` (a range of it, with `range`), body and all. A body
-/// of another version than `if_match` is `Precondition`, as the store's
-/// 412 would be: a server that ignores `If-Match` (an emulator) never
-/// hands over the wrong version's bytes.
+/// of another version than `pin` is `Precondition`, as the store's 412
+/// would be: a server that ignores `If-Match` (an emulator) never hands
+/// over the wrong version's bytes. Read in a version no ETag tells, the
+/// object is that version (its GET's ETag is no part of it), so that what
+/// is read compares equal to what was listed.
 pub(super) async fn get(
     store: &dyn Store,
     counters: &Counters,
     key: &KeyPath,
-    if_match: Option<String>,
+    pin: Option<Pin>,
     range: Option<Range<u64>>,
 ) -> object_store::Result<Object> {
     let opts = GetOptions {
-        if_match,
+        if_match: match &pin {
+            Some(Pin::IfMatch(etag)) => Some(etag.clone()),
+            _ => None,
+        },
         range: range.map(GetRange::Bounded),
         ..Default::default()
     };
-    let expected = opts.if_match.clone();
     let result = store.get_opts(key, opts).await?;
     let meta = result.meta.clone();
-    let got = version(meta.e_tag.clone(), meta.size);
-    if let (Some(want), Version::ETag { etag, .. }) = (expected, &got)
-        && want != *etag
-    {
-        return Err(object_store::Error::Precondition {
-            path: key.to_string(),
-            source: format!("the store answered {etag} for If-Match {want}").into(),
-        });
+    let mut got = version(meta.e_tag.clone(), meta.size, meta.last_modified.into());
+    let refused = |answered: String| object_store::Error::Precondition {
+        path: key.to_string(),
+        source: answered.into(),
+    };
+    match pin {
+        Some(Pin::IfMatch(want)) => {
+            if let Version::ETag { etag, .. } = &got
+                && want != *etag
+            {
+                return Err(refused(format!(
+                    "the store answered {etag} for If-Match {want}"
+                )));
+            }
+        }
+        Some(Pin::SizeAndTime(want)) => {
+            if want.held_by(meta.size, meta.last_modified.into()) != Some(true) {
+                return Err(refused(format!(
+                    "the store answered {} bytes of {} for {want:?}",
+                    meta.size, meta.last_modified
+                )));
+            }
+            got = want;
+        }
+        None => {}
     }
     let len = result.range.end - result.range.start;
     let mut bytes = Vec::with_capacity(len as usize);
@@ -106,7 +146,7 @@ impl Access {
             .key(path)
             .ok_or_else(|| StorageError::not_found(&shown))?;
         let kp = KeyPath::parse(&key).map_err(|_| StorageError::not_found(&shown))?;
-        let m = if_match(version.as_ref()).map_err(|_| StorageError::Changed {
+        let m = pin(version.as_ref()).map_err(|_| StorageError::Changed {
             path: shown.clone(),
         })?;
         if let (Some(r), Some(v)) = (&range, &version)

@@ -25,7 +25,7 @@ fn object_entry(name: std::ffi::OsString, o: &object_store::ObjectMeta) -> Entry
         name,
         kind: EntryKind::File,
         size: o.size,
-        version: version(o.e_tag.clone(), o.size),
+        version: version(o.e_tag.clone(), o.size, o.last_modified.into()),
         modified: o.last_modified.into(),
     }
 }
@@ -170,7 +170,7 @@ impl Storage for BucketStorage {
                 name,
                 kind: EntryKind::File,
                 size: meta.size,
-                version: version(meta.e_tag, meta.size),
+                version: version(meta.e_tag, meta.size, meta.last_modified.into()),
                 modified: meta.last_modified.into(),
             }),
             Err(e) if e.is_not_found() => {
@@ -249,7 +249,7 @@ impl Storage for BucketStorage {
                         let bytes = result.bytes().await?.to_vec();
                         Ok(Some(Object {
                             bytes,
-                            version: version(meta.e_tag, meta.size),
+                            version: version(meta.e_tag, meta.size, meta.last_modified.into()),
                         }))
                     }
                     Err(object_store::Error::NotModified { .. }) => Ok(None),

@@ -268,4 +268,36 @@ mod tests {
     }
 
     const PINNED_INO: u64 = 12010008029579623612;
+
+    /// A store whose listings give no ETag (its GETs do): a chapter is
+    /// opened in the version its listing gave, with the listing's time,
+    /// from one GET pinned to its size and time; its directory is listed
+    /// once, not again for every chapter read.
+    #[test]
+    fn a_chapter_listed_without_an_etag_opens_as_listed() {
+        let storage = Arc::new(crate::memory::MemoryStorage::new());
+        for c in 0..3 {
+            storage.insert(&format!("novels/书/{c}.md"), format!("第{c}章").as_bytes());
+            storage.age(&format!("novels/书/{c}.md"), Duration::from_secs(3600));
+        }
+        storage.set_listing_etags(false);
+        let backing = BucketBacking::new(
+            storage.clone(),
+            Duration::from_secs(60),
+            1 << 20,
+            Duration::from_secs(5),
+        );
+        assert_eq!(backing.list(Path::new("novels/书")).unwrap().len(), 3);
+        for c in 0..3 {
+            let path = PathBuf::from(format!("novels/书/{c}.md"));
+            let listed = backing.stat(&path).unwrap().unwrap();
+            let opened = backing.open(&path).unwrap().unwrap();
+            assert_eq!(opened.meta(), &listed, "{path:?}");
+            let mut buf = [0u8; 16];
+            let n = opened.read_at(&mut buf, 0).unwrap();
+            assert_eq!(&buf[..n], format!("第{c}章").as_bytes());
+        }
+        let asked = storage.asked();
+        assert_eq!((asked.lists, asked.gets), (1, 3), "{asked:?}");
+    }
 }

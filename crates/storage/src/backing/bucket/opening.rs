@@ -64,7 +64,14 @@ impl BucketBacking {
             }
             Found::Fetch(claim) => claim,
         };
-        let got = self.get_whole(&key, &rel(path)?, None);
+        // A version no ETag tells is read pinned: the answer is then known
+        // to be the listed version, and has the listing's time. Replaced
+        // since, it is read as it is now.
+        let pinned = matches!(listed.version, Version::SizeAndTime { .. });
+        let mut got = self.get_whole(&key, &rel(path)?, pinned.then_some(&listed.version));
+        if pinned && matches!(got, Err(StorageError::Changed { .. })) {
+            got = self.get_whole(&key, &rel(path)?, None);
+        }
         drop(claim);
         let (bytes, version) = match got {
             Ok(got) => got,

@@ -167,12 +167,15 @@ fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
                 return Err(bad());
             }
+            // No ETag: listed by a store that gives none, told by the
+            // size and time the row holds.
+            let modified = UNIX_EPOCH + Duration::new(secs, nanos);
             Ok(Entry {
                 name: name.into(),
                 kind: EntryKind::File,
                 size,
-                version: Version::ETag { etag, size },
-                modified: UNIX_EPOCH + Duration::new(secs, nanos),
+                version: Version::of_object(Some(etag), size, modified),
+                modified,
             })
         })
         .collect::<Result<Vec<Entry>, String>>()?;
@@ -279,8 +282,9 @@ impl Listing {
     }
 }
 
-/// A piece's bytes: one row a file, `[name, size, etag, secs, nanos]`,
-/// and `index`, what the publisher records beside them, when it does.
+/// A piece's bytes: one row a file, `[name, size, etag, secs, nanos]`
+/// (the ETag empty for a version told by its size and time), and `index`,
+/// what the publisher records beside them, when it does.
 fn files_bytes(entries: &[Entry], index: Option<Value>) -> Vec<u8> {
     let rows: Vec<Value> = entries
         .iter()

@@ -378,3 +378,23 @@ fn a_head_of_another_format_is_published_over() {
         .expect("this format's head");
     assert_eq!(published_head(&storage).unwrap(), Some(head));
 }
+
+/// A store whose listings give no ETag (its GETs do): the snapshot holds
+/// each file by its size and time, serves it as such a listing gives it,
+/// and a follower's GET pinned to that version reads it.
+#[test]
+fn a_listing_without_etags_is_published_by_size_and_time() {
+    let storage = bucket(2, 3);
+    storage.set_listing_etags(false);
+    let head = publish_now(&storage);
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    let dir = "novels/书001";
+    let listed = storage.list(&RelPath::new(dir).unwrap()).unwrap();
+    let served = snap.dir(&storage, Path::new(dir), None).unwrap().unwrap();
+    assert_eq!(*served, listed);
+    for e in served.iter() {
+        let path = RelPath::new(format!("{dir}/{}", e.name.to_str().unwrap())).unwrap();
+        let read = storage.read(&path, Some(&e.version)).unwrap();
+        assert_eq!(read.version, e.version, "{:?}", e.name);
+    }
+}
