@@ -65,6 +65,13 @@
 # running agent rounds every --fleet-period (2) s for --fleet-duration (60;
 # --quick 12) s, an in-order reader and a grep -r, at 0 and 20 ms, with
 # --freshness published and listing; requests by kind, the day's bill.
+# --fleet --chapters N: instead, the fleet at scale (scripts/bench_fleetscale.sh):
+# N chapters (books of 100) published in moto at 20 ms a request against
+# the targets of a fleet of 200,000 chapters: a fresh mount's first page
+# and the bytes before it, novel_books.txt, 16 fresh mounts at once, one
+# chapter replaced and published (the publisher's bytes, two mounts'),
+# the publisher's first run and a round with nothing changed, the agents'
+# requests a round and the day's bill; requests by kind and bytes each way.
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -1658,6 +1665,8 @@ bucket_tools_figures() {
 
 # shellcheck source=scripts/bench_fleet.sh
 . "$HERE/bench_fleet.sh"
+# shellcheck source=scripts/bench_fleetscale.sh
+. "$HERE/bench_fleetscale.sh"
 
 # failover_figures: the failover tests in a release build (see --failover).
 failover_figures() {
@@ -1731,7 +1740,9 @@ done
 [ "$BUCKET" = 0 ] || bucket_figures
 [ "$BUCKET_TOOLS" = 0 ] || bucket_tools_figures
 [ "$FAILOVER" = 0 ] || failover_figures
-[ "$FLEET" = 0 ] || fleet_figures
+if [ "$FLEET" = 1 ]; then
+    if [ -n "$CHAPTERS" ]; then fleetscale_figures; else fleet_figures; fi
+fi
 
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), nproc $(nproc), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), total $(elapsed "$START" "$EPOCHREALTIME") s)"

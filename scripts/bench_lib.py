@@ -608,7 +608,7 @@ def cmd_table(a):
     rss TEXT KIB CACHE_BYTES: a daemon's VmHWM; size TEXT BYTES LIMIT: a
     file's size against its limit; note TEXT: printed below."""
     runs, labels, order, rss, notes, limits, loads, sizes = {}, {}, [], [], [], [], {}, []
-    bucket, fleet, btools = [], [], []
+    bucket, fleet, btools, fleetscale = [], [], [], []
     for line in open(a.results):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "label":
@@ -635,6 +635,8 @@ def cmd_table(a):
             btools.append(parts)
         elif parts[0].startswith("flt"):
             fleet.append(parts)
+        elif parts[0].startswith("fls"):
+            fleetscale.append(parts)
     rows = [("figure", "novelfs", "baseline", "ratio", "target", "result")]
     fails = bucket_table(bucket) if bucket else 0
     fails += bucket_tools_table(btools) if btools else 0
@@ -643,6 +645,10 @@ def cmd_table(a):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from bench_fleet import fleet_table
         fleet_table(fleet, fmt_time, print_rows)
+    if fleetscale:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_fleetscale import fleetscale_table
+        fleetscale_table(fleetscale, fmt_time, print_rows)
     for fig in order:
         n, b = runs[fig]["nfs"], runs[fig]["base"]
         if not n or not b:
