@@ -14,6 +14,7 @@
 #                    [--bucket-tools]
 #                    [--failover] [--results-dir DIR]
 #                    [--fleet] [--mounts N] [--fleet-period S] [--fleet-duration S]
+#                    [--fleet-server moto|s3s-fs]
 #
 # --quick: a small library for a smoke run. --profile: afterwards, count the
 # FUSE requests of each workload on a foreground mount (RUST_LOG=fuser=debug).
@@ -72,6 +73,8 @@
 # chapter replaced and published (the publisher's bytes, two mounts'),
 # the publisher's first run and a round with nothing changed, the agents'
 # requests a round and the day's bill; requests by kind and bytes each way.
+# --fleet-server s3s-fs: served by s3s-fs from the generated folder (no
+# upload: for a large N), skipped with a note when it is not installed.
 # Needs root (mounting, dropping the page cache) and /dev/fuse.
 # Exit status: 0 when every figure was measured (FAILs included: this is a
 # report); non-zero when something crashed (a command failed, a daemon died).
@@ -239,7 +242,7 @@ SMALL_CACHE_TIMEOUT=600 SCALE=0 MAIN_FIGURES=1 REF_FIGURES=1 SCALE_BOOKS="" SCAL
 PERF=0 BIG_FIGURES=0 BIG_MB=230 HUGE_MB=600 BIN_GIVEN="" TRANSPORTS="" RTT_CALLS=20000
 WHOLE=0 STAT_CALLS=1000 WHOLE_WORD=玄铁剑 PERSIST=0 RESULTS_DIR=""
 FAILOVER=0 BUCKET=0 BUCKET_CHAPTERS=20000 S3FS_CAP=auto S3FS_SIDE=1 BK_BASE="" BUCKET_TOOLS=0
-FLEET=0 FLEET_MOUNTS=8 FLEET_PERIOD=2 FLEET_DURATION=""
+FLEET=0 FLEET_MOUNTS=8 FLEET_PERIOD=2 FLEET_DURATION="" FLEET_SERVER=moto
 ARGS="$*"
 usage() { sed -n '2,/^# report); non-zero/p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -281,6 +284,7 @@ while [ $# -gt 0 ]; do
         --mounts) FLEET_MOUNTS=$2; shift 2 ;;
         --fleet-period) FLEET_PERIOD=$2; shift 2 ;;
         --fleet-duration) FLEET_DURATION=$2; shift 2 ;;
+        --fleet-server) FLEET_SERVER=$2; shift 2 ;;
         --bucket-chapters) BUCKET_CHAPTERS=$2; shift 2 ;;
         --s3fs-cap) S3FS_CAP=$2; shift 2 ;;
         --no-s3fs) S3FS_SIDE=0; shift ;;

@@ -102,7 +102,8 @@ def fleetscale_table(lines, fmt_time, print_rows):
     for p in lines:
         if p[0] == "flsinfo":
             info = dict(books=int(p[1]), keys=int(p[2]), rate=float(p[3]), lrate=float(p[4]),
-                        mounts=int(p[5]), period=float(p[6]), duration=float(p[7]))
+                        mounts=int(p[5]), period=float(p[6]), duration=float(p[7]),
+                        server=p[8] if len(p) > 8 else "moto")
         elif p[0] == "flsfig":
             c = [int(x) for x in p[3:11]]
             figs[p[1]] = dict(secs=float(p[2]), list=c[0], get=c[1] + c[2], head=c[3], put=c[4],
@@ -119,9 +120,11 @@ def fleetscale_table(lines, fmt_time, print_rows):
     if not info:
         return 0
     chapters = info["books"] * 100
-    print(f"A fleet at scale: {info['books']:,} books x 100 chapters ({info['keys']:,} keys) in moto behind "
-          f"tests/s3/proxy.py at 20 ms a request; every mount fresh (default options, an empty --index-dir); "
-          f"moto's own rate {info['rate']:.0f} GETs/s, {info['lrate']:.0f} LISTs/s")
+    served = ("moto" if info["server"] == "moto" else
+              "s3s-fs serving the generated folder (its listings give no ETag)")
+    print(f"A fleet at scale: {info['books']:,} books x 100 chapters ({info['keys']:,} keys) in {served} behind "
+          f"tests/s3/proxy.py at 20 ms a request; every mount fresh (default options, an empty --index-dir)"
+          + (f"; moto's own rate {info['rate']:.0f} GETs/s, {info['lrate']:.0f} LISTs/s" if info["rate"] else ""))
     print()
     rows = [("figure", "time", "LIST / GET / HEAD / PUT", "fetched", "written", "in flight", "load")]
     text = {
@@ -188,7 +191,7 @@ def fleetscale_table(lines, fmt_time, print_rows):
         want = 200_000 / 180
         target(f"publisher's first run: chapters a second ({chapters:,} in {fmt_time(f['secs'])})",
                f"{per_s:,.0f}/s", f"≥ {want:,.0f}/s", per_s >= want)
-        if f["secs"] > 0 and f["get"] / f["secs"] >= 0.6 * info["rate"]:
+        if info["rate"] and f["secs"] > 0 and f["get"] / f["secs"] >= 0.6 * info["rate"]:
             notes.append(f"moto caps the publisher's first run: {f['get'] / f['secs']:.0f} GETs/s against its "
                          f"own {info['rate']:.0f}/s (GETs in flight at most {f['mif']})")
     if pub and pub["rounds"]:

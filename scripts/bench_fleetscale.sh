@@ -26,7 +26,10 @@
 #              day's bill of 1,000 agents at S3 Standard's list prices
 # The server is moto behind tests/s3/proxy.py; its own GET and LIST rates
 # (16 clients, 0 ms) are measured first, and a figure that comes near them
-# is said to be capped by moto.
+# is said to be capped by moto. With --fleet-server s3s-fs, crates.io's
+# s3s-fs (0.14.1, in ~/.cache/novelfs/s3s-fs or $NOVELFS_S3S_FS) serves the
+# generated folder as the bucket, nothing uploaded (for a large N; its
+# listings give no ETag); without it the figures are skipped with a note.
 
 FLS_PY="python3 $HERE/bench_fleetscale.py"
 FLS_MARK=FLEETMARK舰队
@@ -40,15 +43,19 @@ fls_record() {
     printf 'flsfig\t%s\t%s\t%s\t%s\n' "$1" "$2" "$(fls_counts | tr ' ' '\t')" "$(load1)" >> "$RES"
 }
 
+# fls_key NAME: the access key NAME's requests are signed with: its own
+# in moto (the proxy's log tells whose each request is), s3s-fs's one.
+fls_key() { if [ "$FLEET_SERVER" = s3s-fs ]; then echo novelfs-bench; else echo "fls-$1"; fi; }
+
 fls_mount() { # fls_mount NAME: a fresh mount at $WORK/fls-NAME
     rm -rf "$WORK/fls-idx-$1"
-    AWS_ACCESS_KEY_ID=fls-$1 NO_DPID=1 mount_lib "s3://$BUCKET_NAME" "$WORK/fls-$1" \
+    AWS_ACCESS_KEY_ID=$(fls_key "$1") NO_DPID=1 mount_lib "s3://$BUCKET_NAME" "$WORK/fls-$1" \
         --endpoint-url "$EP" --index-dir "$WORK/fls-idx-$1"
 }
 
 # fls_publish: the one-shot publisher, its stderr in $WORK/fls-publish.err.
 fls_publish() {
-    AWS_ACCESS_KEY_ID=fls-publisher "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
+    AWS_ACCESS_KEY_ID=$(fls_key publisher) "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
         --index-dir "$WORK/fls-idx-publisher" --publish "$@" > /dev/null 2> "$WORK/fls-publish.err" ||
         { cat "$WORK/fls-publish.err" >&2; echo "bench.sh: novelfs index --publish failed" >&2; exit 1; }
 }
@@ -68,7 +75,7 @@ fls_until_shown() {
 # it has said `unchanged` three times; one flspub line with its counts.
 fls_every_rounds() {
     local pid rounds
-    AWS_ACCESS_KEY_ID=fls-publisher "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
+    AWS_ACCESS_KEY_ID=$(fls_key publisher) "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
         --index-dir "$WORK/fls-idx-publisher" --publish --every 1 > /dev/null 2> "$WORK/fls-every.err" &
     pid=$!
     for _ in $(seq 6000); do
@@ -88,24 +95,56 @@ fls_every_rounds() {
     printf 'flspub\t%s\t%s\t%s\n' "$rounds" "$(fls_counts | tr ' ' '\t')" "$(load1)" >> "$RES"
 }
 
+# fls_s3s_fs BIN DATA: s3s-fs serving the folder DATA (a bucket a
+# sub-folder) on 127.0.0.1, the proxy in front; sets PROXY_PORT, EP.
+fls_s3s_fs() {
+    local port i
+    port=$(free_port)
+    "$1" --host 127.0.0.1 --port "$port" --access-key novelfs-bench --secret-key novelfs-bench-secret "$2" \
+        > "$WORK/s3s-fs.log" 2>&1 &
+    BK_SERVER_PIDS+=($!)
+    python3 "$REPO/tests/s3/proxy.py" --upstream-port "$port" > "$WORK/proxy.out" 2> "$WORK/proxy.log" &
+    BK_SERVER_PIDS+=($!)
+    for i in $(seq 100); do grep -q '^PORT ' "$WORK/proxy.out" && break; sleep 0.1; done
+    PROXY_PORT=$(sed -n 's/^PORT //p' "$WORK/proxy.out")
+    [ -n "$PROXY_PORT" ] || { echo "bench.sh: proxy.py did not start: $(cat "$WORK/proxy.log")" >&2; exit 1; }
+    EP=http://127.0.0.1:$PROXY_PORT
+}
+
 fleetscale_figures() {
-    local books=$((CHAPTERS / 100)) book key file page t0 secs i n keys other pid pids=()
+    local books=$((CHAPTERS / 100)) book key file page t0 secs i n keys other pid pids=() psecs rate lrate
     [ "$books" -ge 2 ] || { echo "bench.sh: --fleet --chapters takes at least 200 chapters" >&2; exit 2; }
-    echo "== fleet at scale: $books books x 100 chapters in moto, 20 ms a request"
+    local s3s=${NOVELFS_S3S_FS:-$HOME/.cache/novelfs/s3s-fs/bin/s3s-fs}
+    if [ "$FLEET_SERVER" = s3s-fs ] && [ ! -x "$s3s" ]; then
+        echo "note: s3s-fs is not installed ($s3s; cargo install s3s-fs --version 0.14.1 --locked --root ~/.cache/novelfs/s3s-fs): the fleet at scale is skipped"
+        echo "note	fleet at scale: skipped, s3s-fs is not installed ($s3s)" >> "$RES"
+        return 0
+    fi
+    echo "== fleet at scale: $books books x 100 chapters in $FLEET_SERVER, 20 ms a request"
+    BUCKET_NAME=novelfs-fleet
     FROOT=$WORK/fleet-lib
+    [ "$FLEET_SERVER" = moto ] || FROOT=$WORK/s3s-data/$BUCKET_NAME
     $LIB gen-scale "$FROOT" --books "$books" --chapters 100 --seed "$SEED"
     find "$FROOT/novels" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort > "$WORK/fleet-books.txt"
     book=$(sed -n "$((books / 2 + 1))p" "$WORK/fleet-books.txt")
     other=$(sed -n "$((books / 4 + 1))p" "$WORK/fleet-books.txt")
-    BUCKET_NAME=novelfs-fleet
-    bucket_servers
-    echo "== put $CHAPTERS chapters to moto"
-    read -r keys _ psecs _ < <($LIB s3-put "$FROOT" "$MOTO_PORT" "$BUCKET_NAME" --jobs 8)
-    rate=$($LIB s3-rate "$PROXY_PORT" "$BUCKET_NAME" "$FROOT" 2000 --jobs 16)
-    read -r _ _ lrate < <($LIB s3-list-rate "$PROXY_PORT" "$BUCKET_NAME" "$FROOT" --jobs 16)
-    printf 'flsinfo\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$books" "$keys" "$rate" "$lrate" "$FLEET_MOUNTS" \
-        "$FLEET_PERIOD" "$FLEET_DURATION" >> "$RES"
-    echo "note	fleet at scale: $keys objects put to moto in $psecs s; moto's own rate straight through the proxy at 0 ms, 16 clients: $rate GETs/s, $lrate LISTs/s (load $(load1))" >> "$RES"
+    if [ "$FLEET_SERVER" = moto ]; then
+        bucket_servers
+        echo "== put $CHAPTERS chapters to moto"
+        read -r keys _ psecs _ < <($LIB s3-put "$FROOT" "$MOTO_PORT" "$BUCKET_NAME" --jobs 8)
+        rate=$($LIB s3-rate "$PROXY_PORT" "$BUCKET_NAME" "$FROOT" 2000 --jobs 16)
+        read -r _ _ lrate < <($LIB s3-list-rate "$PROXY_PORT" "$BUCKET_NAME" "$FROOT" --jobs 16)
+        echo "note	fleet at scale: $keys objects put to moto in $psecs s; moto's own rate straight through the proxy at 0 ms, 16 clients: $rate GETs/s, $lrate LISTs/s (load $(load1))" >> "$RES"
+    else
+        # The folder is the bucket: nothing is uploaded. Its listings give
+        # no ETag (the publisher and the mounts then tell an object by its
+        # size and time).
+        rm -f "$FROOT/bench-meta"
+        keys=$CHAPTERS rate=0 lrate=0
+        fls_s3s_fs "$s3s" "$WORK/s3s-data"
+    fi
+    printf 'flsinfo\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$books" "$keys" "$rate" "$lrate" "$FLEET_MOUNTS" \
+        "$FLEET_PERIOD" "$FLEET_DURATION" "$FLEET_SERVER" >> "$RES"
     export AWS_SECRET_ACCESS_KEY=novelfs-bench-secret AWS_REGION=us-east-1
     export AWS_ACCESS_KEY_ID=novelfs-bench
     TRANSPORT=classic
@@ -147,7 +186,7 @@ fleetscale_figures() {
         page="$(sed -n "$(( (i * 7) % books + 1 ))p" "$WORK/fleet-books.txt")/$(( (i * 13) % 100 + 1 ))/offset-1.txt"
         (
             t0=$EPOCHREALTIME
-            AWS_ACCESS_KEY_ID=fls-m$i "$BIN" mount "s3://$BUCKET_NAME" "$WORK/fls-m$i" --io-uring off \
+            AWS_ACCESS_KEY_ID=$(fls_key "m$i") "$BIN" mount "s3://$BUCKET_NAME" "$WORK/fls-m$i" --io-uring off \
                 --endpoint-url "$EP" --index-dir "$WORK/fls-idx-m$i" &&
                 cat "$WORK/fls-m$i/$page" > /dev/null &&
                 echo "$(elapsed "$t0" "$EPOCHREALTIME")" > "$WORK/fls-m$i.secs"
@@ -170,7 +209,7 @@ fleetscale_figures() {
     file=$(find "$FROOT/novels/$book" -maxdepth 1 -type f -printf '%f\n' | sort | sed -n 50p)
     key="novels/$book/$file"
     printf '\n%s\n' "$FLS_MARK" >> "$FROOT/$key"
-    $FLS_PY put "$MOTO_PORT" "$BUCKET_NAME" "$key" "$FROOT/$key"
+    [ "$FLEET_SERVER" != moto ] || $FLS_PY put "$MOTO_PORT" "$BUCKET_NAME" "$key" "$FROOT/$key"
     proxy_ctl reset
     t0=$EPOCHREALTIME
     fls_publish
@@ -187,7 +226,7 @@ fleetscale_figures() {
     unmount_fs "$WORK/fls-unread"
 
     echo "== agent rounds: $FLEET_MOUNTS fresh mounts, a round every $FLEET_PERIOD s for $FLEET_DURATION s, publisher --every 300"
-    AWS_ACCESS_KEY_ID=fls-publisher "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
+    AWS_ACCESS_KEY_ID=$(fls_key publisher) "$BIN" index "s3://$BUCKET_NAME" --endpoint-url "$EP" \
         --index-dir "$WORK/fls-idx-publisher" --publish --every 300 > /dev/null 2> "$WORK/fls-every300.err" &
     pid=$!
     for _ in $(seq 6000); do
@@ -196,7 +235,7 @@ fleetscale_figures() {
         sleep 0.1
     done
     FLEET_MNTS=()
-    for i in $(seq 0 $((FLEET_MOUNTS - 1))); do fleet_mount "$i" published; done
+    for i in $(seq 0 $((FLEET_MOUNTS - 1))); do fls_mount "r$i"; FLEET_MNTS+=("$WORK/fls-r$i"); done
     proxy_ctl reset
     t0=$EPOCHREALTIME
     $FLEET_PY rounds "$BIN" "$WORK/fleet-books.txt" 100 "$FLEET_PERIOD" "$FLEET_DURATION" "$SEED" \
