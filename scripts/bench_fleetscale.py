@@ -58,10 +58,11 @@ def cmd_put(a):
 def cmd_classify(a):
     n = dict(pages=0, heads=0, pieces=0, index=0, lists=0, other=0)
     for line in control(a.port, "/__proxy/log").decode("utf-8", "replace").splitlines():
+        # KIND START END KEY [BYTES] PATH: the path is the last column.
         parts = line.split("\t")
         if len(parts) < 5:
             continue
-        kind, path = parts[0], unquote(parts[4])
+        kind, path = parts[0], unquote(parts[-1])
         if kind == "LIST":
             n["lists"] += 1
         elif kind not in ("GET", "RANGED_GET", "HEAD"):
