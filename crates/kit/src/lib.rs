@@ -1,9 +1,11 @@
 //! The pieces the tree (`novelfs-fs`) and the storage (`novelfs-storage`)
 //! both build on, written once: a byte-bounded LRU map (`lru`), one
 //! computation of a key at a time with the others waiting for its result
-//! (`flight`), and starting a named thread (`thread`). No I/O, no
-//! knowledge of the library.
+//! (`flight`), starting a named thread (`thread`), and a failure's cause
+//! kept and shown with its chain (`cause`). No I/O, no knowledge of the
+//! library.
 
+pub mod cause;
 pub mod flight;
 pub mod lru;
 pub mod thread;

@@ -283,9 +283,11 @@ impl std::fmt::Display for SourceFault {
     }
 }
 
+/// A fault shows its error's words and stands for it in a chain of causes:
+/// what caused the fault is what caused its error.
 impl std::error::Error for SourceFault {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.error)
+        self.error.source()
     }
 }
 

@@ -6,13 +6,19 @@
 use std::fmt;
 use std::time::Duration;
 
+use novelfs_kit::cause::Cause;
 use novelfs_library::backing::{SourceFault, SourceKind};
 
 /// One failed access to a library's storage.
 ///
-/// Its `Display` text names the object and the cause, never a credential:
-/// the texts carry only paths, bucket names, endpoints (which hold no
-/// user information, see `BucketUrl`), S3 error codes and durations.
+/// Its variant is its kind, decided once where the failure is met (from
+/// the HTTP status, object_store's error variant, the transport's error
+/// kind): nothing reads it back from the words. Its `Display` text names
+/// the object and what went wrong, never a credential: the texts carry
+/// only paths, bucket names, endpoints (which hold no user information,
+/// see `BucketUrl`), S3 error codes, HTTP statuses and durations. The
+/// error a layer below gave is its `source()`, shown with the chain where
+/// the failure is logged (`novelfs_kit::cause::Chain`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageError {
     /// No object or directory at that path.
@@ -39,17 +45,35 @@ pub enum StorageError {
     Unreachable { endpoint: String, reason: String },
     /// One access was not answered within its bound.
     Timeout { what: String, after: Duration },
-    /// Anything else, already worded for a log line.
-    Other(String),
+    /// The storage answered the access `what` with a server error (an
+    /// HTTP 5xx; `code` the store's error code when its body gives one)
+    /// once the retries were spent.
+    ServerError {
+        what: String,
+        status: u16,
+        code: Option<String>,
+        cause: Cause,
+    },
+    /// The connection broke before the answer to `what` was whole (reset,
+    /// cut short, a body that does not decode) once the retries were
+    /// spent; `how` is the transport's kind of failure.
+    Broken {
+        what: String,
+        how: String,
+        cause: Cause,
+    },
+    /// Anything else: `what` worded for a log line, with the error a layer
+    /// below gave when there is one.
+    Other { what: String, cause: Option<Cause> },
 }
 
 impl StorageError {
     /// What kind of failure this is, as the layers above the seam answer
     /// it (the tree's errno table gives each kind its errno): `Changed` is
     /// its own kind, since a reader pinned to a version must be told the
-    /// object changed, not that the storage failed; a missing bucket or a
-    /// wrong region is the source failing, not the file: `Other`, as a
-    /// local disk failing would be.
+    /// object changed, not that the storage failed; no answer is
+    /// `Transient`; a missing bucket or a wrong region is the source
+    /// failing, not the file: `Other`, as a local disk failing would be.
     pub fn source_kind(&self) -> SourceKind {
         match self {
             StorageError::NotFound { .. } => SourceKind::NotFound,
@@ -57,13 +81,13 @@ impl StorageError {
             StorageError::AccessDenied { .. } | StorageError::NoCredentials { .. } => {
                 SourceKind::Denied
             }
-            StorageError::Timeout { .. } | StorageError::Unreachable { .. } => {
-                SourceKind::Transient
-            }
-            StorageError::Other(_) if self.is_outage() => SourceKind::Transient,
+            StorageError::Timeout { .. }
+            | StorageError::Unreachable { .. }
+            | StorageError::ServerError { .. }
+            | StorageError::Broken { .. } => SourceKind::Transient,
             StorageError::NoBucket { .. }
             | StorageError::WrongRegion { .. }
-            | StorageError::Other(_) => SourceKind::Other,
+            | StorageError::Other { .. } => SourceKind::Other,
         }
     }
 
@@ -72,37 +96,33 @@ impl StorageError {
         matches!(self, StorageError::NotFound { .. })
     }
 
-    /// Whether the error is the source failing as a whole (every access
-    /// would fail the same way until it recovers), not one object.
-    pub fn is_source_failure(&self) -> bool {
-        matches!(
-            self,
-            StorageError::NoBucket { .. }
-                | StorageError::WrongRegion { .. }
-                | StorageError::AccessDenied { .. }
-                | StorageError::NoCredentials { .. }
-                | StorageError::Unreachable { .. }
-                | StorageError::Timeout { .. }
-        )
-    }
-
     /// Whether the error says the storage did not answer (no answer in
     /// time, no connection, a server error or a broken connection once the
     /// retries were spent): what a held copy may stand in for while it
     /// lasts (`--stale-if-error`). A refusal (credentials, a missing
     /// bucket) is an answer: nothing held stands in for it.
     pub fn is_outage(&self) -> bool {
-        match self {
-            StorageError::Timeout { .. } | StorageError::Unreachable { .. } => true,
-            // `cloud::classify` words a 5xx `WHAT: HTTP 5xx` and a transport
-            // failure `WHAT: KIND error: CAUSE`.
-            StorageError::Other(text) => text.contains(": HTTP 5") || text.contains(" error: "),
-            _ => false,
-        }
+        self.source_kind() == SourceKind::Transient
     }
 
     pub(crate) fn not_found(path: impl Into<String>) -> Self {
         StorageError::NotFound { path: path.into() }
+    }
+
+    /// A failure of no kind of its own, worded for a log line.
+    pub fn other(what: impl Into<String>) -> Self {
+        StorageError::Other {
+            what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// `what` failed, caused by `cause`.
+    pub fn failed(what: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        StorageError::Other {
+            what: what.into(),
+            cause: Some(cause.into()),
+        }
     }
 }
 
@@ -139,12 +159,36 @@ impl fmt::Display for StorageError {
             StorageError::Timeout { what, after } => {
                 write!(f, "{what}: no answer within {:.1} s", after.as_secs_f64())
             }
-            StorageError::Other(text) => f.write_str(text),
+            StorageError::ServerError {
+                what,
+                status,
+                code: Some(code),
+                ..
+            } => write!(f, "{what}: HTTP {status} {code}"),
+            StorageError::ServerError {
+                what,
+                status,
+                code: None,
+                ..
+            } => write!(f, "{what}: HTTP {status}"),
+            StorageError::Broken { what, how, .. } => write!(f, "{what}: {how} error"),
+            StorageError::Other { what, .. } => f.write_str(what),
         }
     }
 }
 
-impl std::error::Error for StorageError {}
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StorageError::ServerError { cause, .. }
+            | StorageError::Broken { cause, .. }
+            | StorageError::Other {
+                cause: Some(cause), ..
+            } => Some(cause.get()),
+            _ => None,
+        }
+    }
+}
 
 /// The error a reader of the library gets for `e`, the one mapping of the
 /// crate: an `io::ErrorKind` of its kind (what code that knows only
@@ -253,17 +297,27 @@ mod tests {
                 true,
             ),
             (
-                StorageError::Other("GET s3://b/k: HTTP 503 SlowDown".into()),
+                StorageError::ServerError {
+                    what: "GET s3://b/k".into(),
+                    status: 503,
+                    code: Some("SlowDown".into()),
+                    cause: Cause::new(std::io::Error::other("a server's answer")),
+                },
                 SourceKind::Transient,
                 K::NotConnected,
                 true,
             ),
             (
-                StorageError::Other("x".into()),
-                SourceKind::Other,
-                K::Other,
+                StorageError::Broken {
+                    what: "GET s3://b/k".into(),
+                    how: "Interrupted".into(),
+                    cause: Cause::new(std::io::Error::other("connection reset")),
+                },
+                SourceKind::Transient,
+                K::NotConnected,
                 true,
             ),
+            (StorageError::other("x"), SourceKind::Other, K::Other, true),
         ]
     }
 

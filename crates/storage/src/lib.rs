@@ -276,7 +276,7 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// to the pieces of its snapshots no mount needs any more. A store that
     /// cannot says why.
     fn delete(&self, path: &RelPath) -> Result<(), StorageError> {
-        Err(StorageError::Other(format!(
+        Err(StorageError::other(format!(
             "{}: cannot remove {path}",
             self.describe()
         )))

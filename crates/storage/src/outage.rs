@@ -157,6 +157,7 @@ impl Outage {
                     s.down_since = Some(now);
                     drop(s);
                     log::debug!("{SOURCE_DOWN}");
+                    let e = novelfs_kit::cause::Chain(e);
                     let stale = self.stale_for();
                     if stale.is_zero() {
                         log::warn!(
@@ -305,8 +306,20 @@ mod tests {
             }
             .is_outage()
         );
-        assert!(StorageError::Other("GET s3://b/k: HTTP 503 SlowDown".into()).is_outage());
-        assert!(StorageError::Other("GET s3://b/k: Request error: reset".into()).is_outage());
+        let cause = || novelfs_kit::cause::Cause::new(std::io::Error::other("an answer"));
+        let server_error = StorageError::ServerError {
+            what: "GET s3://b/k".into(),
+            status: 503,
+            code: Some("SlowDown".into()),
+            cause: cause(),
+        };
+        assert!(server_error.is_outage());
+        let reset = StorageError::Broken {
+            what: "GET s3://b/k".into(),
+            how: "Request".into(),
+            cause: cause(),
+        };
+        assert!(reset.is_outage());
         for answer in [
             StorageError::not_found("novels/书"),
             StorageError::Changed { path: "k".into() },
@@ -317,7 +330,7 @@ mod tests {
             StorageError::NoBucket {
                 bucket: "bucket b".into(),
             },
-            StorageError::Other("GET s3://b/k: HTTP 400".into()),
+            StorageError::failed("GET s3://b/k: HTTP 400", std::io::Error::other("an answer")),
         ] {
             assert!(!answer.is_outage(), "{answer}");
         }

@@ -56,7 +56,7 @@ pub(super) fn clients(setup: &Setup) -> Result<Clients, StorageError> {
         (Credentials::Chain, Some(name)) => match profile::load(name) {
             Some(p) => Some(p),
             None if opts.profile.is_some() || std::env::var_os("AWS_PROFILE").is_some() => {
-                return Err(StorageError::Other(format!(
+                return Err(StorageError::other(format!(
                     "profile {name}: not in the shared credentials or config file"
                 )));
             }
@@ -69,7 +69,7 @@ pub(super) fn clients(setup: &Setup) -> Result<Clients, StorageError> {
         && let Some(key) = &p.unsupported
         && p.access_key_id.is_none()
     {
-        return Err(StorageError::Other(format!(
+        return Err(StorageError::other(format!(
             "profile {name}: its {key} is not supported; give it static keys or use the environment"
         )));
     }

@@ -70,12 +70,12 @@ fn account_url(endpoint: Option<&str>, account: &str) -> String {
 pub(super) fn clients(setup: &Setup) -> Result<Clients, StorageError> {
     let (url, opts) = (setup.url, setup.opts);
     let account = account(opts.account.as_deref()).ok_or_else(|| {
-        StorageError::Other(format!(
+        StorageError::other(format!(
             "{url}: no storage account: give --account NAME or set AZURE_STORAGE_ACCOUNT_NAME"
         ))
     })?;
     if !is_account_name(&account) {
-        return Err(StorageError::Other(format!(
+        return Err(StorageError::other(format!(
             "{url}: {account:?} is not a storage account's name (3 to 24 lower-case letters and digits)"
         )));
     }

@@ -71,9 +71,7 @@ impl Iterator for ReadManyIter<'_> {
         match self.storage.rt.block_on(task) {
             // The permits go back as the result is handed over.
             Ok((result, _count, _bytes)) => Some(result),
-            Err(e) => Some(Err(StorageError::Other(format!(
-                "a read of the batch failed: {e}"
-            )))),
+            Err(e) => Some(Err(StorageError::failed("a read of the batch failed", e))),
         }
     }
 }

@@ -1,9 +1,12 @@
-//! object_store's errors as `StorageError`s. object_store keeps the HTTP
-//! status and the store's error body inside a private error type, so the
-//! error code is read from the error's text (`<Code>NoSuchBucket</Code>`:
-//! S3's codes, which Google's XML API shares, and Azure's are a stable
-//! part of their APIs) and the transport failure from the public
-//! `HttpError` in the error's source chain.
+//! object_store's errors as `StorageError`s, each kind decided here once:
+//! from object_store's error variant, the HTTP status of the last answer
+//! (which the wire keeps, `wire::scope`: object_store keeps it in a
+//! private type), the transport's failure (the public `HttpError` in the
+//! error's source chain), and the store's error code. object_store keeps
+//! the store's error body in that private type too, so the code is read
+//! from the body the error shows (`<Code>NoSuchBucket</Code>`: S3's codes,
+//! which Google's XML API shares, and Azure's are a stable part of their
+//! APIs). The error itself is kept as the cause.
 
 use std::error::Error as _;
 use std::time::Duration;
@@ -56,12 +59,6 @@ fn region_in(text: &str) -> Option<String> {
     plausible.then(|| region.to_string())
 }
 
-/// The HTTP status in object_store's text (`status code: 404`).
-fn status(text: &str) -> Option<u16> {
-    let at = text.find("status code: ")? + "status code: ".len();
-    text[at..].get(..3)?.parse().ok()
-}
-
 fn http_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
     let mut source = e.source();
     while let Some(s) = source {
@@ -93,12 +90,19 @@ pub struct Context<'a> {
 }
 
 /// What `e` means for the access `what` (e.g. `GET s3://b/k`) to the
-/// object or directory `path`.
-pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -> StorageError {
+/// object or directory `path`, whose last answer had the HTTP status of
+/// failure `status` (none when it got no answer or a success).
+pub fn classify(
+    e: object_store::Error,
+    status: Option<u16>,
+    what: &str,
+    path: &str,
+    cx: &Context,
+) -> StorageError {
     let (bucket, endpoint) = (cx.bucket, cx.endpoint);
-    // Told before the text is read: a metadata service's answer (a 403,
+    // Told before the body is read: a metadata service's answer (a 403,
     // say) is not the bucket's.
-    if let Some(missing) = super::credentials::missing_in(e) {
+    if let Some(missing) = super::credentials::missing_in(&e) {
         return StorageError::NoCredentials {
             looked: missing.told(),
         };
@@ -175,16 +179,16 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
         }
         _ => {}
     }
-    // object_store answers a redirect without a Location (S3's
-    // PermanentRedirect: its body names the endpoint, which object_store
-    // drops) with an error of its own, a private type: read from its text.
-    if status(&text) == Some(301) || text.contains("redirect without LOCATION") {
-        return StorageError::WrongRegion {
-            bucket: bucket.to_string(),
-            region,
-        };
-    }
-    match status(&text) {
+    match status {
+        // A redirect object_store did not follow, without a Location (S3's
+        // PermanentRedirect: its body names the endpoint, which
+        // object_store drops).
+        Some(301 | 302 | 307 | 308) => {
+            return StorageError::WrongRegion {
+                bucket: bucket.to_string(),
+                region,
+            };
+        }
         Some(404) => return StorageError::not_found(path),
         Some(412) => {
             return StorageError::Changed {
@@ -197,41 +201,119 @@ pub fn classify(e: &object_store::Error, what: &str, path: &str, cx: &Context) -
                 code: code.unwrap_or("HTTP 403").to_string(),
             };
         }
-        _ => {}
+        Some(s @ 500..=599) => {
+            return StorageError::ServerError {
+                what: what.to_string(),
+                status: s,
+                code: code.map(str::to_string),
+                cause: e.into(),
+            };
+        }
+        Some(s) => {
+            let what = match code {
+                Some(c) => format!("{what}: HTTP {s} {c}"),
+                None => format!("{what}: HTTP {s}"),
+            };
+            return StorageError::failed(what, e);
+        }
+        None => {}
     }
-    match http_kind(e) {
+    match http_kind(&e) {
         Some(HttpErrorKind::Connect) => StorageError::Unreachable {
             endpoint: endpoint.to_string(),
-            reason: cause(e),
+            reason: cause(&e),
         },
         // The client's own bound on one try is the access's bound too.
         Some(HttpErrorKind::Timeout) => StorageError::Timeout {
             what: what.to_string(),
             after: cx.timeout,
         },
-        kind => {
-            let why = match (status(&text), code, kind) {
-                (Some(s), Some(c), _) => format!("HTTP {s} {c}"),
-                (Some(s), None, _) => format!("HTTP {s}"),
-                (None, _, Some(k)) => format!("{k:?} error: {}", cause(e)),
-                (None, _, None) => cause(e),
-            };
-            StorageError::Other(format!("{what}: {why}"))
-        }
+        Some(how) => StorageError::Broken {
+            what: what.to_string(),
+            how: format!("{how:?}"),
+            cause: e.into(),
+        },
+        None => StorageError::failed(what, e),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use novelfs_library::backing::SourceKind;
+
+    fn cx() -> Context<'static> {
+        Context {
+            cloud: crate::Cloud::S3,
+            bucket: "shelf",
+            endpoint: "https://s3.us-east-1.amazonaws.com",
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn as_error(text: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: text.to_string().into(),
+        }
+    }
 
     #[test]
-    fn the_s3_code_and_status_are_read_from_the_text() {
+    fn the_s3_code_is_read_from_the_body() {
         let text = "Generic S3 error: Error performing GET http://127.0.0.1:1/b?list-type=2 in 2ms - Server returned non-2xx status code: 404 Not Found: <?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>x</Message></Error>";
         assert_eq!(s3_code(text), Some("NoSuchBucket"));
-        assert_eq!(status(text), Some(404));
         assert_eq!(s3_code("no code here"), None);
-        assert_eq!(status("no status"), None);
+    }
+
+    /// What a failure is comes from the status of its answer and the
+    /// transport's kind of failure, never from its words: a 503 whose text
+    /// says nothing of HTTP is an outage; a 400 to a key whose name reads
+    /// like a server error, or a 404 whose body tells of one, is not.
+    #[test]
+    fn a_failure_is_classified_by_its_status_not_its_words() {
+        let path = "novels/书/第1章.md";
+        let get = "GET s3://shelf/novels/书/第1章.md";
+        let quiet = classify(as_error("the server gave up"), Some(503), get, path, &cx());
+        assert!(quiet.is_outage(), "{quiet}");
+        assert_eq!(quiet.source_kind(), SourceKind::Transient);
+        let odd_path = "novels/书/第1章: HTTP 500 error: 丢失.md";
+        let odd_get = "GET s3://shelf/novels/书/第1章: HTTP 500 error: 丢失.md";
+        let bad_request = "Server returned non-2xx status code: 400 Bad Request: <Error><Code>InvalidArgument</Code></Error>";
+        let refused = classify(as_error(bad_request), Some(400), odd_get, odd_path, &cx());
+        assert!(!refused.is_outage(), "{refused}");
+        assert_eq!(refused.source_kind(), SourceKind::Other);
+        let said = "Server returned non-2xx status code: 404 Not Found: upstream said: HTTP 503";
+        let gone = classify(as_error(said), Some(404), get, path, &cx());
+        assert!(gone.is_not_found(), "{gone}");
+        // No answer: the transport's kind of failure decides.
+        let transport = |kind| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(kind, std::io::Error::other("HTTP 200"))),
+        };
+        let cut = classify(
+            transport(HttpErrorKind::Interrupted),
+            None,
+            get,
+            path,
+            &cx(),
+        );
+        assert!(matches!(cut, StorageError::Broken { .. }), "{cut}");
+        assert!(cut.is_outage());
+        let refused = classify(transport(HttpErrorKind::Connect), None, get, path, &cx());
+        assert!(
+            matches!(refused, StorageError::Unreachable { .. }),
+            "{refused}"
+        );
+        // Neither a status nor a transport's failure: no answer is known
+        // to be missing, whatever the words say.
+        let worded = classify(as_error("Request error: HTTP 503"), None, get, path, &cx());
+        assert!(!worded.is_outage(), "{worded}");
+        // The cause is kept, the words of the summary apart from it.
+        let chain = novelfs_kit::cause::Chain(&quiet).to_string();
+        assert_eq!(
+            chain,
+            format!("{get}: HTTP 503: Generic S3 error: the server gave up")
+        );
     }
 
     /// The bodies AWS sends for a bucket asked for in the wrong region.
@@ -262,20 +344,14 @@ mod tests {
             );
         }
         assert_eq!(region_in("no region at all"), None);
-        let cx = Context {
-            cloud: crate::Cloud::S3,
-            bucket: "shelf",
-            endpoint: "https://s3.us-east-1.amazonaws.com",
-            timeout: Duration::from_secs(5),
-        };
-        let as_error = |text: &str| object_store::Error::Generic {
-            store: "S3",
-            source: text.to_string().into(),
-        };
         let bare = "Error performing GET https://s3.us-east-1.amazonaws.com/shelf?list-type=2 in 20ms, after 0 retries - Received redirect without LOCATION, this normally indicates an incorrectly configured region";
-        for (text, region) in [(bare, None), (malformed, Some("eu-west-3".to_string()))] {
+        for (text, status, region) in [
+            (bare, 301, None),
+            (malformed, 400, Some("eu-west-3".to_string())),
+        ] {
+            let list = "LIST s3://shelf/novels/";
             assert_eq!(
-                classify(&as_error(text), "LIST s3://shelf/novels/", "novels/", &cx),
+                classify(as_error(text), Some(status), list, "novels/", &cx()),
                 StorageError::WrongRegion {
                     bucket: "shelf".into(),
                     region
@@ -284,7 +360,13 @@ mod tests {
         }
         let no_key = "Server returned non-2xx status code: 400 Bad Request: <Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; a non-empty Access Key (AKID) must be provided in the credential.</Message></Error>";
         assert_eq!(
-            classify(&as_error(no_key), "LIST s3://shelf/novels/", "novels/", &cx),
+            classify(
+                as_error(no_key),
+                Some(400),
+                "LIST s3://shelf/novels/",
+                "novels/",
+                &cx()
+            ),
             StorageError::AccessDenied {
                 what: "LIST s3://shelf/novels/".into(),
                 code: "AuthorizationHeaderMalformed".into()

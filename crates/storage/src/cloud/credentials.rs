@@ -205,13 +205,12 @@ mod tests {
             store: "S3",
             source: Box::new(missing),
         };
-        let told = classify(&e, "LIST s3://shelf/novels/", "novels/", &cx());
+        let told = classify(e, Some(403), "LIST s3://shelf/novels/", "novels/", &cx());
         let StorageError::NoCredentials { looked } = &told else {
             panic!("{told:?}");
         };
         assert!(looked.ends_with("(HTTP 403)"), "{looked}");
         assert_eq!(told.source_kind(), SourceKind::Denied);
-        assert!(told.is_source_failure());
         let line = told.to_string();
         assert!(
             !line.contains('\n') && line.contains("--no-sign-request"),

@@ -182,7 +182,8 @@ impl Access {
         shown: &str,
         access: impl std::future::Future<Output = object_store::Result<T>>,
     ) -> Result<T, StorageError> {
-        let result = match wire::scope(tokio::time::timeout(self.timeout, access)).await {
+        let (result, status) = wire::scope(tokio::time::timeout(self.timeout, access)).await;
+        let result = match result {
             Ok(r) => r.map_err(|e| {
                 let cx = classify::Context {
                     cloud: self.url.cloud(),
@@ -190,7 +191,7 @@ impl Access {
                     endpoint: &self.endpoint,
                     timeout: self.timeout,
                 };
-                classify::classify(&e, &what, shown, &cx)
+                classify::classify(e, status, &what, shown, &cx)
             }),
             Err(_) => Err(StorageError::Timeout {
                 what,

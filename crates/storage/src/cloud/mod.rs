@@ -143,7 +143,7 @@ impl std::fmt::Debug for BucketStorage {
 /// information, path or query (so that no secret can ride in it into a
 /// message), without its trailing `/`.
 fn check_endpoint(endpoint: &str) -> Result<String, StorageError> {
-    let bad = |why: &str| StorageError::Other(format!("endpoint URL: {why}"));
+    let bad = |why: &str| StorageError::other(format!("endpoint URL: {why}"));
     let rest = endpoint
         .strip_prefix("http://")
         .or_else(|| endpoint.strip_prefix("https://"))
@@ -194,9 +194,7 @@ impl BucketStorage {
             .thread_name("novelfs-s3")
             .enable_all()
             .build()
-            .map_err(|e| {
-                StorageError::Other(format!("cannot start the bucket client's threads: {e}"))
-            })?;
+            .map_err(|e| StorageError::failed("cannot start the bucket client's threads", e))?;
         Ok(BucketStorage {
             url,
             endpoint,
@@ -269,14 +267,20 @@ impl BucketStorage {
         Ok((key, kp))
     }
 
-    fn classify(&self, e: &object_store::Error, what: &str, path: &RelPath) -> StorageError {
+    fn classify(
+        &self,
+        e: object_store::Error,
+        status: Option<u16>,
+        what: &str,
+        path: &RelPath,
+    ) -> StorageError {
         let cx = classify::Context {
             cloud: self.url.cloud(),
             bucket: self.url.bucket(),
             endpoint: &self.endpoint,
             timeout: self.timeout,
         };
-        classify::classify(e, what, &path.to_string(), &cx)
+        classify::classify(e, status, what, &path.to_string(), &cx)
     }
 
     /// One LIST page of every key under `prefix`, with no delimiter.
@@ -321,10 +325,11 @@ impl BucketStorage {
     ) -> Result<T, StorageError> {
         // The timer is made inside the runtime, whose clock it needs.
         let timeout = self.timeout;
-        let result = match self.rt.block_on(wire::scope(async move {
+        let (result, status) = self.rt.block_on(wire::scope(async move {
             tokio::time::timeout(timeout, fut).await
-        })) {
-            Ok(r) => r.map_err(|e| self.classify(&e, what, path)),
+        }));
+        let result = match result {
+            Ok(r) => r.map_err(|e| self.classify(e, status, what, path)),
             Err(_) => Err(StorageError::Timeout {
                 what: what.to_string(),
                 after: self.timeout,

@@ -93,10 +93,11 @@ impl Setup<'_> {
     }
 
     pub(super) fn cannot_set_up(&self, e: object_store::Error) -> StorageError {
-        StorageError::Other(format!(
-            "{}: cannot set up the {} client: {e}",
+        let what = format!(
+            "{}: cannot set up the {} client",
             self.url,
             self.url.cloud().store_name()
-        ))
+        );
+        StorageError::failed(what, e)
     }
 }

@@ -138,7 +138,7 @@ impl FromStr for BucketUrl {
     /// `/`.
     fn from_str(s: &str) -> Result<Self, StorageError> {
         let bad = |why: &str| {
-            StorageError::Other(format!(
+            StorageError::other(format!(
                 "{s}: not an s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or az://CONTAINER[/PREFIX] URL: {why}"
             ))
         };

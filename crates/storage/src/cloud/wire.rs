@@ -9,6 +9,10 @@
 //! a body cut short, are attempts of the same access: an access runs in
 //! `scope`, and an attempt after its first is a retry; an access that
 //! fails, once its retries are spent, is an error (`count_error`).
+//!
+//! The wire also keeps the HTTP status of an access's last answer: the
+//! status its error is classified by (object_store keeps it in a private
+//! type, so that its error does not give it back).
 
 use std::sync::Arc;
 
@@ -20,15 +24,30 @@ use object_store::{ClientOptions, Result};
 use crate::StorageError;
 use crate::counters::{Counter, Counters};
 
+/// What the wire saw of the access the task runs.
+#[derive(Default)]
+struct Seen {
+    /// The attempts made so far.
+    attempts: std::cell::Cell<u64>,
+    /// The HTTP status of the last attempt, while it is one of failure
+    /// (none once an attempt gets no answer, or a success).
+    failed_status: std::cell::Cell<Option<u16>>,
+}
+
 tokio::task_local! {
-    /// The attempts made so far of the access the task runs.
-    static ATTEMPTS: std::cell::Cell<u64>;
+    static SEEN: Seen;
 }
 
 /// Runs `access` as one access: its attempts after the first count as
-/// retries.
-pub(super) async fn scope<F: Future>(access: F) -> F::Output {
-    ATTEMPTS.scope(std::cell::Cell::new(0), access).await
+/// retries. Its output comes with the HTTP status of failure its last
+/// attempt was answered with, if any.
+pub(super) async fn scope<F: Future>(access: F) -> (F::Output, Option<u16>) {
+    SEEN.scope(Seen::default(), async move {
+        let output = access.await;
+        let status = SEEN.with(|seen| seen.failed_status.get());
+        (output, status)
+    })
+    .await
 }
 
 /// Makes reqwest's client and counts what it sends into `counters`.
@@ -104,12 +123,21 @@ impl HttpService for CountingService {
             kind: kind(&req),
             answered: false,
         };
-        let earlier = ATTEMPTS.try_with(|a| a.replace(a.get() + 1)).unwrap_or(0);
+        let earlier = SEEN
+            .try_with(|seen| {
+                seen.failed_status.set(None);
+                seen.attempts.replace(seen.attempts.get() + 1)
+            })
+            .unwrap_or(0);
         if earlier > 0 {
             self.counters.count(Counter::Retries);
         }
         let response = self.inner.execute(req).await?;
         attempt.answered = true;
+        let status = response.status();
+        if status.is_client_error() || status.is_server_error() || status.is_redirection() {
+            let _ = SEEN.try_with(|seen| seen.failed_status.set(Some(status.as_u16())));
+        }
         if response.status().as_u16() == 304 {
             self.counters.count(Counter::NotModified);
         }

@@ -82,7 +82,7 @@ impl Follower {
         head: Head,
     ) -> Result<Follower, StorageError> {
         if let Some(why) = head.lapsed(unix_now()) {
-            return Err(StorageError::Other(why));
+            return Err(StorageError::other(why));
         }
         let snapshot = Snapshot::fetch(&*storage, head.clone())?;
         shown(&*storage, &snapshot.head);

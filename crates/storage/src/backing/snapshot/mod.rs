@@ -148,7 +148,7 @@ pub fn read_head(storage: &dyn Storage, known: Option<&str>) -> Result<Option<He
     };
     Head::parse(&object.bytes, etag)
         .map(Some)
-        .map_err(|e| StorageError::Other(format!("{HEAD}: {e}")))
+        .map_err(|e| StorageError::other(format!("{HEAD}: {e}")))
 }
 
 pub(super) fn digest(bytes: &[u8]) -> String {

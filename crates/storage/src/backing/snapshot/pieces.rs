@@ -32,7 +32,7 @@ fn fetch(storage: &dyn Storage, digest_named: &str) -> Result<Vec<u8>, StorageEr
     let key = piece_key(digest_named);
     let object = storage.read(&key, None)?;
     if digest(&object.bytes) != digest_named {
-        return Err(StorageError::Other(format!(
+        return Err(StorageError::other(format!(
             "{key}: its bytes are not the piece its name says"
         )));
     }
@@ -72,7 +72,7 @@ impl Root {
     pub(super) fn fetch(storage: &dyn Storage, digest_named: &str) -> Result<Root, StorageError> {
         let bytes = fetch(storage, digest_named)?;
         Root::parse(&bytes)
-            .map_err(|e| StorageError::Other(format!("{}: {e}", piece_key(digest_named))))
+            .map_err(|e| StorageError::other(format!("{}: {e}", piece_key(digest_named))))
     }
 
     fn parse(bytes: &[u8]) -> Result<Root, String> {
@@ -145,7 +145,7 @@ pub(super) fn fetch_files(
 ) -> Result<(Vec<Entry>, Option<Vec<u8>>), StorageError> {
     let bytes = fetch(storage, digest_named)?;
     parse_files(&bytes)
-        .map_err(|e| StorageError::Other(format!("{}: {e}", piece_key(digest_named))))
+        .map_err(|e| StorageError::other(format!("{}: {e}", piece_key(digest_named))))
 }
 
 fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {

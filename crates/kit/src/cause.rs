@@ -1,0 +1,131 @@
+//! A failure's cause, kept beside the kind a layer decided for it: the
+//! error a layer below (object_store, the OS, the library) gave, shared so
+//! that an error carrying it stays `Clone` (each waiter on one access gets
+//! the same failure), and shown with its whole chain where it is logged.
+
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+
+/// The error that caused a failure, as its layer gave it.
+///
+/// Two causes are equal when they are the same error (one failure handed
+/// to several waiters), never because their words agree: what a failure
+/// is, is decided by its kind, not by its text.
+#[derive(Clone)]
+pub struct Cause(Arc<dyn Error + Send + Sync>);
+
+impl Cause {
+    pub fn new(e: impl Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(e))
+    }
+
+    /// The error itself, for `Error::source` and for a downcast.
+    pub fn get(&self) -> &(dyn Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl<E: Error + Send + Sync + 'static> From<E> for Cause {
+    fn from(e: E) -> Cause {
+        Cause::new(e)
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cause {}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `e` and each error it says it was caused by (`Error::source`), one
+/// after the other: what a log line shows of a failure, once. A cause
+/// whose words end the error before it (an error that shows its source
+/// in its own words, as object_store's and `io::Error`'s do) is not
+/// written again.
+pub struct Chain<'a>(pub &'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut shown = self.0.to_string();
+        f.write_str(&shown)?;
+        let mut next = self.0.source();
+        while let Some(e) = next {
+            let words = e.to_string();
+            if !shown.ends_with(&words) {
+                write!(f, ": {words}")?;
+            }
+            shown = words;
+            next = e.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("GET s3://b/k")
+        }
+    }
+
+    impl Error for Outer {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// An error that shows its source in its own words too.
+    #[derive(Debug)]
+    struct Shows(std::io::Error);
+
+    impl fmt::Display for Shows {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "GET s3://b/k: {}", self.0)
+        }
+    }
+
+    impl Error for Shows {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_shows_each_cause_once() {
+        let e = Outer(std::io::Error::other("connection reset"));
+        assert_eq!(Chain(&e).to_string(), "GET s3://b/k: connection reset");
+        let bare = std::io::Error::other("alone");
+        assert_eq!(Chain(&bare).to_string(), "alone");
+        let repeated = Shows(std::io::Error::other("reset"));
+        assert_eq!(Chain(&repeated).to_string(), "GET s3://b/k: reset");
+    }
+
+    #[test]
+    fn a_cause_is_equal_only_to_itself() {
+        let a = Cause::new(std::io::Error::other("same words"));
+        let b = Cause::new(std::io::Error::other("same words"));
+        assert_eq!(a, a.clone());
+        assert_ne!(a, b);
+    }
+}
