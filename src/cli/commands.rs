@@ -22,6 +22,7 @@ pub(super) fn open_library(
         path: root.given.to_string_lossy().into_owned(),
         reason,
         kind: SourceKind::Other,
+        cause: None,
     };
     let library = match &root.at {
         LibraryAt::Dir(dir) => {
@@ -48,6 +49,7 @@ pub(super) fn open_library(
                 path: path_root.to_string(),
                 reason,
                 kind: SourceKind::Other,
+                cause: None,
             }),
     }
 }

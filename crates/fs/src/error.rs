@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use novelfs_kit::cause::Cause;
 use novelfs_library::NovelError;
 use novelfs_library::backing::SourceKind;
 
@@ -31,8 +32,9 @@ pub enum Error {
     /// library is not known to lack it.
     SourceDown,
     /// The source was read and failed (or holds a text that cannot be
-    /// served as asked); `kind` says how, for the errno, `reason` why.
-    Source { kind: SourceKind, reason: String },
+    /// served as asked); `kind` says how, for the errno, `cause` is the
+    /// error that said so, kept with its own causes.
+    Source { kind: SourceKind, cause: Cause },
     /// The load a request waited on ended without a result: the request
     /// that led it panicked.
     LoadAbandoned,
@@ -93,10 +95,10 @@ fn source_errno(kind: SourceKind) -> i32 {
 
 impl Error {
     /// Reading the source failed with `e`, of its kind.
-    pub fn source_failed(e: &std::io::Error) -> Error {
+    pub fn source_failed(e: std::io::Error) -> Error {
         Error::Source {
-            kind: SourceKind::of(e),
-            reason: e.to_string(),
+            kind: SourceKind::of(&e),
+            cause: e.into(),
         }
     }
 }
@@ -111,7 +113,7 @@ impl From<NovelError> for Error {
         };
         Error::Source {
             kind,
-            reason: e.to_string(),
+            cause: e.into(),
         }
     }
 }
@@ -126,7 +128,7 @@ impl fmt::Display for Error {
             Error::SwitchedOff => "switched off",
             Error::Stale => "the version read is gone",
             Error::SourceDown => "the library cannot be listed",
-            Error::Source { reason, .. } => return write!(f, "the source failed: {reason}"),
+            Error::Source { cause, .. } => return write!(f, "the source failed: {cause}"),
             Error::LoadAbandoned => "the load waited on was abandoned",
             Error::SourceStuck => "the library's filesystem does not answer",
             Error::Panicked => "the handler panicked",
@@ -139,7 +141,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Source { cause, .. } => Some(cause.get()),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -152,6 +161,35 @@ mod tests {
         assert_eq!(Error::SwitchedOff.errno(), libc::EACCES);
         let failed = Error::from(NovelError::SwitchedOff);
         assert_eq!(failed.errno(), libc::EIO);
+    }
+
+    /// A bucket's failure reaches the reader as its errno with its cause
+    /// kept through the library: the chain a log line shows names the
+    /// store's own error under the words the reader gets.
+    #[test]
+    fn a_source_failure_keeps_its_cause() {
+        use novelfs_kit::cause::{Cause, Chain};
+        use novelfs_storage::StorageError;
+        let storage = StorageError::ServerError {
+            what: "GET s3://b/novels/书/第1章.md".into(),
+            status: 503,
+            code: None,
+            cause: Cause::new(std::io::Error::other("the store's own words")),
+        };
+        let io = std::io::Error::from(storage);
+        let read = NovelError::from_io("/lib/novels/书/第1章.md".into(), &io);
+        let failed = Error::from(read);
+        assert_eq!(failed.errno(), libc::EIO);
+        assert_eq!(
+            Chain(&failed).to_string(),
+            "the source failed: 无法读取 \"/lib/novels/书/第1章.md\"：\
+             GET s3://b/novels/书/第1章.md: HTTP 503: the store's own words"
+        );
+        let local = Error::source_failed(std::io::Error::from_raw_os_error(libc::EACCES));
+        let os = std::error::Error::source(&local)
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .and_then(std::io::Error::raw_os_error);
+        assert_eq!((local.errno(), os), (libc::EACCES, Some(libc::EACCES)));
     }
 
     /// Each kind of the source's failure reaches the reader as its errno,
@@ -172,8 +210,14 @@ mod tests {
                 path: path.clone(),
                 reason: reason.clone(),
                 kind,
+                cause: None,
             };
-            let passing = NovelError::Unavailable { path, reason, kind };
+            let passing = NovelError::Unavailable {
+                path,
+                reason,
+                kind,
+                cause: None,
+            };
             for e in [io, passing] {
                 let words = format!("the source failed: {e}");
                 let failed = Error::from(e);
@@ -189,7 +233,7 @@ mod tests {
             (std::io::ErrorKind::InvalidData, libc::EIO),
         ];
         for (io_kind, errno) in local {
-            let failed = Error::source_failed(&io_kind.into());
+            let failed = Error::source_failed(io_kind.into());
             assert_eq!(failed.errno(), errno, "{io_kind:?}");
         }
     }

@@ -17,7 +17,7 @@ pub(crate) struct UnreadableDirs {
 
 impl UnreadableDirs {
     /// `path` cannot be served, because of `why`; logged the first time.
-    pub(crate) fn cannot_read(&self, path: &str, why: &str) {
+    pub(crate) fn cannot_read(&self, path: &str, why: &dyn std::fmt::Display) {
         if lock(&self.paths).insert(path.to_string()) {
             self.any.store(true, Ordering::Relaxed);
             log::info!("gave up on {path}: {why}");
@@ -44,8 +44,8 @@ mod tests {
     #[test]
     fn each_path_is_logged_once_until_it_can_be_read_again() {
         let g = UnreadableDirs::default();
-        g.cannot_read("/lib/novels", "gone");
-        g.cannot_read("/lib/novels", "gone");
+        g.cannot_read("/lib/novels", &"gone");
+        g.cannot_read("/lib/novels", &"gone");
         assert_eq!(lock(&g.paths).len(), 1);
         g.readable_again("/lib/novels/书");
         assert!(g.any.load(Ordering::Relaxed));

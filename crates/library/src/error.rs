@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::backing::{SourceKind, passing};
+use novelfs_kit::cause::Cause;
+
+use super::backing::{SourceFault, SourceKind, passing};
 use super::number::ChapterNumber;
 use super::text::js::format_number;
 
@@ -54,12 +56,16 @@ pub enum NovelError {
         path: String,
         reason: String,
         kind: SourceKind,
+        cause: Option<Cause>,
     },
-    /// Reading the source failed (permissions, vanished file, too large…).
+    /// Reading the source failed (permissions, vanished file, too large…):
+    /// `reason` in the words of `cause`, the error that said so, when
+    /// there is one.
     Io {
         path: String,
         reason: String,
         kind: SourceKind,
+        cause: Option<Cause>,
     },
 }
 
@@ -114,7 +120,19 @@ impl fmt::Display for NovelError {
     }
 }
 
-impl std::error::Error for NovelError {}
+impl std::error::Error for NovelError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NovelError::Io {
+                cause: Some(cause), ..
+            }
+            | NovelError::Unavailable {
+                cause: Some(cause), ..
+            } => Some(cause.get()),
+            _ => None,
+        }
+    }
+}
 
 /// The label the assistant's UI gives a tool, as its switched-off text
 /// names it.
@@ -132,10 +150,21 @@ impl NovelError {
     /// when the storage failed now, else `Io`; either keeps `e`'s kind.
     pub fn from_io(path: String, e: &std::io::Error) -> NovelError {
         let (reason, kind) = (e.to_string(), SourceKind::of(e));
+        let cause = Some(Cause::new(SourceFault::copy(e)));
         if passing(e) {
-            NovelError::Unavailable { path, reason, kind }
+            NovelError::Unavailable {
+                path,
+                reason,
+                kind,
+                cause,
+            }
         } else {
-            NovelError::Io { path, reason, kind }
+            NovelError::Io {
+                path,
+                reason,
+                kind,
+                cause,
+            }
         }
     }
 

@@ -103,6 +103,7 @@ impl Library {
             path: self.display_dir(Some(OsStr::new(book))),
             reason: e.to_string(),
             kind: SourceKind::of(&e),
+            cause: Some(e.into()),
         };
         if !self.is_book(OsStr::new(book)) {
             return match self.backing.stat(&Self::rel_dir(Some(OsStr::new(book)))) {

@@ -136,6 +136,7 @@ pub(super) fn walk_book(
                         .display_path(&book.to_string_lossy(), &c.file),
                     reason: gone.to_string(),
                     kind: SourceKind::NotFound,
+                    cause: Some(gone.into()),
                 };
                 (Err(error), UNIX_EPOCH)
             }

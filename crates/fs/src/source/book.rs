@@ -49,7 +49,7 @@ impl Source {
             if e.kind() == std::io::ErrorKind::NotFound {
                 Error::NotFound
             } else {
-                Error::source_failed(&e)
+                Error::source_failed(e)
             }
         })?;
         // The same names: the index (and the version) already given out.

@@ -155,7 +155,7 @@ impl Source {
         }
         if let Err(e) = &loaded {
             let path = Node::Chapter { chapter: c.clone() }.path();
-            log::info!("gave up on {path}: {e}");
+            log::info!("gave up on {path}: {}", novelfs_kit::cause::Chain(e));
         }
         if let Some(observer) = self.observer.get().and_then(Weak::upgrade) {
             observer.chapter_loaded(&ChapterLoad {

@@ -36,6 +36,7 @@ use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use novelfs_kit::cause::Chain;
 use novelfs_library::NovelError;
 
 use super::ahead::Ahead;
@@ -184,13 +185,19 @@ impl NovelFs {
         })
     }
 
-    /// Logs (once) that a directory cannot be served, and why.
+    /// Logs (once) that a directory cannot be served, and why: the error
+    /// that said so with its causes.
     fn log_unreadable(&self, e: &NovelError) {
         match e {
+            NovelError::Io {
+                path,
+                cause: Some(cause),
+                ..
+            } => self.unreadable.cannot_read(path, &Chain(cause.get())),
             NovelError::Io { path, reason, .. } => self.unreadable.cannot_read(path, reason),
             other => self
                 .unreadable
-                .cannot_read(&other.to_string(), "cannot be read"),
+                .cannot_read(&other.to_string(), &"cannot be read"),
         }
     }
 

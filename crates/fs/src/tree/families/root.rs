@@ -76,7 +76,7 @@ pub(in crate::tree) fn list(fs: &NovelFs) -> Result<Vec<Listed>> {
                 return Ok(error());
             }
             None => {
-                return Err(Error::source_failed(&failed));
+                return Err(Error::source_failed(failed));
             }
         },
     };
