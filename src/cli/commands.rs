@@ -45,11 +45,11 @@ pub(super) fn open_library(
         None => Ok(library),
         Some(path_root) => library
             .with_path_root(path_root)
-            .map_err(|reason| NovelError::Io {
+            .map_err(|e| NovelError::Io {
                 path: path_root.to_string(),
-                reason,
+                reason: e.to_string(),
                 kind: SourceKind::Other,
-                cause: None,
+                cause: Some(e.into()),
             }),
     }
 }

@@ -295,7 +295,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
     let (mut library, head) = at.open_following(&config.bucket, reading, checked_elsewhere)?;
     library.max_chapter_bytes = config.max_chapter_bytes;
     let library = match &config.path_root {
-        Some(root) => library.with_path_root(root)?,
+        Some(root) => library.with_path_root(root).map_err(|e| e.to_string())?,
         None => library,
     };
     // A mount that follows a published snapshot has each book's rows with

@@ -38,7 +38,7 @@ pub use ahead::{Store, StoreOutcome};
 pub use error::{Error, Result};
 pub use formats::Formats;
 pub use inodes::OUTSIDE_INO;
-pub use inodes::journal::JournalSink;
+pub use inodes::journal::{JournalSink, ReplayError};
 pub use inodes::journal_file::{Found as JournalFound, JournalFile};
 pub use names::PageName;
 pub use node::{Attr, Kind, ROOT_INO};

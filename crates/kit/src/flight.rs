@@ -195,8 +195,8 @@ mod tests {
 
     #[test]
     fn callers_of_a_key_under_way_wait_for_its_one_result() {
-        let flights: Arc<Flights<&str, Result<u32, String>>> =
-            Arc::new(Flights::new(|| Err("abandoned".into())));
+        let flights: Arc<Flights<&str, Result<u32, &'static str>>> =
+            Arc::new(Flights::new(|| Err("abandoned")));
         let Part::Lead(leader) = flights.lead_or_join("a") else {
             panic!("the first leads");
         };
@@ -218,8 +218,8 @@ mod tests {
     /// waiters with the abandoned result.
     #[test]
     fn a_leader_that_ends_without_a_result_answers_its_waiters() {
-        let flights: Arc<Flights<u8, Result<u32, String>>> =
-            Arc::new(Flights::new(|| Err("abandoned".into())));
+        let flights: Arc<Flights<u8, Result<u32, &'static str>>> =
+            Arc::new(Flights::new(|| Err("abandoned")));
         let joined = std::thread::scope(|s| {
             let Part::Lead(leader) = flights.lead_or_join(1) else {
                 panic!()
@@ -231,7 +231,7 @@ mod tests {
             s.spawn(move || drop(leader));
             waiter.join().unwrap()
         });
-        assert_eq!(joined, Err("abandoned".into()));
+        assert_eq!(joined, Err("abandoned"));
         assert!(flights.is_empty());
     }
 

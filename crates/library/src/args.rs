@@ -23,17 +23,36 @@ pub fn sanitize_segment(s: &str) -> Result<String, NovelError> {
     })
 }
 
+/// Why a `--path-root` cannot be one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadPathRoot {
+    Relative(String),
+    ControlCharacters(String),
+}
+
+impl std::fmt::Display for BadPathRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadPathRoot::Relative(root) => write!(
+                f,
+                "path root must be an absolute path (like /library), not {root:?}"
+            ),
+            BadPathRoot::ControlCharacters(root) => {
+                write!(f, "path root must not contain control characters: {root:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadPathRoot {}
+
 /// A valid `--path-root`: absolute, without trailing slashes.
-pub fn normalize_path_root(root: &str) -> Result<String, String> {
+pub fn normalize_path_root(root: &str) -> Result<String, BadPathRoot> {
     if !root.starts_with('/') {
-        return Err(format!(
-            "path root must be an absolute path (like /library), not {root:?}"
-        ));
+        return Err(BadPathRoot::Relative(root.to_string()));
     }
     if root.chars().any(char::is_control) {
-        return Err(format!(
-            "path root must not contain control characters: {root:?}"
-        ));
+        return Err(BadPathRoot::ControlCharacters(root.to_string()));
     }
     let trimmed = root.trim_end_matches('/');
     Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_string())

@@ -28,7 +28,7 @@ mod text;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-pub use args::{normalize_path_root, parse_int_arg, sanitize_segment};
+pub use args::{BadPathRoot, normalize_path_root, parse_int_arg, sanitize_segment};
 pub use chapters::{ChapterRow, ChapterTable, SharedNumber, chapter_table};
 pub use error::NovelError;
 pub use lookup::{BookIndex, Lookup};
@@ -126,7 +126,7 @@ impl Library {
     /// `<path>`, JSON `path` and error text, so that pages read the same
     /// wherever the library lives (a sandbox sees `/library`, not the host's
     /// directory). Sizes follow, since they are computed from `display_path`.
-    pub fn with_path_root(mut self, root: &str) -> Result<Library, String> {
+    pub fn with_path_root(mut self, root: &str) -> Result<Library, BadPathRoot> {
         // `/` writes `/novels/…`, not `//novels/…`.
         self.root_display = normalize_path_root(root)?.trim_end_matches('/').to_string();
         Ok(self)

@@ -273,7 +273,9 @@ fn keep_inodes(fs: &NovelFs, h: &mut Handoff) -> Result<String, String> {
         if handoff::switched_off("journal") {
             said = "inode journal not replayed (switched off)".into();
         } else {
-            let (records, len) = fs.resume_inodes(&found.records)?;
+            let (records, len) = fs
+                .resume_inodes(&found.records)
+                .map_err(|e| e.to_string())?;
             said = format!(
                 "{records} inode journal records replayed ({} bytes)",
                 found.records.len()

@@ -91,7 +91,7 @@ impl Freshness {
         } else if ttl.is_zero() {
             Err("--ttl 0 asks on every lookup".to_string())
         } else {
-            Watch::new(novels_dir, source)
+            Watch::new(novels_dir, source).map_err(|e| e.to_string())
         };
         let (watch, unwatched) = match watched {
             Ok(w) => (Some(w), None),

@@ -87,23 +87,42 @@ pub struct Watch {
     watched: Mutex<Watched>,
 }
 
+/// Why a library's directory is not watched.
+#[derive(Debug)]
+pub(crate) enum Unwatchable {
+    /// On a network filesystem, inotify does not see other hosts' changes.
+    NetworkFs(PathBuf),
+    /// No inotify instance.
+    NoInotify(std::io::Error),
+    /// `novels/` itself cannot be watched.
+    Refused(PathBuf),
+}
+
+impl std::fmt::Display for Unwatchable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unwatchable::NetworkFs(dir) => write!(
+                f,
+                "{} is on a network filesystem, where inotify does not see other hosts' changes",
+                dir.display()
+            ),
+            Unwatchable::NoInotify(e) => write!(f, "inotify_init1: {e}"),
+            Unwatchable::Refused(dir) => write!(f, "{} cannot be watched", dir.display()),
+        }
+    }
+}
+
 impl Watch {
     /// Watches `novels_dir`, on the filesystem `source`; why not when it
     /// cannot be watched (then the mount relies on its TTL alone).
-    pub(crate) fn new(novels_dir: &Path, source: &SourceFs) -> Result<Watch, String> {
+    pub(crate) fn new(novels_dir: &Path, source: &SourceFs) -> Result<Watch, Unwatchable> {
         if !source.watchable() {
-            return Err(format!(
-                "{} is on a network filesystem, where inotify does not see other hosts' changes",
-                novels_dir.display()
-            ));
+            return Err(Unwatchable::NetworkFs(novels_dir.to_path_buf()));
         }
         // SAFETY: plain syscall; the fd is owned below.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
-            return Err(format!(
-                "inotify_init1: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(Unwatchable::NoInotify(std::io::Error::last_os_error()));
         }
         let watch = Watch {
             // SAFETY: fd was just returned by inotify_init1 and nothing else owns it.
@@ -114,7 +133,7 @@ impl Watch {
         if watch.watch_novels() {
             Ok(watch)
         } else {
-            Err(format!("{} cannot be watched", novels_dir.display()))
+            Err(Unwatchable::Refused(novels_dir.to_path_buf()))
         }
     }
 

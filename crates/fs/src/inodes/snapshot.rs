@@ -9,7 +9,9 @@
 use std::time::SystemTime;
 
 use super::entries::Table;
-use super::journal::{BLOCK, ENTRY, Record, SNAPSHOT, encode_node, frame, put_chapter};
+use super::journal::{
+    BLOCK, ENTRY, Record, ReplayError, SNAPSHOT, encode_node, frame, put_chapter,
+};
 use crate::node::ROOT_INO;
 
 /// The table as records, each given to `emit` (the root, in every table,
@@ -66,9 +68,9 @@ fn nanos_of(mtime: SystemTime) -> i64 {
     }
 }
 
-/// Replays a snapshot's record into `table` (fresh, bar this snapshot's
-/// records before it).
-pub(super) fn restore(table: &mut Table, record: Record) -> Result<(), String> {
+/// Replays a snapshot's record, the journal's `i`th, into `table` (fresh,
+/// bar this snapshot's records before it).
+pub(super) fn restore(table: &mut Table, record: Record, i: usize) -> Result<(), ReplayError> {
     match record {
         Record::Snapshot {
             entries_next,
@@ -84,21 +86,25 @@ pub(super) fn restore(table: &mut Table, record: Record) -> Result<(), String> {
             node,
         } => {
             if ino >= table.entries.next_id() || table.entries.get(ino).is_some() {
-                return Err(format!(
-                    "the inode journal's snapshot places inode {ino} twice or past its end"
-                ));
+                return Err(ReplayError::Misplaced {
+                    record: i,
+                    block: false,
+                    id: ino,
+                });
             }
             table.place_entry(ino, node, lookups, attr);
         }
         Record::Block { id, block } => {
             if id >= table.blocks.next_id() || table.blocks.get(id).is_some() {
-                return Err(format!(
-                    "the inode journal's snapshot places block {id} twice or past its end"
-                ));
+                return Err(ReplayError::Misplaced {
+                    record: i,
+                    block: true,
+                    id,
+                });
             }
             table.place_block(id, *block);
         }
-        _ => return Err("not a snapshot's record".into()),
+        _ => return Err(ReplayError::NotSnapshot { record: i }),
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use super::blocks::UNKNOWN_SIZE;
 use super::entries::{LastAttr, Table};
 use super::hash::FxMap;
 use super::index::Index;
-use super::journal::{self, JournalSink, Record};
+use super::journal::{self, JournalSink, Record, ReplayError};
 use super::numbering::{page_ino, page_of_slot, page_slot, split_page_ino};
 use super::slab::Slab;
 use super::snapshot;
@@ -284,7 +284,7 @@ impl InodeTable {
     /// fresh: returns the records replayed and the bytes they take (a
     /// record cut short at the end is left out). Fails if a number comes
     /// out other than the one recorded.
-    pub(crate) fn replay(&self, bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
+    pub(crate) fn replay(&self, bytes: &[u8]) -> std::result::Result<(usize, usize), ReplayError> {
         let (records, len) = journal::records(bytes)?;
         let count = records.len();
         for (i, r) in records.into_iter().enumerate() {
@@ -298,10 +298,12 @@ impl InodeTable {
                     let attr = journal::attr_of(ino, attr);
                     let got = self.intern(node.clone(), counted, attr.as_ref());
                     if got != ino {
-                        return Err(format!(
-                            "the inode journal's record {i} gave {} inode {got}, not {ino}",
-                            node.path()
-                        ));
+                        return Err(ReplayError::Renumbered {
+                            record: i,
+                            path: node.path(),
+                            got,
+                            recorded: ino,
+                        });
                     }
                 }
                 Record::Forget { ino, n } => {
@@ -309,8 +311,7 @@ impl InodeTable {
                 }
                 snapshot_record => {
                     let mut table = lock(&self.table);
-                    snapshot::restore(&mut table, snapshot_record)
-                        .map_err(|e| format!("{e} (record {i})"))?;
+                    snapshot::restore(&mut table, snapshot_record, i)?;
                 }
             }
         }

@@ -45,6 +45,7 @@ use super::error::{Error, Result};
 use super::freshness::{Freshness, Negatives, WATCHED_TTL};
 use super::indexes::IndexFiles;
 use super::inodes::InodeTable;
+use super::inodes::journal::ReplayError;
 use super::listing::{Listed, Listing, Listings};
 use super::names::ERROR_FILE;
 use super::node::{Attr, Kind, Node};
@@ -117,7 +118,10 @@ impl NovelFs {
     /// Replays the inode journal a server that served this connection
     /// before left (crash failover): the kernel's numbers mean the same
     /// nodes here. Returns the records replayed and the bytes they take.
-    pub fn resume_inodes(&self, journal: &[u8]) -> std::result::Result<(usize, usize), String> {
+    pub fn resume_inodes(
+        &self,
+        journal: &[u8],
+    ) -> std::result::Result<(usize, usize), ReplayError> {
         self.inodes.replay(journal)
     }
 

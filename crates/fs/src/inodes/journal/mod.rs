@@ -125,9 +125,61 @@ pub(crate) fn forget_record(ino: u64, n: u64) -> Vec<u8> {
     frame(b)
 }
 
+/// Why a journal cannot be replayed: with any of these, the table would
+/// not give the kernel's numbers the nodes they stood for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayError {
+    /// A whole record (its checksum holds) that does not decode.
+    Unreadable { at: usize },
+    /// Record `record` interned `path` under another number than it says.
+    Renumbered {
+        record: usize,
+        path: String,
+        got: u64,
+        recorded: u64,
+    },
+    /// Record `record` of a snapshot places an inode (or a page block,
+    /// `block`) twice or past the snapshot's end.
+    Misplaced { record: usize, block: bool, id: u64 },
+    /// Record `record` stands where only a snapshot's records may.
+    NotSnapshot { record: usize },
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayError::Unreadable { at } => {
+                write!(
+                    f,
+                    "the inode journal has a record it cannot read at byte {at}"
+                )
+            }
+            ReplayError::Renumbered {
+                record,
+                path,
+                got,
+                recorded,
+            } => write!(
+                f,
+                "the inode journal's record {record} gave {path} inode {got}, not {recorded}"
+            ),
+            ReplayError::Misplaced { record, block, id } => write!(
+                f,
+                "the inode journal's snapshot places {} {id} twice or past its end (record {record})",
+                if *block { "block" } else { "inode" }
+            ),
+            ReplayError::NotSnapshot { record } => {
+                write!(f, "not a snapshot's record (record {record})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
 /// The whole records at the start of `bytes`, and how many bytes they take
 /// (a torn last record is left out).
-pub(super) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
+pub(super) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), ReplayError> {
     let mut out = Vec::new();
     let mut at = 0;
     while bytes.len() - at >= 4 {
@@ -143,8 +195,7 @@ pub(super) fn records(bytes: &[u8]) -> Result<(Vec<Record>, usize), String> {
         if sum != checksum(body) {
             break;
         }
-        let record = decode_record(body)
-            .ok_or_else(|| format!("the inode journal has a record it cannot read at byte {at}"))?;
+        let record = decode_record(body).ok_or(ReplayError::Unreadable { at })?;
         if matches!(record, Record::Snapshot { .. }) && !out.is_empty() {
             // A snapshot after records: a compaction its server died in
             // before it made it the journal (see `JournalFile`), dropped.

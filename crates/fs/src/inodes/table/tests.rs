@@ -262,3 +262,33 @@ fn a_replayed_journal_gives_the_same_numbers() {
         table.intern(n, true, None)
     );
 }
+
+/// A journal that would give a node another number than it recorded, or
+/// that holds a whole record it cannot read, fails its replay with what
+/// went wrong where, for the server to start without it.
+#[test]
+fn a_journal_that_cannot_give_the_same_numbers_says_why() {
+    use crate::inodes::journal::{ReplayError, frame};
+    let journal = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let table = InodeTable::default();
+    table.journal_to(Box::new(VecSink(journal.clone())));
+    let book = Node::Book {
+        book: Arc::from(OsStr::new("书")),
+    };
+    let recorded = table.intern(book, true, None);
+    let bytes = journal.lock().unwrap().clone();
+    let not_fresh = InodeTable::default();
+    let other = Node::Book {
+        book: Arc::from(OsStr::new("另一本")),
+    };
+    let taken = not_fresh.intern(other, true, None);
+    assert_eq!(taken, recorded, "the other book took the recorded number");
+    let got = not_fresh.replay(&bytes).unwrap_err();
+    assert!(
+        matches!(got, ReplayError::Renumbered { record: 0, recorded: r, .. } if r == recorded),
+        "{got:?}"
+    );
+    let unreadable = frame(vec![0xff; 5]);
+    let got = InodeTable::default().replay(&unreadable).unwrap_err();
+    assert_eq!(got, ReplayError::Unreadable { at: 0 });
+}
