@@ -52,6 +52,50 @@ impl fmt::Display for Cause {
     }
 }
 
+/// Any error, as the binary's edge keeps one until it is logged or said:
+/// a `?` turns an error (or a `String` of words) into one.
+pub type Failure = Box<dyn Error + Send + Sync>;
+
+/// What failed, in words, and the error that caused it when there is one:
+/// an error of no kind of its own that keeps its cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub what: String,
+    pub cause: Option<Cause>,
+}
+
+impl Failed {
+    /// `what` failed, caused by `cause`.
+    pub fn by(what: impl Into<String>, cause: impl Into<Cause>) -> Failed {
+        Failed {
+            what: what.into(),
+            cause: Some(cause.into()),
+        }
+    }
+
+    /// `what` failed, and says all there is to say.
+    pub fn said(what: impl Into<String>) -> Failed {
+        Failed {
+            what: what.into(),
+            cause: None,
+        }
+    }
+}
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl Error for Failed {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.cause
+            .as_ref()
+            .map(|c| c.get() as &(dyn Error + 'static))
+    }
+}
+
 /// `e` and each error it says it was caused by (`Error::source`), one
 /// after the other: what a log line shows of a failure, once. A cause
 /// whose words end the error before it (an error that shows its source
@@ -119,6 +163,25 @@ mod tests {
         assert_eq!(Chain(&bare).to_string(), "alone");
         let repeated = Shows(std::io::Error::other("reset"));
         assert_eq!(Chain(&repeated).to_string(), "GET s3://b/k: reset");
+    }
+
+    /// A failure said in words keeps the error under it: the chain shows
+    /// both, and the error is found again by its type.
+    #[test]
+    fn a_failure_keeps_what_caused_it() {
+        let failed = Failed::by("s3://b", std::io::Error::other("reset"));
+        assert_eq!(Chain(&failed).to_string(), "s3://b: reset");
+        let failure = Failure::from(failed);
+        let io = failure
+            .source()
+            .and_then(|e| e.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::Other)
+        );
+        let words = Failure::from("only words".to_string());
+        assert_eq!(Chain(&*words).to_string(), "only words");
+        assert_eq!(Chain(&Failed::said("said")).to_string(), "said");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::super::snapshot::{self, Head};
 use crate::{Storage, StorageError};
 use novelfs_kit::lock;
+use novelfs_kit::cause::Chain;
 
 /// The head of a published snapshot, asked for on a thread of its own
 /// beside the mount's check, so that the mount is ready without waiting
@@ -17,7 +18,7 @@ pub struct PendingHead {
 
 enum Pending {
     Asking(std::thread::JoinHandle<Result<Option<Head>, StorageError>>),
-    Answered(Result<Option<Head>, String>),
+    Answered(Result<Option<Head>, StorageError>),
 }
 
 impl PendingHead {
@@ -40,17 +41,17 @@ impl PendingHead {
 
     /// The head, once answered: `None` when none is published, an error
     /// (logged, once) when the question failed.
-    pub fn asked(&self) -> Result<Option<Head>, String> {
+    pub fn asked(&self) -> Result<Option<Head>, StorageError> {
         let mut state = lock(&self.state);
         let head = match std::mem::replace(&mut *state, Pending::Answered(Ok(None))) {
             Pending::Answered(head) => head,
             Pending::Asking(thread) => match thread.join() {
                 Ok(Ok(head)) => Ok(head),
                 Ok(Err(e)) => {
-                    log::warn!("no published snapshot followed: {e}");
-                    Err(e.to_string())
+                    log::warn!("no published snapshot followed: {}", Chain(&e));
+                    Err(e)
                 }
-                Err(_) => Err("the question for the head panicked".into()),
+                Err(_) => Err(StorageError::other("the question for the head panicked")),
             },
         };
         *state = Pending::Answered(head.clone());

@@ -61,7 +61,7 @@ impl Listings {
                 }
             }
             Ok(None) => show(&*self.storage, NonePublished, "", 0),
-            Err(e) => show(&*self.storage, NotFollowed, &e, 0),
+            Err(e) => show(&*self.storage, NotFollowed, &e.to_string(), 0),
         }
         log::info!("freshness: {}", self.freshness());
         self.pending_any.store(false, Ordering::Release);
