@@ -14,6 +14,7 @@ use super::root_check::LibraryRoot;
 use crate::mount::library_at::LibraryAt;
 use crate::mount::logging;
 use novelfs_fs::{events, persist};
+use novelfs_kit::cause::{Chain, Failed, Failure};
 use novelfs_storage::StorageError;
 use novelfs_storage::backing::snapshot;
 
@@ -29,13 +30,13 @@ fn publish(
     root: &LibraryRoot,
     every: Option<u64>,
     always: bool,
-    index: impl FnOnce() -> Result<HashMap<String, serde_json::Value>, String>,
-) -> Result<(bool, u64), String> {
+    index: impl FnOnce() -> Result<HashMap<String, serde_json::Value>, Failure>,
+) -> Result<(bool, u64), Failure> {
     let LibraryAt::Bucket(url) = &root.at else {
         return Err("--publish: ROOT must be a bucket (s3://, gs:// or az://)".into());
     };
     let storage = LibraryAt::storage(url, &root.store)?;
-    let fail = |e: StorageError| format!("{url}: {e}");
+    let fail = |e: StorageError| Failed::by(url.to_string(), e);
     let before = snapshot::head_to_replace(&storage).map_err(fail)?;
     let listing = snapshot::walk(&storage).map_err(fail)?;
     let files = listing.files;
@@ -60,15 +61,14 @@ fn publish(
 fn keep_publishing(cmd: &IndexCmd, root: &LibraryRoot, dir: &Path, every: u64) -> ExitCode {
     for n in 1.. {
         std::thread::sleep(std::time::Duration::from_secs(every));
-        let round = || -> Result<String, String> {
+        let round = || -> Result<String, Failure> {
             // The index is refreshed and written only when the listing
             // changed since the snapshot published.
             let index = || {
-                let mut library =
-                    open_library(root, cmd.path_root.as_deref()).map_err(|e| e.to_string())?;
+                let mut library = open_library(root, cmd.path_root.as_deref())?;
                 library.max_chapter_bytes = cmd.max_chapter_bytes;
                 persist::refresh(&library, dir, &mut |_| {})?;
-                persist::rows_by_book(dir, &library)
+                Ok(persist::rows_by_book(dir, &library)?)
             };
             let (changed, files) = publish(root, Some(every), false, index)?;
             Ok(match changed {
@@ -83,7 +83,7 @@ fn keep_publishing(cmd: &IndexCmd, root: &LibraryRoot, dir: &Path, every: u64) -
                 "done"
             }
             Err(e) => {
-                log::warn!("round {n} failed: {e}");
+                log::warn!("round {n} failed: {}", Chain(&**e));
                 "failed"
             }
         };
@@ -179,13 +179,13 @@ pub(crate) fn index(cmd: IndexCmd, root: LibraryRoot) -> ExitCode {
         (None, persist::Step::Book { name, done }) => say(&format!("{done} done: {name}")),
         _ => {}
     };
-    let result = persist::refresh(&library, &dir, &mut progress);
+    let result = persist::refresh(&library, &dir, &mut progress).map_err(Failure::from);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
     let result = result.and_then(|summary| {
         if cmd.publish {
-            let index = || persist::rows_by_book(&dir, &library);
+            let index = || Ok(persist::rows_by_book(&dir, &library)?);
             let (_, files) = publish(&root, cmd.every, true, index)?;
             say(&format!(
                 "published at {}/.novelfs/: the index and a snapshot of {files} files",
@@ -220,8 +220,8 @@ pub(crate) fn index(cmd: IndexCmd, root: LibraryRoot) -> ExitCode {
                 (_, written) => written.code(),
             }
         }
-        Err(msg) => {
-            fail(&msg);
+        Err(e) => {
+            fail(&Chain(&*e).to_string());
             ExitCode::FAILURE
         }
     }

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
+use novelfs_kit::cause::Chain;
+
 use super::config::MountConfig;
 use super::failover::handoff::{self, Handoff};
 use super::library_at::{BucketReading, LibraryAt};
@@ -310,7 +312,7 @@ fn open_library(config: &MountConfig, cli: Option<&OwnedFd>) -> Result<Library, 
         match at.fetch_published(&config.bucket, dir, &library) {
             Ok(true) => log::info!("index published in {} taken", config.root.display()),
             Ok(false) => {}
-            Err(e) => log::warn!("no published index: {e}"),
+            Err(e) => log::warn!("no published index: {}", Chain(&*e)),
         }
     }
     Ok(library)

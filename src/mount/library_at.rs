@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use novelfs_fs::persist;
+use novelfs_kit::cause::{Failed, Failure};
 use novelfs_library::{Library, NovelError};
 use novelfs_storage::backing::{BucketBacking, PendingHead};
 
@@ -165,17 +166,17 @@ impl LibraryAt {
         options: &StoreOptions,
         dir: &Path,
         library: &Library,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Failure> {
         let LibraryAt::Bucket(url) = self else {
             return Ok(false);
         };
         let storage = Self::storage(url, options)?;
-        let key = RelPath::new(persist::PUBLISHED).map_err(|e| e.to_string())?;
-        let folder = RelPath::new(".novelfs").map_err(|e| e.to_string())?;
+        let key = RelPath::new(persist::PUBLISHED)?;
+        let folder = RelPath::new(".novelfs")?;
         let listed = match storage.list(&folder) {
             Ok(entries) => entries,
             Err(e) if e.is_not_found() => return Ok(false),
-            Err(e) => return Err(format!("{url}: {e}")),
+            Err(e) => return Err(Failed::by(url.to_string(), e).into()),
         };
         let etag = listed
             .into_iter()
@@ -200,9 +201,9 @@ impl LibraryAt {
         };
         let object = storage
             .read(&key, Some(&pinned))
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| Failed::by(url.to_string(), e))?;
         persist::import(dir, library, &object.bytes)?;
-        std::fs::write(&mark, &etag).map_err(|e| format!("{}: {e}", mark.display()))?;
+        std::fs::write(&mark, &etag).map_err(|e| Failed::by(mark.display().to_string(), e))?;
         Ok(true)
     }
 

@@ -38,7 +38,7 @@ mod tests;
 
 pub(crate) use mount::MountIndex;
 pub(crate) use recorder::Recorder;
-pub use refresh::{RefreshSummary, Step, refresh};
+pub use refresh::{RefreshError, RefreshSummary, Step, refresh};
 pub use shared::{PUBLISHED, import, index_file, rows_by_book};
-pub(crate) use store::Refused;
+pub use store::Refused;
 pub use store::default_dir;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::identity::{trusted, unix_nanos};
 use super::index::PersistentIndex;
 use super::rows::{BookRows, Record, chapter_key, split_key, write_batch};
+use super::store::Refused;
 use crate::cache::Stamp;
 use crate::chapter_shape::Outline;
 use crate::freshness::SourceFs;
@@ -55,12 +56,54 @@ pub enum Step<'a> {
     Book { name: &'a str, done: u64 },
 }
 
+/// Why an index could not be built or refreshed.
+#[derive(Debug)]
+pub enum RefreshError {
+    /// The index file is not used (newer, or unusable).
+    Refused(Refused),
+    /// The index file opened read-only.
+    ReadOnly(PathBuf),
+    /// SQLite failed on the index at `index`.
+    Sql {
+        index: PathBuf,
+        error: rusqlite::Error,
+    },
+    /// The library's `novels/` could not be listed.
+    Library {
+        novels: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefreshError::Refused(refused) => refused.fmt(f),
+            RefreshError::ReadOnly(index) => {
+                write!(f, "index {} cannot be written", index.display())
+            }
+            RefreshError::Sql { index, .. } => write!(f, "index {}", index.display()),
+            RefreshError::Library { novels, .. } => write!(f, "{}", novels.display()),
+        }
+    }
+}
+
+impl std::error::Error for RefreshError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RefreshError::Refused(_) | RefreshError::ReadOnly(_) => None,
+            RefreshError::Sql { error, .. } => Some(error),
+            RefreshError::Library { error, .. } => Some(error),
+        }
+    }
+}
+
 /// Builds or refreshes the index of `library` in `dir`.
 pub fn refresh(
     library: &Library,
     dir: &Path,
     progress: &mut dyn FnMut(Step),
-) -> Result<RefreshSummary, String> {
+) -> Result<RefreshSummary, RefreshError> {
     let started = Instant::now();
     // No mount: the type of the mount `novels/` lies on is not asked, and
     // the granularity of its times does not depend on it.
@@ -69,18 +112,21 @@ pub fn refresh(
         None => SourceFs::in_bucket().granularity,
     };
     let index =
-        PersistentIndex::open(dir, library, 8 << 20, granularity).map_err(|e| e.to_string())?;
+        PersistentIndex::open(dir, library, 8 << 20, granularity).map_err(RefreshError::Refused)?;
     if !index.writable() {
-        return Err(format!(
-            "index {} cannot be written",
-            index.path().display()
-        ));
+        return Err(RefreshError::ReadOnly(index.path().to_path_buf()));
     }
-    let sql = |e: rusqlite::Error| format!("index {}: {e}", index.path().display());
+    let sql = |error| RefreshError::Sql {
+        index: index.path().to_path_buf(),
+        error,
+    };
     let mut stale = stored_keys(&index).map_err(sql)?;
     let names = library
         .book_names()
-        .map_err(|e| format!("{}: {e}", library.novels_dir().display()))?;
+        .map_err(|error| RefreshError::Library {
+            novels: library.novels_dir(),
+            error,
+        })?;
     library.list_ahead(names.iter().map(|n| n.as_os_str()));
     let books: Vec<_> = names
         .into_iter()

@@ -51,7 +51,7 @@ pub(crate) fn file_for(dir: &Path, root: &Path) -> PathBuf {
 
 /// Why an index file is not used.
 #[derive(Debug)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// Written by a newer novelfs (its schema version).
     Newer { path: PathBuf, version: i64 },
     /// It cannot be opened, nor made anew.
@@ -75,6 +75,8 @@ impl std::fmt::Display for Refused {
         }
     }
 }
+
+impl std::error::Error for Refused {}
 
 /// An open index file.
 pub(crate) struct Opened {
