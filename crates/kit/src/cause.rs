@@ -97,27 +97,39 @@ impl Error for Failed {
 }
 
 /// `e` and each error it says it was caused by (`Error::source`), one
-/// after the other: what a log line shows of a failure, once. A cause
-/// whose words end the error before it (an error that shows its source
-/// in its own words, as object_store's and `io::Error`'s do) is not
-/// written again.
+/// after the other, on one line: what a log line shows of a failure, once.
+/// A cause whose words end the error before it (an error that shows its
+/// source in its own words, as object_store's and `io::Error`'s do) is not
+/// written again; a line break in the words (a server's error body) is
+/// written as a space, so that the log keeps one line per event.
 pub struct Chain<'a>(pub &'a (dyn Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut shown = self.0.to_string();
-        f.write_str(&shown)?;
+        one_line(f, &shown)?;
         let mut next = self.0.source();
         while let Some(e) = next {
             let words = e.to_string();
             if !shown.ends_with(&words) {
-                write!(f, ": {words}")?;
+                f.write_str(": ")?;
+                one_line(f, &words)?;
             }
             shown = words;
             next = e.source();
         }
         Ok(())
     }
+}
+
+fn one_line(f: &mut fmt::Formatter<'_>, words: &str) -> fmt::Result {
+    for (i, line) in words.lines().enumerate() {
+        if i > 0 {
+            f.write_str(" ")?;
+        }
+        f.write_str(line.trim_end_matches('\r'))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -163,6 +175,11 @@ mod tests {
         assert_eq!(Chain(&bare).to_string(), "alone");
         let repeated = Shows(std::io::Error::other("reset"));
         assert_eq!(Chain(&repeated).to_string(), "GET s3://b/k: reset");
+        let body = Outer(std::io::Error::other("<?xml?>\r\n<Error>\n</Error>"));
+        assert_eq!(
+            Chain(&body).to_string(),
+            "GET s3://b/k: <?xml?> <Error> </Error>"
+        );
     }
 
     /// A failure said in words keeps the error under it: the chain shows

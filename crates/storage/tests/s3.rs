@@ -291,6 +291,50 @@ fn a_replaced_object_read_at_its_old_version_is_changed() {
     assert!(s3.read(&p, Some(&now.version)).unwrap_err().is_not_found());
 }
 
+/// What a failure is comes from the status the server answered with, as
+/// the client saw it on the wire, never from the words: a 503 whose body
+/// says nothing of HTTP is an outage once the retries are spent; a 400 to
+/// a key whose name reads like a server error is not; a 503 the retries
+/// get past is no failure.
+#[test]
+fn a_failure_is_what_the_server_answered_not_what_its_words_say() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.create_bucket(BUCKET);
+    let plain = "novels/书/第1章.md";
+    let odd = "novels/书/第2章: HTTP 500 error.md";
+    server.put(BUCKET, plain, "正文".as_bytes());
+    server.put(BUCKET, odd, "正文".as_bytes());
+    let s3 = store(&server, "s3://library", Duration::from_secs(10));
+    let quiet = "%3CError%3E%3CMessage%3Eplease%20wait%3C%2FMessage%3E%3C%2FError%3E";
+
+    server.set(&format!(
+        "only=GET&reply=-1&reply_status=503&reply_body={quiet}"
+    ));
+    let e = s3.read(&path(plain), None).unwrap_err();
+    assert!(
+        matches!(e, StorageError::ServerError { status: 503, .. }),
+        "{e:?}"
+    );
+    assert!(e.is_outage(), "{e}");
+    assert_eq!(e.source_kind(), SourceKind::Transient);
+
+    let refused = "%3CError%3E%3CCode%3EInvalidArgument%3C%2FCode%3E%3C%2FError%3E";
+    server.set(&format!(
+        "only=GET&reply=-1&reply_status=400&reply_body={refused}"
+    ));
+    let e = s3.read(&path(odd), None).unwrap_err();
+    assert!(!e.is_outage(), "{e}");
+    assert_eq!(e.source_kind(), SourceKind::Other);
+
+    server.set(&format!(
+        "only=GET&reply=1&reply_status=503&reply_body={quiet}"
+    ));
+    let got = s3.read(&path(plain), None).unwrap();
+    assert_eq!(got.bytes, "正文".as_bytes());
+}
+
 #[test]
 fn a_missing_bucket_refused_credentials_and_a_closed_port_are_told_apart_fast() {
     let Some(server) = S3Server::start() else {
