@@ -1,18 +1,19 @@
 //! object_store's errors as `StorageError`s, each kind decided here once:
-//! from object_store's error variant, the HTTP status of the last answer
-//! (which the wire keeps, `wire::scope`: object_store keeps it in a
-//! private type), the transport's failure (the public `HttpError` in the
-//! error's source chain), and the store's error code. object_store keeps
-//! the store's error body in that private type too, so the code is read
-//! from the body the error shows (`<Code>NoSuchBucket</Code>`: S3's codes,
-//! which Google's XML API shares, and Azure's are a stable part of their
-//! APIs). The error itself is kept as the cause.
+//! from object_store's error variant, the last answer of failure (its
+//! HTTP status and the store's error code in its body,
+//! `<Code>NoSuchBucket</Code>`: S3's codes, which Google's XML API
+//! shares, and Azure's are a stable part of their APIs), which the wire
+//! keeps (`wire::scope`: object_store keeps it in a private type), and the
+//! transport's failure (the public `HttpError` in the error's source
+//! chain); never from the error's words. The error itself is kept as the
+//! cause.
 
 use std::error::Error as _;
 use std::time::Duration;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
+use super::wire::Failure;
 use crate::StorageError;
 
 /// The S3 error code in an error body, e.g. `NoSuchBucket`.
@@ -90,11 +91,11 @@ pub struct Context<'a> {
 }
 
 /// What `e` means for the access `what` (e.g. `GET s3://b/k`) to the
-/// object or directory `path`, whose last answer had the HTTP status of
-/// failure `status` (none when it got no answer or a success).
+/// object or directory `path`, whose last attempt was answered with
+/// `failed` (none when it got no answer, or a success).
 pub fn classify(
     e: object_store::Error,
-    status: Option<u16>,
+    failed: Option<Failure>,
     what: &str,
     path: &str,
     cx: &Context,
@@ -107,10 +108,11 @@ pub fn classify(
             looked: missing.told(),
         };
     }
-    let text = e.to_string();
-    let code = s3_code(&text);
+    let status = failed.as_ref().map(|f| f.status);
+    let body = failed.as_ref().map_or("", |f| f.body.as_str());
+    let code = s3_code(body);
     // Named by the two answers to a request sent to the wrong region.
-    let region = region_in(&text);
+    let region = region_in(body);
     match code {
         // S3's and Google's code; Azure's.
         Some("NoSuchBucket" | "ContainerNotFound") => {
@@ -251,6 +253,13 @@ mod tests {
         }
     }
 
+    fn answer(status: u16, body: &str) -> Option<Failure> {
+        Some(Failure {
+            status,
+            body: body.to_string(),
+        })
+    }
+
     fn as_error(text: &str) -> object_store::Error {
         object_store::Error::Generic {
             store: "S3",
@@ -273,17 +282,29 @@ mod tests {
     fn a_failure_is_classified_by_its_status_not_its_words() {
         let path = "novels/书/第1章.md";
         let get = "GET s3://shelf/novels/书/第1章.md";
-        let quiet = classify(as_error("the server gave up"), Some(503), get, path, &cx());
+        let quiet = classify(
+            as_error("the server gave up"),
+            answer(503, ""),
+            get,
+            path,
+            &cx(),
+        );
         assert!(quiet.is_outage(), "{quiet}");
         assert_eq!(quiet.source_kind(), SourceKind::Transient);
         let odd_path = "novels/书/第1章: HTTP 500 error: 丢失.md";
         let odd_get = "GET s3://shelf/novels/书/第1章: HTTP 500 error: 丢失.md";
         let bad_request = "Server returned non-2xx status code: 400 Bad Request: <Error><Code>InvalidArgument</Code></Error>";
-        let refused = classify(as_error(bad_request), Some(400), odd_get, odd_path, &cx());
+        let refused = classify(
+            as_error(bad_request),
+            answer(400, bad_request),
+            odd_get,
+            odd_path,
+            &cx(),
+        );
         assert!(!refused.is_outage(), "{refused}");
         assert_eq!(refused.source_kind(), SourceKind::Other);
         let said = "Server returned non-2xx status code: 404 Not Found: upstream said: HTTP 503";
-        let gone = classify(as_error(said), Some(404), get, path, &cx());
+        let gone = classify(as_error(said), answer(404, said), get, path, &cx());
         assert!(gone.is_not_found(), "{gone}");
         // No answer: the transport's kind of failure decides.
         let transport = |kind| object_store::Error::Generic {
@@ -303,6 +324,25 @@ mod tests {
         assert!(
             matches!(refused, StorageError::Unreachable { .. }),
             "{refused}"
+        );
+        // The store's code is read from the answer's body, not from the
+        // error's words.
+        let worded_code = as_error("<Error><Code>NoSuchBucket</Code></Error>");
+        let busy = classify(worded_code, answer(503, ""), get, path, &cx());
+        assert!(
+            matches!(busy, StorageError::ServerError { code: None, .. }),
+            "{busy:?}"
+        );
+        let no_bucket = classify(
+            as_error("x"),
+            answer(404, "<Error><Code>NoSuchBucket</Code></Error>"),
+            "LIST s3://shelf/novels/",
+            "novels/",
+            &cx(),
+        );
+        assert!(
+            matches!(no_bucket, StorageError::NoBucket { .. }),
+            "{no_bucket:?}"
         );
         // Neither a status nor a transport's failure: no answer is known
         // to be missing, whatever the words say.
@@ -351,7 +391,7 @@ mod tests {
         ] {
             let list = "LIST s3://shelf/novels/";
             assert_eq!(
-                classify(as_error(text), Some(status), list, "novels/", &cx()),
+                classify(as_error(text), answer(status, text), list, "novels/", &cx()),
                 StorageError::WrongRegion {
                     bucket: "shelf".into(),
                     region
@@ -362,7 +402,7 @@ mod tests {
         assert_eq!(
             classify(
                 as_error(no_key),
-                Some(400),
+                answer(400, no_key),
                 "LIST s3://shelf/novels/",
                 "novels/",
                 &cx()

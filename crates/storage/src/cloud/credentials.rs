@@ -205,7 +205,11 @@ mod tests {
             store: "S3",
             source: Box::new(missing),
         };
-        let told = classify(e, Some(403), "LIST s3://shelf/novels/", "novels/", &cx());
+        let answer = crate::cloud::wire::Failure {
+            status: 403,
+            body: String::new(),
+        };
+        let told = classify(e, Some(answer), "LIST s3://shelf/novels/", "novels/", &cx());
         let StorageError::NoCredentials { looked } = &told else {
             panic!("{told:?}");
         };

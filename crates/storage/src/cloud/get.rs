@@ -182,7 +182,7 @@ impl Access {
         shown: &str,
         access: impl std::future::Future<Output = object_store::Result<T>>,
     ) -> Result<T, StorageError> {
-        let (result, status) = wire::scope(tokio::time::timeout(self.timeout, access)).await;
+        let (result, failed) = wire::scope(tokio::time::timeout(self.timeout, access)).await;
         let result = match result {
             Ok(r) => r.map_err(|e| {
                 let cx = classify::Context {
@@ -191,7 +191,7 @@ impl Access {
                     endpoint: &self.endpoint,
                     timeout: self.timeout,
                 };
-                classify::classify(e, status, &what, shown, &cx)
+                classify::classify(e, failed, &what, shown, &cx)
             }),
             Err(_) => Err(StorageError::Timeout {
                 what,

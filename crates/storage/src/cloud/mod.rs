@@ -270,7 +270,7 @@ impl BucketStorage {
     fn classify(
         &self,
         e: object_store::Error,
-        status: Option<u16>,
+        failed: Option<wire::Failure>,
         what: &str,
         path: &RelPath,
     ) -> StorageError {
@@ -280,7 +280,7 @@ impl BucketStorage {
             endpoint: &self.endpoint,
             timeout: self.timeout,
         };
-        classify::classify(e, status, what, &path.to_string(), &cx)
+        classify::classify(e, failed, what, &path.to_string(), &cx)
     }
 
     /// One LIST page of every key under `prefix`, with no delimiter.
@@ -325,11 +325,11 @@ impl BucketStorage {
     ) -> Result<T, StorageError> {
         // The timer is made inside the runtime, whose clock it needs.
         let timeout = self.timeout;
-        let (result, status) = self.rt.block_on(wire::scope(async move {
+        let (result, failed) = self.rt.block_on(wire::scope(async move {
             tokio::time::timeout(timeout, fut).await
         }));
         let result = match result {
-            Ok(r) => r.map_err(|e| self.classify(e, status, what, path)),
+            Ok(r) => r.map_err(|e| self.classify(e, failed, what, path)),
             Err(_) => Err(StorageError::Timeout {
                 what: what.to_string(),
                 after: self.timeout,

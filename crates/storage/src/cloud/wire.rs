@@ -10,9 +10,10 @@
 //! `scope`, and an attempt after its first is a retry; an access that
 //! fails, once its retries are spent, is an error (`count_error`).
 //!
-//! The wire also keeps the HTTP status of an access's last answer: the
-//! status its error is classified by (object_store keeps it in a private
-//! type, so that its error does not give it back).
+//! The wire also keeps the answer of an access's last attempt when it is
+//! one of failure, its HTTP status and its body (the store's error
+//! document): what its error is classified by. object_store keeps both in
+//! a private type, so that its error gives them back only as words.
 
 use std::sync::Arc;
 
@@ -24,14 +25,25 @@ use object_store::{ClientOptions, Result};
 use crate::StorageError;
 use crate::counters::{Counter, Counters};
 
+/// An answer of failure: its HTTP status and the start of its body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Failure {
+    pub status: u16,
+    pub body: String,
+}
+
+/// How much of an answer of failure's body is kept: a store's error
+/// document is a few hundred bytes.
+const BODY_KEPT: usize = 4096;
+
 /// What the wire saw of the access the task runs.
 #[derive(Default)]
 struct Seen {
     /// The attempts made so far.
     attempts: std::cell::Cell<u64>,
-    /// The HTTP status of the last attempt, while it is one of failure
-    /// (none once an attempt gets no answer, or a success).
-    failed_status: std::cell::Cell<Option<u16>>,
+    /// The answer of the last attempt, while it is one of failure (none
+    /// once an attempt gets no answer, or a success).
+    failed: std::cell::RefCell<Option<Failure>>,
 }
 
 tokio::task_local! {
@@ -39,13 +51,13 @@ tokio::task_local! {
 }
 
 /// Runs `access` as one access: its attempts after the first count as
-/// retries. Its output comes with the HTTP status of failure its last
-/// attempt was answered with, if any.
-pub(super) async fn scope<F: Future>(access: F) -> (F::Output, Option<u16>) {
+/// retries. Its output comes with the answer of failure its last attempt
+/// got, if any.
+pub(super) async fn scope<F: Future>(access: F) -> (F::Output, Option<Failure>) {
     SEEN.scope(Seen::default(), async move {
         let output = access.await;
-        let status = SEEN.with(|seen| seen.failed_status.get());
-        (output, status)
+        let failed = SEEN.with(|seen| seen.failed.take());
+        (output, failed)
     })
     .await
 }
@@ -125,7 +137,7 @@ impl HttpService for CountingService {
         };
         let earlier = SEEN
             .try_with(|seen| {
-                seen.failed_status.set(None);
+                seen.failed.take();
                 seen.attempts.replace(seen.attempts.get() + 1)
             })
             .unwrap_or(0);
@@ -135,13 +147,36 @@ impl HttpService for CountingService {
         let response = self.inner.execute(req).await?;
         attempt.answered = true;
         let status = response.status();
-        if status.is_client_error() || status.is_server_error() || status.is_redirection() {
-            let _ = SEEN.try_with(|seen| seen.failed_status.set(Some(status.as_u16())));
-        }
-        if response.status().as_u16() == 304 {
+        if status.as_u16() == 304 {
             self.counters.count(Counter::NotModified);
         }
-        Ok(response)
+        let failed = status.is_client_error()
+            || status.is_server_error()
+            || (status.is_redirection() && status.as_u16() != 304);
+        if !failed {
+            return Ok(response);
+        }
+        if status.is_redirection() {
+            // Its status alone: object_store follows a redirect, or fails
+            // a bare one without its body, and so does its classification.
+            let failure = Failure {
+                status: status.as_u16(),
+                body: String::new(),
+            };
+            let _ = SEEN.try_with(|seen| seen.failed.replace(Some(failure)));
+            return Ok(response);
+        }
+        // An answer of failure is read whole here (object_store reads it
+        // whole too, for its error) and handed on as it came.
+        let (parts, body) = response.into_parts();
+        let bytes = body.bytes().await?;
+        let kept = &bytes[..bytes.len().min(BODY_KEPT)];
+        let failure = Failure {
+            status: status.as_u16(),
+            body: String::from_utf8_lossy(kept).into_owned(),
+        };
+        let _ = SEEN.try_with(|seen| seen.failed.replace(Some(failure)));
+        Ok(HttpResponse::from_parts(parts, bytes.into()))
     }
 }
 
