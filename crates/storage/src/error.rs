@@ -62,8 +62,17 @@ pub enum StorageError {
         how: String,
         cause: Cause,
     },
+    /// The storage answered the access `what` with an HTTP status of
+    /// failure none of the kinds above is (a 400, a 429...), once the
+    /// retries were spent.
+    OtherStatus {
+        what: String,
+        status: u16,
+        code: Option<String>,
+        cause: Cause,
+    },
     /// Anything else: `what` worded for a log line, with the error a layer
-    /// below gave when there is one.
+    /// below gave when there is one (its words follow `what`'s).
     Other { what: String, cause: Option<Cause> },
 }
 
@@ -87,6 +96,7 @@ impl StorageError {
             | StorageError::Broken { .. } => SourceKind::Transient,
             StorageError::NoBucket { .. }
             | StorageError::WrongRegion { .. }
+            | StorageError::OtherStatus { .. }
             | StorageError::Other { .. } => SourceKind::Other,
         }
     }
@@ -160,19 +170,20 @@ impl fmt::Display for StorageError {
                 write!(f, "{what}: no answer within {:.1} s", after.as_secs_f64())
             }
             StorageError::ServerError {
-                what,
-                status,
-                code: Some(code),
-                ..
-            } => write!(f, "{what}: HTTP {status} {code}"),
-            StorageError::ServerError {
-                what,
-                status,
-                code: None,
-                ..
-            } => write!(f, "{what}: HTTP {status}"),
+                what, status, code, ..
+            }
+            | StorageError::OtherStatus {
+                what, status, code, ..
+            } => match code {
+                Some(code) => write!(f, "{what}: HTTP {status} {code}"),
+                None => write!(f, "{what}: HTTP {status}"),
+            },
             StorageError::Broken { what, how, .. } => write!(f, "{what}: {how} error"),
-            StorageError::Other { what, .. } => f.write_str(what),
+            StorageError::Other {
+                what,
+                cause: Some(cause),
+            } => write!(f, "{what}: {cause}"),
+            StorageError::Other { what, cause: None } => f.write_str(what),
         }
     }
 }
@@ -181,6 +192,7 @@ impl std::error::Error for StorageError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StorageError::ServerError { cause, .. }
+            | StorageError::OtherStatus { cause, .. }
             | StorageError::Broken { cause, .. }
             | StorageError::Other {
                 cause: Some(cause), ..

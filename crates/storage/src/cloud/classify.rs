@@ -212,11 +212,12 @@ pub fn classify(
             };
         }
         Some(s) => {
-            let what = match code {
-                Some(c) => format!("{what}: HTTP {s} {c}"),
-                None => format!("{what}: HTTP {s}"),
+            return StorageError::OtherStatus {
+                what: what.to_string(),
+                status: s,
+                code: code.map(str::to_string),
+                cause: e.into(),
             };
-            return StorageError::failed(what, e);
         }
         None => {}
     }

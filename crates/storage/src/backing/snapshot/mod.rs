@@ -27,9 +27,11 @@ use serde_json::{Value, json};
 
 use crate::{RelPath, Storage, StorageError, Version};
 
+mod malformed;
 mod pieces;
 mod view;
 
+pub use malformed::Malformed;
 pub use pieces::{Listing, PIECES, walk};
 pub use view::Snapshot;
 
@@ -77,20 +79,25 @@ pub(super) fn unix_now() -> u64 {
 }
 
 impl Head {
-    fn parse(bytes: &[u8], etag: String) -> Result<Head, String> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    fn parse(bytes: &[u8], etag: String) -> Result<Head, Malformed> {
+        let v: Value = serde_json::from_slice(bytes).map_err(Malformed::NotJson)?;
         if v["format"].as_u64() != Some(FORMAT) {
-            return Err(format!(
-                "format {} (this build follows {FORMAT})",
-                v["format"]
-            ));
+            return Err(Malformed::Format {
+                found: v["format"].to_string(),
+            });
         }
-        let field = |name: &str| v[name].as_u64().ok_or_else(|| format!("no {name}"));
+        let field = |name: &'static str| v[name].as_u64().ok_or(Malformed::Missing(name));
         Ok(Head {
             etag,
-            root: v["root"].as_str().ok_or("no root")?.to_string(),
+            root: v["root"]
+                .as_str()
+                .ok_or(Malformed::Missing("root"))?
+                .to_string(),
             files: field("files")?,
-            listing: v["listing"].as_str().ok_or("no listing")?.to_string(),
+            listing: v["listing"]
+                .as_str()
+                .ok_or(Malformed::Missing("listing"))?
+                .to_string(),
             published: field("published")?,
             confirmed: field("confirmed")?,
             every: v["every"].as_u64(),
@@ -148,7 +155,7 @@ pub fn read_head(storage: &dyn Storage, known: Option<&str>) -> Result<Option<He
     };
     Head::parse(&object.bytes, etag)
         .map(Some)
-        .map_err(|e| StorageError::other(format!("{HEAD}: {e}")))
+        .map_err(|e| StorageError::failed(HEAD, e))
 }
 
 pub(super) fn digest(bytes: &[u8]) -> String {

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::{FORMAT, OWN_FOLDER, digest, rel};
+use super::{FORMAT, Malformed, OWN_FOLDER, digest, rel};
 use crate::{Entry, EntryKind, RelPath, Storage, StorageError, Version};
 
 /// Where the pieces are, relative to the library's root.
@@ -72,19 +72,24 @@ impl Root {
     pub(super) fn fetch(storage: &dyn Storage, digest_named: &str) -> Result<Root, StorageError> {
         let bytes = fetch(storage, digest_named)?;
         Root::parse(&bytes)
-            .map_err(|e| StorageError::other(format!("{}: {e}", piece_key(digest_named))))
+            .map_err(|e| StorageError::failed(piece_key(digest_named).to_string(), e))
     }
 
-    fn parse(bytes: &[u8]) -> Result<Root, String> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    fn parse(bytes: &[u8]) -> Result<Root, Malformed> {
+        let v: Value = serde_json::from_slice(bytes).map_err(Malformed::NotJson)?;
         if v["format"].as_u64() != Some(FORMAT) {
-            return Err(format!("format {}", v["format"]));
+            return Err(Malformed::Format {
+                found: v["format"].to_string(),
+            });
         }
-        let rows = v["dirs"].as_array().ok_or("no dirs")?;
+        let rows = v["dirs"].as_array().ok_or(Malformed::Missing("dirs"))?;
         let mut dirs: HashMap<PathBuf, Shape> = HashMap::new();
         dirs.insert(PathBuf::new(), Shape::default());
         for row in rows {
-            let bad = || format!("a malformed directory entry: {row}");
+            let bad = || Malformed::Entry {
+                of: "directory",
+                entry: row.to_string(),
+            };
             let dir = row[0].as_str().ok_or_else(bad)?;
             let piece = row[1].as_str().ok_or_else(bad)?.to_string();
             let files = row[2].as_u64().ok_or_else(bad)?;
@@ -144,13 +149,12 @@ pub(super) fn fetch_files(
     digest_named: &str,
 ) -> Result<(Vec<Entry>, Option<Vec<u8>>), StorageError> {
     let bytes = fetch(storage, digest_named)?;
-    parse_files(&bytes)
-        .map_err(|e| StorageError::other(format!("{}: {e}", piece_key(digest_named))))
+    parse_files(&bytes).map_err(|e| StorageError::failed(piece_key(digest_named).to_string(), e))
 }
 
-fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-    let rows = v["files"].as_array().ok_or("no files")?;
+fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), Malformed> {
+    let v: Value = serde_json::from_slice(bytes).map_err(Malformed::NotJson)?;
+    let rows = v["files"].as_array().ok_or(Malformed::Missing("files"))?;
     let beside = match &v["index"] {
         Value::Null => None,
         index => Some(serde_json::to_vec(index).expect("a JSON value")),
@@ -158,7 +162,10 @@ fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {
     let files = rows
         .iter()
         .map(|f| {
-            let bad = || format!("a malformed file entry: {f}");
+            let bad = || Malformed::Entry {
+                of: "file",
+                entry: f.to_string(),
+            };
             let name = f[0].as_str().ok_or_else(bad)?;
             let size = f[1].as_u64().ok_or_else(bad)?;
             let etag = f[2].as_str().ok_or_else(bad)?.to_string();
@@ -178,7 +185,7 @@ fn parse_files(bytes: &[u8]) -> Result<(Vec<Entry>, Option<Vec<u8>>), String> {
                 modified,
             })
         })
-        .collect::<Result<Vec<Entry>, String>>()?;
+        .collect::<Result<Vec<Entry>, Malformed>>()?;
     Ok((files, beside))
 }
 

@@ -398,3 +398,18 @@ fn a_listing_without_etags_is_published_by_size_and_time() {
         assert_eq!(read.version, e.version, "{:?}", e.name);
     }
 }
+
+/// A head that does not read says why, by kind: not JSON (with the
+/// parser's error under it), another format, a field missing.
+#[test]
+fn a_head_that_does_not_read_says_why() {
+    let parse = |bytes: &[u8]| Head::parse(bytes, String::new());
+    let not_json = parse(b"{").unwrap_err();
+    assert!(matches!(not_json, Malformed::NotJson(_)), "{not_json:?}");
+    assert!(std::error::Error::source(&not_json).is_some());
+    let newer = parse(br#"{"format": 999}"#).unwrap_err();
+    assert!(matches!(newer, Malformed::Format { .. }), "{newer:?}");
+    let no_root = format!(r#"{{"format": {FORMAT}}}"#);
+    let no_root = parse(no_root.as_bytes()).unwrap_err();
+    assert!(matches!(no_root, Malformed::Missing("root")), "{no_root:?}");
+}
