@@ -82,9 +82,14 @@ impl Failed {
     }
 }
 
+/// Its words, then its cause's, as an `io::Error`'s show theirs (`Chain`
+/// writes them once).
 impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.what)
+        match &self.cause {
+            Some(cause) => write!(f, "{}: {cause}", self.what),
+            None => f.write_str(&self.what),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use super::profile::profile_of;
 use super::rows::{BookRows, book_id};
 use super::store;
 use crate::lock;
+use novelfs_kit::cause::Failed;
 use novelfs_library::Library;
 
 /// Where an older novelfs published the whole index, relative to the
@@ -35,9 +36,9 @@ pub fn index_file(dir: &Path, library: &Library) -> PathBuf {
 
 /// Puts `bytes`, a whole index exported elsewhere, in place of the index
 /// of `library` in `dir`; the file it wrote.
-pub fn import(dir: &Path, library: &Library, bytes: &[u8]) -> Result<PathBuf, String> {
+pub fn import(dir: &Path, library: &Library, bytes: &[u8]) -> Result<PathBuf, Failed> {
     let path = index_file(dir, library);
-    let fail = |e: std::io::Error| format!("index {}: {e}", path.display());
+    let fail = |e: std::io::Error| Failed::by(format!("index {}", path.display()), e);
     std::fs::create_dir_all(dir).map_err(fail)?;
     let aside = path.with_extension("importing");
     std::fs::write(&aside, bytes).map_err(fail)?;
@@ -60,9 +61,9 @@ const PUBLISHED_COLUMNS: &str =
 /// records them beside each book's files: `novels/BOOK` →
 /// `{"profile": HASH, "rows": [[file, dev, …, pages], …]}`. Rows of
 /// another profile (another build's) are not published.
-pub fn rows_by_book(dir: &Path, library: &Library) -> Result<HashMap<String, Value>, String> {
+pub fn rows_by_book(dir: &Path, library: &Library) -> Result<HashMap<String, Value>, Failed> {
     let path = index_file(dir, library);
-    let fail = |e: rusqlite::Error| format!("index {}: {e}", path.display());
+    let fail = |e: rusqlite::Error| Failed::by(format!("index {}", path.display()), e);
     let conn = Connection::open(&path).map_err(fail)?;
     let profile = profile_of(library);
     let mut stmt = conn
@@ -156,17 +157,18 @@ impl Importer {
         lock(&self.held).retain(|(held, _)| held.as_slice() != book.as_bytes());
     }
 
-    fn put(&self, book: &OsStr, published: &[u8]) -> Result<usize, String> {
-        let v: Value = serde_json::from_slice(published).map_err(|e| e.to_string())?;
+    fn put(&self, book: &OsStr, published: &[u8]) -> Result<usize, Failed> {
+        let v: Value = serde_json::from_slice(published).map_err(|e| Failed::by("not JSON", e))?;
         if v["profile"].as_i64() != Some(self.profile_hash) {
             return Ok(0);
         }
-        let rows = v["rows"].as_array().ok_or("no rows")?;
+        let rows = v["rows"].as_array().ok_or(Failed::said("no rows"))?;
+        let sql = |e| Failed::by("SQLite", e);
         let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| e.to_string())?;
-        let book = book_id(&tx, book.as_bytes()).map_err(|e| e.to_string())?;
+            .map_err(sql)?;
+        let book = book_id(&tx, book.as_bytes()).map_err(sql)?;
         let mut written = 0;
         {
             let mut stmt = tx
@@ -174,7 +176,7 @@ impl Importer {
                     "INSERT OR REPLACE INTO chapters (profile, book, {PUBLISHED_COLUMNS})
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
                 ))
-                .map_err(|e| e.to_string())?;
+                .map_err(sql)?;
             for row in rows {
                 let numbers: Option<Vec<i64>> = (1..9).map(|i| row[i].as_i64()).collect();
                 let (Some(file), Some(n), Some(pages)) =
@@ -196,11 +198,11 @@ impl Importer {
                     n[7],
                     pages
                 ])
-                .map_err(|e| e.to_string())?;
+                .map_err(sql)?;
                 written += 1;
             }
         }
-        tx.commit().map_err(|e| e.to_string())?;
+        tx.commit().map_err(sql)?;
         Ok(written)
     }
 }

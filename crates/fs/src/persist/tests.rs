@@ -407,3 +407,25 @@ fn a_stored_row_gives_back_its_identity() {
     let at = unix_nanos(read_at).unwrap();
     assert!(row.recorded_ns <= at && at - row.recorded_ns < 1_000_000);
 }
+
+/// An index that cannot be read for publishing says which file and keeps
+/// SQLite's error under it; one that cannot be put in place keeps the
+/// OS's.
+#[test]
+fn an_index_that_cannot_be_read_or_put_keeps_its_cause() {
+    let (_root, library) = library_with(&[("第1章.md", "正文")]);
+    let dir = tempfile::tempdir().unwrap();
+    let failed = rows_by_book(dir.path(), &library).unwrap_err();
+    let sql = std::error::Error::source(&failed).and_then(|e| e.downcast_ref::<rusqlite::Error>());
+    assert!(sql.is_some(), "{failed}");
+    assert!(
+        failed
+            .what
+            .contains(&index_file(dir.path(), &library).display().to_string())
+    );
+    let not_a_dir = dir.path().join("a file");
+    std::fs::write(&not_a_dir, b"").unwrap();
+    let failed = import(&not_a_dir, &library, b"bytes").unwrap_err();
+    let os = std::error::Error::source(&failed).and_then(|e| e.downcast_ref::<std::io::Error>());
+    assert!(os.is_some(), "{failed}");
+}
