@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use super::super::snapshot::{self, Head};
 use crate::{Storage, StorageError};
-use novelfs_kit::lock;
 use novelfs_kit::cause::Chain;
+use novelfs_kit::lock;
 
 /// The head of a published snapshot, asked for on a thread of its own
 /// beside the mount's check, so that the mount is ready without waiting

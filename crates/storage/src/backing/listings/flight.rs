@@ -68,7 +68,20 @@ impl Listings {
     /// if this panics, an error rather than a wait for ever).
     pub(super) fn fly(&self, dir: &Path, lead: Lead) -> io::Result<Arc<Vec<Entry>>> {
         let begun = Instant::now();
-        let listed = rel(dir).and_then(|d| self.storage.list(&d).map_err(io::Error::from));
+        let list = || rel(dir).and_then(|d| self.storage.list(&d).map_err(io::Error::from));
+        // The rows published beside the directory are fetched beside its
+        // LIST and handed to the index before the listing is kept: no
+        // reader outlines its chapters without them.
+        let listed = if self.rows_wanted(dir) {
+            std::thread::scope(|s| {
+                let rows = s.spawn(|| self.rows_beside(dir));
+                let listed = list();
+                let _ = rows.join();
+                listed
+            })
+        } else {
+            list()
+        };
         let listed = listed.map(Arc::new);
         if listed.is_ok() {
             self.timed(begun.elapsed());

@@ -28,12 +28,14 @@ impl Listings {
 
     /// Serves directories from `follower`'s snapshot from now on.
     pub(in crate::backing) fn follow(&self, follower: Arc<Follower>) {
+        self.rows.followed();
         let _ = self.follow.set(follower);
     }
 
     /// Follows the snapshot `head` names once it is answered (see
     /// `take_pending`).
     pub(in crate::backing) fn follow_pending(&self, head: Arc<PendingHead>) {
+        self.rows.followed();
         *lock(&self.pending) = Some(head);
         self.pending_any.store(true, Ordering::Release);
     }

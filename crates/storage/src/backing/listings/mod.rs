@@ -19,6 +19,7 @@ mod ahead;
 mod flight;
 mod followed;
 mod made;
+mod published_rows;
 mod refresh;
 mod stale;
 mod switches;
@@ -68,6 +69,8 @@ pub(super) struct Listings {
     follow: std::sync::OnceLock<Arc<Follower>>,
     /// What takes the rows published beside a directory (`followed`).
     published_index: Arc<std::sync::OnceLock<novelfs_library::backing::PublishedIndex>>,
+    /// Those rows for a mount that lists (`published_rows`).
+    rows: published_rows::PublishedRows,
     /// How often the snapshot followed is compared with a LIST of a
     /// directory being read.
     drift: Mutex<Duration>,
@@ -131,6 +134,7 @@ impl Listings {
             refreshing: AtomicUsize::new(0),
             follow: std::sync::OnceLock::new(),
             published_index: Arc::default(),
+            rows: published_rows::PublishedRows::default(),
             pending: Mutex::new(None),
             pending_any: AtomicBool::new(false),
             outage: std::sync::OnceLock::new(),

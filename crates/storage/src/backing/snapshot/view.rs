@@ -111,6 +111,24 @@ impl Snapshot {
         Some((h.finish(), shape.newest))
     }
 
+    /// Hands `index` what the publisher recorded beside the files of
+    /// `dir` (its piece fetched, one GET, and not kept): for a mount that
+    /// lists its directories rather than serves them from the snapshot.
+    pub(crate) fn rows(
+        &self,
+        storage: &dyn Storage,
+        dir: &Path,
+        index: &PublishedIndex,
+    ) -> Result<(), StorageError> {
+        let piece = self.root.dirs.get(dir).and_then(|s| s.piece.as_ref());
+        if let Some(piece) = piece
+            && let (_, Some(beside)) = pieces::fetch_files(storage, piece)?
+        {
+            index(dir, &beside);
+        }
+        Ok(())
+    }
+
     /// How many directories it has made so far (their pieces fetched).
     #[cfg(test)]
     pub(crate) fn made(&self) -> usize {
