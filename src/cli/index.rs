@@ -22,7 +22,8 @@ use novelfs_storage::backing::snapshot;
 /// fleet, with the cadence `every`: the library is listed (one LIST per
 /// 1,000 keys); when `always` or when the listing differs from the one
 /// published, `index` gives the persistent index's rows of each book
-/// (`persist::rows_by_book`), written in the book's piece, else the
+/// (`persist::rows_by_book`), written in the book's piece with the
+/// book's figures in the root (`persist::book_figures`), else the
 /// snapshot published is only confirmed (see
 /// `novelfs_storage::backing::snapshot`). Whether a new snapshot was
 /// written, and how many files it holds.
@@ -48,7 +49,14 @@ fn publish(
         return Ok((false, files));
     }
     let rows = index()?;
-    let beside = |dir: &str| rows.get(dir).cloned();
+    // A book's rows go in its piece, and its figures (what `novel_books`
+    // prints of it, made of those rows) in the root.
+    let beside = |dir: &str, files: &[novelfs_storage::Entry]| snapshot::Beside {
+        piece: rows.get(dir).cloned(),
+        root: rows
+            .get(dir)
+            .and_then(|rows| persist::book_figures(dir, files, rows)),
+    };
     let changed =
         snapshot::publish(&storage, listing, &beside, before.as_ref(), every).map_err(fail)?;
     Ok((changed, files))

@@ -190,6 +190,27 @@ pub trait Backing: Send + Sync + std::fmt::Debug {
     fn on_published_index(&self, sink: PublishedIndex) {
         let _ = sink;
     }
+
+    /// What the library's publisher recorded of the directory `dir` in
+    /// its snapshot's root (a book's figures), while the storage serves
+    /// `dir` from that snapshot and has not fetched its piece: a directory
+    /// the mount read is judged from what it holds, as without a
+    /// snapshot. `None` otherwise, and for a storage without a publisher.
+    fn published_figures(&self, dir: &Path) -> Option<PublishedFigures> {
+        let _ = dir;
+        None
+    }
+}
+
+/// What a publisher recorded of a directory in its snapshot's root (see
+/// `Backing::published_figures`), with the directory's stamp and newest
+/// file's time as that snapshot gives them: the figures are made of the
+/// piece the stamp names.
+#[derive(Debug, Clone)]
+pub struct PublishedFigures {
+    pub stamp: u64,
+    pub newest: SystemTime,
+    pub figures: serde_json::Value,
 }
 
 /// What takes the rows published beside a directory (`dir` relative to

@@ -8,7 +8,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::backing::{EntryKind, Meta, SourceKind};
-use super::{BookIndex, Library, NovelError, scan};
+use super::{BookIndex, Library, NovelError, backing, scan};
 
 /// Whether an error only says that a path is not there (not that it
 /// cannot be read).
@@ -168,6 +168,13 @@ impl Library {
     pub fn chapter_metadata(&self, book: &OsStr, file: &OsStr) -> Option<Meta> {
         let meta = self.backing.stat(&Self::rel_chapter(book, file)).ok()??;
         meta.is_file().then_some(meta)
+    }
+
+    /// What the publisher recorded of the book directory `book` in the
+    /// snapshot followed, while it stands for the book (see
+    /// `Backing::published_figures`).
+    pub fn published_figures(&self, book: &OsStr) -> Option<backing::PublishedFigures> {
+        self.backing.published_figures(&Self::rel_dir(Some(book)))
     }
 
     /// A walker comes to the books `books` next, in this order: their

@@ -3,6 +3,7 @@
 //! a fleet, outages, the published index, the request counters, each
 //! cloud's mistakes.
 
+mod books_index;
 mod bucket_big;
 mod bucket_first_page;
 mod bucket_listings;

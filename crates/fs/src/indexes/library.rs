@@ -16,6 +16,7 @@ use super::{IndexFiles, Key};
 use crate::error::Result;
 use crate::lock;
 use crate::outline::Outlines;
+use crate::persist;
 use crate::pool::map_spread;
 use crate::source::{Source, dir_mtime, stamp_of};
 
@@ -58,6 +59,19 @@ impl IndexFiles {
             return Ok(rendered);
         }
         names.sort();
+        // The books the followed snapshot's root counts, from its figures;
+        // the others are looked at.
+        let (published, names): (Vec<CountedBook>, Vec<OsString>) = {
+            let mut published = Vec::new();
+            let mut looked = Vec::new();
+            for name in names {
+                match self.published(library, &name) {
+                    Some(counted) => published.push(counted),
+                    None => looked.push(name),
+                }
+            }
+            (published, looked)
+        };
         // Each book's look costs a LIST in a bucket: they are made ahead
         // of the workers, many at once, rather than one after another.
         library.list_ahead(names.iter().map(|n| n.as_os_str()));
@@ -112,6 +126,7 @@ impl IndexFiles {
         let totals: Vec<BookTotals> = counted
             .into_iter()
             .flatten()
+            .chain(published)
             .map(|counted| {
                 (&counted.book, counted.seen.version).hash(&mut h);
                 mtime = mtime.max(counted.seen.newest);
@@ -134,7 +149,33 @@ impl IndexFiles {
     }
 }
 
-/// What `novel_books` counts of one book, of one look at it.
+impl IndexFiles {
+    /// What `novel_books` counts of `name` from the figures the followed
+    /// snapshot's root gives it, when they hold for this mount (see
+    /// `persist::published_totals`); its look is then the root's stamp
+    /// of the book and its newest file's time, as its listing gives them.
+    fn published(&self, library: &novelfs_library::Library, name: &OsStr) -> Option<CountedBook> {
+        let published = library.published_figures(name)?;
+        let profile = *self.profile.get_or_init(|| persist::profile_of(library));
+        let (chapters, chars) = persist::published_totals(&published.figures, profile, library)?;
+        let book: Arc<OsStr> = Arc::from(name);
+        Some(CountedBook {
+            totals: BookTotals {
+                name: name.to_string_lossy().into_owned(),
+                chapters,
+                chars,
+            },
+            book,
+            seen: Look {
+                version: published.stamp,
+                newest: published.newest,
+            },
+        })
+    }
+}
+
+/// What `novel_books` counts of one book, of one look at it (or of the
+/// figures a published snapshot's root gives it).
 struct CountedBook {
     book: Arc<OsStr>,
     seen: Look,

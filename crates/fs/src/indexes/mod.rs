@@ -74,6 +74,9 @@ pub(crate) struct IndexFiles {
     /// book's index: a few dozen bytes a book, so that a change in one
     /// book costs the library index only that book.
     totals: Mutex<HashMap<Arc<OsStr>, (u64, u64, u64)>>,
+    /// The profile of this build's outlines (`persist::profile_of`): what
+    /// a published snapshot's figures are checked against.
+    profile: std::sync::OnceLock<i64>,
 }
 
 impl IndexFiles {
@@ -84,6 +87,7 @@ impl IndexFiles {
             #[cfg(test)]
             books_made: std::sync::atomic::AtomicUsize::new(0),
             totals: Mutex::new(HashMap::new()),
+            profile: std::sync::OnceLock::new(),
         }
     }
 

@@ -14,6 +14,7 @@
 //! so one index (a published one) serves every `--path-root` and
 //! `--max-chapter-bytes`.
 //!
+//! `figures` are a book's totals in a published snapshot's root.
 //! `identity` holds that rule, `pages` the codec of a chapter's pages,
 //! `profile` what an outline depends on, `rows` the SQL of the chapters'
 //! rows, `index` an index file open for lookups, `mount` a mount's use of
@@ -21,6 +22,7 @@
 //! `refresh` is `novelfs index`.
 
 mod bare;
+mod figures;
 mod identity;
 mod index;
 mod mount;
@@ -36,7 +38,10 @@ mod store;
 #[cfg(test)]
 mod tests;
 
+pub use figures::book_figures;
+pub(crate) use figures::published_totals;
 pub(crate) use mount::MountIndex;
+pub(crate) use profile::profile_of;
 pub(crate) use recorder::Recorder;
 pub use refresh::{RefreshError, RefreshSummary, Step, refresh};
 pub use shared::{PUBLISHED, import, index_file, rows_by_book};

@@ -21,6 +21,6 @@ use novelfs_library::backing::{Backing, EntryKind, Meta, Opened};
 
 use crate::access;
 
-pub use bucket::BucketBacking;
+pub use bucket::{BucketBacking, listed_meta};
 pub use follow::PendingHead;
 pub use local::{LocalBacking, in_page_cache, opened_file};

@@ -244,6 +244,16 @@ impl Backing for BucketBacking {
     fn on_published_index(&self, sink: novelfs_library::backing::PublishedIndex) {
         self.listings.on_published_index(sink);
     }
+
+    fn published_figures(&self, dir: &Path) -> Option<novelfs_library::backing::PublishedFigures> {
+        self.listings.published_figures(dir)
+    }
+}
+
+/// A file's metadata as a mount of the bucket gives it from a listing's
+/// entry: what a publisher judges its rows against.
+pub fn listed_meta(entry: &crate::Entry) -> Meta {
+    file_meta(&entry.version, entry.size, entry.modified)
 }
 
 #[cfg(test)]

@@ -142,7 +142,14 @@ mod tests {
             }
         }
         let listing = snapshot::walk(&*storage).unwrap();
-        snapshot::publish(&*storage, listing, &|_| None, None, None).unwrap();
+        snapshot::publish(
+            &*storage,
+            listing,
+            &|_, _| snapshot::Beside::default(),
+            None,
+            None,
+        )
+        .unwrap();
         let head = snapshot::published_head(&*storage).unwrap().unwrap();
         let dyn_storage: Arc<dyn Storage> = storage.clone();
         let f = Follower::start(dyn_storage, Duration::from_secs(3600), drift, head).unwrap();

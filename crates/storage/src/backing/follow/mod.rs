@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use novelfs_library::backing::{PublishedIndex, SourceKind};
+use novelfs_library::backing::{PublishedFigures, PublishedIndex, SourceKind};
 
 use crate::counters::SnapshotState;
 use crate::{Entry, Storage, StorageError};
@@ -152,6 +152,12 @@ impl Follower {
     /// directory, or is not followed there.
     pub(super) fn shape(self: &Arc<Self>, dir: &Path) -> Option<(u64, SystemTime)> {
         self.followed(dir)?.0.shape(dir)
+    }
+
+    /// What the publisher recorded of `dir` in the root of the snapshot
+    /// that answers for it (`Snapshot::published_figures`).
+    pub(super) fn published_figures(self: &Arc<Self>, dir: &Path) -> Option<PublishedFigures> {
+        self.followed(dir)?.0.published_figures(dir)
     }
 
     /// The snapshot that answers for `dir`, when one does, and whether

@@ -22,7 +22,14 @@ fn followed() -> (Arc<MemoryStorage>, Arc<Follower>) {
 fn publish(storage: &MemoryStorage) {
     let before = snapshot::published_head(storage).unwrap();
     let listing = snapshot::walk(storage).unwrap();
-    snapshot::publish(storage, listing, &|_| None, before.as_ref(), Some(2)).unwrap();
+    snapshot::publish(
+        storage,
+        listing,
+        &|_, _| snapshot::Beside::default(),
+        before.as_ref(),
+        Some(2),
+    )
+    .unwrap();
 }
 
 fn following(f: &Arc<Follower>) -> bool {

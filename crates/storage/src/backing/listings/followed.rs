@@ -106,6 +106,16 @@ impl Listings {
         self.follow.get()?.shape(dir)
     }
 
+    /// What the publisher recorded of `dir` in the followed snapshot's
+    /// root (see `Backing::published_figures`).
+    pub(in crate::backing) fn published_figures(
+        &self,
+        dir: &Path,
+    ) -> Option<novelfs_library::backing::PublishedFigures> {
+        self.take_pending();
+        self.follow.get()?.published_figures(dir)
+    }
+
     /// What the followed snapshot says of `dir`, when it answers for it.
     pub(super) fn in_snapshot(&self, dir: &Path) -> Option<Said> {
         self.take_pending();

@@ -32,7 +32,7 @@ mod pieces;
 mod view;
 
 pub use malformed::Malformed;
-pub use pieces::{Listing, PIECES, walk};
+pub use pieces::{Beside, Listing, PIECES, walk};
 pub use view::Snapshot;
 
 /// The head, relative to the library's root.
@@ -208,8 +208,8 @@ pub fn confirm(
     storage.put(&rel(HEAD), head.to_json())
 }
 
-/// Publishes `listing`, each directory's piece with what `beside` gives
-/// for it (see `Listing::make`), with the cadence `every` (seconds), over
+/// Publishes `listing`, each directory with what `beside` gives for it
+/// (see `Listing::make`), with the cadence `every` (seconds), over
 /// `before` (the head published, if any): the pieces the bucket does not
 /// hold yet (only those that changed, since each is stored under its
 /// digest) and the head always (its confirmation). The pieces go first,
@@ -219,7 +219,7 @@ pub fn confirm(
 pub fn publish(
     storage: &dyn Storage,
     listing: Listing,
-    beside: &dyn Fn(&str) -> Option<Value>,
+    beside: &dyn Fn(&str, &[crate::Entry]) -> Beside,
     before: Option<&Head>,
     every: Option<u64>,
 ) -> Result<bool, StorageError> {

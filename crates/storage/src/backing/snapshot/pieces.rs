@@ -48,6 +48,9 @@ pub(super) struct Shape {
     pub files: u64,
     /// Its newest file's time (the epoch when it holds none).
     pub newest: SystemTime,
+    /// What the publisher recorded of it in the root (a book's figures,
+    /// those `novel_books` prints), made of its piece.
+    pub figures: Option<Value>,
 }
 
 impl Default for Shape {
@@ -57,6 +60,7 @@ impl Default for Shape {
             piece: None,
             files: 0,
             newest: UNIX_EPOCH,
+            figures: None,
         }
     }
 }
@@ -101,6 +105,7 @@ impl Root {
             shape.piece = Some(piece);
             shape.files = files;
             shape.newest = UNIX_EPOCH + Duration::new(secs, nanos);
+            shape.figures = row.get(5).filter(|v| !v.is_null()).cloned();
             // Each directory above it is an entry of its parent.
             for above in path.ancestors() {
                 if let (Some(parent), Some(name)) = (above.parent(), above.file_name()) {
@@ -202,6 +207,16 @@ pub struct Listing {
     pub(super) stored: HashMap<String, SystemTime>,
 }
 
+/// What the publisher records of a directory beside its files: in its
+/// piece (a book's persistent-index rows), and in the root, where a mount
+/// has it without the piece (a book's figures, made of what its piece
+/// holds).
+#[derive(Default)]
+pub struct Beside {
+    pub piece: Option<Value>,
+    pub root: Option<Value>,
+}
+
 /// A snapshot made of a listing: its root object and every piece, each
 /// with its digest.
 pub(super) struct Made {
@@ -254,14 +269,15 @@ pub fn walk(storage: &dyn Storage) -> Result<Listing, StorageError> {
 }
 
 impl Listing {
-    /// The root and the pieces of this listing, each directory's piece
-    /// with what `beside` gives for it (`dir` relative to the library's
-    /// root).
-    pub(super) fn make(&self, beside: &dyn Fn(&str) -> Option<Value>) -> Made {
+    /// The root and the pieces of this listing, each directory with what
+    /// `beside` gives for it (`dir` relative to the library's root, and
+    /// its files as listed) in its piece and its row of the root.
+    pub(super) fn make(&self, beside: &dyn Fn(&str, &[Entry]) -> Beside) -> Made {
         let mut pieces = Vec::with_capacity(self.dirs.len());
         let mut rows = Vec::with_capacity(self.dirs.len());
         for (dir, entries) in &self.dirs {
-            let bytes = files_bytes(entries, beside(dir));
+            let Beside { piece, root } = beside(dir, entries);
+            let bytes = files_bytes(entries, piece);
             let d = digest(&bytes);
             let newest = entries
                 .iter()
@@ -269,13 +285,11 @@ impl Listing {
                 .max()
                 .unwrap_or(UNIX_EPOCH);
             let t = newest.duration_since(UNIX_EPOCH).unwrap_or_default();
-            rows.push(json!([
-                dir,
-                d,
-                entries.len(),
-                t.as_secs(),
-                t.subsec_nanos()
-            ]));
+            let mut row = json!([dir, d, entries.len(), t.as_secs(), t.subsec_nanos()]);
+            if let (Some(figures), Some(row)) = (root, row.as_array_mut()) {
+                row.push(figures);
+            }
+            rows.push(row);
             pieces.push((d, bytes));
         }
         let mut root =

@@ -35,7 +35,14 @@ fn bucket(books: usize, chapters: usize) -> MemoryStorage {
 fn publish_now(storage: &MemoryStorage) -> Head {
     let before = published_head(storage).unwrap();
     let listing = walk(storage).unwrap();
-    publish(storage, listing, &|_| None, before.as_ref(), Some(30)).unwrap();
+    publish(
+        storage,
+        listing,
+        &|_, _| Beside::default(),
+        before.as_ref(),
+        Some(30),
+    )
+    .unwrap();
     published_head(storage).unwrap().expect("published")
 }
 
@@ -304,7 +311,10 @@ fn a_books_rows_come_with_its_piece_and_a_change_costs_that_piece() {
         publish(
             storage,
             listing,
-            &|d| rows_beside(storage, d),
+            &|d, _| Beside {
+                piece: rows_beside(storage, d),
+                root: None,
+            },
             before.as_ref(),
             None,
         )
@@ -372,7 +382,7 @@ fn a_head_of_another_format_is_published_over() {
     storage.insert(HEAD, br#"{"format": 2, "root": "0", "files": 4}"#);
     assert_eq!(head_to_replace(&storage).unwrap(), None);
     let listing = walk(&storage).unwrap();
-    publish(&storage, listing, &|_| None, None, None).unwrap();
+    publish(&storage, listing, &|_, _| Beside::default(), None, None).unwrap();
     let head = head_to_replace(&storage)
         .unwrap()
         .expect("this format's head");
@@ -412,4 +422,55 @@ fn a_head_that_does_not_read_says_why() {
     let no_root = format!(r#"{{"format": {FORMAT}}}"#);
     let no_root = parse(no_root.as_bytes()).unwrap_err();
     assert!(matches!(no_root, Malformed::Missing("root")), "{no_root:?}");
+}
+
+/// What the publisher records of a book in the root (its figures) comes
+/// back to a mount as written, with the book's stamp as its listing has
+/// it, without a piece fetched; once the mount reads the book (its piece
+/// fetched), and for a directory given none, there are none. A book
+/// changed and published again has the figures made of its new piece.
+#[test]
+fn a_books_figures_travel_in_the_root() {
+    let storage = bucket(3, 4);
+    let publish_figures = |storage: &MemoryStorage| {
+        let before = published_head(storage).unwrap();
+        let listing = walk(storage).unwrap();
+        let figures = |dir: &str, files: &[crate::Entry]| Beside {
+            piece: None,
+            root: (dir != "novels/书002").then(|| {
+                let bytes: u64 = files.iter().map(|e| e.size).sum();
+                json!([7, files.len(), bytes, 0])
+            }),
+        };
+        publish(storage, listing, &figures, before.as_ref(), None).unwrap();
+        published_head(storage).unwrap().unwrap()
+    };
+    let head = publish_figures(&storage);
+    let gets = storage.asked().gets;
+    let snap = Snapshot::fetch(&storage, head).unwrap();
+    assert_eq!(storage.asked().gets - gets, 1, "the root alone");
+    let book = Path::new("novels/书001");
+    let published = snap.published_figures(book).expect("the book's figures");
+    let bytes: u64 = (0..4)
+        .map(|c| format!("第{c}章的正文，书1。").len() as u64)
+        .sum();
+    assert_eq!(published.figures, json!([7, 4, bytes, 0]));
+    assert_eq!(Some((published.stamp, published.newest)), snap.shape(book));
+    assert_eq!(storage.asked().gets - gets, 1, "no piece for the figures");
+    assert!(snap.published_figures(Path::new("novels/书002")).is_none());
+    assert!(snap.published_figures(Path::new("novels")).is_none());
+    snap.dir(&storage, book, None).unwrap();
+    assert!(
+        snap.published_figures(book).is_none(),
+        "a book read is counted from its listing"
+    );
+    storage.insert("novels/书000/第000章.md", "更长的新正文，书0。".as_bytes());
+    let again = Snapshot::fetch(&storage, publish_figures(&storage)).unwrap();
+    let changed = again
+        .published_figures(Path::new("novels/书000"))
+        .expect("the changed book's figures");
+    let bytes: u64 = std::iter::once("更长的新正文，书0。".len() as u64)
+        .chain((1..4).map(|c| format!("第{c}章的正文，书0。").len() as u64))
+        .sum();
+    assert_eq!(changed.figures, json!([7, 4, bytes, 0]));
 }

@@ -11,7 +11,7 @@ use super::super::bodies::lock;
 use super::Head;
 use super::pieces::{self, Root};
 use crate::{Entry, Storage, StorageError};
-use novelfs_library::backing::PublishedIndex;
+use novelfs_library::backing::{PublishedFigures, PublishedIndex};
 
 #[derive(Debug)]
 pub struct Snapshot {
@@ -127,6 +127,23 @@ impl Snapshot {
             index(dir, &beside);
         }
         Ok(())
+    }
+
+    /// What the publisher recorded of `dir` in the root (see
+    /// `Backing::published_figures`), with its stamp (`shape`), while its
+    /// piece is not fetched: a directory the mount read is judged from
+    /// its own listing.
+    pub fn published_figures(&self, dir: &Path) -> Option<PublishedFigures> {
+        let figures = self.root.dirs.get(dir)?.figures.clone()?;
+        if lock(&self.made).contains_key(dir) {
+            return None;
+        }
+        let (stamp, newest) = self.shape(dir)?;
+        Some(PublishedFigures {
+            stamp,
+            newest,
+            figures,
+        })
     }
 
     /// How many directories it has made so far (their pieces fetched).
