@@ -160,15 +160,21 @@ struct FreshMount {
     bytes_before_first_page: u64,
     requests_before_first_page: usize,
     chapters_index_gets: (usize, usize),
-    /// Then `novel_books.txt`: the bytes and the GETs it cost.
+    /// Then `novel_books.txt`: the bytes and the GETs it cost, and how
+    /// long its read took.
     books_index: (u64, usize),
+    books_index_took: Duration,
+    /// The snapshot's root object's bytes.
+    root_bytes: u64,
 }
 
-fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount> {
+/// `latency_ms`: each request's latency once the library is published.
+fn fresh_mount_of_published(books: usize, chapters: usize, latency_ms: u64) -> Option<FreshMount> {
     let (_dir, root) = crate::bucket::native::library(books, chapters);
     let bucket = Bucket::with(&root)?;
     let machines = tempfile::tempdir().unwrap();
     crate::bucket::native::publish(&bucket, &machines.path().join("publisher"));
+    bucket.server.set(&format!("latency_ms={latency_ms}"));
     let fresh = machines.path().join("fresh");
     bucket.server.reset_counts();
     let m = bucket.mount(&["--ttl", "60", "--index-dir", fresh.to_str().unwrap()]);
@@ -188,14 +194,24 @@ fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount>
     assert!(String::from_utf8_lossy(&listed).contains("第0001章"));
     let chapters_index_gets = (bucket.gets(false), bucket.gets(true));
     bucket.server.reset_counts();
+    let began = Instant::now();
     std::fs::read(m.path().join("novel_books.txt")).unwrap();
+    let books_index_took = began.elapsed();
     let log = bucket.server.log();
     let books_index = (log.iter().map(|r| r.bytes).sum(), log.len());
+    // The first piece a mount fetches is the root the head names.
+    let root_bytes = answered
+        .iter()
+        .filter(|r| crate::common::bucket::percent_decoded(&r.path).contains("/.novelfs/pieces/"))
+        .min_by(|a, b| a.start.partial_cmp(&b.start).unwrap())
+        .map_or(0, |r| r.bytes);
     Some(FreshMount {
         bytes_before_first_page: answered.iter().map(|r| r.bytes).sum(),
         requests_before_first_page: answered.len(),
         chapters_index_gets,
         books_index,
+        books_index_took,
+        root_bytes,
     })
 }
 
@@ -209,10 +225,10 @@ fn fresh_mount_of_published(books: usize, chapters: usize) -> Option<FreshMount>
 fn a_fresh_mount_fetches_before_its_first_page_what_does_not_grow_with_the_library() {
     require_fuse!();
     const CHAPTERS: usize = 20;
-    let Some(small) = fresh_mount_of_published(4, CHAPTERS) else {
+    let Some(small) = fresh_mount_of_published(4, CHAPTERS, 0) else {
         return;
     };
-    let big = fresh_mount_of_published(40, CHAPTERS).unwrap();
+    let big = fresh_mount_of_published(40, CHAPTERS, 0).unwrap();
     eprintln!(
         "before the first page: 4 books {} B in {} requests, 40 books {} B in {} requests; \
          a book's novel_chapters.txt: {:?} GETs (publisher's, library's)",
@@ -243,8 +259,11 @@ fn a_fresh_mount_fetches_before_its_first_page_what_does_not_grow_with_the_libra
 }
 
 /// The bytes a fresh mount fetches before its first page, at
-/// `NOVELFS_TEST_MEASURE_BOOKS` books (20 unless set) of 100 chapters:
-/// a measurement, not a check.
+/// `NOVELFS_TEST_MEASURE_BOOKS` books (20 unless set) of
+/// `NOVELFS_TEST_MEASURE_CHAPTERS` chapters (100 unless set),
+/// each request taking `NOVELFS_TEST_MEASURE_LATENCY_MS` (0 unless set)
+/// once published; then what `novel_books.txt` costs it, and the root's
+/// size: a measurement, not a check.
 #[test]
 #[ignore]
 fn measure_a_fresh_mount_before_its_first_page() {
@@ -253,18 +272,30 @@ fn measure_a_fresh_mount_before_its_first_page() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    let latency_ms = std::env::var("NOVELFS_TEST_MEASURE_LATENCY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let chapters = std::env::var("NOVELFS_TEST_MEASURE_CHAPTERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let t = Instant::now();
-    let Some(m) = fresh_mount_of_published(books, 100) else {
+    let Some(m) = fresh_mount_of_published(books, chapters, latency_ms) else {
         return;
     };
     eprintln!(
-        "{} chapters: {} B before the first page in {} requests; a book's novel_chapters.txt: \
-         {:?} GETs (publisher's, library's); novel_books.txt: {:?} (bytes, requests); {:?} in all",
-        books * 100,
+        "{books} books, {} chapters at {latency_ms} ms: {} B before the first page in {} requests; a book's \
+         novel_chapters.txt: {:?} GETs (publisher's, library's); novel_books.txt: {:?} (bytes, \
+         requests) in {:?}; the root {} B ({} B a book); {:?} in all",
+        books * chapters,
         m.bytes_before_first_page,
         m.requests_before_first_page,
         m.chapters_index_gets,
         m.books_index,
+        m.books_index_took,
+        m.root_bytes,
+        m.root_bytes / books as u64,
         t.elapsed()
     );
 }
