@@ -122,6 +122,26 @@ struct PlannedChapter {
 }
 
 impl Planned {
+    /// A plan that reaches `chapters` (the reader's first), each at
+    /// version 1 with nothing wanted: what a test places a reader with.
+    #[cfg(test)]
+    pub(super) fn reaching(chapters: &[ChapterRef]) -> Planned {
+        Planned {
+            chapters: chapters
+                .iter()
+                .map(|c| {
+                    Some(PlannedChapter {
+                        chapter: c.clone(),
+                        version: 1,
+                        chain: Arc::from(Vec::new()),
+                    })
+                })
+                .collect(),
+            wanted: Vec::new(),
+            whole: true,
+        }
+    }
+
     /// The chapter `ahead` chapters on, with its version, if planned.
     fn chapter(&self, ahead: usize) -> Option<(&ChapterRef, u64)> {
         let c = self.chapters.get(ahead)?.as_ref()?;

@@ -11,6 +11,7 @@ use super::plan::{AHEAD_CHAPTERS, Place};
 use crate::lock;
 use crate::names::PageName;
 use crate::node::ChapterRef;
+use novelfs_library::BookIndex;
 
 /// Pages read followed at once, one per book and format, the most recent
 /// first: `grep -r` reads both formats, a few agents a few books.
@@ -112,26 +113,33 @@ impl StoreAhead {
     /// its places are put on `chapter`, the one it lists, with no plan, so
     /// that the store thread plans again the way it goes.
     fn turned(track: &mut Track<Place>, chapter: &ChapterRef) {
-        use std::os::unix::ffi::OsStrExt;
         let backward = track.backward();
         if track.pages.iter().all(|p| p.backward == backward) {
             return;
         }
-        let Some(position) = track.index.exact(chapter.file.as_bytes()) else {
-            return;
-        };
         for p in track.pages.iter_mut().filter(|p| p.backward != backward) {
-            *p = Place {
-                chapter: chapter.clone(),
-                position,
-                offset: 0,
-                format: p.format,
-                version: 0,
-                read_at: p.read_at,
-                backward,
-                plan: None,
-            };
+            if let Some(place) = Self::placed_anew(&track.index, p, chapter) {
+                *p = Place { backward, ..place };
+            }
         }
+    }
+
+    /// `place`'s reader put on `chapter` (its position in `index`), with
+    /// no plan: the store thread plans it again. `None` when the book's
+    /// index does not hold the chapter.
+    fn placed_anew(index: &BookIndex, place: &Place, chapter: &ChapterRef) -> Option<Place> {
+        use std::os::unix::ffi::OsStrExt;
+        let position = index.exact(chapter.file.as_bytes())?;
+        Some(Place {
+            chapter: chapter.clone(),
+            position,
+            offset: 0,
+            format: place.format,
+            version: 0,
+            read_at: place.read_at,
+            backward: place.backward,
+            plan: None,
+        })
     }
 
     /// Whether a listing may concern a reader (cheap: no lock).
@@ -179,13 +187,23 @@ impl StoreAhead {
             if ahead == 0 {
                 continue;
             }
+            // A plan whose chain does not fit the place's position (made
+            // while the book's chapters were another list) tells no place:
+            // the reader is put on the chapter listed, to be planned again.
+            let Some(position) = p.ahead(ahead) else {
+                short = true;
+                if let Some(place) = Self::placed_anew(&track.index, p, chapter) {
+                    *p = place;
+                }
+                continue;
+            };
             // What the plan already knows of the chapters it reaches serves
             // without looking at the disk again.
             let shifted = plan.shifted(ahead, 0);
             short |= shifted.chapters_ahead() < WAKE_BELOW_AHEAD;
             *p = Place {
                 chapter: chapter.clone(),
-                position: p.ahead(ahead).expect("a chapter the plan found"),
+                position,
                 offset: 0,
                 format: p.format,
                 version,
@@ -216,5 +234,53 @@ impl StoreAhead {
                 self.wake(state);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::Planned;
+    use super::*;
+    use novelfs_library::{Chapter, PageFormat};
+    use std::ffi::OsStr;
+
+    /// A backward reader whose plan reaches the chapter listed further
+    /// than its place's position allows (the plan made while the book's
+    /// chapters were another list): the listing puts the reader on that
+    /// chapter, to be planned again, and serves on.
+    #[test]
+    fn a_plan_that_does_not_fit_its_place_puts_the_reader_on_the_chapter_listed() {
+        let ahead = StoreAhead::new();
+        let book: Arc<OsStr> = Arc::from(OsStr::new("书"));
+        let names: Vec<String> = (1..=5).map(|i| format!("第{i}章.md")).collect();
+        let index = Arc::new(BookIndex::new(
+            names
+                .iter()
+                .map(|n| Chapter::new(n.as_str().into()))
+                .collect(),
+        ));
+        let chapters: Vec<ChapterRef> = names
+            .iter()
+            .map(|n| crate::node::chapter_ref(&book, OsStr::new(n)))
+            .collect();
+        let mut track = Track::new(&book, &index);
+        track.listed_on(1);
+        track.listed_on(0);
+        assert!(track.backward());
+        track.pages.push(Place {
+            chapter: chapters[0].clone(),
+            position: 0,
+            offset: 1,
+            format: PageFormat::Text,
+            version: 1,
+            read_at: 1,
+            backward: true,
+            plan: Some(Arc::new(Planned::reaching(&chapters[0..3]))),
+        });
+        ahead.listed(Some(&mut track), &chapters[2], true);
+        let place = &track.pages[0];
+        assert_eq!(place.chapter, chapters[2]);
+        assert_eq!(place.position, 2);
+        assert!(place.plan.is_none(), "planned again");
     }
 }
